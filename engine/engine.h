@@ -1,0 +1,193 @@
+/*
+ * engine.h - the MemWAL key-value engine: the only header fs/ includes.
+ *
+ * Keys and values are byte strings.  Keys sort bytewise (memcmp, a prefix
+ * before its extensions).  Every write (a put, a delete, or an atomic batch
+ * of them) is applied at once to the in-memory MemTable, so it is readable
+ * immediately, and joins the current commit group; the group becomes durable
+ * as one WAL object (plus at most one blob pack) when the cadence fires, when
+ * it reaches its size threshold, or when someone asks for durability now.
+ * Values of at least opts.inline_max bytes are blobs: their bytes go once
+ * into the group's pack and everything else refers to them by descriptor.
+ *
+ * Durability: a write is durable when engine_write() with ENGINE_WAIT
+ * returns 0, when engine_wait() on its ticket returns 0, or when an
+ * engine_sync() that started after it returns 0.  A crash loses only writes
+ * that were not yet durable, and loses them whole (batches are atomic) and in
+ * order (if a write survives, every write issued before it survives).
+ *
+ * Errors (negative errno): -ENOENT (no such key), -ENOMEM, -EIO (the store
+ * failed; after a failed commit the engine is fenced and every later write
+ * returns the same error: the writer never guesses), -ESTALE (another writer
+ * opened the store: this one is fenced), -EROFS (opened read-only),
+ * -EUCLEAN (a corrupt object; the log names it), -EINVAL.
+ *
+ * Threads: every function may be called from many threads at once, except
+ * engine_close(), which must be the last call on the engine.  Iterators and
+ * batches are used by one thread at a time.
+ */
+#ifndef MEMWALFS_ENGINE_H
+#define MEMWALFS_ENGINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct store;
+struct engine;
+struct engine_batch;
+struct engine_iter;
+
+/* Called during long work (WAL replay at open, ...) to show progress. */
+typedef void (*engine_progress_fn)(void *arg, const char *phase, uint64_t done, uint64_t total);
+
+struct engine_opts {
+	bool read_only;             /* open without claiming the writer epoch */
+	bool single_writer_ok;      /* accept a store without conditional create */
+	unsigned cadence_ms;        /* group-commit interval (default 100) */
+	size_t group_max_bytes;     /* commit a group early at this size (default 8 MiB) */
+	size_t inline_max;          /* values >= this many bytes are blobs (default 4096) */
+	size_t memtable_max_bytes;  /* freeze the MemTable at this size (default 64 MiB) */
+	size_t max_pending_bytes;   /* writers wait while more is not yet durable (default 256 MiB) */
+	size_t max_frozen_bytes;    /* writers wait while more is frozen, unflushed (default 256 MiB) */
+	size_t cache_bytes;         /* blob + block cache budget (default 256 MiB) */
+	engine_progress_fn progress; /* may be NULL */
+	void *progress_arg;
+};
+
+/* Fill *o with the defaults above. */
+void engine_opts_default(struct engine_opts *o);
+
+/*
+ * Open the engine on store st (borrowed: it must outlive the engine).  As a
+ * writer: claims a new epoch through the manifest, fences any older writer,
+ * replays the WAL.  An empty store is initialised.  On success *out is the
+ * engine; on failure *out is untouched and a log line says why.
+ */
+int engine_open(struct store *st, const struct engine_opts *o, struct engine **out);
+
+/*
+ * Commit what is pending, wait until it is durable, stop background work and
+ * free the engine.  Returns the commit's error, if any (the engine is freed
+ * either way).  Accepts NULL.
+ */
+int engine_close(struct engine *e);
+
+/* Flags of writes. */
+#define ENGINE_WAIT 0x1   /* return only once the write is durable */
+#define ENGINE_URGENT 0x2 /* commit the group now instead of at the next cadence tick */
+
+/* Batches: an ordered list of puts and deletes applied atomically. */
+int engine_batch_new(struct engine_batch **out);
+/* Append a put (key and value are copied). */
+int engine_batch_put(struct engine_batch *b, const void *key, size_t klen, const void *val,
+		     size_t vlen);
+/* Append a delete (the key is copied). */
+int engine_batch_delete(struct engine_batch *b, const void *key, size_t klen);
+/* Number of operations in the batch. */
+size_t engine_batch_count(const struct engine_batch *b);
+/* Empty the batch for reuse. */
+void engine_batch_clear(struct engine_batch *b);
+/* Free the batch.  Accepts NULL. */
+void engine_batch_free(struct engine_batch *b);
+
+/*
+ * Apply batch b atomically (it is not consumed: clear or free it after).
+ * flags: ENGINE_WAIT, ENGINE_URGENT.  *ticket (may be NULL) receives a ticket
+ * to pass to engine_wait() later.  Returns once the batch is readable (and,
+ * with ENGINE_WAIT, durable).  May block for backpressure.
+ */
+int engine_write(struct engine *e, struct engine_batch *b, int flags, uint64_t *ticket);
+
+/* A one-operation batch. */
+int engine_put(struct engine *e, const void *key, size_t klen, const void *val, size_t vlen,
+	       int flags, uint64_t *ticket);
+int engine_delete(struct engine *e, const void *key, size_t klen, int flags, uint64_t *ticket);
+
+/*
+ * Wait until the write with this ticket is durable.  urgent: commit the
+ * open group now rather than at the next tick.  Returns 0 or the error that
+ * failed its group.
+ */
+int engine_wait(struct engine *e, uint64_t ticket, bool urgent);
+
+/* Commit now and return when every write issued before the call is durable. */
+int engine_sync(struct engine *e);
+
+/*
+ * Point read of the newest value of key.  On success *val is a malloc()ed
+ * copy owned by the caller (never NULL, even for an empty value) and *vlen
+ * its length.  -ENOENT when absent or deleted.  Blobs are read from the
+ * cache or by a ranged GET of exactly their bytes, verified by checksum.
+ */
+int engine_get(struct engine *e, const void *key, size_t klen, void **val, size_t *vlen);
+
+/*
+ * Like engine_get() but copies at most len bytes of the value starting at
+ * off into buf; *got receives the number copied (0 past the end).  Lets the
+ * filesystem read part of a chunk without an extra copy.
+ */
+int engine_get_range(struct engine *e, const void *key, size_t klen, uint64_t off, void *buf,
+		     size_t len, size_t *got);
+
+/*
+ * Ordered scan of [start, end) (end NULL: unbounded) over one consistent
+ * snapshot taken at creation.  Typical loop:
+ *
+ *   for (rc = engine_iter_new(e, a, an, b, bn, &it); !rc && engine_iter_valid(it);
+ *        engine_iter_next(it)) { k = engine_iter_key(it, &kn); ... }
+ *   rc = rc ? rc : engine_iter_status(it); engine_iter_free(it);
+ */
+int engine_iter_new(struct engine *e, const void *start, size_t slen, const void *end,
+		    size_t elen, struct engine_iter **out);
+/* Position at the first key >= key (within the range). */
+void engine_iter_seek(struct engine_iter *it, const void *key, size_t klen);
+bool engine_iter_valid(const struct engine_iter *it);
+void engine_iter_next(struct engine_iter *it);
+/* Borrowed pointer to the current key, valid until the next move or free. */
+const void *engine_iter_key(const struct engine_iter *it, size_t *klen);
+/*
+ * The current value: borrowed pointer valid until the next move or free.
+ * A blob is fetched on demand, which can fail (returns an error).
+ */
+int engine_iter_value(struct engine_iter *it, const void **val, size_t *vlen);
+/* 0, or the error that ended the scan early. */
+int engine_iter_status(const struct engine_iter *it);
+void engine_iter_free(struct engine_iter *it);
+
+/* What the engine is doing; all counters are since open. */
+struct engine_stats {
+	uint64_t epoch;              /* writer epoch claimed at open */
+	uint64_t wal_next;           /* next WAL position */
+	uint64_t wal_covered;        /* WAL position covered by flushed data */
+	uint64_t puts, deletes;      /* operations applied */
+	uint64_t batches;            /* engine_write() calls */
+	uint64_t groups_committed;   /* WAL entries written */
+	uint64_t group_bytes;        /* bytes of WAL entries written */
+	uint64_t packs_written;      /* blob packs written */
+	uint64_t pack_bytes;         /* bytes of packs written */
+	uint64_t commit_usec_total;  /* time spent committing groups */
+	uint64_t commit_usec_max;
+	uint64_t pending_bytes;      /* bytes applied but not yet durable */
+	uint64_t backpressure_waits; /* writes that waited for memory */
+	uint64_t memtable_bytes;     /* active MemTable */
+	uint64_t frozen_count, frozen_bytes; /* frozen, not yet flushed */
+	uint64_t sst_count;          /* live SSTables */
+	uint64_t flushes, compactions, gc_deleted;
+	uint64_t blob_cache_hits, blob_cache_misses;
+	uint64_t block_cache_hits, block_cache_misses;
+	uint64_t bloom_negatives;
+	uint64_t replay_entries, replay_bytes, replay_usec; /* replay at open */
+	int sticky_error;            /* 0, or the error that fenced the writer */
+	bool read_only;
+};
+
+void engine_get_stats(struct engine *e, struct engine_stats *out);
+
+/*
+ * Write the statistics (engine and store) as "name value" lines into buf
+ * (NUL-terminated, truncated to len).  Returns the length it wanted.
+ */
+size_t engine_stats_format(struct engine *e, char *buf, size_t len);
+
+#endif /* MEMWALFS_ENGINE_H */

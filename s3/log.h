@@ -1,0 +1,32 @@
+/*
+ * log.h - one logging path for every layer (the lowest layer owns it so that
+ * stores, engine and filesystem can all use it).
+ *
+ * Log where an error starts, with the operation, the object key and the
+ * errno or HTTP status.  Never log secrets.  Lines go to stderr (or syslog
+ * once the mount has daemonised) as "memwalfs: LEVEL file:line: message".
+ * Thread-safe; the level is read without a lock.
+ */
+#ifndef MEMWALFS_LOG_H
+#define MEMWALFS_LOG_H
+
+#include <stdbool.h>
+
+enum mw_log_level { MW_LOG_ERR = 0, MW_LOG_WARN, MW_LOG_INFO, MW_LOG_DEBUG };
+
+/* Emit one line if level <= the current level. */
+void mw_log(enum mw_log_level level, const char *file, int line, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+/* Set the level (default MW_LOG_WARN, or MEMWALFS_LOG=err|warn|info|debug). */
+void mw_log_set_level(enum mw_log_level level);
+enum mw_log_level mw_log_get_level(void);
+/* Send lines to syslog instead of stderr (after daemonising). */
+void mw_log_to_syslog(bool on);
+
+#define log_err(...) mw_log(MW_LOG_ERR, __FILE__, __LINE__, __VA_ARGS__)
+#define log_warn(...) mw_log(MW_LOG_WARN, __FILE__, __LINE__, __VA_ARGS__)
+#define log_info(...) mw_log(MW_LOG_INFO, __FILE__, __LINE__, __VA_ARGS__)
+#define log_debug(...) mw_log(MW_LOG_DEBUG, __FILE__, __LINE__, __VA_ARGS__)
+
+#endif /* MEMWALFS_LOG_H */

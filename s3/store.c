@@ -1,0 +1,166 @@
+/*
+ * store.c - the public face of every object store: key validation, error
+ * counting and dispatch to the backend's operations (store_impl.h).
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "store_impl.h"
+
+bool store_key_valid(const char *key)
+{
+	size_t n, seg = 0;
+
+	if (!key)
+		return false;
+	n = strnlen(key, STORE_KEY_MAX + 1);
+	if (n == 0 || n > STORE_KEY_MAX)
+		return false;
+	for (size_t i = 0; i <= n; i++) {
+		unsigned char c = (unsigned char)key[i];
+		if (c == '/' || c == '\0') {
+			const char *s = key + i - seg;
+			if (seg == 0)
+				return false; /* empty segment */
+			if ((seg == 1 && s[0] == '.') || (seg == 2 && s[0] == '.' && s[1] == '.'))
+				return false;
+			seg = 0;
+			continue;
+		}
+		if (c < 0x20 || c >= 0x7f || c == '\\')
+			return false;
+		seg++;
+	}
+	return true;
+}
+
+void store_init(struct store *s, const struct store_ops *ops)
+{
+	memset(s, 0, sizeof(*s));
+	s->ops = ops;
+}
+
+/* Count errors returned to callers; -ENOENT and -EEXIST are answers, not failures. */
+static int result(struct store *s, int rc)
+{
+	if (rc < 0 && rc != -ENOENT && rc != -EEXIST)
+		atomic_fetch_add_explicit(&s->errors, 1, memory_order_relaxed);
+	return rc;
+}
+
+int store_put(struct store *s, const char *key, const void *buf, size_t len)
+{
+	if (!store_key_valid(key) || (!buf && len))
+		return -EINVAL;
+	return result(s, s->ops->put(s, key, buf, len));
+}
+
+int store_put_if_absent(struct store *s, const char *key, const void *buf, size_t len)
+{
+	if (!store_key_valid(key) || (!buf && len))
+		return -EINVAL;
+	if (!s->caps.conditional_create)
+		return -ENOTSUP;
+	return result(s, s->ops->put_if_absent(s, key, buf, len));
+}
+
+int store_get(struct store *s, const char *key, uint64_t off, uint64_t len, void **out,
+	      size_t *outlen)
+{
+	if (!store_key_valid(key) || !out || !outlen)
+		return -EINVAL;
+	return result(s, s->ops->get(s, key, off, len, out, outlen));
+}
+
+int store_head(struct store *s, const char *key, struct store_stat *st)
+{
+	if (!store_key_valid(key) || !st)
+		return -EINVAL;
+	return result(s, s->ops->head(s, key, st));
+}
+
+int store_list(struct store *s, const char *prefix, const char *start_after, size_t max_keys,
+	       store_list_fn fn, void *arg)
+{
+	if (!fn || (prefix && strlen(prefix) > STORE_KEY_MAX))
+		return -EINVAL;
+	int rc = s->ops->list(s, prefix ? prefix : "", start_after ? start_after : "", max_keys,
+			      fn, arg);
+	return rc < 0 ? result(s, rc) : rc;
+}
+
+int store_delete(struct store *s, const char *key)
+{
+	if (!store_key_valid(key))
+		return -EINVAL;
+	return result(s, s->ops->del(s, key));
+}
+
+int store_delete_many(struct store *s, const char *const *keys, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!store_key_valid(keys[i]))
+			return -EINVAL;
+	if (n == 0)
+		return 0;
+	return result(s, s->ops->delete_many(s, keys, n));
+}
+
+int store_writer_open(struct store *s, const char *key, int flags, struct store_writer **out)
+{
+	if (!store_key_valid(key) || !out || (flags & ~STORE_W_IF_ABSENT))
+		return -EINVAL;
+	if ((flags & STORE_W_IF_ABSENT) && !s->caps.conditional_finish)
+		return -ENOTSUP;
+	return result(s, s->ops->writer_open(s, key, flags, out));
+}
+
+int store_writer_write(struct store_writer *w, const void *buf, size_t len)
+{
+	if (!buf && len)
+		return -EINVAL;
+	if (len == 0)
+		return 0;
+	return result(w->store, w->ops->write(w, buf, len));
+}
+
+int store_writer_finish(struct store_writer *w)
+{
+	struct store *s = w->store;
+	return result(s, w->ops->finish(w));
+}
+
+void store_writer_abort(struct store_writer *w)
+{
+	if (w)
+		w->ops->abort(w);
+}
+
+int store_cleanup_uploads(struct store *s, const char *prefix, unsigned older_than_sec,
+			  unsigned *n)
+{
+	unsigned dummy;
+	return result(s, s->ops->cleanup_uploads(s, prefix ? prefix : "", older_than_sec,
+						 n ? n : &dummy));
+}
+
+const struct store_caps *store_caps(struct store *s)
+{
+	return &s->caps;
+}
+
+void store_get_stats(struct store *s, struct store_stats *out)
+{
+	for (int i = 0; i < STORE_OP__COUNT; i++)
+		out->requests[i] = atomic_load_explicit(&s->requests[i], memory_order_relaxed);
+	out->retries = atomic_load_explicit(&s->retries, memory_order_relaxed);
+	out->errors = atomic_load_explicit(&s->errors, memory_order_relaxed);
+	out->bytes_sent = atomic_load_explicit(&s->bytes_sent, memory_order_relaxed);
+	out->bytes_received = atomic_load_explicit(&s->bytes_received, memory_order_relaxed);
+}
+
+void store_close(struct store *s)
+{
+	if (s)
+		s->ops->close(s);
+}

@@ -1,0 +1,74 @@
+/*
+ * store_impl.h - what a store backend implements (private to s3/).
+ *
+ * A backend embeds struct store as its first member and fills ops and caps.
+ * The public functions in store.c validate keys, count errors and dispatch
+ * here, so a backend never sees an invalid key.  Backends count the requests
+ * they send with store_count() (one call per request actually sent, retries
+ * included) so that the counters mean the same on every store.
+ */
+#ifndef MEMWALFS_STORE_IMPL_H
+#define MEMWALFS_STORE_IMPL_H
+
+#include <stdatomic.h>
+
+#include "store.h"
+
+struct store_ops {
+	int (*put)(struct store *s, const char *key, const void *buf, size_t len);
+	int (*put_if_absent)(struct store *s, const char *key, const void *buf, size_t len);
+	int (*get)(struct store *s, const char *key, uint64_t off, uint64_t len, void **out,
+		   size_t *outlen);
+	int (*head)(struct store *s, const char *key, struct store_stat *st);
+	int (*list)(struct store *s, const char *prefix, const char *start_after, size_t max_keys,
+		    store_list_fn fn, void *arg);
+	int (*del)(struct store *s, const char *key);
+	int (*delete_many)(struct store *s, const char *const *keys, size_t n);
+	int (*writer_open)(struct store *s, const char *key, int flags, struct store_writer **out);
+	int (*cleanup_uploads)(struct store *s, const char *prefix, unsigned older_than_sec,
+			       unsigned *n);
+	void (*close)(struct store *s);
+};
+
+/* Writer operations; a backend's writer embeds struct store_writer first. */
+struct store_writer_ops {
+	int (*write)(struct store_writer *w, const void *buf, size_t len);
+	int (*finish)(struct store_writer *w); /* frees w */
+	void (*abort)(struct store_writer *w); /* frees w */
+};
+
+struct store {
+	const struct store_ops *ops;                 /* backend functions */
+	struct store_caps caps;                      /* set by the backend at open */
+	_Atomic uint64_t requests[STORE_OP__COUNT];  /* requests sent, per class */
+	_Atomic uint64_t retries;                    /* requests repeated */
+	_Atomic uint64_t errors;                     /* errors returned to callers */
+	_Atomic uint64_t bytes_sent;                 /* payload bytes uploaded */
+	_Atomic uint64_t bytes_received;             /* payload bytes downloaded */
+};
+
+struct store_writer {
+	const struct store_writer_ops *ops; /* backend functions */
+	struct store *store;                /* the store it writes to */
+};
+
+/* Initialise the common part of a new backend (zeroes the counters). */
+void store_init(struct store *s, const struct store_ops *ops);
+
+/* Count one request of class op carrying sent/received payload bytes. */
+static inline void store_count(struct store *s, enum store_op op, uint64_t sent, uint64_t received)
+{
+	atomic_fetch_add_explicit(&s->requests[op], 1, memory_order_relaxed);
+	if (sent)
+		atomic_fetch_add_explicit(&s->bytes_sent, sent, memory_order_relaxed);
+	if (received)
+		atomic_fetch_add_explicit(&s->bytes_received, received, memory_order_relaxed);
+}
+
+/* Count one repeated request. */
+static inline void store_count_retry(struct store *s)
+{
+	atomic_fetch_add_explicit(&s->retries, 1, memory_order_relaxed);
+}
+
+#endif /* MEMWALFS_STORE_IMPL_H */

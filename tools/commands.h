@@ -1,0 +1,18 @@
+/*
+ * commands.h - the subcommands of the memwalfs binary.  Each takes the
+ * arguments after its name (argv[0] is the subcommand name) and returns the
+ * process exit status.  tools/memwalfs.c holds the table.
+ */
+#ifndef MEMWALFS_COMMANDS_H
+#define MEMWALFS_COMMANDS_H
+
+struct command {
+	const char *name;                  /* word after "memwalfs" */
+	int (*run)(int argc, char **argv); /* exit status */
+	const char *summary;               /* one line for --help */
+};
+
+/* The table, terminated by a NULL name (tools/memwalfs.c). */
+extern const struct command memwalfs_commands[];
+
+#endif /* MEMWALFS_COMMANDS_H */

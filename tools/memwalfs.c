@@ -1,0 +1,47 @@
+/*
+ * memwalfs.c - entry point of the memwalfs binary: dispatches to the
+ * subcommands listed below.  "memwalfs SUBCOMMAND --help" describes each.
+ * When invoked as mount.memwalfs / mount.fuse.memwalfs (the mount helper
+ * symlinks), behaves as "memwalfs mount" with mount(8)'s argument order.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "config.h"
+#include "commands.h"
+
+const struct command memwalfs_commands[] = {
+	{NULL, NULL, NULL},
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: memwalfs [--help] [--version] COMMAND [ARGS...]\n\n"
+		   "memwalfs is a POSIX filesystem on object storage (an S3 bucket or a local\n"
+		   "directory), built on a group-committed write-ahead log.\n\ncommands:\n");
+	for (const struct command *c = memwalfs_commands; c->name; c++)
+		fprintf(f, "  %-10s %s\n", c->name, c->summary);
+	fprintf(f, "\nRun 'memwalfs COMMAND --help' for the options of a command.\n");
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+		usage(stdout);
+		return 0;
+	}
+	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V") ||
+	    !strcmp(argv[1], "version")) {
+		printf("memwalfs %s\n", MEMWALFS_VERSION);
+		return 0;
+	}
+	for (const struct command *c = memwalfs_commands; c->name; c++)
+		if (!strcmp(argv[1], c->name))
+			return c->run(argc - 1, argv + 1);
+	fprintf(stderr, "memwalfs: unknown command '%s' (try 'memwalfs --help')\n", argv[1]);
+	return 2;
+}
