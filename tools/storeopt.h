@@ -1,0 +1,37 @@
+/*
+ * storeopt.h - the store options every subcommand accepts (mount, objects,
+ * stats, bench), parsed in one place so that they mean the same everywhere:
+ *
+ *   --endpoint URL        S3 endpoint (http://127.0.0.1:7480); default: AWS from the region
+ *   --region R            S3 region (default: AWS_REGION, AWS_DEFAULT_REGION, us-east-1)
+ *   --profile NAME        profile of ~/.aws/credentials (default: AWS_PROFILE or "default")
+ *   --ca-file PATH        CA bundle for https (default: AWS_CA_BUNDLE, then the system's)
+ *   --path-style          path-style addressing (the default with --endpoint)
+ *   --virtual-hosted      virtual-hosted addressing
+ *   --unsigned-payload    send UNSIGNED-PAYLOAD instead of body hashes (https only)
+ *   --conditional yes|no|probe   whether the backend honours If-None-Match: * (default probe)
+ *   --connections N       keep-alive connections (default 16)
+ *
+ * Credentials come from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY /
+ * AWS_SESSION_TOKEN or ~/.aws/credentials, never from the command line (so
+ * they do not show in ps).
+ */
+#ifndef MEMWALFS_STOREOPT_H
+#define MEMWALFS_STOREOPT_H
+
+#include <stdio.h>
+
+#include "store.h"
+
+/*
+ * Try to consume the store option at argv[*i] (and its value).  Returns 1
+ * if consumed (*i advanced past it), 0 if argv[*i] is not a store option,
+ * -1 after printing an error for a bad value.  The strings stored in *o
+ * point into argv.
+ */
+int storeopt_parse(struct s3_opts *o, int argc, char **argv, int *i);
+
+/* Print the option list above (for --help). */
+void storeopt_usage(FILE *f);
+
+#endif /* MEMWALFS_STOREOPT_H */
