@@ -12,6 +12,11 @@ struct command {
 	const char *summary;               /* one line for --help */
 };
 
+/* The subcommands (each in its own file under tools/). */
+int cmd_mount(int argc, char **argv);   /* tools/mount.c */
+int cmd_stats(int argc, char **argv);   /* tools/mount.c */
+int cmd_objects(int argc, char **argv); /* tools/objects.c */
+
 /* The table, terminated by a NULL name (tools/memwalfs.c). */
 extern const struct command memwalfs_commands[];
 

@@ -11,6 +11,9 @@
 #include "commands.h"
 
 const struct command memwalfs_commands[] = {
+	{"mount", cmd_mount, "mount a store (directory or s3://bucket/prefix) as a filesystem"},
+	{"stats", cmd_stats, "print the statistics of a mounted filesystem"},
+	{"objects", cmd_objects, "list, read and inspect the objects of a store (bucket or directory)"},
 	{NULL, NULL, NULL},
 };
 

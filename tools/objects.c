@@ -21,7 +21,7 @@
 #include "commands.h"
 #include "storeopt.h"
 
-int cmd_objects(int argc, char **argv);
+
 
 static void usage(FILE *f)
 {

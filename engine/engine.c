@@ -1,0 +1,759 @@
+/*
+ * engine.c - the MemWAL engine: open (epoch claim, replay, fencing),
+ * close, point reads, scans and statistics.  The write path is writer.c,
+ * blob reads blob.c, formats wal.c / pack.c / manifest.c.
+ *
+ * DESIGN
+ *
+ * Open as writer (docs/WAL.md, docs/MANIFEST.md):
+ *   1. claim epoch E = latest manifest's epoch + 1 by creating manifest N+1
+ *      (put_if_absent; re-read and retry on -EEXIST);
+ *   2. list wal/ from the manifest's covered position and replay the entries
+ *      in position order into a fresh MemTable, stopping at the first missing
+ *      position (a gap; entries after it are ignored and their positions are
+ *      never reused).  An entry whose epoch is older than one already
+ *      replayed is ignored; an entry newer than E means a newer writer exists
+ *      (-ESTALE).  A corrupt entry fails the open with -EUCLEAN (naming it);
+ *   3. fence: put_if_absent a fence entry (epoch E, no records) at the tip.
+ *      If an older writer won that position, replay its entry and try the
+ *      next one.  From then on every older writer's next WAL put fails.
+ *   4. start the committer; our first group goes at fence position + 1.
+ * Replay gives every op a fresh sequence number in replay order, continuing
+ * after the manifest's last_seq, so sequence numbers always increase.
+ *
+ * Read-only open does steps 2 without claiming or writing anything.
+ *
+ * Reads take a snapshot (e->visible_seq: the last sequence of a batch that
+ * is entirely in the MemTable), then consult the active MemTable and the
+ * frozen ones newest first (SSTables come with the flush issue).  A KV_BLOB
+ * value is resolved through blob.c.  Reads never take the writer lock except
+ * for a moment to find a pending pack.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cache.h"
+#include "dbiter.h"
+#include "engine_int.h"
+#include "log.h"
+#include "store.h"
+#include "wal.h"
+
+/* Fence attempts at the WAL tip before giving up (an older writer keeps winning). */
+#define FENCE_TRIES 1000
+
+void engine_opts_default(struct engine_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->cadence_ms = 100;
+	o->group_max_bytes = 8u << 20;
+	o->inline_max = 4096;
+	o->memtable_max_bytes = 64u << 20;
+	o->max_pending_bytes = 256u << 20;
+	o->max_frozen_bytes = 256u << 20;
+	o->cache_bytes = 256u << 20;
+}
+
+/* ------------------------------------------------------------------ */
+/* Replay                                                              */
+/* ------------------------------------------------------------------ */
+
+/* Positions listed under wal/. */
+struct poslist {
+	uint64_t *v; /* ascending */
+	size_t n, cap;
+};
+
+static int list_wal(void *arg, const char *key, uint64_t size)
+{
+	struct poslist *pl = arg;
+	uint64_t pos;
+
+	(void)size;
+	if (fmt_parse_wal_name(key, &pos) != 0)
+		return 0;
+	if (pl->n == pl->cap) {
+		size_t cap = pl->cap ? 2 * pl->cap : 64;
+		uint64_t *v = realloc(pl->v, cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		pl->v = v;
+		pl->cap = cap;
+	}
+	pl->v[pl->n++] = pos;
+	return 0;
+}
+
+/* Replay state. */
+struct replay {
+	uint64_t next;      /* next position expected */
+	uint64_t max_epoch; /* highest epoch replayed so far */
+};
+
+/* Apply one decoded entry to the MemTable (e->mu not needed: open is single-threaded). */
+static int replay_apply(struct engine *e, const char *name, const struct wal_info *info,
+			const uint8_t *body, size_t blen)
+{
+	struct wal_cursor c;
+	enum kv_type type;
+	const uint8_t *k, *v;
+	size_t kn, vn;
+	uint32_t ops = 0;
+	int rc;
+
+	wal_cursor_init(&c, body, blen, info->batch_count);
+	while ((rc = wal_op_next(&c, &type, &k, &kn, &v, &vn)) == 1) {
+		if (type == KV_BLOB) {
+			struct blob_desc d;
+			if (blob_desc_decode(v, vn, &d) != 0) {
+				log_err("wal: %s: bad blob descriptor", name);
+				return -EUCLEAN;
+			}
+		}
+		rc = memtable_add(e->mem, e->next_seq++, type, k, kn, v, vn);
+		if (rc)
+			return rc;
+		if (type == KV_DELETE)
+			e->stats.deletes++;
+		else
+			e->stats.puts++;
+		ops++;
+		if (memtable_bytes(e->mem) >= e->o.memtable_max_bytes && (rc = writer_freeze_locked(e)))
+			return rc;
+	}
+	if (rc < 0 || ops != info->op_count) {
+		log_err("wal: %s: malformed body (%u ops decoded, header says %u)", name, ops,
+			info->op_count);
+		return -EUCLEAN;
+	}
+	return 0;
+}
+
+/*
+ * Read and replay wal/<pos>.  Returns 0 (applied or ignored), -ENOENT (no
+ * such entry), -ESTALE (an entry of a newer writer), -EUCLEAN, -EIO...
+ */
+static int replay_one(struct engine *e, struct replay *r, uint64_t pos)
+{
+	char name[FMT_NAME_MAX];
+	struct wal_info info;
+	const uint8_t *body;
+	size_t blen, len = 0;
+	void *buf = NULL;
+	int rc;
+
+	fmt_wal_name(name, pos);
+	rc = store_get(e->st, name, 0, STORE_TO_END, &buf, &len);
+	if (rc) {
+		if (rc != -ENOENT)
+			log_err("engine: replay: get %s failed: %d", name, rc);
+		return rc;
+	}
+	rc = wal_entry_decode(name, buf, len, pos, &info, &body, &blen);
+	if (rc)
+		goto out;
+	r->next = pos + 1;
+	e->stats.replay_entries++;
+	e->stats.replay_bytes += len;
+	if (!e->o.read_only && info.epoch > e->epoch) {
+		log_err("engine: %s has epoch %" PRIu64 " > ours %" PRIu64 ": a newer writer exists",
+			name, info.epoch, e->epoch);
+		rc = -ESTALE;
+		goto out;
+	}
+	if (info.epoch < r->max_epoch) {
+		log_warn("engine: %s: epoch %" PRIu64 " after epoch %" PRIu64 ": ignored", name,
+			 info.epoch, r->max_epoch);
+		goto out;
+	}
+	r->max_epoch = info.epoch;
+	if (!(info.flags & WAL_FLAG_FENCE))
+		rc = replay_apply(e, name, &info, body, blen);
+out:
+	free(buf);
+	return rc;
+}
+
+/* Replay from the covered position; sets *tip to the first free position. */
+static int replay_wal(struct engine *e, struct replay *r, uint64_t *tip)
+{
+	char after[FMT_NAME_MAX];
+	struct poslist pl = { 0 };
+	uint64_t t0 = engine_now_us();
+	size_t i;
+	int rc;
+
+	r->next = e->man.wal_covered;
+	if (r->next > 0)
+		fmt_wal_name(after, r->next - 1);
+	rc = store_list(e->st, FMT_WAL_PREFIX, r->next ? after : NULL, 0, list_wal, &pl);
+	if (rc) {
+		log_err("engine: list %s failed: %d", FMT_WAL_PREFIX, rc);
+		goto out;
+	}
+	for (i = 0; i < pl.n; i++) {
+		if (pl.v[i] < r->next)
+			continue;
+		if (pl.v[i] != r->next)
+			break; /* a gap */
+		rc = replay_one(e, r, pl.v[i]);
+		if (rc == -ENOENT)
+			break; /* listed, then gone: treat as the end */
+		if (rc)
+			goto out;
+		if (e->o.progress)
+			e->o.progress(e->o.progress_arg, "replay", i + 1, pl.n);
+	}
+	*tip = r->next;
+	if (i < pl.n) {
+		log_warn("engine: WAL gap at position %" PRIu64 ": %zu later entr%s ignored, "
+			 "their positions not reused", r->next, pl.n - i, pl.n - i == 1 ? "y" : "ies");
+		*tip = pl.v[pl.n - 1] + 1;
+	}
+	rc = 0;
+out:
+	e->stats.replay_usec = engine_now_us() - t0;
+	free(pl.v);
+	return rc;
+}
+
+/* Claim the WAL tip with a fence entry (writer open, step 3). */
+static int fence_wal(struct engine *e, struct replay *r, uint64_t tip)
+{
+	char name[FMT_NAME_MAX];
+	struct mw_buf b = { 0 };
+	uint64_t pos = tip;
+	int rc;
+
+	for (int i = 0; i < FENCE_TRIES; i++, pos++) {
+		struct wal_info info = {
+			.flags = WAL_FLAG_FENCE,
+			.epoch = e->epoch,
+			.position = pos,
+			.first_seq = e->next_seq,
+		};
+		b.len = 0;
+		if ((rc = wal_entry_begin(&b)))
+			goto out;
+		wal_entry_seal(&b, &info);
+		fmt_wal_name(name, pos);
+		rc = e->conditional ? store_put_if_absent(e->st, name, b.p, b.len)
+				    : store_put(e->st, name, b.p, b.len);
+		if (rc == 0) {
+			e->next_pos = pos + 1;
+			e->durable_upto = pos + 1;
+			log_info("engine: epoch %" PRIu64 " fenced the WAL at %s", e->epoch, name);
+			goto out;
+		}
+		if (rc != -EEXIST) {
+			log_err("engine: put fence %s failed: %d", name, rc);
+			goto out;
+		}
+		/* an older writer won this position: replay it if it continues the log */
+		if (pos == r->next) {
+			rc = replay_one(e, r, pos);
+			if (rc && rc != -ENOENT)
+				goto out;
+		}
+	}
+	log_err("engine: could not fence the WAL after %d positions", FENCE_TRIES);
+	rc = -EIO;
+out:
+	mw_buf_free(&b);
+	return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* Open / close                                                        */
+/* ------------------------------------------------------------------ */
+
+static void engine_free(struct engine *e)
+{
+	if (!e)
+		return;
+	memtable_unref(e->mem);
+	for (size_t i = 0; i < e->nfrozen; i++)
+		memtable_unref(e->frozen[i]);
+	free(e->frozen);
+	cache_free(e->blob_cache);
+	manifest_clear(&e->man);
+	pthread_cond_destroy(&e->commit_cv);
+	pthread_cond_destroy(&e->durable_cv);
+	pthread_mutex_destroy(&e->mu);
+	pthread_mutex_destroy(&e->mem_mu);
+	free(e);
+}
+
+int engine_open(struct store *st, const struct engine_opts *o, struct engine **out)
+{
+	struct engine *e;
+	struct engine_opts def;
+	pthread_condattr_t ca;
+	struct replay r = { 0 };
+	uint64_t tip = 0;
+	int rc;
+
+	if (!st || !out)
+		return -EINVAL;
+	if (!o) {
+		engine_opts_default(&def);
+		o = &def;
+	}
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	e->st = st;
+	e->o = *o;
+	engine_opts_default(&def);
+	if (!e->o.cadence_ms)
+		e->o.cadence_ms = def.cadence_ms;
+	if (!e->o.group_max_bytes)
+		e->o.group_max_bytes = def.group_max_bytes;
+	if (!e->o.inline_max)
+		e->o.inline_max = def.inline_max;
+	if (!e->o.memtable_max_bytes)
+		e->o.memtable_max_bytes = def.memtable_max_bytes;
+	if (!e->o.max_pending_bytes)
+		e->o.max_pending_bytes = def.max_pending_bytes;
+	if (!e->o.max_frozen_bytes)
+		e->o.max_frozen_bytes = def.max_frozen_bytes;
+	e->conditional = store_caps(st)->conditional_create;
+	pthread_mutex_init(&e->mu, NULL);
+	pthread_mutex_init(&e->mem_mu, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&e->commit_cv, &ca);
+	pthread_condattr_destroy(&ca);
+	pthread_cond_init(&e->durable_cv, NULL);
+	e->stats.read_only = e->o.read_only;
+
+	if ((rc = memtable_new(&e->mem)) || (rc = cache_new(e->o.cache_bytes, &e->blob_cache)))
+		goto fail;
+
+	if (e->o.read_only) {
+		rc = manifest_load_latest(st, &e->man);
+		if (rc)
+			goto fail;
+		e->epoch = e->man.epoch;
+	} else {
+		if (!e->conditional && !e->o.single_writer_ok) {
+			log_err("engine: store %s has no conditional create; refusing to open as "
+				"writer (single_writer_ok accepts it)", store_caps(st)->name);
+			rc = -ENOTSUP;
+			goto fail;
+		}
+		rc = manifest_claim(st, e->conditional, &e->man);
+		if (rc)
+			goto fail;
+		e->epoch = e->man.epoch;
+	}
+	e->next_seq = e->man.last_seq + 1;
+	rc = replay_wal(e, &r, &tip);
+	if (rc)
+		goto fail;
+	if (e->o.read_only) {
+		e->next_pos = e->durable_upto = tip;
+	} else {
+		rc = fence_wal(e, &r, tip);
+		if (rc)
+			goto fail;
+	}
+	atomic_store(&e->visible_seq, e->next_seq - 1);
+	if (!e->o.read_only && (rc = writer_start(e)))
+		goto fail;
+	log_info("engine: open %s epoch %" PRIu64 " manifest %" PRIu64 ", replayed %" PRIu64
+		 " entries, next position %" PRIu64,
+		 e->o.read_only ? "read-only" : "writer", e->epoch, e->man.version,
+		 e->stats.replay_entries, e->next_pos);
+	*out = e;
+	return 0;
+fail:
+	log_err("engine: open failed: %d (%s)", rc, strerror(-rc));
+	engine_free(e);
+	return rc;
+}
+
+int engine_close(struct engine *e)
+{
+	int rc;
+
+	if (!e)
+		return 0;
+	writer_stop(e);
+	rc = e->sticky;
+	engine_free(e);
+	return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* Reads                                                               */
+/* ------------------------------------------------------------------ */
+
+/* The MemTables, newest first, each with a reference; *n of them. */
+static int ref_tables(struct engine *e, struct memtable ***out, size_t *n)
+{
+	struct memtable **t;
+	size_t k = 0;
+
+	pthread_mutex_lock(&e->mem_mu);
+	t = malloc((e->nfrozen + 1) * sizeof(*t));
+	if (!t) {
+		pthread_mutex_unlock(&e->mem_mu);
+		return -ENOMEM;
+	}
+	t[k++] = e->mem;
+	memtable_ref(e->mem);
+	for (size_t i = e->nfrozen; i-- > 0;) {
+		t[k++] = e->frozen[i];
+		memtable_ref(e->frozen[i]);
+	}
+	pthread_mutex_unlock(&e->mem_mu);
+	*out = t;
+	*n = k;
+	return 0;
+}
+
+static void unref_tables(struct memtable **t, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		memtable_unref(t[i]);
+	free(t);
+}
+
+/*
+ * Find the newest visible entry of key.  Returns 0 and either copies the
+ * inline value (*val malloc()ed) or the descriptor (*is_blob), -ENOENT.
+ */
+static int lookup(struct engine *e, const void *key, size_t klen, void **val, size_t *vlen,
+		  bool *is_blob, struct blob_desc *d)
+{
+	uint64_t snap = atomic_load_explicit(&e->visible_seq, memory_order_acquire);
+	struct memtable **t;
+	size_t n;
+	int rc = ref_tables(e, &t, &n);
+
+	if (rc)
+		return rc;
+	rc = -ENOENT;
+	for (size_t i = 0; i < n; i++) {
+		enum kv_type type;
+		const void *v;
+		size_t vn;
+		uint64_t seq;
+
+		if (memtable_get(t[i], key, klen, snap, &type, &v, &vn, &seq) != 1)
+			continue;
+		if (type == KV_DELETE) {
+			rc = -ENOENT;
+		} else if (type == KV_BLOB) {
+			*is_blob = true;
+			rc = blob_desc_decode(v, vn, d);
+			if (rc)
+				log_err("engine: corrupt blob descriptor in the MemTable");
+		} else {
+			*is_blob = false;
+			*val = malloc(vn ? vn : 1);
+			rc = *val ? 0 : -ENOMEM;
+			if (*val && vn)
+				memcpy(*val, v, vn);
+			*vlen = vn;
+		}
+		break;
+	}
+	unref_tables(t, n);
+	return rc;
+}
+
+int engine_get(struct engine *e, const void *key, size_t klen, void **val, size_t *vlen)
+{
+	struct blob_desc d;
+	bool is_blob = false;
+	void *v = NULL;
+	size_t n = 0;
+	int rc;
+
+	if (!e || !key || !val || !vlen)
+		return -EINVAL;
+	rc = lookup(e, key, klen, &v, &n, &is_blob, &d);
+	if (rc)
+		return rc;
+	if (is_blob) {
+		rc = blob_fetch(e, &d, &v);
+		if (rc)
+			return rc;
+		n = (size_t)d.length;
+	}
+	*val = v;
+	*vlen = n;
+	return 0;
+}
+
+int engine_get_range(struct engine *e, const void *key, size_t klen, uint64_t off, void *buf,
+		     size_t len, size_t *got)
+{
+	struct blob_desc d;
+	bool is_blob = false;
+	void *v = NULL;
+	size_t n = 0;
+	int rc;
+
+	if (!e || !key || (!buf && len) || !got)
+		return -EINVAL;
+	rc = lookup(e, key, klen, &v, &n, &is_blob, &d);
+	if (rc)
+		return rc;
+	if (is_blob)
+		return blob_read_range(e, &d, off, buf, len, got);
+	*got = 0;
+	if (off < n) {
+		*got = n - off < len ? n - off : len;
+		memcpy(buf, (uint8_t *)v + off, *got);
+	}
+	free(v);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Scans                                                               */
+/* ------------------------------------------------------------------ */
+
+struct engine_iter {
+	struct engine *e;  /* the engine (borrowed) */
+	struct dbiter *d;  /* user view over the merged MemTables (owned) */
+	void *blob;        /* the current blob's bytes, fetched on demand (owned) */
+	size_t blob_len;   /* bytes in blob */
+	bool have_blob;    /* blob holds the current entry's value */
+	int status;        /* 0, or the error that ended the scan */
+};
+
+int engine_iter_new(struct engine *e, const void *start, size_t slen, const void *end,
+		    size_t elen, struct engine_iter **out)
+{
+	uint64_t snap = atomic_load_explicit(&e->visible_seq, memory_order_acquire);
+	struct memtable **t = NULL;
+	struct kv_iter **kids = NULL, *mi = NULL;
+	struct engine_iter *it;
+	size_t n = 0, nk = 0;
+	int rc;
+
+	it = calloc(1, sizeof(*it));
+	if (!it)
+		return -ENOMEM;
+	it->e = e;
+	if ((rc = ref_tables(e, &t, &n)))
+		goto fail;
+	kids = calloc(n, sizeof(*kids));
+	if (!kids) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	for (; nk < n; nk++)
+		if ((rc = memtable_iter_new(t[nk], &kids[nk])))
+			goto fail;
+	rc = kv_merge_iter_new(kids, nk, &mi);
+	if (rc)
+		goto fail;
+	nk = 0; /* the merger owns them */
+	rc = dbiter_new(mi, snap, start, start ? slen : 0, end, end ? elen : 0, &it->d);
+	if (rc)
+		goto fail;
+	mi = NULL;
+	dbiter_seek_first(it->d);
+	it->status = dbiter_status(it->d);
+	free(kids);
+	unref_tables(t, n);
+	*out = it;
+	return 0;
+fail:
+	kv_iter_destroy(mi);
+	for (size_t i = 0; i < nk; i++)
+		kv_iter_destroy(kids[i]);
+	free(kids);
+	if (t)
+		unref_tables(t, n);
+	free(it);
+	return rc;
+}
+
+static void drop_blob(struct engine_iter *it)
+{
+	free(it->blob);
+	it->blob = NULL;
+	it->have_blob = false;
+}
+
+void engine_iter_seek(struct engine_iter *it, const void *key, size_t klen)
+{
+	drop_blob(it);
+	dbiter_seek(it->d, key, klen);
+	it->status = dbiter_status(it->d);
+}
+
+bool engine_iter_valid(const struct engine_iter *it)
+{
+	return it && it->status == 0 && dbiter_valid(it->d);
+}
+
+void engine_iter_next(struct engine_iter *it)
+{
+	drop_blob(it);
+	dbiter_next(it->d);
+	it->status = dbiter_status(it->d);
+}
+
+const void *engine_iter_key(const struct engine_iter *it, size_t *klen)
+{
+	return dbiter_key(it->d, klen);
+}
+
+int engine_iter_value(struct engine_iter *it, const void **val, size_t *vlen)
+{
+	struct blob_desc d;
+	const void *v;
+	size_t vn;
+	int rc;
+
+	v = dbiter_value(it->d, &vn);
+	if (dbiter_type(it->d) != KV_BLOB) {
+		*val = v;
+		*vlen = vn;
+		return 0;
+	}
+	if (!it->have_blob) {
+		rc = blob_desc_decode(v, vn, &d);
+		if (rc == 0)
+			rc = blob_fetch(it->e, &d, &it->blob);
+		if (rc)
+			return rc;
+		it->blob_len = (size_t)d.length;
+		it->have_blob = true;
+	}
+	*val = it->blob;
+	*vlen = it->blob_len;
+	return 0;
+}
+
+int engine_iter_status(const struct engine_iter *it)
+{
+	return it->status;
+}
+
+void engine_iter_free(struct engine_iter *it)
+{
+	if (!it)
+		return;
+	drop_blob(it);
+	dbiter_free(it->d);
+	free(it);
+}
+
+/* ------------------------------------------------------------------ */
+/* Statistics                                                          */
+/* ------------------------------------------------------------------ */
+
+void engine_get_stats(struct engine *e, struct engine_stats *out)
+{
+	struct cache_stats cs;
+
+	pthread_mutex_lock(&e->mu);
+	*out = e->stats;
+	out->epoch = e->epoch;
+	out->wal_next = e->next_pos;
+	out->wal_covered = e->man.wal_covered;
+	out->sst_count = e->man.nssts;
+	out->sticky_error = e->sticky;
+	out->read_only = e->o.read_only;
+	pthread_mutex_unlock(&e->mu);
+	pthread_mutex_lock(&e->mem_mu);
+	out->memtable_bytes = memtable_bytes(e->mem);
+	out->frozen_count = e->nfrozen;
+	out->frozen_bytes = 0;
+	for (size_t i = 0; i < e->nfrozen; i++)
+		out->frozen_bytes += memtable_bytes(e->frozen[i]);
+	pthread_mutex_unlock(&e->mem_mu);
+	if (e->blob_cache) {
+		cache_get_stats(e->blob_cache, &cs);
+		out->blob_cache_hits = cs.hits;
+		out->blob_cache_misses = cs.misses;
+	}
+}
+
+/* snprintf at buf+n (nothing when full); returns the length wanted. */
+static size_t __attribute__((format(printf, 4, 5)))
+emit(char *buf, size_t len, size_t n, const char *fmt, ...)
+{
+	char scratch[1];
+	va_list ap;
+	int w;
+
+	va_start(ap, fmt);
+	if (buf && n < len)
+		w = vsnprintf(buf + n, len - n, fmt, ap);
+	else
+		w = vsnprintf(scratch, sizeof(scratch), fmt, ap);
+	va_end(ap);
+	return w > 0 ? (size_t)w : 0;
+}
+
+size_t engine_stats_format(struct engine *e, char *buf, size_t len)
+{
+	static const char *const op_names[STORE_OP__COUNT] = {
+		"put", "get", "head", "list", "delete", "mpu",
+	};
+	struct engine_stats s;
+	struct store_stats ss;
+	size_t n = 0;
+
+	engine_get_stats(e, &s);
+	store_get_stats(e->st, &ss);
+#define EMIT(...) n += emit(buf, len, n, __VA_ARGS__)
+#define U64(name) EMIT("%s %" PRIu64 "\n", #name, (uint64_t)s.name)
+	U64(epoch);
+	U64(wal_next);
+	U64(wal_covered);
+	U64(puts);
+	U64(deletes);
+	U64(batches);
+	U64(groups_committed);
+	U64(group_bytes);
+	U64(packs_written);
+	U64(pack_bytes);
+	U64(commit_usec_total);
+	U64(commit_usec_max);
+	U64(pending_bytes);
+	U64(backpressure_waits);
+	U64(memtable_bytes);
+	U64(frozen_count);
+	U64(frozen_bytes);
+	U64(sst_count);
+	U64(flushes);
+	U64(compactions);
+	U64(gc_deleted);
+	U64(blob_cache_hits);
+	U64(blob_cache_misses);
+	U64(block_cache_hits);
+	U64(block_cache_misses);
+	U64(bloom_negatives);
+	U64(replay_entries);
+	U64(replay_bytes);
+	U64(replay_usec);
+	EMIT("replay_entries_per_sec %" PRIu64 "\n",
+	     s.replay_usec ? s.replay_entries * 1000000u / s.replay_usec : 0);
+	EMIT("sticky_error %d\n", s.sticky_error);
+	EMIT("read_only %d\n", s.read_only ? 1 : 0);
+	for (int i = 0; i < STORE_OP__COUNT; i++)
+		EMIT("store_requests_%s %" PRIu64 "\n", op_names[i], ss.requests[i]);
+	EMIT("store_retries %" PRIu64 "\n", ss.retries);
+	EMIT("store_errors %" PRIu64 "\n", ss.errors);
+	EMIT("store_bytes_sent %" PRIu64 "\n", ss.bytes_sent);
+	EMIT("store_bytes_received %" PRIu64 "\n", ss.bytes_received);
+#undef U64
+#undef EMIT
+	if (buf && len && n >= len)
+		buf[len - 1] = '\0';
+	return n;
+}

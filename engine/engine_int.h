@@ -1,0 +1,95 @@
+/*
+ * engine_int.h - the engine's private state, shared by engine.c (open,
+ * replay, reads, close), writer.c (group commit), blob.c (blob reads) and
+ * batch.c.  Nothing outside engine/ includes this.
+ */
+#ifndef MEMWALFS_ENGINE_INT_H
+#define MEMWALFS_ENGINE_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "buf.h"
+#include "engine.h"
+#include "format.h"
+#include "manifest.h"
+#include "memtable.h"
+
+struct pack;
+struct cache;
+
+/* A batch: ops encoded as in a WAL body (wal.h), values always inline. */
+struct engine_batch {
+	struct mw_buf rep; /* u8 type, varint klen, key, varint vlen, value; repeated */
+	size_t count;      /* ops in rep */
+	size_t bytes;      /* key + value bytes (for accounting) */
+};
+
+/* One commit group: what becomes one WAL entry (plus at most one pack). */
+struct group {
+	uint64_t position;  /* WAL position; also the ticket of its writes */
+	struct mw_buf wal;  /* the entry being built (header reserved) */
+	struct pack *pack;  /* blob pack, NULL until the first blob */
+	uint64_t first_seq; /* sequence of the first op */
+	uint32_t ops;       /* ops in the entry */
+	uint32_t batches;   /* batches in the entry */
+	size_t bytes;       /* bytes counted in e->pending_bytes */
+	bool urgent;        /* someone waits: commit as soon as possible */
+	uint64_t opened_us; /* monotonic time the first op joined */
+};
+
+struct engine {
+	struct store *st;          /* borrowed, outlives the engine */
+	struct engine_opts o;      /* options, defaults filled (const after open) */
+	bool conditional;          /* store has put_if_absent (const) */
+	uint64_t epoch;            /* our writer epoch (const after open) */
+	struct cache *blob_cache;  /* decoded blobs, keyed by descriptor (thread-safe) */
+
+	pthread_mutex_t mu;        /* the writer lock: fields marked [mu] */
+	pthread_cond_t commit_cv;  /* wakes the committer [mu] */
+	pthread_cond_t durable_cv; /* wakes waiters after a commit or failure [mu] */
+	struct manifest man;       /* the manifest we last wrote or read [mu] */
+	struct group *open;        /* the group that writes join, or NULL [mu] */
+	struct group *inflight;    /* the group being committed, or NULL [mu] */
+	uint64_t next_pos;         /* WAL position of the next group [mu] */
+	uint64_t durable_upto;     /* every position < this is durable [mu] */
+	uint64_t next_seq;         /* next sequence number [mu] */
+	int sticky;                /* 0 or the error that fenced the writer [mu] */
+	uint64_t failed_pos;       /* position of the group that failed [mu] */
+	bool closing;              /* engine_close() asked the committer to stop [mu] */
+	bool has_committer;        /* committer thread started (const after open) */
+	pthread_t committer;       /* the committer thread */
+	struct engine_stats stats; /* counters [mu]; memtable fields computed on read */
+
+	_Atomic uint64_t visible_seq; /* readers' snapshot: last seq of a whole applied batch */
+
+	pthread_mutex_t mem_mu;    /* guards the pointers below (taken after mu) */
+	struct memtable *mem;      /* active MemTable [mem_mu; changed under mu too] */
+	struct memtable **frozen;  /* frozen, oldest first [mem_mu] */
+	size_t nfrozen;            /* entries in frozen [mem_mu] */
+	size_t frozen_cap;         /* allocated entries [mem_mu] */
+};
+
+/* Monotonic clock in microseconds. */
+uint64_t engine_now_us(void);
+
+/* writer.c: start / stop the committer thread.  Stop commits what is open. */
+int writer_start(struct engine *e);
+void writer_stop(struct engine *e);
+
+/* writer.c: freeze the active MemTable (caller holds e->mu).  -ENOMEM. */
+int writer_freeze_locked(struct engine *e);
+
+/*
+ * blob.c: read bytes [off, off+len) of the blob described by d into buf
+ * (*got: bytes copied; 0 past the end), or the whole blob into a new
+ * malloc()ed buffer with blob_fetch().  The blob is verified by checksum
+ * when it comes from the store.  -EUCLEAN (missing pack, checksum), -EIO...
+ */
+int blob_fetch(struct engine *e, const struct blob_desc *d, void **out);
+int blob_read_range(struct engine *e, const struct blob_desc *d, uint64_t off, void *buf,
+		    size_t len, size_t *got);
+
+#endif /* MEMWALFS_ENGINE_INT_H */

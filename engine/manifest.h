@@ -1,0 +1,96 @@
+/*
+ * manifest.h - versioned manifests, discovery and the writer's epoch claim
+ * (engine/manifest.c, docs/MANIFEST.md).
+ *
+ * struct manifest is a plain value (decoded contents of manifest/<version>);
+ * the functions that touch the store are safe from any thread.
+ */
+#ifndef MEMWALFS_MANIFEST_H
+#define MEMWALFS_MANIFEST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buf.h"
+
+struct store;
+
+/* A live SSTable, as listed in the manifest. */
+struct manifest_sst {
+	char *name;             /* object name (malloc()ed) */
+	uint64_t id;            /* SSTable id (unique per store) */
+	uint64_t size;          /* object size in bytes */
+	uint32_t level;         /* LSM level (0: flushed from a MemTable) */
+	uint8_t *smallest;      /* smallest user key (malloc()ed) */
+	size_t smallest_len;
+	uint8_t *largest;       /* largest user key (malloc()ed) */
+	size_t largest_len;
+	uint64_t seq_min;       /* lowest sequence number inside */
+	uint64_t seq_max;       /* highest sequence number inside */
+};
+
+/* An object no longer referenced, deletable after a grace period. */
+struct manifest_gc {
+	char *name;             /* object name (malloc()ed) */
+	uint64_t since_version; /* manifest version that dropped it */
+};
+
+/* The decoded contents of one manifest version. */
+struct manifest {
+	uint64_t version;           /* N of manifest/<N>; 0: no manifest yet */
+	uint64_t epoch;             /* writer epoch that wrote it */
+	uint64_t wal_covered;       /* first WAL position not covered by SSTables */
+	uint64_t last_seq;          /* highest sequence number inside the SSTables */
+	uint64_t next_sst;          /* next SSTable id to allocate */
+	struct manifest_sst *ssts;  /* live SSTables (malloc()ed array) */
+	size_t nssts;
+	struct manifest_gc *gc;     /* objects awaiting deletion (malloc()ed array) */
+	size_t ngc;
+};
+
+/* Free the arrays and strings of m and zero it.  Accepts a zeroed manifest. */
+void manifest_clear(struct manifest *m);
+
+/* Deep copy src into *dst (dst is overwritten, not freed).  -ENOMEM. */
+int manifest_copy(struct manifest *dst, const struct manifest *src);
+
+/* Encode m into out (appended).  -ENOMEM. */
+int manifest_encode(const struct manifest *m, struct mw_buf *out);
+
+/*
+ * Decode an object read from name.  On success *m holds the contents
+ * (free with manifest_clear()).  -EUCLEAN on bad magic, newer version,
+ * checksum failure or malformed body (logged with the name); -ENOMEM.
+ */
+int manifest_decode(const char *name, const void *buf, size_t len, struct manifest *m);
+
+/*
+ * Find the latest manifest version: read the hint, then list forward from
+ * it (the hint is never trusted alone), or list everything when the hint is
+ * missing or bad.  *version = 0 when the store has no manifest.
+ */
+int manifest_find_latest(struct store *st, uint64_t *version);
+
+/* Read and decode manifest/<version>.  -ENOENT, -EUCLEAN, -EIO... */
+int manifest_load(struct store *st, uint64_t version, struct manifest *m);
+
+/* Find and load the latest; a zeroed *m (version 0) when there is none. */
+int manifest_load_latest(struct store *st, struct manifest *m);
+
+/*
+ * Write m as manifest/<m->version> with put_if_absent, then overwrite the
+ * hint (best effort).  -EEXIST if that version exists (someone else wrote
+ * it: the caller is fenced or must re-read).  With !conditional, a plain put
+ * (single-writer-by-convention stores).
+ */
+int manifest_commit(struct store *st, const struct manifest *m, bool conditional);
+
+/*
+ * Claim a new writer epoch: load the latest manifest, write version+1 with
+ * epoch+1 (all else unchanged); on -EEXIST re-read and retry a bounded number
+ * of times.  On success *m is the manifest just written.
+ */
+int manifest_claim(struct store *st, bool conditional, struct manifest *m);
+
+#endif /* MEMWALFS_MANIFEST_H */

@@ -1,0 +1,223 @@
+/*
+ * pack.c - Blob v2 packs: building in memory, sealing, writing, verifying.
+ *
+ * Layout (docs/PACKS.md): a 32-byte header (magic, version, epoch,
+ * position, header checksum), the blobs back to back with no framing (each
+ * blob's offset, length and checksum live in its descriptor, which is the
+ * KV_BLOB value in the WAL and later in SSTables), and a 24-byte trailer
+ * (data length, blob count, trailer magic, checksum of all data) so that a
+ * pack can be checked on its own by fsck.
+ *
+ * Concurrency: the writer appends under its own lock (the engine mutex);
+ * readers copy out under p->mu, which also guards the realloc of the data.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "coding.h"
+#include "log.h"
+#include "pack.h"
+#include "store.h"
+
+struct pack {
+	pthread_mutex_t mu;  /* guards buf against append/realloc while read */
+	struct mw_buf buf;   /* header + data (+ trailer once sealed); protected by mu */
+	uint64_t epoch;      /* writer epoch (const) */
+	uint64_t position;   /* WAL position of the group (const) */
+	uint32_t count;      /* blobs appended; writer only */
+	int sealed;          /* trailer written; writer only */
+	atomic_int refs;     /* references */
+};
+
+int pack_new(uint64_t epoch, uint64_t position, struct pack **out)
+{
+	struct pack *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		return -ENOMEM;
+	if (mw_buf_reserve(&p->buf, PACK_HEADER_SIZE)) {
+		free(p);
+		return -ENOMEM;
+	}
+	memset(p->buf.p, 0, PACK_HEADER_SIZE);
+	p->buf.len = PACK_HEADER_SIZE;
+	pthread_mutex_init(&p->mu, NULL);
+	p->epoch = epoch;
+	p->position = position;
+	atomic_init(&p->refs, 1);
+	*out = p;
+	return 0;
+}
+
+void pack_ref(struct pack *p)
+{
+	atomic_fetch_add(&p->refs, 1);
+}
+
+void pack_unref(struct pack *p)
+{
+	if (!p || atomic_fetch_sub(&p->refs, 1) != 1)
+		return;
+	pthread_mutex_destroy(&p->mu);
+	mw_buf_free(&p->buf);
+	free(p);
+}
+
+int pack_append(struct pack *p, const void *data, size_t len, struct blob_desc *d)
+{
+	int rc;
+
+	if (p->sealed)
+		return -EINVAL;
+	pthread_mutex_lock(&p->mu);
+	d->offset = p->buf.len;
+	rc = mw_buf_append(&p->buf, data, len);
+	pthread_mutex_unlock(&p->mu);
+	if (rc)
+		return rc;
+	d->epoch = p->epoch;
+	d->position = p->position;
+	d->length = len;
+	d->hash = fmt_hash(data, len);
+	p->count++;
+	return 0;
+}
+
+uint32_t pack_count(const struct pack *p)
+{
+	return p->count;
+}
+
+uint64_t pack_data_bytes(const struct pack *p)
+{
+	return p->buf.len - PACK_HEADER_SIZE;
+}
+
+uint64_t pack_position(const struct pack *p)
+{
+	return p->position;
+}
+
+uint64_t pack_epoch(const struct pack *p)
+{
+	return p->epoch;
+}
+
+int pack_seal(struct pack *p)
+{
+	uint8_t t[PACK_TRAILER_SIZE];
+	uint8_t *h;
+	uint64_t dlen;
+	int rc;
+
+	if (p->sealed)
+		return 0;
+	pthread_mutex_lock(&p->mu);
+	h = p->buf.p;
+	dlen = p->buf.len - PACK_HEADER_SIZE;
+	put_be32(h + PACK_OFF_MAGIC, PACK_MAGIC);
+	put_be16(h + PACK_OFF_VERSION, PACK_VERSION);
+	put_be16(h + PACK_OFF_FLAGS, 0);
+	put_be64(h + PACK_OFF_EPOCH, p->epoch);
+	put_be64(h + PACK_OFF_POSITION, p->position);
+	put_be64(h + PACK_OFF_HEAD_HASH, fmt_hash(h, PACK_OFF_HEAD_HASH));
+	put_be64(t + PACK_TOFF_DATA_LEN, dlen);
+	put_be32(t + PACK_TOFF_COUNT, p->count);
+	put_be32(t + PACK_TOFF_MAGIC, PACK_TAIL_MAGIC);
+	put_be64(t + PACK_TOFF_DATA_HASH, fmt_hash(h + PACK_HEADER_SIZE, dlen));
+	rc = mw_buf_append(&p->buf, t, sizeof(t));
+	pthread_mutex_unlock(&p->mu);
+	if (rc == 0)
+		p->sealed = 1;
+	return rc;
+}
+
+int pack_write(struct pack *p, struct store *st, uint64_t *bytes)
+{
+	char name[FMT_NAME_MAX];
+	const struct store_caps *caps = store_caps(st);
+	struct store_writer *w = NULL;
+	size_t len = p->buf.len;
+	int rc;
+
+	if (!p->sealed)
+		return -EINVAL;
+	fmt_pack_name(name, p->epoch, p->position);
+	if (caps->part_size && len > 2 * caps->part_size) {
+		rc = store_writer_open(st, name, 0, &w);
+		if (rc)
+			goto out;
+		for (size_t off = 0; off < len; off += caps->part_size) {
+			size_t n = len - off < caps->part_size ? len - off : caps->part_size;
+			rc = store_writer_write(w, p->buf.p + off, n);
+			if (rc) {
+				store_writer_abort(w);
+				goto out;
+			}
+		}
+		rc = store_writer_finish(w);
+	} else {
+		rc = store_put(st, name, p->buf.p, len);
+	}
+out:
+	if (rc)
+		log_err("pack: put %s (%zu bytes) failed: %d", name, len, rc);
+	else if (bytes)
+		*bytes = len;
+	return rc;
+}
+
+int pack_read(struct pack *p, uint64_t off, void *dst, size_t len)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&p->mu);
+	if (off < PACK_HEADER_SIZE || off > p->buf.len || len > p->buf.len - off)
+		rc = -ERANGE;
+	else
+		memcpy(dst, p->buf.p + off, len);
+	pthread_mutex_unlock(&p->mu);
+	return rc;
+}
+
+int pack_verify(const char *name, const void *vbuf, size_t len)
+{
+	const uint8_t *h = vbuf, *t;
+	uint16_t ver;
+	uint64_t dlen;
+
+	if (len < PACK_HEADER_SIZE + PACK_TRAILER_SIZE) {
+		log_err("pack: %s: truncated (%zu bytes)", name, len);
+		return -EUCLEAN;
+	}
+	if (get_be32(h + PACK_OFF_MAGIC) != PACK_MAGIC) {
+		log_err("pack: %s: bad magic", name);
+		return -EUCLEAN;
+	}
+	ver = get_be16(h + PACK_OFF_VERSION);
+	if (ver == 0 || ver > PACK_VERSION) {
+		log_err("pack: %s: format version %u not supported (this program: %u)", name, ver,
+			PACK_VERSION);
+		return -EUCLEAN;
+	}
+	if (get_be64(h + PACK_OFF_HEAD_HASH) != fmt_hash(h, PACK_OFF_HEAD_HASH)) {
+		log_err("pack: %s: header checksum mismatch", name);
+		return -EUCLEAN;
+	}
+	t = h + len - PACK_TRAILER_SIZE;
+	dlen = get_be64(t + PACK_TOFF_DATA_LEN);
+	if (get_be32(t + PACK_TOFF_MAGIC) != PACK_TAIL_MAGIC ||
+	    dlen != len - PACK_HEADER_SIZE - PACK_TRAILER_SIZE) {
+		log_err("pack: %s: bad trailer (torn or bad length)", name);
+		return -EUCLEAN;
+	}
+	if (get_be64(t + PACK_TOFF_DATA_HASH) != fmt_hash(h + PACK_HEADER_SIZE, dlen)) {
+		log_err("pack: %s: data checksum mismatch", name);
+		return -EUCLEAN;
+	}
+	return 0;
+}

@@ -1,0 +1,624 @@
+/*
+ * sst_read.c - the SSTable reader: open (footer, index, filter, properties
+ * from the tail), point get, and an iterator implementing struct kv_iter
+ * (format: sst_format.h, docs/SST.md).
+ *
+ * A reader is immutable after open and reference counted; any number of
+ * threads may get and iterate at once.  Data blocks are fetched with one
+ * ranged GET each, verified (checksum, decompression, restart array), and
+ * kept in the shared block cache (cache.h) under a key made of the reader's
+ * process-unique id and the block offset, so two readers never confuse
+ * their blocks and a reopened table starts cold.
+ *
+ * Every failure to make sense of stored bytes is -EUCLEAN with a log line
+ * naming the object, the offset and the fault; nothing is read outside the
+ * buffers that were fetched.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bloom.h"
+#include "cache.h"
+#include "coding.h"
+#include "log.h"
+#include "sst.h"
+#include "sst_block.h"
+#include "store.h"
+
+struct sst_reader {
+	_Atomic unsigned refs;          /* references; the last unref frees */
+	struct store *store;            /* borrowed */
+	char *key;                      /* object key */
+	uint64_t size;                  /* object size */
+	uint64_t id;                    /* process-unique id: block cache key prefix */
+	struct cache *cache;            /* borrowed block cache, or NULL */
+	struct sst_counters own;        /* this reader's counters */
+	struct sst_counters *shared;    /* caller's counters, or NULL */
+	struct sst_footer foot;         /* decoded footer */
+	uint8_t *index_raw;             /* index block contents */
+	struct sst_block index;         /* parsed over index_raw */
+	uint8_t *filter;                /* bloom filter (NULL: none) */
+	size_t filter_len;              /* its length */
+	struct sst_props props;         /* decoded properties */
+};
+
+/* A decoded data block, shared through the cache or owned by one user. */
+struct cblock {
+	uint8_t *raw;         /* block contents */
+	struct sst_block blk; /* parsed over raw */
+};
+
+/* A held block: either a cache handle or a private block. */
+struct blockref {
+	struct cache_handle *h; /* when from the cache */
+	struct cblock *own;     /* when private (no cache or insert failed) */
+	struct cblock *b;       /* the block, either way */
+};
+
+static _Atomic uint64_t next_reader_id = 1;
+
+#define COUNT(r, field, n)                                                                    \
+	do {                                                                                  \
+		atomic_fetch_add_explicit(&(r)->own.field, (n), memory_order_relaxed);       \
+		if ((r)->shared)                                                              \
+			atomic_fetch_add_explicit(&(r)->shared->field, (n), memory_order_relaxed); \
+	} while (0)
+
+static int corrupt(struct sst_reader *r, uint64_t off, const char *what, enum sst_fault f)
+{
+	log_err("sst: %s: %s at offset %llu: %s", r->key, what, (unsigned long long)off,
+		sst_fault_str(f));
+	COUNT(r, corrupt, 1);
+	return -EUCLEAN;
+}
+
+static void cblock_free(struct cblock *b)
+{
+	if (b) {
+		free(b->raw);
+		free(b);
+	}
+}
+
+static void cblock_deleter(const void *key, size_t klen, void *value)
+{
+	(void)key;
+	(void)klen;
+	cblock_free(value);
+}
+
+static void blockref_release(struct sst_reader *r, struct blockref *br)
+{
+	if (br->h)
+		cache_release(r->cache, br->h);
+	cblock_free(br->own);
+	memset(br, 0, sizeof(*br));
+}
+
+/* Does a data block handle lie inside the data area? */
+static bool data_handle_ok(const struct sst_reader *r, const struct sst_handle *h)
+{
+	uint64_t end = r->size - SST_FOOTER_SIZE;
+
+	return h->off >= SST_HEADER_SIZE && h->off < end && h->size <= end - h->off &&
+	       h->size + SST_TRAILER_SIZE <= end - h->off;
+}
+
+/* Fetch, verify and parse the block at h. */
+static int read_block(struct sst_reader *r, const struct sst_handle *h, struct blockref *out)
+{
+	uint8_t ckey[16];
+	struct cblock *cb = NULL;
+	enum sst_fault f = SST_OK;
+	void *buf = NULL;
+	size_t got, rawlen;
+	int rc;
+
+	if (!data_handle_ok(r, h))
+		return corrupt(r, h->off, "data block handle", SST_BAD_LAYOUT);
+	put_be64(ckey, r->id);
+	put_be64(ckey + 8, h->off);
+	if (r->cache) {
+		struct cache_handle *ch = cache_lookup(r->cache, ckey, sizeof(ckey));
+
+		if (ch) {
+			COUNT(r, cache_hits, 1);
+			out->h = ch;
+			out->own = NULL;
+			out->b = cache_value(ch);
+			return 0;
+		}
+	}
+	rc = store_get(r->store, r->key, h->off, h->size + SST_TRAILER_SIZE, &buf, &got);
+	if (rc) {
+		log_err("sst: %s: reading block at %llu: %d", r->key, (unsigned long long)h->off,
+			rc);
+		return rc == -ENOENT ? -EIO : rc;
+	}
+	COUNT(r, blocks_read, 1);
+	COUNT(r, block_bytes, got);
+	if (got != h->size + SST_TRAILER_SIZE) {
+		rc = corrupt(r, h->off, "data block", SST_TRUNCATED);
+		goto out;
+	}
+	cb = calloc(1, sizeof(*cb));
+	if (!cb) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	rc = sst_block_unseal(buf, got, &cb->raw, &rawlen, &f);
+	if (rc == -EUCLEAN)
+		rc = corrupt(r, h->off, "data block", f);
+	if (rc)
+		goto out;
+	if (sst_block_parse(cb->raw, rawlen, &cb->blk)) {
+		rc = corrupt(r, h->off, "data block restarts", SST_BAD_LAYOUT);
+		goto out;
+	}
+	out->b = cb;
+	out->h = NULL;
+	out->own = cb;
+	if (r->cache && !cache_insert(r->cache, ckey, sizeof(ckey), cb, rawlen + sizeof(*cb),
+				      cblock_deleter, &out->h))
+		out->own = NULL;
+	cb = NULL;
+out:
+	cblock_free(cb);
+	free(buf);
+	return rc;
+}
+
+/* Unseal a metadata block found in the tail buffer (base = its offset). */
+static int meta_block(struct sst_reader *r, const uint8_t *buf, uint64_t base, uint64_t len,
+		      const struct sst_handle *h, const char *what, uint8_t **raw, size_t *rawlen)
+{
+	enum sst_fault f = SST_OK;
+	int rc;
+
+	if (h->off < base || h->off - base + h->size + SST_TRAILER_SIZE > len)
+		return corrupt(r, h->off, what, SST_BAD_LAYOUT);
+	rc = sst_block_unseal(buf + (h->off - base), h->size + SST_TRAILER_SIZE, raw, rawlen, &f);
+	if (rc == -EUCLEAN)
+		return corrupt(r, h->off, what, f);
+	return rc;
+}
+
+static void reader_free(struct sst_reader *r)
+{
+	if (!r)
+		return;
+	free(r->index_raw);
+	free(r->filter);
+	sst_props_free(&r->props);
+	free(r->key);
+	free(r);
+}
+
+/* Read and check footer, index, filter and properties. */
+static int load_tail(struct sst_reader *r)
+{
+	uint64_t tail_off, base, meta;
+	void *buf = NULL, *buf2 = NULL;
+	uint8_t *raw = NULL;
+	size_t got, rawlen, ilen;
+	enum sst_fault f;
+	int rc;
+
+	if (r->size < SST_HEADER_SIZE + SST_FOOTER_SIZE)
+		return corrupt(r, 0, "object", SST_TRUNCATED);
+	tail_off = r->size > SST_TAIL_READ ? r->size - SST_TAIL_READ : 0;
+	rc = store_get(r->store, r->key, tail_off, r->size - tail_off, &buf, &got);
+	if (rc) {
+		log_err("sst: %s: reading tail: %d", r->key, rc);
+		return rc;
+	}
+	if (got != r->size - tail_off) {
+		rc = corrupt(r, tail_off, "tail (object shorter than expected)", SST_TRUNCATED);
+		goto out;
+	}
+	f = sst_footer_decode((uint8_t *)buf + got - SST_FOOTER_SIZE, r->size, &r->foot);
+	if (f != SST_OK) {
+		rc = corrupt(r, r->size - SST_FOOTER_SIZE, "footer", f);
+		goto out;
+	}
+	if (tail_off == 0 && (f = sst_header_decode(buf)) != SST_OK) {
+		rc = corrupt(r, 0, "header", f);
+		goto out;
+	}
+	meta = r->foot.index.off < r->foot.props.off ? r->foot.index.off : r->foot.props.off;
+	if (r->foot.filter.size && r->foot.filter.off < meta)
+		meta = r->foot.filter.off;
+	base = tail_off;
+	if (meta < tail_off) {
+		/* Metadata larger than the tail read: fetch all of it. */
+		rc = store_get(r->store, r->key, meta, r->size - meta, &buf2, &got);
+		if (rc) {
+			log_err("sst: %s: reading metadata: %d", r->key, rc);
+			goto out;
+		}
+		if (got != r->size - meta) {
+			rc = corrupt(r, meta, "metadata", SST_TRUNCATED);
+			goto out;
+		}
+		free(buf);
+		buf = buf2;
+		buf2 = NULL;
+		base = meta;
+	}
+	got -= SST_FOOTER_SIZE;
+	rc = meta_block(r, buf, base, got, &r->foot.index, "index block", &r->index_raw, &ilen);
+	if (rc)
+		goto out;
+	if (sst_block_parse(r->index_raw, ilen, &r->index)) {
+		rc = corrupt(r, r->foot.index.off, "index block restarts", SST_BAD_LAYOUT);
+		goto out;
+	}
+	if (r->foot.filter.size) {
+		rc = meta_block(r, buf, base, got, &r->foot.filter, "filter block", &r->filter,
+				&r->filter_len);
+		if (rc)
+			goto out;
+		if (!bloom_valid(r->filter, r->filter_len)) {
+			rc = corrupt(r, r->foot.filter.off, "filter block", SST_BAD_LAYOUT);
+			goto out;
+		}
+	}
+	rc = meta_block(r, buf, base, got, &r->foot.props, "properties block", &raw, &rawlen);
+	if (rc)
+		goto out;
+	rc = sst_props_decode(raw, rawlen, &r->props);
+	if (rc == -EUCLEAN)
+		rc = corrupt(r, r->foot.props.off, "properties block", SST_BAD_LAYOUT);
+	r->props.file_size = r->size;
+out:
+	free(raw);
+	free(buf2);
+	free(buf);
+	return rc;
+}
+
+int sst_reader_open(struct store *s, const char *key, uint64_t size,
+		    const struct sst_reader_opts *o, struct sst_reader **out)
+{
+	struct sst_reader *r;
+	int rc;
+
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	atomic_init(&r->refs, 1);
+	r->store = s;
+	r->key = strdup(key);
+	if (!r->key) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	r->id = atomic_fetch_add(&next_reader_id, 1);
+	if (o) {
+		r->shared = o->counters;
+		r->cache = o->cache;
+	}
+	if (!size) {
+		struct store_stat st;
+
+		rc = store_head(s, key, &st);
+		if (rc) {
+			log_err("sst: %s: head: %d", key, rc);
+			goto fail;
+		}
+		size = st.size;
+	}
+	r->size = size;
+	rc = load_tail(r);
+	if (rc)
+		goto fail;
+	*out = r;
+	return 0;
+fail:
+	reader_free(r);
+	return rc;
+}
+
+void sst_reader_ref(struct sst_reader *r)
+{
+	atomic_fetch_add_explicit(&r->refs, 1, memory_order_relaxed);
+}
+
+void sst_reader_unref(struct sst_reader *r)
+{
+	if (r && atomic_fetch_sub_explicit(&r->refs, 1, memory_order_acq_rel) == 1)
+		reader_free(r);
+}
+
+const struct sst_props *sst_reader_props(const struct sst_reader *r)
+{
+	return &r->props;
+}
+
+const char *sst_reader_key(const struct sst_reader *r)
+{
+	return r->key;
+}
+
+void sst_counters_read(struct sst_counters *c, struct sst_stats *out)
+{
+	out->blocks_read = atomic_load(&c->blocks_read);
+	out->block_bytes = atomic_load(&c->block_bytes);
+	out->cache_hits = atomic_load(&c->cache_hits);
+	out->bloom_checks = atomic_load(&c->bloom_checks);
+	out->bloom_negatives = atomic_load(&c->bloom_negatives);
+	out->bloom_false_pos = atomic_load(&c->bloom_false_pos);
+	out->corrupt = atomic_load(&c->corrupt);
+}
+
+void sst_reader_stats(const struct sst_reader *r, struct sst_stats *out)
+{
+	sst_counters_read((struct sst_counters *)&r->own, out);
+}
+
+bool sst_reader_may_contain(struct sst_reader *r, const void *key, size_t klen)
+{
+	if (!r->filter)
+		return true;
+	return bloom_may_contain(r->filter, r->filter_len, bloom_hash(key, klen));
+}
+
+/* Decode the handle of the index entry under it. */
+static int index_handle(struct sst_reader *r, const struct sst_block_iter *it,
+			struct sst_handle *h)
+{
+	const uint8_t *end = it->val + it->vlen;
+
+	if (sst_handle_decode(it->val, end, h) != it->vlen)
+		return corrupt(r, r->foot.index.off, "index entry", SST_BAD_LAYOUT);
+	return 0;
+}
+
+int sst_reader_get(struct sst_reader *r, const void *key, size_t klen, uint64_t snap,
+		   enum kv_type *type, uint64_t *seq, void **val, size_t *vlen)
+{
+	struct sst_block_iter ix, di;
+	struct blockref br = {0};
+	struct sst_handle h;
+	int rc = 0;
+
+	if (r->filter) {
+		COUNT(r, bloom_checks, 1);
+		if (!bloom_may_contain(r->filter, r->filter_len, bloom_hash(key, klen))) {
+			COUNT(r, bloom_negatives, 1);
+			return 0;
+		}
+	}
+	sst_block_iter_init(&ix, &r->index);
+	sst_block_iter_init(&di, NULL);
+	sst_block_iter_seek(&ix, key, klen, snap);
+	if (!ix.valid) {
+		if (ix.status)
+			rc = ix.status == -EUCLEAN ? corrupt(r, r->foot.index.off, "index block",
+							     SST_BAD_LAYOUT)
+						   : ix.status;
+		goto out;
+	}
+	rc = index_handle(r, &ix, &h);
+	if (rc)
+		goto out;
+	rc = read_block(r, &h, &br);
+	if (rc)
+		goto out;
+	sst_block_iter_init(&di, &br.b->blk);
+	sst_block_iter_seek(&di, key, klen, snap);
+	if (di.status) {
+		rc = di.status == -EUCLEAN ? corrupt(r, h.off, "data block entry", SST_BAD_LAYOUT)
+					   : di.status;
+		goto out;
+	}
+	if (!di.valid || kv_key_cmp(di.key.p, di.key.n, key, klen) != 0)
+		goto out;
+	if (val) {
+		void *copy = malloc(di.vlen ? di.vlen : 1);
+
+		if (!copy) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		if (di.vlen)
+			memcpy(copy, di.val, di.vlen);
+		*val = copy;
+	}
+	if (vlen)
+		*vlen = di.vlen;
+	if (type)
+		*type = di.type;
+	if (seq)
+		*seq = di.seq;
+	rc = 1;
+out:
+	if (rc == 0 && r->filter)
+		COUNT(r, bloom_false_pos, 1);
+	sst_block_iter_free(&di);
+	sst_block_iter_free(&ix);
+	blockref_release(r, &br);
+	return rc;
+}
+
+/* ---- iterator ---- */
+
+struct sst_iter {
+	struct kv_iter base;       /* must be first */
+	struct sst_reader *r;      /* holds a reference */
+	struct sst_block_iter ix;  /* over the index block */
+	struct blockref br;        /* the current data block (b NULL: none) */
+	struct sst_block_iter di;  /* over br.b->blk */
+	int status;                /* sticky error */
+};
+
+static void it_fail(struct sst_iter *it, int rc)
+{
+	if (!it->status)
+		it->status = rc;
+	it->di.valid = false;
+}
+
+/* Load the data block the index iterator is on, replacing the current one. */
+static bool it_load(struct sst_iter *it)
+{
+	struct sst_buf keep = it->di.key;
+	struct sst_handle h;
+	int rc;
+
+	it->di.key = (struct sst_buf){0};
+	sst_block_iter_init(&it->di, NULL);
+	it->di.key = keep;
+	it->di.key.n = 0;
+	blockref_release(it->r, &it->br);
+	if (!it->ix.valid) {
+		if (it->ix.status)
+			it_fail(it, it->ix.status == -EUCLEAN
+					    ? corrupt(it->r, it->r->foot.index.off, "index block",
+						      SST_BAD_LAYOUT)
+					    : it->ix.status);
+		return false;
+	}
+	rc = index_handle(it->r, &it->ix, &h);
+	if (!rc)
+		rc = read_block(it->r, &h, &it->br);
+	if (rc) {
+		it_fail(it, rc);
+		return false;
+	}
+	it->di.b = &it->br.b->blk;
+	return true;
+}
+
+/* After a move: step over block ends (and empty blocks) to the next entry. */
+static void it_settle(struct sst_iter *it)
+{
+	while (!it->status && !it->di.valid) {
+		if (it->di.status) {
+			it_fail(it, it->di.status == -EUCLEAN
+					    ? corrupt(it->r, 0, "data block entry", SST_BAD_LAYOUT)
+					    : it->di.status);
+			return;
+		}
+		if (!it->br.b)
+			return;
+		sst_block_iter_next(&it->ix);
+		if (!it_load(it))
+			return;
+		sst_block_iter_seek_first(&it->di);
+	}
+}
+
+static bool it_valid(const struct kv_iter *k)
+{
+	const struct sst_iter *it = (const struct sst_iter *)k;
+
+	return !it->status && it->br.b && it->di.valid;
+}
+
+static void it_seek_first(struct kv_iter *k)
+{
+	struct sst_iter *it = (struct sst_iter *)k;
+
+	if (it->status)
+		return;
+	sst_block_iter_seek_first(&it->ix);
+	if (!it_load(it))
+		return;
+	sst_block_iter_seek_first(&it->di);
+	it_settle(it);
+}
+
+static void it_seek(struct kv_iter *k, const void *key, size_t klen)
+{
+	struct sst_iter *it = (struct sst_iter *)k;
+
+	if (it->status)
+		return;
+	sst_block_iter_seek(&it->ix, key, klen, UINT64_MAX);
+	if (!it_load(it))
+		return;
+	sst_block_iter_seek(&it->di, key, klen, UINT64_MAX);
+	it_settle(it);
+}
+
+static void it_next(struct kv_iter *k)
+{
+	struct sst_iter *it = (struct sst_iter *)k;
+
+	if (!it_valid(k))
+		return;
+	sst_block_iter_next(&it->di);
+	it_settle(it);
+}
+
+static const void *it_key(const struct kv_iter *k, size_t *klen)
+{
+	const struct sst_iter *it = (const struct sst_iter *)k;
+
+	*klen = it->di.key.n;
+	return it->di.key.p;
+}
+
+static uint64_t it_seq(const struct kv_iter *k)
+{
+	return ((const struct sst_iter *)k)->di.seq;
+}
+
+static enum kv_type it_type(const struct kv_iter *k)
+{
+	return ((const struct sst_iter *)k)->di.type;
+}
+
+static const void *it_value(const struct kv_iter *k, size_t *vlen)
+{
+	const struct sst_iter *it = (const struct sst_iter *)k;
+
+	*vlen = it->di.vlen;
+	return it->di.val;
+}
+
+static int it_status(const struct kv_iter *k)
+{
+	return ((const struct sst_iter *)k)->status;
+}
+
+static void it_destroy(struct kv_iter *k)
+{
+	struct sst_iter *it = (struct sst_iter *)k;
+
+	sst_block_iter_free(&it->di);
+	sst_block_iter_free(&it->ix);
+	blockref_release(it->r, &it->br);
+	sst_reader_unref(it->r);
+	free(it);
+}
+
+static const struct kv_iter_ops sst_iter_ops = {
+	.valid = it_valid,
+	.seek_first = it_seek_first,
+	.seek = it_seek,
+	.next = it_next,
+	.key = it_key,
+	.seq = it_seq,
+	.type = it_type,
+	.value = it_value,
+	.status = it_status,
+	.destroy = it_destroy,
+};
+
+int sst_reader_iter_new(struct sst_reader *r, struct kv_iter **out)
+{
+	struct sst_iter *it = calloc(1, sizeof(*it));
+
+	if (!it)
+		return -ENOMEM;
+	it->base.ops = &sst_iter_ops;
+	sst_reader_ref(r);
+	it->r = r;
+	sst_block_iter_init(&it->ix, &r->index);
+	sst_block_iter_init(&it->di, NULL);
+	*out = &it->base;
+	return 0;
+}

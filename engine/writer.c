@@ -1,0 +1,485 @@
+/*
+ * writer.c - the MemWAL writer: group commit, acknowledgements, fencing
+ * and backpressure.
+ *
+ * DESIGN
+ *
+ * Many threads call engine_write().  Under the writer lock (e->mu) a batch
+ * gets consecutive sequence numbers, its ops are encoded into the open group
+ * (blob values are appended to the group's pack and replaced by their
+ * descriptor), then inserted into the active MemTable; finally
+ * e->visible_seq is advanced past the batch, which is the instant the batch
+ * becomes readable, all at once (readers use visible_seq as their snapshot).
+ * The caller gets a ticket: the WAL position of the group its batch joined.
+ *
+ * One committer thread turns groups into objects.  It commits the open group
+ * when the cadence (opts.cadence_ms since the group's first write) fires, when
+ * the group passes opts.group_max_bytes, when someone waits urgently
+ * (ENGINE_URGENT, engine_wait(urgent), engine_sync(), backpressure, a
+ * MemTable freeze) or at close.  Triggers coalesce by construction: they all
+ * just mark the group and wake the one committer.  While a group is being
+ * committed ("in flight") new writes form the next group; there is never more
+ * than one group in flight, so groups become durable in position order.
+ *
+ * Commit of a group at position P (the commit point is step 2):
+ *   1. if it has blobs, seal its pack and store_put pack/<epoch>-<P>
+ *      (a name no other writer can use; streaming when large);
+ *   2. put_if_absent wal/<P> with the entry.
+ * Only after step 2 returns 0 are P's waiters released (durable_upto = P+1).
+ *
+ * Failure.  -EEXIST at step 2 means another writer took position P: unless
+ * the object holds exactly our bytes (our own earlier attempt), we have been
+ * fenced: sticky -ESTALE.  Any other error leaves the outcome unknown (a
+ * timeout may still land): we read wal/<P> back once; if it holds our bytes
+ * the group is durable, otherwise the writer becomes sticky -EIO.  Either
+ * way no later group is ever written (positions are not reused and nothing
+ * can be reordered), the failed group's waiters and all later ones get the
+ * error, and whether the failed group is replayed later is decided by
+ * whether wal/<P> exists when the next writer opens (docs/WAL.md).
+ *
+ * Backpressure.  e->stats.pending_bytes counts bytes of groups not yet
+ * durable (open and in flight).  A writer that would push it past
+ * opts.max_pending_bytes asks for an urgent commit and waits.
+ *
+ * Frozen MemTables: at opts.memtable_max_bytes the active MemTable is frozen
+ * and kept readable; flushing them to SSTables is the next issue (flush.h),
+ * so max_frozen_bytes is not yet enforced.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "engine_int.h"
+#include "log.h"
+#include "pack.h"
+#include "store.h"
+#include "wal.h"
+
+uint64_t engine_now_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+static void group_free(struct group *g)
+{
+	if (!g)
+		return;
+	mw_buf_free(&g->wal);
+	pack_unref(g->pack);
+	free(g);
+}
+
+/* Open a new group at the next position (caller holds e->mu). */
+static int group_open_locked(struct engine *e)
+{
+	struct group *g = calloc(1, sizeof(*g));
+	int rc;
+
+	if (!g)
+		return -ENOMEM;
+	rc = wal_entry_begin(&g->wal);
+	if (rc) {
+		free(g);
+		return rc;
+	}
+	g->position = e->next_pos++;
+	g->first_seq = e->next_seq;
+	g->opened_us = engine_now_us();
+	e->open = g;
+	return 0;
+}
+
+int writer_freeze_locked(struct engine *e)
+{
+	struct memtable *m;
+	int rc = memtable_new(&m);
+
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&e->mem_mu);
+	if (e->nfrozen == e->frozen_cap) {
+		size_t cap = e->frozen_cap ? 2 * e->frozen_cap : 8;
+		struct memtable **f = realloc(e->frozen, cap * sizeof(*f));
+		if (!f) {
+			pthread_mutex_unlock(&e->mem_mu);
+			memtable_unref(m);
+			return -ENOMEM;
+		}
+		e->frozen = f;
+		e->frozen_cap = cap;
+	}
+	e->frozen[e->nfrozen++] = e->mem;
+	e->mem = m;
+	pthread_mutex_unlock(&e->mem_mu);
+	log_debug("engine: froze a MemTable (%zu frozen)", e->nfrozen);
+	return 0;
+}
+
+/* Is the write with this ticket settled?  1 durable, <0 failed, 0 not yet. */
+static int ticket_state_locked(struct engine *e, uint64_t ticket)
+{
+	if (ticket < e->durable_upto)
+		return 1;
+	if (e->sticky && ticket >= e->failed_pos)
+		return e->sticky;
+	return 0;
+}
+
+static int wait_locked(struct engine *e, uint64_t ticket, bool urgent)
+{
+	int st;
+
+	while ((st = ticket_state_locked(e, ticket)) == 0) {
+		if (ticket >= e->next_pos)
+			return 0; /* never issued: nothing to wait for */
+		if (urgent && e->open && ticket >= e->open->position && !e->open->urgent) {
+			e->open->urgent = true;
+			pthread_cond_signal(&e->commit_cv);
+		}
+		pthread_cond_wait(&e->durable_cv, &e->mu);
+	}
+	return st < 0 ? st : 0;
+}
+
+/* Encode batch b into the open group and the MemTable (caller holds e->mu). */
+static int apply_locked(struct engine *e, const struct engine_batch *b)
+{
+	struct group *g = e->open;
+	struct wal_cursor c;
+	size_t wal_mark = g->wal.len, bytes = 0;
+	uint64_t seq = e->next_seq;
+	uint64_t pack_before = g->pack ? pack_data_bytes(g->pack) : 0;
+	uint8_t desc[BLOB_DESC_SIZE];
+	enum kv_type type;
+	const uint8_t *k, *v;
+	size_t kn, vn;
+	int rc;
+
+	/* 1. into the group (undone by truncation on failure) */
+	rc = wal_entry_add_batch(&g->wal, (uint32_t)b->count);
+	wal_cursor_init(&c, b->rep.p, b->rep.len, 0);
+	c.ops_in_batch = b->count;
+	while (rc == 0 && (rc = wal_op_next(&c, &type, &k, &kn, &v, &vn)) == 1) {
+		if (type == KV_INLINE && vn >= e->o.inline_max) {
+			struct blob_desc d;
+			if (!g->pack && (rc = pack_new(e->epoch, g->position, &g->pack)))
+				break;
+			if ((rc = pack_append(g->pack, v, vn, &d)))
+				break;
+			blob_desc_encode(desc, &d);
+			rc = wal_entry_add_op(&g->wal, KV_BLOB, k, kn, desc, sizeof(desc));
+		} else {
+			rc = wal_entry_add_op(&g->wal, type, k, kn, v, vn);
+		}
+	}
+	if (rc < 0) {
+		g->wal.len = wal_mark; /* blob bytes stay in the pack, unreferenced */
+		return rc;
+	}
+	/* 2. into the MemTable: from here a failure fences the writer */
+	const uint8_t *p = g->wal.p + wal_mark;
+	wal_cursor_init(&c, p, g->wal.len - wal_mark, 1);
+	while ((rc = wal_op_next(&c, &type, &k, &kn, &v, &vn)) == 1) {
+		rc = memtable_add(e->mem, seq++, type, k, kn, v, vn);
+		if (rc)
+			break;
+		if (type == KV_DELETE)
+			e->stats.deletes++;
+		else
+			e->stats.puts++;
+	}
+	if (rc < 0) {
+		log_err("engine: MemTable insert failed (%d): writer stops", rc);
+		e->sticky = -EIO;
+		e->failed_pos = g->position;
+		pthread_cond_broadcast(&e->durable_cv);
+		return -EIO;
+	}
+	bytes = (g->wal.len - wal_mark) + (g->pack ? pack_data_bytes(g->pack) - pack_before : 0);
+	g->ops += (uint32_t)b->count;
+	g->batches++;
+	g->bytes += bytes;
+	e->stats.pending_bytes += bytes;
+	e->stats.batches++;
+	e->next_seq = seq;
+	atomic_store_explicit(&e->visible_seq, seq - 1, memory_order_release);
+	return 0;
+}
+
+int engine_write(struct engine *e, struct engine_batch *b, int flags, uint64_t *ticket)
+{
+	uint64_t t;
+	bool waited = false;
+	int rc = 0;
+
+	if (!e || !b || (flags & ~(ENGINE_WAIT | ENGINE_URGENT)))
+		return -EINVAL;
+	if (e->o.read_only)
+		return -EROFS;
+	pthread_mutex_lock(&e->mu);
+	/* backpressure: wait while too much is not yet durable */
+	while (!e->sticky && e->stats.pending_bytes > 0 &&
+	       e->stats.pending_bytes + b->bytes > e->o.max_pending_bytes) {
+		if (!waited)
+			e->stats.backpressure_waits++;
+		waited = true;
+		if (e->open && !e->open->urgent) {
+			e->open->urgent = true;
+			pthread_cond_signal(&e->commit_cv);
+		}
+		pthread_cond_wait(&e->durable_cv, &e->mu);
+	}
+	if (e->sticky) {
+		rc = e->sticky;
+		goto out;
+	}
+	if (b->count == 0) {
+		t = e->open ? e->open->position : e->next_pos - 1;
+		goto done;
+	}
+	if (b->count > UINT32_MAX / 2) {
+		rc = -EINVAL;
+		goto out;
+	}
+	if (!e->open && (rc = group_open_locked(e)))
+		goto out;
+	rc = apply_locked(e, b);
+	if (rc)
+		goto out;
+	t = e->open->position;
+	if (memtable_bytes(e->mem) >= e->o.memtable_max_bytes) {
+		rc = writer_freeze_locked(e);
+		if (rc) {
+			rc = 0; /* keep writing into the full MemTable; try again later */
+			log_warn("engine: MemTable freeze failed (no memory)");
+		}
+		e->open->urgent = true;
+	}
+	if ((flags & ENGINE_URGENT) || e->open->bytes >= e->o.group_max_bytes)
+		e->open->urgent = true;
+	if (e->open->urgent)
+		pthread_cond_signal(&e->commit_cv);
+done:
+	if (ticket)
+		*ticket = t;
+	if (flags & ENGINE_WAIT)
+		rc = wait_locked(e, t, flags & ENGINE_URGENT);
+out:
+	pthread_mutex_unlock(&e->mu);
+	return rc;
+}
+
+int engine_put(struct engine *e, const void *key, size_t klen, const void *val, size_t vlen,
+	       int flags, uint64_t *ticket)
+{
+	struct engine_batch b = { 0 };
+	int rc = engine_batch_put(&b, key, klen, val, vlen);
+
+	if (rc == 0)
+		rc = engine_write(e, &b, flags, ticket);
+	mw_buf_free(&b.rep);
+	return rc;
+}
+
+int engine_delete(struct engine *e, const void *key, size_t klen, int flags, uint64_t *ticket)
+{
+	struct engine_batch b = { 0 };
+	int rc = engine_batch_delete(&b, key, klen);
+
+	if (rc == 0)
+		rc = engine_write(e, &b, flags, ticket);
+	mw_buf_free(&b.rep);
+	return rc;
+}
+
+int engine_wait(struct engine *e, uint64_t ticket, bool urgent)
+{
+	int rc;
+
+	if (!e)
+		return -EINVAL;
+	if (e->o.read_only)
+		return 0;
+	pthread_mutex_lock(&e->mu);
+	rc = wait_locked(e, ticket, urgent);
+	pthread_mutex_unlock(&e->mu);
+	return rc;
+}
+
+int engine_sync(struct engine *e)
+{
+	int rc;
+
+	if (!e)
+		return -EINVAL;
+	if (e->o.read_only)
+		return 0;
+	pthread_mutex_lock(&e->mu);
+	if (e->sticky)
+		rc = e->sticky;
+	else if (e->open)
+		rc = wait_locked(e, e->open->position, true);
+	else if (e->inflight)
+		rc = wait_locked(e, e->inflight->position, true);
+	else
+		rc = 0;
+	pthread_mutex_unlock(&e->mu);
+	return rc;
+}
+
+/* Does wal/<name> hold exactly buf?  (Resolves our own retried or timed-out put.) */
+static bool store_holds(struct engine *e, const char *name, const void *buf, size_t len)
+{
+	void *got = NULL;
+	size_t n = 0;
+	bool same = false;
+
+	if (store_get(e->st, name, 0, STORE_TO_END, &got, &n) == 0)
+		same = n == len && memcmp(got, buf, len) == 0;
+	free(got);
+	return same;
+}
+
+/* Write g's pack then its WAL entry.  Runs on the committer without e->mu. */
+static int commit_group(struct engine *e, struct group *g, uint64_t *pack_bytes)
+{
+	char name[FMT_NAME_MAX];
+	struct wal_info info = {
+		.flags = 0,
+		.epoch = e->epoch,
+		.position = g->position,
+		.first_seq = g->first_seq,
+		.op_count = g->ops,
+		.batch_count = g->batches,
+	};
+	int rc;
+
+	*pack_bytes = 0;
+	if (g->pack && pack_count(g->pack) > 0) {
+		rc = pack_seal(g->pack);
+		if (rc == 0)
+			rc = pack_write(g->pack, e->st, pack_bytes);
+		if (rc) {
+			log_err("engine: group %" PRIu64 ": pack write failed (%d); writer stops",
+				g->position, rc);
+			return rc == -ENOMEM ? -ENOMEM : -EIO;
+		}
+	}
+	wal_entry_seal(&g->wal, &info);
+	fmt_wal_name(name, g->position);
+	if (e->conditional)
+		rc = store_put_if_absent(e->st, name, g->wal.p, g->wal.len);
+	else
+		rc = store_put(e->st, name, g->wal.p, g->wal.len);
+	if (rc == 0)
+		return 0;
+	if (store_holds(e, name, g->wal.p, g->wal.len)) {
+		log_info("engine: %s: put returned %d but the store holds our entry", name, rc);
+		return 0;
+	}
+	if (rc == -EEXIST) {
+		log_err("engine: %s exists: another writer fenced epoch %" PRIu64 "; writer stops",
+			name, e->epoch);
+		return -ESTALE;
+	}
+	log_err("engine: put %s failed (%d), outcome unknown; writer stops (reopen decides)",
+		name, rc);
+	return -EIO;
+}
+
+static void *committer_main(void *arg)
+{
+	struct engine *e = arg;
+	struct group *g;
+	uint64_t t0, dt, pb;
+	int rc;
+
+	pthread_mutex_lock(&e->mu);
+	for (;;) {
+		g = e->open;
+		if (e->sticky && g) {
+			/* a failed writer never commits again */
+			e->stats.pending_bytes -= g->bytes;
+			e->open = NULL;
+			group_free(g);
+			pthread_cond_broadcast(&e->durable_cv);
+			continue;
+		}
+		if (!g) {
+			if (e->closing)
+				break;
+			pthread_cond_wait(&e->commit_cv, &e->mu);
+			continue;
+		}
+		uint64_t due = g->opened_us + (uint64_t)e->o.cadence_ms * 1000u;
+		uint64_t now = engine_now_us();
+		if (!g->urgent && !e->closing && now < due) {
+			struct timespec ts;
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+			uint64_t ns = (uint64_t)ts.tv_nsec + (due - now) * 1000u;
+			ts.tv_sec += (time_t)(ns / 1000000000u);
+			ts.tv_nsec = (long)(ns % 1000000000u);
+			pthread_cond_timedwait(&e->commit_cv, &e->mu, &ts);
+			continue;
+		}
+		/* commit g; later writes open the next group */
+		e->open = NULL;
+		e->inflight = g;
+		pthread_mutex_unlock(&e->mu);
+		t0 = engine_now_us();
+		rc = commit_group(e, g, &pb);
+		dt = engine_now_us() - t0;
+		pthread_mutex_lock(&e->mu);
+		e->inflight = NULL;
+		e->stats.pending_bytes -= g->bytes;
+		if (rc == 0) {
+			e->durable_upto = g->position + 1;
+			e->stats.groups_committed++;
+			e->stats.group_bytes += g->wal.len;
+			if (pb) {
+				e->stats.packs_written++;
+				e->stats.pack_bytes += pb;
+			}
+		} else if (!e->sticky) {
+			e->sticky = rc;
+			e->failed_pos = g->position;
+		}
+		e->stats.commit_usec_total += dt;
+		if (dt > e->stats.commit_usec_max)
+			e->stats.commit_usec_max = dt;
+		pthread_cond_broadcast(&e->durable_cv);
+		pthread_mutex_unlock(&e->mu);
+		group_free(g);
+		pthread_mutex_lock(&e->mu);
+	}
+	pthread_mutex_unlock(&e->mu);
+	return NULL;
+}
+
+int writer_start(struct engine *e)
+{
+	int rc = pthread_create(&e->committer, NULL, committer_main, e);
+
+	if (rc) {
+		log_err("engine: cannot start the committer thread: %d", rc);
+		return -rc;
+	}
+	e->has_committer = true;
+	return 0;
+}
+
+void writer_stop(struct engine *e)
+{
+	if (!e->has_committer)
+		return;
+	pthread_mutex_lock(&e->mu);
+	e->closing = true;
+	pthread_cond_signal(&e->commit_cv);
+	pthread_mutex_unlock(&e->mu);
+	pthread_join(e->committer, NULL);
+	e->has_committer = false;
+}

@@ -1,0 +1,556 @@
+/*
+ * file.c - file data: open, read, write, flush, release, fsync,
+ * truncation, fallocate (allocate, punch hole) and lseek (SEEK_DATA/HOLE).
+ *
+ * Data lives in chunks: key 'C' ino index, value the chunk's bytes, at most
+ * chunk_size (the superblock's), shorter at the end of the file.  An absent
+ * chunk is a hole and reads as zeros, so sparse files cost nothing and a
+ * chunk written as all zeros is deleted instead of stored.
+ *
+ * Write path.  Each inode has one write buffer holding one chunk.  A write
+ * covering a whole chunk is put at once from the request's memory; smaller
+ * writes gather in the buffer, which is put when it fills, when a write
+ * touches another chunk, and on flush/fsync/release/truncate.  A partially
+ * written chunk is merged with its stored bytes (read-modify-write) before
+ * the put.  Each put travels in one batch with the inode record, whose size
+ * field (rec_size) only ever covers data already put: after a crash a file
+ * is a prefix of its writes, never a size with missing bytes.
+ *
+ * Read path.  Reads go straight to engine_get_range() into a per-thread
+ * buffer (no allocation per request) and are answered with fuse_reply_buf()
+ * from it; bytes still in the write buffer are laid over what is stored.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
+#include <linux/falloc.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "internal.h"
+#include "log.h"
+
+static struct inode *fh_inode(const struct fuse_file_info *fi)
+{
+	return (struct inode *)(uintptr_t)fi->fh;
+}
+
+static bool all_zero(const uint8_t *p, size_t n)
+{
+	return n == 0 || (p[0] == 0 && memcmp(p, p + 1, n - 1) == 0);
+}
+
+static size_t chunk_key(uint8_t *key, uint64_t ino, uint64_t idx)
+{
+	return schema_key_chunk(key, ino, idx);
+}
+
+/* Read n bytes at offset co of chunk idx into dst; holes and the tail past the value read as 0. */
+static int read_chunk(struct mwfs *fs, uint64_t ino, uint64_t idx, uint32_t co, uint8_t *dst,
+		      size_t n)
+{
+	uint8_t key[SCHEMA_KEY_MAX];
+	size_t kn = chunk_key(key, ino, idx), got = 0;
+	int rc = engine_get_range(fs->e, key, kn, co, dst, n, &got);
+	if (rc == -ENOENT) {
+		rc = 0;
+		got = 0;
+	}
+	if (rc)
+		return rc;
+	if (got < n)
+		memset(dst + got, 0, n - got);
+	return 0;
+}
+
+void file_wb_free(struct inode *ip)
+{
+	free(ip->wb.data);
+	memset(&ip->wb, 0, sizeof(ip->wb));
+}
+
+/*
+ * Put chunk idx of ip with the given bytes (vlen of them) together with the
+ * inode record, in one batch (ip->dlock exclusive, fs->mu not held).
+ */
+static int put_chunk(struct mwfs *fs, struct inode *ip, uint64_t idx, const uint8_t *data,
+		     size_t vlen)
+{
+	uint8_t key[SCHEMA_KEY_MAX];
+	size_t kn = chunk_key(key, ip->ino, idx);
+	pthread_mutex_lock(&fs->mu);
+	struct engine_batch *b = fs_batch(fs);
+	uint64_t saved = ip->rec_size;
+	int rc = b ? 0 : -ENOMEM;
+	if (!rc)
+		rc = all_zero(data, vlen) ? engine_batch_delete(b, key, kn)
+					  : engine_batch_put(b, key, kn, data, vlen);
+	uint64_t end = idx * fs->cs + vlen;
+	if (ip->rec_size < end)
+		ip->rec_size = end;
+	if (!rc)
+		rc = inode_batch_put(fs, b, ip);
+	if (!rc)
+		rc = inode_commit(fs, b, &ip, 1);
+	if (rc)
+		ip->rec_size = saved;
+	pthread_mutex_unlock(&fs->mu);
+	return rc;
+}
+
+/* Merge the stored bytes of the buffer's chunk under its dirty range. */
+static int wb_load_base(struct mwfs *fs, struct inode *ip)
+{
+	struct wbuf *w = &ip->wb;
+	struct tls *t = fs_tls(fs);
+	if (!t)
+		return -ENOMEM;
+	int rc = read_chunk(fs, ip->ino, w->idx, 0, t->chunk, fs->cs);
+	if (rc)
+		return rc;
+	memcpy(t->chunk + w->lo, w->data + w->lo, w->hi - w->lo);
+	uint8_t *tmp = w->data;
+	w->data = t->chunk;
+	t->chunk = tmp;
+	w->base = true;
+	return 0;
+}
+
+int file_wb_flush(struct mwfs *fs, struct inode *ip)
+{
+	struct wbuf *w = &ip->wb;
+	if (!w->active)
+		return 0;
+	pthread_mutex_lock(&fs->mu);
+	uint64_t size = ip->a.size;
+	pthread_mutex_unlock(&fs->mu);
+	uint64_t start = w->idx * fs->cs;
+	size_t vlen = size > start ? (size - start < fs->cs ? (size_t)(size - start) : fs->cs) : 0;
+	int rc = 0;
+	if (vlen) {
+		if (!w->base && !(w->lo == 0 && w->hi >= vlen))
+			rc = wb_load_base(fs, ip);
+		if (!rc)
+			rc = put_chunk(fs, ip, w->idx, w->data, vlen);
+	}
+	if (!rc) {
+		w->active = false;
+		w->base = false;
+		w->lo = w->hi = 0;
+	} else {
+		log_warn("inode %llu: writing chunk %llu: %s", (unsigned long long)ip->ino,
+			 (unsigned long long)w->idx, strerror(-rc));
+	}
+	return rc;
+}
+
+/* Copy n bytes at offset co of chunk idx into the buffer. */
+static int wb_write(struct mwfs *fs, struct inode *ip, uint64_t idx, uint32_t co, const void *src,
+		    uint32_t n)
+{
+	struct wbuf *w = &ip->wb;
+	int rc;
+	if (w->active && w->idx != idx) {
+		rc = file_wb_flush(fs, ip);
+		if (rc)
+			return rc;
+	}
+	if (!w->data) {
+		w->data = malloc(fs->cs);
+		if (!w->data)
+			return -ENOMEM;
+	}
+	if (!w->active) {
+		w->idx = idx;
+		w->lo = co;
+		w->hi = co + n;
+		w->base = false;
+		w->active = true;
+	} else if (!w->base) {
+		if (co > w->hi || co + n < w->lo) {
+			/* a gap between dirty ranges: fill it from the store */
+			rc = wb_load_base(fs, ip);
+			if (rc)
+				return rc;
+		} else {
+			w->lo = co < w->lo ? co : w->lo;
+			w->hi = co + n > w->hi ? co + n : w->hi;
+		}
+	}
+	memcpy(w->data + co, src, n);
+	if (!w->base && w->lo == 0 && w->hi == fs->cs)
+		return file_wb_flush(fs, ip); /* a whole chunk: put it now */
+	if (w->base && co + n == fs->cs)
+		return file_wb_flush(fs, ip); /* wrote up to the chunk's end: done with it */
+	return 0;
+}
+
+void file_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct mwfs *fs = fuse_req_userdata(req);
+	struct inode *ip;
+	pthread_mutex_lock(&fs->mu);
+	int rc = inode_get(fs, ino, &ip);
+	if (!rc) {
+		if (S_ISDIR(ip->a.mode))
+			rc = -EISDIR;
+		else if (fs->o.read_only && (fi->flags & O_ACCMODE) != O_RDONLY)
+			rc = -EROFS;
+		else
+			ip->nopen++;
+		inode_put(fs, ip);
+	}
+	pthread_mutex_unlock(&fs->mu);
+	if (rc) {
+		fuse_reply_err(req, fs_err(rc));
+		return;
+	}
+	fi->fh = (uintptr_t)ip;
+	fi->keep_cache = 1; /* one writer: the page cache stays valid */
+	fuse_reply_open(req, fi);
+}
+
+void file_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+{
+	struct mwfs *fs = fuse_req_userdata(req);
+	struct inode *ip = fh_inode(fi);
+	uint8_t *buf = fs_tls_buf(fs, size);
+	int rc = 0;
+	(void)ino;
+	if (!buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	pthread_rwlock_rdlock(&ip->dlock);
+	pthread_mutex_lock(&fs->mu);
+	uint64_t fsize = ip->a.size;
+	pthread_mutex_unlock(&fs->mu);
+	size_t len = 0;
+	if ((uint64_t)off < fsize)
+		len = fsize - (uint64_t)off < size ? (size_t)(fsize - (uint64_t)off) : size;
+	const struct wbuf *w = &ip->wb;
+	for (size_t pos = 0; pos < len && !rc;) {
+		uint64_t o = (uint64_t)off + pos;
+		uint64_t idx = o / fs->cs;
+		uint32_t co = (uint32_t)(o % fs->cs);
+		size_t n = fs->cs - co < len - pos ? fs->cs - co : len - pos;
+		if (w->active && w->idx == idx && w->base) {
+			memcpy(buf + pos, w->data + co, n);
+		} else {
+			rc = read_chunk(fs, ip->ino, idx, co, buf + pos, n);
+			if (!rc && w->active && w->idx == idx) {
+				/* lay the buffered bytes over the stored ones */
+				uint32_t a = co > w->lo ? co : w->lo;
+				uint32_t b = co + n < w->hi ? (uint32_t)(co + n) : w->hi;
+				if (a < b)
+					memcpy(buf + pos + (a - co), w->data + a, b - a);
+			}
+		}
+		pos += n;
+	}
+	pthread_rwlock_unlock(&ip->dlock);
+	if (rc)
+		fuse_reply_err(req, fs_err(rc));
+	else
+		fuse_reply_buf(req, (const char *)buf, len);
+}
+
+void file_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
+		struct fuse_file_info *fi)
+{
+	struct mwfs *fs = fuse_req_userdata(req);
+	struct inode *ip = fh_inode(fi);
+	size_t pos = 0;
+	int rc = 0;
+	(void)ino;
+	if (fs->o.read_only) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
+	if (off < 0 || (uint64_t)off + size < (uint64_t)off) {
+		fuse_reply_err(req, EFBIG);
+		return;
+	}
+	pthread_rwlock_wrlock(&ip->dlock);
+	while (pos < size && !rc) {
+		uint64_t o = (uint64_t)off + pos;
+		uint64_t idx = o / fs->cs;
+		uint32_t co = (uint32_t)(o % fs->cs);
+		uint32_t n = fs->cs - co < size - pos ? fs->cs - co : (uint32_t)(size - pos);
+		if (ip->wb.active && ip->wb.idx != idx) {
+			rc = file_wb_flush(fs, ip);
+			if (rc)
+				break;
+		}
+		pthread_mutex_lock(&fs->mu);
+		if (o + n > ip->a.size)
+			ip->a.size = o + n;
+		if (!fs->writeback) /* with the writeback cache the kernel sets the times */
+			fs_touch(&ip->a, false, true, true);
+		pthread_mutex_unlock(&fs->mu);
+		if (co == 0 && n == fs->cs) {
+			if (ip->wb.active) /* same chunk, wholly overwritten */
+				ip->wb.active = false;
+			rc = put_chunk(fs, ip, idx, (const uint8_t *)buf + pos, n);
+		} else {
+			rc = wb_write(fs, ip, idx, co, buf + pos, n);
+		}
+		if (!rc)
+			pos += n;
+	}
+	pthread_rwlock_unlock(&ip->dlock);
+	if (rc && pos == 0)
+		fuse_reply_err(req, fs_err(rc));
+	else
+		fuse_reply_write(req, pos);
+}
+
+void file_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct mwfs *fs = fuse_req_userdata(req);
+	struct inode *ip = fh_inode(fi);
+	(void)ino;
+	pthread_rwlock_wrlock(&ip->dlock);
+	int rc = file_wb_flush(fs, ip);
+	pthread_rwlock_unlock(&ip->dlock);
+	fuse_reply_err(req, fs_err(rc));
+}
+
+void file_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct mwfs *fs = fuse_req_userdata(req);
+	struct inode *ip = fh_inode(fi);
+	(void)ino;
+	pthread_rwlock_wrlock(&ip->dlock);
+	int rc = fs->o.read_only ? 0 : file_wb_flush(fs, ip);
+	pthread_mutex_lock(&fs->mu);
+	bool last = ip->nopen == 1;
+	pthread_mutex_unlock(&fs->mu);
+	if (last && !ip->wb.active)
+		file_wb_free(ip);
+	pthread_rwlock_unlock(&ip->dlock);
+	pthread_mutex_lock(&fs->mu);
+	ip->refs++;
+	ip->nopen--;
+	inode_put(fs, ip); /* may reclaim an unlinked file */
+	pthread_mutex_unlock(&fs->mu);
+	fuse_reply_err(req, fs_err(rc));
+}
+
+void file_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+	struct mwfs *fs = fuse_req_userdata(req);
+	struct inode *ip = fh_inode(fi);
+	(void)ino;
+	(void)datasync; /* data and its inode record travel in the same batches */
+	if (fs->o.read_only) {
+		fuse_reply_err(req, 0);
+		return;
+	}
+	pthread_rwlock_wrlock(&ip->dlock);
+	int rc = file_wb_flush(fs, ip);
+	pthread_rwlock_unlock(&ip->dlock);
+	pthread_mutex_lock(&fs->mu);
+	uint64_t t = ip->ticket;
+	pthread_mutex_unlock(&fs->mu);
+	if (!rc)
+		rc = t ? engine_wait(fs->e, t, true) : engine_sync(fs->e);
+	fuse_reply_err(req, fs_err(rc));
+}
+
+/*
+ * Queue deletion (or zeroing) of the stored bytes of ip in [from, to) into
+ * b (fs->mu held, dlock exclusive, buffer flushed).  to UINT64_MAX: to the
+ * end.  A chunk partly inside is rewritten with the range zeroed (or cut,
+ * when cut is true and the range reaches its end).
+ */
+static int clear_range(struct mwfs *fs, struct inode *ip, struct engine_batch *b, uint64_t from,
+		       uint64_t to, bool cut)
+{
+	uint8_t key[SCHEMA_KEY_MAX], end[SCHEMA_KEY_MAX];
+	uint64_t first = from / fs->cs;
+	size_t kn = chunk_key(key, ip->ino, first);
+	size_t en;
+	if (to == UINT64_MAX || (to - 1) / fs->cs == UINT64_MAX) {
+		uint8_t pfx[SCHEMA_KEY_MAX];
+		size_t pn = schema_key_chunk_prefix(pfx, ip->ino);
+		en = schema_prefix_end(pfx, pn, end);
+	} else {
+		en = chunk_key(end, ip->ino, (to - 1) / fs->cs + 1);
+	}
+	struct tls *t = fs_tls(fs);
+	if (!t)
+		return -ENOMEM;
+	struct engine_iter *it = NULL;
+	int rc;
+	for (rc = engine_iter_new(fs->e, key, kn, end, en, &it); !rc && engine_iter_valid(it);
+	     engine_iter_next(it)) {
+		size_t n, vn;
+		const uint8_t *k = engine_iter_key(it, &n);
+		uint64_t idx = schema_key_u64(k, n, 9);
+		uint64_t cstart = idx * fs->cs;
+		uint64_t a = from > cstart ? from - cstart : 0;
+		uint64_t z = to - cstart < fs->cs ? to - cstart : fs->cs;
+		if (to == UINT64_MAX)
+			z = fs->cs;
+		if (a == 0 && z == fs->cs) {
+			rc = engine_batch_delete(b, k, n);
+			continue;
+		}
+		const void *v;
+		rc = engine_iter_value(it, &v, &vn);
+		if (rc)
+			break;
+		if (vn <= a)
+			continue; /* nothing stored in the range */
+		memcpy(t->chunk, v, vn);
+		size_t nlen = vn;
+		if (cut && z == fs->cs)
+			nlen = (size_t)a;
+		else
+			memset(t->chunk + a, 0, (z < vn ? z : vn) - a);
+		if (all_zero(t->chunk, nlen))
+			rc = engine_batch_delete(b, k, n);
+		else
+			rc = engine_batch_put(b, k, n, t->chunk, nlen);
+	}
+	if (!rc)
+		rc = engine_iter_status(it);
+	engine_iter_free(it);
+	return rc;
+}
+
+int file_truncate_locked(struct mwfs *fs, struct inode *ip, struct engine_batch *b, uint64_t size)
+{
+	int rc = 0;
+	if (size < ip->a.size || size < ip->rec_size)
+		rc = clear_range(fs, ip, b, size, UINT64_MAX, true);
+	if (rc)
+		return rc;
+	ip->a.size = size;
+	ip->rec_size = size;
+	return 0;
+}
+
+void file_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
+		    struct fuse_file_info *fi)
+{
+	struct mwfs *fs = fuse_req_userdata(req);
+	struct inode *ip = fh_inode(fi);
+	(void)ino;
+	int rc = 0;
+	if (fs->o.read_only)
+		rc = -EROFS;
+	else if (off < 0 || len <= 0)
+		rc = -EINVAL;
+	else if (mode & ~(FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE))
+		rc = -EOPNOTSUPP;
+	else if ((mode & FALLOC_FL_PUNCH_HOLE) && !(mode & FALLOC_FL_KEEP_SIZE))
+		rc = -EOPNOTSUPP;
+	if (rc) {
+		fuse_reply_err(req, fs_err(rc));
+		return;
+	}
+	uint64_t end = (uint64_t)off + (uint64_t)len;
+	pthread_rwlock_wrlock(&ip->dlock);
+	rc = file_wb_flush(fs, ip);
+	pthread_mutex_lock(&fs->mu);
+	struct schema_inode saved = ip->a;
+	uint64_t saved_rec = ip->rec_size;
+	struct engine_batch *b = fs_batch(fs);
+	if (!rc && !b)
+		rc = -ENOMEM;
+	if (rc)
+		goto out;
+	if (mode & FALLOC_FL_PUNCH_HOLE) {
+		uint64_t to = end < ip->a.size ? end : ip->a.size;
+		if ((uint64_t)off < to)
+			rc = clear_range(fs, ip, b, (uint64_t)off, to, false);
+		fs_touch(&ip->a, false, true, true);
+	} else if (!(mode & FALLOC_FL_KEEP_SIZE) && end > ip->a.size) {
+		/* space is not reserved in an object store: only the size grows */
+		ip->a.size = end;
+		ip->rec_size = end;
+		fs_touch(&ip->a, false, false, true);
+	} else {
+		goto out; /* nothing to record */
+	}
+	if (!rc)
+		rc = inode_batch_put(fs, b, ip);
+	if (!rc)
+		rc = inode_commit(fs, b, &ip, 1);
+	if (rc) {
+		ip->a = saved;
+		ip->rec_size = saved_rec;
+	}
+out:
+	pthread_mutex_unlock(&fs->mu);
+	pthread_rwlock_unlock(&ip->dlock);
+	fuse_reply_err(req, fs_err(rc));
+}
+
+void file_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, struct fuse_file_info *fi)
+{
+	struct mwfs *fs = fuse_req_userdata(req);
+	struct inode *ip = fh_inode(fi);
+	(void)ino;
+	if (whence != SEEK_DATA && whence != SEEK_HOLE) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	pthread_rwlock_wrlock(&ip->dlock);
+	int rc = fs->o.read_only ? 0 : file_wb_flush(fs, ip);
+	pthread_mutex_lock(&fs->mu);
+	uint64_t size = ip->a.size;
+	pthread_mutex_unlock(&fs->mu);
+	uint64_t pos = 0;
+	if (!rc && (off < 0 || (uint64_t)off >= size))
+		rc = -ENXIO;
+	if (rc)
+		goto out;
+	uint8_t key[SCHEMA_KEY_MAX], pfx[SCHEMA_KEY_MAX], end[SCHEMA_KEY_MAX];
+	uint64_t expect = (uint64_t)off / fs->cs;
+	size_t kn = chunk_key(key, ip->ino, expect);
+	size_t pn = schema_key_chunk_prefix(pfx, ip->ino);
+	size_t en = schema_prefix_end(pfx, pn, end);
+	struct engine_iter *it = NULL;
+	bool found = false;
+	for (rc = engine_iter_new(fs->e, key, kn, end, en, &it); !rc && engine_iter_valid(it);
+	     engine_iter_next(it)) {
+		size_t n;
+		const uint8_t *k = engine_iter_key(it, &n);
+		uint64_t idx = schema_key_u64(k, n, 9);
+		if (whence == SEEK_DATA) {
+			pos = idx * fs->cs;
+			found = true;
+			break;
+		}
+		if (idx != expect)
+			break; /* a missing chunk: the hole */
+		expect++;
+	}
+	if (!rc)
+		rc = engine_iter_status(it);
+	engine_iter_free(it);
+	if (rc)
+		goto out;
+	if (whence == SEEK_DATA) {
+		if (!found || pos >= size)
+			rc = -ENXIO;
+		else if (pos < (uint64_t)off)
+			pos = (uint64_t)off;
+	} else {
+		pos = expect * fs->cs;
+		if (pos < (uint64_t)off)
+			pos = (uint64_t)off;
+		if (pos > size)
+			pos = size;
+	}
+out:
+	pthread_rwlock_unlock(&ip->dlock);
+	if (rc)
+		fuse_reply_err(req, fs_err(rc));
+	else
+		fuse_reply_lseek(req, (off_t)pos);
+}

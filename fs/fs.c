@@ -1,0 +1,601 @@
+/*
+ * fs.c - the FUSE session of memwalfs: superblock and format, the
+ * operations table, attribute handlers (getattr, setattr, readlink,
+ * statfs, forget) and the helpers every handler shares.
+ *
+ * Every handler follows one pattern: take fs->mu, resolve inodes through
+ * the table, build ONE engine batch with every key the operation changes,
+ * apply it with engine_write() (readable at once, durable within a cadence
+ * interval), update the in-memory inodes only after the write succeeded,
+ * drop the lock and reply.  Engine errors become EIO (a fenced writer) or
+ * EROFS; nothing is answered with a silent success.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <time.h>
+
+#include "internal.h"
+#include "log.h"
+
+void mwfs_opts_default(struct mwfs_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->chunk_size = 1u << 20;
+	o->entry_timeout = 10.0;
+	o->attr_timeout = 10.0;
+	o->writeback = true;
+	o->max_threads = 8;
+}
+
+uint32_t mwfs_chunk_size(const struct mwfs *fs)
+{
+	return fs->cs;
+}
+
+/* ---- helpers ------------------------------------------------------------ */
+
+static void tls_free(void *p)
+{
+	struct tls *t = p;
+	if (!t)
+		return;
+	free(t->buf);
+	free(t->chunk);
+	engine_batch_free(t->b);
+	free(t);
+}
+
+/* This thread's scratch space (NULL on allocation failure). */
+struct tls *fs_tls(struct mwfs *fs)
+{
+	struct tls *t = pthread_getspecific(fs->tkey);
+	if (t)
+		return t;
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return NULL;
+	t->chunk = malloc(fs->cs);
+	if (!t->chunk || engine_batch_new(&t->b)) {
+		tls_free(t);
+		return NULL;
+	}
+	pthread_setspecific(fs->tkey, t);
+	return t;
+}
+
+/* A per-thread buffer of at least n bytes, reused across requests. */
+uint8_t *fs_tls_buf(struct mwfs *fs, size_t n)
+{
+	struct tls *t = fs_tls(fs);
+	if (!t)
+		return NULL;
+	if (t->cap < n) {
+		uint8_t *nb = realloc(t->buf, n);
+		if (!nb)
+			return NULL;
+		t->buf = nb;
+		t->cap = n;
+	}
+	return t->buf;
+}
+
+/* The thread's batch, emptied (NULL on allocation failure). */
+struct engine_batch *fs_batch(struct mwfs *fs)
+{
+	struct tls *t = fs_tls(fs);
+	if (!t)
+		return NULL;
+	engine_batch_clear(t->b);
+	return t->b;
+}
+
+/* Positive errno for fuse_reply_err() from an engine/fs error. */
+int fs_err(int rc)
+{
+	switch (rc) {
+	case 0:
+		return 0;
+	case -ESTALE:   /* fenced by a newer writer */
+	case -EUCLEAN:  /* corrupt object */
+	case -EBADMSG:
+	case -EPROTONOSUPPORT:
+	case -ETIMEDOUT:
+		return EIO;
+	default:
+		return rc < 0 ? -rc : EIO;
+	}
+}
+
+void fs_now(int64_t *sec, uint32_t *nsec)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	*sec = ts.tv_sec;
+	*nsec = (uint32_t)ts.tv_nsec;
+}
+
+/* Set the chosen timestamps of a to now. */
+void fs_touch(struct schema_inode *a, bool atime, bool mtime, bool ctime)
+{
+	int64_t s;
+	uint32_t ns;
+	fs_now(&s, &ns);
+	if (atime) {
+		a->atime_sec = s;
+		a->atime_nsec = ns;
+	}
+	if (mtime) {
+		a->mtime_sec = s;
+		a->mtime_nsec = ns;
+	}
+	if (ctime) {
+		a->ctime_sec = s;
+		a->ctime_nsec = ns;
+	}
+}
+
+void fs_fill_stat(struct mwfs *fs, const struct inode *ip, struct stat *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->st_ino = ip->ino;
+	st->st_mode = ip->a.mode;
+	st->st_nlink = ip->a.nlink;
+	st->st_uid = ip->a.uid;
+	st->st_gid = ip->a.gid;
+	st->st_rdev = (dev_t)ip->a.rdev;
+	st->st_size = (off_t)ip->a.size;
+	st->st_blksize = (blksize_t)(fs->cs < 131072 ? fs->cs : 131072);
+	st->st_blocks = (blkcnt_t)((ip->a.size + 511) / 512);
+	st->st_atim.tv_sec = ip->a.atime_sec;
+	st->st_atim.tv_nsec = ip->a.atime_nsec;
+	st->st_mtim.tv_sec = ip->a.mtime_sec;
+	st->st_mtim.tv_nsec = ip->a.mtime_nsec;
+	st->st_ctim.tv_sec = ip->a.ctime_sec;
+	st->st_ctim.tv_nsec = ip->a.ctime_nsec;
+}
+
+void fs_fill_entry(struct mwfs *fs, const struct inode *ip, struct fuse_entry_param *e)
+{
+	memset(e, 0, sizeof(*e));
+	e->ino = ip->ino;
+	e->generation = 1;
+	e->attr_timeout = fs->o.attr_timeout;
+	e->entry_timeout = fs->o.entry_timeout;
+	fs_fill_stat(fs, ip, &e->attr);
+}
+
+/* ---- attribute handlers ------------------------------------------------- */
+
+static void op_init(void *userdata, struct fuse_conn_info *conn)
+{
+	struct mwfs *fs = userdata;
+	fs->writeback = false;
+	if (fs->o.writeback && !fs->o.read_only && (conn->capable & FUSE_CAP_WRITEBACK_CACHE)) {
+		conn->want |= FUSE_CAP_WRITEBACK_CACHE;
+		fs->writeback = true;
+	}
+	if (conn->capable & FUSE_CAP_READDIRPLUS)
+		conn->want |= FUSE_CAP_READDIRPLUS;
+	conn->want &= ~(unsigned)FUSE_CAP_HANDLE_KILLPRIV; /* the kernel clears suid/sgid */
+	if (conn->capable & FUSE_CAP_PARALLEL_DIROPS)
+		conn->want |= FUSE_CAP_PARALLEL_DIROPS;
+	conn->max_write = 1u << 20;
+	if (conn->max_readahead < (1u << 20))
+		conn->max_readahead = 1u << 20;
+	conn->max_background = 64;
+	log_info("fuse init: writeback=%d max_write=%u", fs->writeback, conn->max_write);
+}
+
+static void op_destroy(void *userdata)
+{
+	(void)userdata;
+}
+
+static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+	struct mwfs *fs = fuse_req_userdata(req);
+	pthread_mutex_lock(&fs->mu);
+	inode_forget(fs, ino, nlookup);
+	pthread_mutex_unlock(&fs->mu);
+	fuse_reply_none(req);
+}
+
+static void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *f)
+{
+	struct mwfs *fs = fuse_req_userdata(req);
+	pthread_mutex_lock(&fs->mu);
+	for (size_t i = 0; i < count; i++)
+		inode_forget(fs, f[i].ino, f[i].nlookup);
+	pthread_mutex_unlock(&fs->mu);
+	fuse_reply_none(req);
+}
+
+static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct mwfs *fs = fuse_req_userdata(req);
+	struct inode *ip;
+	struct stat st;
+	(void)fi;
+	pthread_mutex_lock(&fs->mu);
+	int rc = inode_get(fs, ino, &ip);
+	if (!rc) {
+		fs_fill_stat(fs, ip, &st);
+		inode_put(fs, ip);
+	}
+	pthread_mutex_unlock(&fs->mu);
+	if (rc)
+		fuse_reply_err(req, fs_err(rc));
+	else
+		fuse_reply_attr(req, &st, fs->o.attr_timeout);
+}
+
+static void set_time(int64_t *sec, uint32_t *nsec, const struct timespec *ts, bool now)
+{
+	if (now) {
+		fs_now(sec, nsec);
+	} else {
+		*sec = ts->tv_sec;
+		*nsec = (uint32_t)ts->tv_nsec;
+	}
+}
+
+static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+		       struct fuse_file_info *fi)
+{
+	struct mwfs *fs = fuse_req_userdata(req);
+	struct inode *ip = NULL;
+	struct stat st;
+	bool dlocked = false;
+	(void)fi;
+	if (fs->o.read_only) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
+	pthread_mutex_lock(&fs->mu);
+	int rc = inode_get(fs, ino, &ip);
+	if (rc)
+		goto out;
+	if (to_set & FUSE_SET_ATTR_SIZE) {
+		if (S_ISDIR(ip->a.mode)) {
+			rc = -EISDIR;
+			goto out;
+		}
+		if (!S_ISREG(ip->a.mode)) {
+			rc = -EINVAL;
+			goto out;
+		}
+		if (attr->st_size < 0) {
+			rc = -EINVAL;
+			goto out;
+		}
+		/* lock order: dlock before mu */
+		pthread_mutex_unlock(&fs->mu);
+		pthread_rwlock_wrlock(&ip->dlock);
+		dlocked = true;
+		rc = file_wb_flush(fs, ip);
+		pthread_mutex_lock(&fs->mu);
+		if (rc)
+			goto out;
+	}
+	struct engine_batch *b = fs_batch(fs);
+	if (!b) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	struct inode saved = *ip;
+	if (to_set & FUSE_SET_ATTR_SIZE) {
+		rc = file_truncate_locked(fs, ip, b, (uint64_t)attr->st_size);
+		if (rc)
+			goto out;
+		if (!(to_set & FUSE_SET_ATTR_MTIME))
+			fs_touch(&ip->a, false, true, false);
+	}
+	if (to_set & FUSE_SET_ATTR_MODE)
+		ip->a.mode = (ip->a.mode & S_IFMT) | (attr->st_mode & 07777);
+	if (to_set & FUSE_SET_ATTR_UID)
+		ip->a.uid = attr->st_uid;
+	if (to_set & FUSE_SET_ATTR_GID)
+		ip->a.gid = attr->st_gid;
+	if (to_set & FUSE_SET_ATTR_ATIME)
+		set_time(&ip->a.atime_sec, &ip->a.atime_nsec, &attr->st_atim,
+			 to_set & FUSE_SET_ATTR_ATIME_NOW);
+	if (to_set & FUSE_SET_ATTR_MTIME)
+		set_time(&ip->a.mtime_sec, &ip->a.mtime_nsec, &attr->st_mtim,
+			 to_set & FUSE_SET_ATTR_MTIME_NOW);
+	if (to_set & FUSE_SET_ATTR_CTIME)
+		set_time(&ip->a.ctime_sec, &ip->a.ctime_nsec, &attr->st_ctim, false);
+	else
+		fs_touch(&ip->a, false, false, true);
+	rc = inode_batch_put(fs, b, ip);
+	if (!rc)
+		rc = inode_commit(fs, b, &ip, 1);
+	if (rc) {
+		/* not applied: restore the attributes the kernel must keep seeing */
+		ip->a = saved.a;
+		ip->rec_size = saved.rec_size;
+		goto out;
+	}
+	fs_fill_stat(fs, ip, &st);
+out:
+	if (ip)
+		inode_put(fs, ip);
+	pthread_mutex_unlock(&fs->mu);
+	if (dlocked)
+		pthread_rwlock_unlock(&ip->dlock);
+	if (rc)
+		fuse_reply_err(req, fs_err(rc));
+	else
+		fuse_reply_attr(req, &st, fs->o.attr_timeout);
+}
+
+static void op_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+	struct mwfs *fs = fuse_req_userdata(req);
+	struct inode *ip;
+	char *copy = NULL;
+	pthread_mutex_lock(&fs->mu);
+	int rc = inode_get(fs, ino, &ip);
+	if (!rc) {
+		if (!S_ISLNK(ip->a.mode) || !ip->target)
+			rc = -EINVAL;
+		else if (!(copy = strdup(ip->target)))
+			rc = -ENOMEM;
+		inode_put(fs, ip);
+	}
+	pthread_mutex_unlock(&fs->mu);
+	if (rc)
+		fuse_reply_err(req, fs_err(rc));
+	else
+		fuse_reply_readlink(req, copy);
+	free(copy);
+}
+
+static void op_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	struct mwfs *fs = fuse_req_userdata(req);
+	struct statvfs sv;
+	(void)ino;
+	memset(&sv, 0, sizeof(sv));
+	/* An object store has no fixed capacity: report a large, constant one. */
+	sv.f_bsize = fs->cs;
+	sv.f_frsize = 4096;
+	sv.f_blocks = 1ull << 38; /* 1 PiB of 4 KiB blocks */
+	sv.f_bfree = sv.f_blocks;
+	sv.f_bavail = sv.f_blocks;
+	sv.f_files = 1ull << 40;
+	pthread_mutex_lock(&fs->mu);
+	sv.f_ffree = sv.f_files - fs->next_ino;
+	pthread_mutex_unlock(&fs->mu);
+	sv.f_favail = sv.f_ffree;
+	sv.f_namemax = SCHEMA_NAME_MAX;
+	fuse_reply_statfs(req, &sv);
+}
+
+static const struct fuse_lowlevel_ops mwfs_ops = {
+	.init = op_init,
+	.destroy = op_destroy,
+	.lookup = dir_lookup,
+	.forget = op_forget,
+	.forget_multi = op_forget_multi,
+	.getattr = op_getattr,
+	.setattr = op_setattr,
+	.readlink = op_readlink,
+	.mknod = dir_mknod,
+	.mkdir = dir_mkdir,
+	.unlink = dir_unlink,
+	.rmdir = dir_rmdir,
+	.symlink = dir_symlink,
+	.rename = dir_rename,
+	.link = dir_link,
+	.open = file_open,
+	.read = file_read,
+	.write = file_write,
+	.flush = file_flush,
+	.release = file_release,
+	.fsync = file_fsync,
+	.opendir = dir_opendir,
+	.readdir = dir_readdir,
+	.readdirplus = dir_readdirplus,
+	.releasedir = dir_releasedir,
+	.fsyncdir = dir_fsyncdir,
+	.statfs = op_statfs,
+	.setxattr = xattr_set,
+	.getxattr = xattr_get,
+	.listxattr = xattr_list,
+	.removexattr = xattr_remove,
+	.create = dir_create,
+	.fallocate = file_fallocate,
+	.lseek = file_lseek,
+};
+
+/* ---- open, format, mount ------------------------------------------------ */
+
+static int format(struct mwfs *fs)
+{
+	struct schema_super sb = {SCHEMA_VERSION, fs->o.chunk_size, SCHEMA_ROOT_INO + 1};
+	struct schema_inode root;
+	uint8_t key[SCHEMA_KEY_MAX], val[SCHEMA_INODE_LEN];
+	struct engine_batch *b = NULL;
+	size_t kn, vn;
+	int rc = engine_batch_new(&b);
+	if (rc)
+		return rc;
+	memset(&root, 0, sizeof(root));
+	root.mode = S_IFDIR | 0755;
+	root.nlink = 2;
+	root.uid = getuid();
+	root.gid = getgid();
+	root.parent = SCHEMA_ROOT_INO;
+	fs_touch(&root, true, true, true);
+	kn = schema_key_super(key);
+	schema_super_encode(&sb, val);
+	rc = engine_batch_put(b, key, kn, val, SCHEMA_SUPER_LEN);
+	kn = schema_key_inode(key, SCHEMA_ROOT_INO);
+	vn = schema_inode_encode(&root, NULL, 0, val);
+	if (!rc)
+		rc = engine_batch_put(b, key, kn, val, vn);
+	if (!rc)
+		rc = engine_write(fs->e, b, ENGINE_WAIT | ENGINE_URGENT, NULL);
+	engine_batch_free(b);
+	if (rc) {
+		log_err("formatting the store: %s", strerror(-rc));
+		return rc;
+	}
+	log_info("formatted a new filesystem (chunk size %u)", sb.chunk_size);
+	fs->cs = sb.chunk_size;
+	fs->next_ino = fs->ino_limit = sb.next_ino;
+	return 0;
+}
+
+int mwfs_open(struct engine *e, const struct mwfs_opts *o, struct mwfs **out)
+{
+	struct mwfs *fs = calloc(1, sizeof(*fs));
+	uint8_t key[4];
+	void *val = NULL;
+	size_t vn = 0;
+	int rc;
+	if (!fs)
+		return -ENOMEM;
+	fs->e = e;
+	fs->o = *o;
+	if (fs->o.chunk_size < 4096 || (fs->o.chunk_size & (fs->o.chunk_size - 1)) ||
+	    fs->o.chunk_size > (64u << 20)) {
+		log_err("chunk size %u: must be a power of two in 4 KiB..64 MiB", fs->o.chunk_size);
+		free(fs);
+		return -EINVAL;
+	}
+	pthread_mutex_init(&fs->mu, NULL);
+	if (pthread_key_create(&fs->tkey, tls_free)) {
+		rc = -ENOMEM;
+		goto fail_mu;
+	}
+	size_t kn = schema_key_super(key);
+	rc = engine_get(e, key, kn, &val, &vn);
+	if (rc == -ENOENT) {
+		if (o->read_only) {
+			log_err("the store holds no filesystem (and it is opened read-only)");
+			goto fail;
+		}
+		rc = format(fs);
+		if (rc)
+			goto fail;
+	} else if (rc) {
+		log_err("reading the superblock: %s", strerror(-rc));
+		goto fail;
+	} else {
+		struct schema_super sb;
+		rc = schema_super_decode(val, vn, &sb);
+		if (rc == -EPROTONOSUPPORT) {
+			log_err("the filesystem has format version %u; this memwalfs reads version %u "
+				"only: refusing to mount",
+				sb.version, SCHEMA_VERSION);
+			goto fail;
+		} else if (rc) {
+			log_err("the superblock is corrupt (%zu bytes)", vn);
+			goto fail;
+		}
+		fs->cs = sb.chunk_size;
+		fs->next_ino = fs->ino_limit = sb.next_ino;
+	}
+	/* pin the root */
+	struct inode *root;
+	pthread_mutex_lock(&fs->mu);
+	rc = inode_get(fs, SCHEMA_ROOT_INO, &root);
+	if (!rc)
+		root->nlookup = 1;
+	if (!rc && !o->read_only)
+		rc = inode_reclaim_orphans(fs);
+	pthread_mutex_unlock(&fs->mu);
+	if (rc) {
+		log_err("opening the root directory: %s", strerror(-rc));
+		goto fail;
+	}
+	free(val);
+	*out = fs;
+	return 0;
+fail:
+	free(val);
+	inode_table_free(fs);
+	pthread_key_delete(fs->tkey);
+fail_mu:
+	pthread_mutex_destroy(&fs->mu);
+	free(fs);
+	return rc;
+}
+
+int mwfs_mount(struct mwfs *fs, int argc, char **argv, const char *mountpoint)
+{
+	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
+	fs->se = fuse_session_new(&args, &mwfs_ops, sizeof(mwfs_ops), fs);
+	fuse_opt_free_args(&args);
+	if (!fs->se) {
+		log_err("cannot create the FUSE session (bad -o option?)");
+		return -EINVAL;
+	}
+	if (fuse_set_signal_handlers(fs->se)) {
+		log_err("cannot install signal handlers");
+		goto fail;
+	}
+	if (fuse_session_mount(fs->se, mountpoint)) {
+		log_err("cannot mount on %s", mountpoint);
+		fuse_remove_signal_handlers(fs->se);
+		goto fail;
+	}
+	fs->mounted = true;
+	return 0;
+fail:
+	fuse_session_destroy(fs->se);
+	fs->se = NULL;
+	return -EIO;
+}
+
+int mwfs_loop(struct mwfs *fs)
+{
+	struct fuse_loop_config *cfg = fuse_loop_cfg_create();
+	if (!cfg)
+		return -ENOMEM;
+	fuse_loop_cfg_set_clone_fd(cfg, 0);
+	fuse_loop_cfg_set_max_threads(cfg, fs->o.max_threads ? fs->o.max_threads : 8);
+	fuse_loop_cfg_set_idle_threads(cfg, fs->o.max_threads ? fs->o.max_threads : 8);
+	int rc = fuse_session_loop_mt(fs->se, cfg);
+	fuse_loop_cfg_destroy(cfg);
+	return rc < 0 ? rc : 0;
+}
+
+int mwfs_close(struct mwfs *fs)
+{
+	if (!fs)
+		return 0;
+	int rc = 0;
+	if (!fs->o.read_only) {
+		rc = inode_table_flush_all(fs);
+		pthread_mutex_lock(&fs->mu);
+		/* nothing is open any more: every unlinked inode can go */
+		for (size_t i = 0; i < fs->hsize; i++)
+			for (struct inode *ip = fs->htab[i]; ip; ip = ip->hnext)
+				ip->nopen = 0;
+		int rc2 = inode_reclaim_orphans(fs);
+		pthread_mutex_unlock(&fs->mu);
+		if (!rc)
+			rc = rc2;
+	}
+	if (fs->se) {
+		if (fs->mounted)
+			fuse_session_unmount(fs->se);
+		fuse_remove_signal_handlers(fs->se);
+		fuse_session_destroy(fs->se);
+	}
+	inode_table_free(fs);
+	struct tls *t = pthread_getspecific(fs->tkey);
+	tls_free(t);
+	pthread_setspecific(fs->tkey, NULL);
+	pthread_key_delete(fs->tkey);
+	pthread_mutex_destroy(&fs->mu);
+	free(fs);
+	return rc;
+}

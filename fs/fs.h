@@ -1,0 +1,72 @@
+/*
+ * fs.h - the memwalfs FUSE filesystem: a POSIX tree on the MemWAL engine.
+ *
+ * The mount command (tools/mount.c) opens a store and an engine, then:
+ *
+ *   mwfs_open(engine, &opts, &fs);          superblock, orphans
+ *   mwfs_mount(fs, argc, argv, mountpoint); FUSE session, kernel mount
+ *   (daemonise here)
+ *   mwfs_loop(fs);                          serve until unmount / SIGTERM
+ *   mwfs_close(fs);                         flush buffers, unmount, free
+ *   engine_close(engine);                   commit everything
+ *
+ * The layout of keys is in schema.h and docs/SCHEMA.md.  Threads: these
+ * functions are called by one thread, in this order.
+ */
+#ifndef MEMWALFS_FS_H
+#define MEMWALFS_FS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct engine;
+struct mwfs;
+
+/* Options of the filesystem (mwfs_opts_default() fills the defaults). */
+struct mwfs_opts {
+	uint32_t chunk_size;  /* data chunk size used when formatting (default 1 MiB) */
+	double entry_timeout; /* kernel dentry cache time in seconds (default 10) */
+	double attr_timeout;  /* kernel attribute cache time in seconds (default 10) */
+	bool read_only;       /* the engine was opened read-only */
+	bool writeback;       /* ask for the kernel writeback cache (default true) */
+	unsigned max_threads; /* FUSE worker threads (default 8) */
+};
+
+/* Fill *o with the defaults. */
+void mwfs_opts_default(struct mwfs_opts *o);
+
+/*
+ * Open the filesystem on engine e (borrowed: it must outlive fs).  Reads the
+ * superblock, or formats an empty store (superblock and root directory,
+ * written durably) unless read-only.  Reclaims orphans left by a crash.
+ * Errors: -EPROTONOSUPPORT for an unknown format version, -EUCLEAN for a
+ * corrupt superblock, -ENOENT for an unformatted read-only store, engine
+ * errors.  Each failure is logged.  *out is written only on success.
+ */
+int mwfs_open(struct engine *e, const struct mwfs_opts *o, struct mwfs **out);
+
+/*
+ * Create the FUSE session from the FUSE command line argc/argv (argv[0] a
+ * program name, then "-o opt,..." pairs as fuse_session_new() takes them)
+ * and mount it at mountpoint.  Installs SIGTERM/SIGINT/SIGHUP handlers that
+ * end mwfs_loop().  Returns 0 or a negative errno (logged).
+ */
+int mwfs_mount(struct mwfs *fs, int argc, char **argv, const char *mountpoint);
+
+/* Serve requests until unmounted or signalled.  Returns 0 or a negative errno. */
+int mwfs_loop(struct mwfs *fs);
+
+/*
+ * Write out every buffered write, reclaim orphans no longer open, unmount
+ * (if mounted) and free fs.  Returns the first error of writing buffers
+ * out.  Accepts NULL.  The engine stays open: the caller closes it.
+ */
+int mwfs_close(struct mwfs *fs);
+
+/* Chunk size in use (from the superblock). */
+uint32_t mwfs_chunk_size(const struct mwfs *fs);
+
+/* The xattr of the root directory whose value is engine_stats_format(). */
+#define MWFS_STATS_XATTR "user.memwalfs.stats"
+
+#endif /* MEMWALFS_FS_H */

@@ -1,0 +1,389 @@
+/*
+ * inode.c - the in-memory inode table and the inode records behind it.
+ *
+ * The table maps inode numbers to struct inode (a chained hash table that
+ * doubles when full).  An inode is loaded from its record on first use and
+ * dropped when nobody holds it (see internal.h for the counts).  Inode
+ * numbers come from the superblock in ranges of MWFS_INO_RANGE so that only
+ * one create in MWFS_INO_RANGE writes the superblock; a crash skips at most
+ * the rest of a range (numbers are never reused).
+ *
+ * Everything here runs with fs->mu held.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "internal.h"
+#include "log.h"
+
+static size_t hslot(const struct mwfs *fs, uint64_t ino)
+{
+	return (size_t)((ino * 0x9e3779b97f4a7c15ull) >> 20) & (fs->hsize - 1);
+}
+
+static int table_grow(struct mwfs *fs)
+{
+	size_t nsize = fs->hsize ? fs->hsize * 2 : 1024;
+	struct inode **nt = calloc(nsize, sizeof(*nt));
+	if (!nt)
+		return -ENOMEM;
+	struct inode **old = fs->htab;
+	size_t osize = fs->hsize;
+	fs->htab = nt;
+	fs->hsize = nsize;
+	for (size_t i = 0; i < osize; i++) {
+		struct inode *ip = old[i];
+		while (ip) {
+			struct inode *next = ip->hnext;
+			size_t s = hslot(fs, ip->ino);
+			ip->hnext = nt[s];
+			nt[s] = ip;
+			ip = next;
+		}
+	}
+	free(old);
+	return 0;
+}
+
+/* Find ino in the table (fs->mu held); NULL if not loaded.  No reference taken. */
+struct inode *inode_find(struct mwfs *fs, uint64_t ino)
+{
+	if (!fs->hsize)
+		return NULL;
+	for (struct inode *ip = fs->htab[hslot(fs, ino)]; ip; ip = ip->hnext)
+		if (ip->ino == ino)
+			return ip;
+	return NULL;
+}
+
+static int table_insert(struct mwfs *fs, struct inode *ip)
+{
+	if (fs->hcount >= fs->hsize) {
+		int rc = table_grow(fs);
+		if (rc)
+			return rc;
+	}
+	size_t s = hslot(fs, ip->ino);
+	ip->hnext = fs->htab[s];
+	fs->htab[s] = ip;
+	fs->hcount++;
+	return 0;
+}
+
+static void table_remove(struct mwfs *fs, struct inode *ip)
+{
+	struct inode **pp = &fs->htab[hslot(fs, ip->ino)];
+	while (*pp && *pp != ip)
+		pp = &(*pp)->hnext;
+	if (*pp) {
+		*pp = ip->hnext;
+		fs->hcount--;
+	}
+}
+
+static struct inode *inode_alloc(uint64_t ino)
+{
+	struct inode *ip = calloc(1, sizeof(*ip));
+	if (!ip)
+		return NULL;
+	ip->ino = ino;
+	if (pthread_rwlock_init(&ip->dlock, NULL)) {
+		free(ip);
+		return NULL;
+	}
+	return ip;
+}
+
+static void inode_free(struct inode *ip)
+{
+	file_wb_free(ip);
+	pthread_rwlock_destroy(&ip->dlock);
+	free(ip->target);
+	free(ip);
+}
+
+/*
+ * Take a reference on inode ino, loading its record if needed (fs->mu
+ * held).  -ENOENT if it has no record, -EUCLEAN if the record is corrupt.
+ * Release with inode_put().
+ */
+int inode_get(struct mwfs *fs, uint64_t ino, struct inode **out)
+{
+	struct inode *ip = inode_find(fs, ino);
+	if (ip) {
+		if (ip->gone)
+			return -ENOENT;
+		ip->refs++;
+		*out = ip;
+		return 0;
+	}
+	uint8_t key[SCHEMA_KEY_MAX];
+	size_t kn = schema_key_inode(key, ino);
+	void *val = NULL;
+	size_t vn = 0;
+	int rc = engine_get(fs->e, key, kn, &val, &vn);
+	if (rc)
+		return rc;
+	const uint8_t *tgt = NULL;
+	size_t tlen = 0;
+	ip = inode_alloc(ino);
+	if (!ip) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	rc = schema_inode_decode(val, vn, &ip->a, &tgt, &tlen);
+	if (rc) {
+		log_err("inode %llu: corrupt record (%zu bytes)", (unsigned long long)ino, vn);
+		goto fail;
+	}
+	if (S_ISLNK(ip->a.mode)) {
+		ip->target = malloc(tlen + 1);
+		if (!ip->target) {
+			rc = -ENOMEM;
+			goto fail;
+		}
+		memcpy(ip->target, tgt, tlen);
+		ip->target[tlen] = 0;
+	}
+	ip->rec_size = ip->a.size;
+	rc = table_insert(fs, ip);
+	if (rc)
+		goto fail;
+	ip->refs = 1;
+	*out = ip;
+	goto out;
+fail:
+	inode_free(ip);
+out:
+	free(val);
+	return rc;
+}
+
+/*
+ * Queue the deletion of every record of ino into b: inode, orphan mark,
+ * chunks, xattrs (fs->mu held).
+ */
+int inode_batch_drop(struct mwfs *fs, struct engine_batch *b, uint64_t ino)
+{
+	uint8_t key[SCHEMA_KEY_MAX], end[SCHEMA_KEY_MAX];
+	size_t kn = schema_key_inode(key, ino);
+	int rc = engine_batch_delete(b, key, kn);
+	if (!rc) {
+		kn = schema_key_orphan(key, ino);
+		rc = engine_batch_delete(b, key, kn);
+	}
+	for (int pass = 0; pass < 2 && !rc; pass++) {
+		kn = pass ? schema_key_xattr_prefix(key, ino) : schema_key_chunk_prefix(key, ino);
+		size_t en = schema_prefix_end(key, kn, end);
+		struct engine_iter *it = NULL;
+		for (rc = engine_iter_new(fs->e, key, kn, end, en, &it); !rc && engine_iter_valid(it);
+		     engine_iter_next(it)) {
+			size_t n;
+			const void *k = engine_iter_key(it, &n);
+			rc = engine_batch_delete(b, k, n);
+		}
+		if (!rc)
+			rc = engine_iter_status(it);
+		engine_iter_free(it);
+	}
+	return rc;
+}
+
+/* Queue ip's inode record into b (fs->mu held). */
+int inode_batch_put(struct mwfs *fs, struct engine_batch *b, const struct inode *ip)
+{
+	(void)fs;
+	uint8_t key[SCHEMA_KEY_MAX];
+	uint8_t rec[SCHEMA_INODE_LEN + 4096];
+	struct schema_inode a = ip->a;
+	size_t tlen = ip->target ? strlen(ip->target) : 0;
+	if (tlen > 4096)
+		return -ENAMETOOLONG;
+	a.size = S_ISREG(a.mode) ? ip->rec_size : a.size;
+	size_t kn = schema_key_inode(key, ip->ino);
+	size_t rn = schema_inode_encode(&a, ip->target, tlen, rec);
+	return engine_batch_put(b, key, kn, rec, rn);
+}
+
+/*
+ * Apply b (non-waiting) and remember its ticket in the n inodes touched
+ * (fs->mu held).  Returns the engine's error unchanged.
+ */
+int inode_commit(struct mwfs *fs, struct engine_batch *b, struct inode **ips, size_t n)
+{
+	uint64_t t = 0;
+	int rc = engine_write(fs->e, b, 0, &t);
+	if (rc) {
+		log_warn("engine_write of %zu operations: %s", engine_batch_count(b), strerror(-rc));
+		return rc;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (ips[i])
+			ips[i]->ticket = t;
+	return 0;
+}
+
+/*
+ * Allocate a new inode number and an in-memory inode with one reference
+ * (fs->mu held).  Queues a superblock update into b when a new range of
+ * numbers is taken.  The caller fills ip->a and commits b; on failure it
+ * sets ip->gone and calls inode_put().
+ */
+int inode_new(struct mwfs *fs, struct engine_batch *b, uint32_t mode, struct inode **out)
+{
+	int rc;
+	if (fs->next_ino >= fs->ino_limit) {
+		struct schema_super sb = {SCHEMA_VERSION, fs->cs, fs->ino_limit + MWFS_INO_RANGE};
+		uint8_t key[4], val[SCHEMA_SUPER_LEN];
+		size_t kn = schema_key_super(key);
+		schema_super_encode(&sb, val);
+		rc = engine_batch_put(b, key, kn, val, sizeof(val));
+		if (rc)
+			return rc;
+		fs->ino_limit = sb.next_ino;
+	}
+	struct inode *ip = inode_alloc(fs->next_ino);
+	if (!ip)
+		return -ENOMEM;
+	rc = table_insert(fs, ip);
+	if (rc) {
+		inode_free(ip);
+		return rc;
+	}
+	fs->next_ino++;
+	ip->refs = 1;
+	ip->a.mode = mode;
+	ip->a.nlink = S_ISDIR(mode) ? 2 : 1;
+	fs_touch(&ip->a, true, true, true);
+	*out = ip;
+	return 0;
+}
+
+/* Drop ip from the table if unused; reclaim its records if it has no links. */
+static int maybe_evict(struct mwfs *fs, struct inode *ip)
+{
+	int rc = 0;
+	if (ip->nlookup || ip->nopen || ip->refs || ip->ino == SCHEMA_ROOT_INO)
+		return 0;
+	if (ip->a.nlink == 0 && !ip->gone && !fs->o.read_only) {
+		struct engine_batch *b = fs_batch(fs);
+		rc = b ? inode_batch_drop(fs, b, ip->ino) : -ENOMEM;
+		if (!rc)
+			rc = inode_commit(fs, b, NULL, 0);
+		if (rc)
+			log_warn("reclaiming inode %llu: %s (stays an orphan)",
+				 (unsigned long long)ip->ino, strerror(-rc));
+	}
+	table_remove(fs, ip);
+	inode_free(ip);
+	return rc;
+}
+
+/* Release a reference taken by inode_get()/inode_new() (fs->mu held). */
+int inode_put(struct mwfs *fs, struct inode *ip)
+{
+	if (!ip)
+		return 0;
+	ip->refs--;
+	return maybe_evict(fs, ip);
+}
+
+/* Drop n kernel lookups of ino (fs->mu held). */
+void inode_forget(struct mwfs *fs, uint64_t ino, uint64_t n)
+{
+	struct inode *ip = inode_find(fs, ino);
+	if (!ip)
+		return;
+	ip->nlookup = n > ip->nlookup ? 0 : ip->nlookup - n;
+	maybe_evict(fs, ip);
+}
+
+/*
+ * Reclaim every orphan that is not open (fs->mu held): at mount (after a
+ * crash nothing is open) and at unmount.
+ */
+int inode_reclaim_orphans(struct mwfs *fs)
+{
+	uint8_t key[SCHEMA_KEY_MAX], end[SCHEMA_KEY_MAX];
+	key[0] = SCHEMA_TAG_ORPHAN;
+	size_t en = schema_prefix_end(key, 1, end);
+	uint64_t *inos = NULL;
+	size_t n = 0, cap = 0;
+	struct engine_iter *it = NULL;
+	int rc;
+	for (rc = engine_iter_new(fs->e, key, 1, end, en, &it); !rc && engine_iter_valid(it);
+	     engine_iter_next(it)) {
+		size_t kn;
+		const uint8_t *k = engine_iter_key(it, &kn);
+		if (n == cap) {
+			cap = cap ? cap * 2 : 64;
+			uint64_t *ni = realloc(inos, cap * sizeof(*ni));
+			if (!ni) {
+				rc = -ENOMEM;
+				break;
+			}
+			inos = ni;
+		}
+		inos[n++] = schema_key_u64(k, kn, 1);
+	}
+	if (!rc)
+		rc = engine_iter_status(it);
+	engine_iter_free(it);
+	for (size_t i = 0; !rc && i < n; i++) {
+		struct inode *ip = inode_find(fs, inos[i]);
+		if (ip && (ip->nopen || ip->refs))
+			continue;
+		struct engine_batch *b = fs_batch(fs);
+		rc = b ? inode_batch_drop(fs, b, inos[i]) : -ENOMEM;
+		if (!rc)
+			rc = inode_commit(fs, b, NULL, 0);
+		if (!rc && ip)
+			ip->gone = true;
+	}
+	if (n)
+		log_info("reclaimed %zu orphan inode(s): %s", n, rc ? strerror(-rc) : "ok");
+	free(inos);
+	return rc;
+}
+
+/* Write out every write buffer (fs->mu NOT held; takes it). */
+int inode_table_flush_all(struct mwfs *fs)
+{
+	int first = 0;
+	pthread_mutex_lock(&fs->mu);
+	for (size_t i = 0; i < fs->hsize; i++) {
+		for (struct inode *ip = fs->htab[i]; ip; ip = ip->hnext) {
+			if (!ip->wb.active)
+				continue;
+			ip->refs++;
+			pthread_mutex_unlock(&fs->mu);
+			pthread_rwlock_wrlock(&ip->dlock);
+			int rc = file_wb_flush(fs, ip);
+			pthread_rwlock_unlock(&ip->dlock);
+			pthread_mutex_lock(&fs->mu);
+			ip->refs--;
+			if (rc && !first)
+				first = rc;
+		}
+	}
+	pthread_mutex_unlock(&fs->mu);
+	return first;
+}
+
+/* Free every in-memory inode (at close; no handler runs any more). */
+void inode_table_free(struct mwfs *fs)
+{
+	for (size_t i = 0; i < fs->hsize; i++) {
+		struct inode *ip = fs->htab[i];
+		while (ip) {
+			struct inode *next = ip->hnext;
+			inode_free(ip);
+			ip = next;
+		}
+	}
+	free(fs->htab);
+	fs->htab = NULL;
+	fs->hsize = fs->hcount = 0;
+}

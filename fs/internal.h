@@ -1,0 +1,150 @@
+/*
+ * internal.h - state shared by the files of fs/: the filesystem handle, the
+ * in-memory inode table and per-file write buffers.  Not a public header.
+ *
+ * Concurrency.  One mutex, fs->mu, protects the inode table and every
+ * inode's attributes and counters: metadata operations are short (they
+ * build one batch, apply it to the MemTable and return; durability is
+ * asynchronous), so one lock keeps them simple and atomic.  File data has a
+ * second lock per inode, ip->dlock (a rwlock): writers of the write buffer
+ * hold it exclusively, readers shared.  Lock order: ip->dlock, then fs->mu.
+ *
+ * Lifetime of an in-memory inode: it stays in the table while the kernel
+ * holds lookups on it (nlookup), files are open on it (nopen) or a handler
+ * is using it (refs).  When all three reach zero it is dropped, and if it
+ * has no links left its records are reclaimed in one batch.
+ */
+#ifndef MEMWALFS_FS_INTERNAL_H
+#define MEMWALFS_FS_INTERNAL_H
+
+#define FUSE_USE_VERSION 34
+
+#include <fuse_lowlevel.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "engine.h"
+#include "fs.h"
+#include "schema.h"
+
+/* Inode numbers are handed out from the superblock in ranges of this many. */
+#define MWFS_INO_RANGE 1024
+
+/* One open chunk of a file being written (protected by ip->dlock). */
+struct wbuf {
+	uint64_t idx;  /* chunk index */
+	uint8_t *data; /* chunk_size bytes */
+	uint32_t lo;   /* dirty byte range [lo, hi) within the chunk */
+	uint32_t hi;
+	bool base;     /* data holds the whole chunk (stored bytes merged in) */
+	bool active;   /* holds unwritten bytes */
+};
+
+struct inode {
+	uint64_t ino;             /* inode number (immutable) */
+	struct inode *hnext;      /* hash chain; fs->mu */
+	uint64_t nlookup;         /* kernel lookup count; fs->mu */
+	uint32_t nopen;           /* open file handles; fs->mu */
+	uint32_t refs;            /* handlers using it right now; fs->mu */
+	struct schema_inode a;    /* attributes as the kernel sees them; fs->mu */
+	uint64_t rec_size;        /* size written in records (data durable order); fs->mu */
+	bool gone;                /* records deleted (rmdir, reclaimed); fs->mu */
+	char *target;             /* symlink target (NUL-terminated) or NULL; fs->mu */
+	uint64_t ticket;          /* ticket of the last write touching it; fs->mu */
+	pthread_rwlock_t dlock;   /* protects wb */
+	struct wbuf wb;           /* write buffer; ip->dlock */
+};
+
+struct mwfs {
+	struct engine *e;          /* borrowed */
+	struct mwfs_opts o;        /* options */
+	uint32_t cs;               /* chunk size (superblock) */
+	pthread_mutex_t mu;        /* see the file comment */
+	struct inode **htab;       /* inode hash table; fs->mu */
+	size_t hsize, hcount;      /* buckets (power of two), entries; fs->mu */
+	uint64_t next_ino;         /* next inode number to hand out; fs->mu */
+	uint64_t ino_limit;        /* superblock next_ino (persisted bound); fs->mu */
+	struct fuse_session *se;   /* NULL until mwfs_mount() */
+	bool mounted;
+	bool writeback;            /* kernel writeback cache in effect */
+	pthread_key_t tkey;        /* per-thread scratch buffers (struct tls) */
+};
+
+/* Per-thread scratch, reused across requests (avoids a malloc per read). */
+struct tls {
+	uint8_t *buf;   /* read reply / general buffer */
+	size_t cap;
+	uint8_t *chunk; /* one chunk, for read-modify-write */
+	struct engine_batch *b; /* reusable batch */
+};
+
+/* fs.c */
+struct tls *fs_tls(struct mwfs *fs);
+uint8_t *fs_tls_buf(struct mwfs *fs, size_t n);
+struct engine_batch *fs_batch(struct mwfs *fs);
+int fs_err(int rc);
+void fs_now(int64_t *sec, uint32_t *nsec);
+void fs_touch(struct schema_inode *a, bool atime, bool mtime, bool ctime);
+void fs_fill_stat(struct mwfs *fs, const struct inode *ip, struct stat *st);
+void fs_fill_entry(struct mwfs *fs, const struct inode *ip, struct fuse_entry_param *e);
+
+/* inode.c (all with fs->mu held) */
+int inode_get(struct mwfs *fs, uint64_t ino, struct inode **out);
+struct inode *inode_find(struct mwfs *fs, uint64_t ino);
+int inode_put(struct mwfs *fs, struct inode *ip);
+void inode_forget(struct mwfs *fs, uint64_t ino, uint64_t n);
+int inode_new(struct mwfs *fs, struct engine_batch *b, uint32_t mode, struct inode **out);
+int inode_batch_put(struct mwfs *fs, struct engine_batch *b, const struct inode *ip);
+int inode_batch_drop(struct mwfs *fs, struct engine_batch *b, uint64_t ino);
+int inode_commit(struct mwfs *fs, struct engine_batch *b, struct inode **ips, size_t n);
+int inode_reclaim_orphans(struct mwfs *fs);
+void inode_table_free(struct mwfs *fs);
+int inode_table_flush_all(struct mwfs *fs);
+
+/* dir.c */
+void dir_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);
+void dir_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev);
+void dir_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode);
+void dir_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name);
+void dir_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+		struct fuse_file_info *fi);
+void dir_unlink(fuse_req_t req, fuse_ino_t parent, const char *name);
+void dir_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name);
+void dir_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
+		const char *newname, unsigned int flags);
+void dir_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname);
+void dir_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void dir_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi);
+void dir_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		     struct fuse_file_info *fi);
+void dir_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void dir_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi);
+
+/* file.c */
+void file_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void file_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi);
+void file_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
+		struct fuse_file_info *fi);
+void file_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void file_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void file_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi);
+void file_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
+		    struct fuse_file_info *fi);
+void file_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, struct fuse_file_info *fi);
+/* Write out ip's buffer (ip->dlock held exclusively, fs->mu not held). */
+int file_wb_flush(struct mwfs *fs, struct inode *ip);
+/* Set the size: flush, trim chunks (ip->dlock exclusive and fs->mu held). */
+int file_truncate_locked(struct mwfs *fs, struct inode *ip, struct engine_batch *b,
+			 uint64_t size);
+/* Release the buffer memory (ip->dlock exclusive). */
+void file_wb_free(struct inode *ip);
+
+/* xattr.c */
+void xattr_set(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value, size_t size,
+	       int flags);
+void xattr_get(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size);
+void xattr_list(fuse_req_t req, fuse_ino_t ino, size_t size);
+void xattr_remove(fuse_req_t req, fuse_ino_t ino, const char *name);
+
+#endif /* MEMWALFS_FS_INTERNAL_H */

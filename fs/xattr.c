@@ -1,0 +1,230 @@
+/*
+ * xattr.c - extended attributes: one key per (inode, name), 'X' ino name
+ * -> value.  listxattr is one prefix scan.  Names are at most 255 bytes and
+ * values at most 64 KiB (the Linux VFS limits).
+ *
+ * The root directory also answers getxattr(MWFS_STATS_XATTR) with the
+ * engine's statistics (engine_stats_format()); it is not stored, not
+ * listed and cannot be set.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+
+#include "internal.h"
+#include "log.h"
+
+#define XATTR_VALUE_MAX 65536
+
+static bool is_stats(fuse_ino_t ino, const char *name)
+{
+	return ino == SCHEMA_ROOT_INO && !strcmp(name, MWFS_STATS_XATTR);
+}
+
+static void reply_value(fuse_req_t req, const void *val, size_t vn, size_t size)
+{
+	if (size == 0)
+		fuse_reply_xattr(req, vn);
+	else if (vn > size)
+		fuse_reply_err(req, ERANGE);
+	else
+		fuse_reply_buf(req, val, vn);
+}
+
+void xattr_set(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value, size_t size,
+	       int flags)
+{
+	struct mwfs *fs = fuse_req_userdata(req);
+	struct inode *ip = NULL;
+	uint8_t key[SCHEMA_KEY_MAX];
+	size_t nlen = strlen(name);
+	int rc = 0;
+	if (fs->o.read_only)
+		rc = -EROFS;
+	else if (nlen == 0 || nlen > SCHEMA_XATTR_NAME_MAX)
+		rc = -ERANGE;
+	else if (size > XATTR_VALUE_MAX)
+		rc = -E2BIG;
+	else if (flags & ~(XATTR_CREATE | XATTR_REPLACE))
+		rc = -EINVAL;
+	else if (is_stats(ino, name))
+		rc = -EPERM;
+	if (rc) {
+		fuse_reply_err(req, fs_err(rc));
+		return;
+	}
+	size_t kn = schema_key_xattr(key, ino, name, nlen);
+	pthread_mutex_lock(&fs->mu);
+	rc = inode_get(fs, ino, &ip);
+	if (rc)
+		goto out;
+	size_t got;
+	uint8_t probe;
+	rc = engine_get_range(fs->e, key, kn, 0, &probe, 0, &got);
+	bool exists = rc == 0;
+	if (rc && rc != -ENOENT)
+		goto out;
+	rc = 0;
+	if (exists && (flags & XATTR_CREATE))
+		rc = -EEXIST;
+	else if (!exists && (flags & XATTR_REPLACE))
+		rc = -ENODATA;
+	if (rc)
+		goto out;
+	struct engine_batch *b = fs_batch(fs);
+	if (!b) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	struct schema_inode saved = ip->a;
+	fs_touch(&ip->a, false, false, true);
+	rc = engine_batch_put(b, key, kn, value, size);
+	if (!rc)
+		rc = inode_batch_put(fs, b, ip);
+	if (!rc)
+		rc = inode_commit(fs, b, &ip, 1);
+	if (rc)
+		ip->a = saved;
+out:
+	inode_put(fs, ip);
+	pthread_mutex_unlock(&fs->mu);
+	fuse_reply_err(req, fs_err(rc));
+}
+
+void xattr_get(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
+{
+	struct mwfs *fs = fuse_req_userdata(req);
+	uint8_t key[SCHEMA_KEY_MAX];
+	size_t nlen = strlen(name);
+	if (nlen == 0 || nlen > SCHEMA_XATTR_NAME_MAX) {
+		fuse_reply_err(req, ERANGE);
+		return;
+	}
+	if (is_stats(ino, name)) {
+		char *buf = (char *)fs_tls_buf(fs, 65536);
+		if (!buf) {
+			fuse_reply_err(req, ENOMEM);
+			return;
+		}
+		size_t n = engine_stats_format(fs->e, buf, 65536);
+		if (n >= 65536)
+			n = 65535;
+		reply_value(req, buf, n, size);
+		return;
+	}
+	struct inode *ip = NULL;
+	void *val = NULL;
+	size_t vn = 0;
+	pthread_mutex_lock(&fs->mu);
+	int rc = inode_get(fs, ino, &ip);
+	inode_put(fs, ip);
+	pthread_mutex_unlock(&fs->mu);
+	if (!rc) {
+		size_t kn = schema_key_xattr(key, ino, name, nlen);
+		rc = engine_get(fs->e, key, kn, &val, &vn);
+		if (rc == -ENOENT)
+			rc = -ENODATA;
+	}
+	if (rc)
+		fuse_reply_err(req, fs_err(rc));
+	else
+		reply_value(req, val, vn, size);
+	free(val);
+}
+
+void xattr_list(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+	struct mwfs *fs = fuse_req_userdata(req);
+	uint8_t key[SCHEMA_KEY_MAX], end[SCHEMA_KEY_MAX];
+	struct inode *ip = NULL;
+	char *out = NULL;
+	size_t on = 0, ocap = 0;
+	pthread_mutex_lock(&fs->mu);
+	int rc = inode_get(fs, ino, &ip);
+	inode_put(fs, ip);
+	pthread_mutex_unlock(&fs->mu);
+	size_t kn = schema_key_xattr_prefix(key, ino);
+	size_t en = schema_prefix_end(key, kn, end);
+	struct engine_iter *it = NULL;
+	if (!rc)
+		rc = engine_iter_new(fs->e, key, kn, end, en, &it);
+	for (; !rc && engine_iter_valid(it); engine_iter_next(it)) {
+		size_t n;
+		const uint8_t *k = engine_iter_key(it, &n);
+		size_t len = n - kn;
+		if (on + len + 1 > ocap) {
+			size_t nc = ocap ? ocap * 2 : 1024;
+			while (nc < on + len + 1)
+				nc *= 2;
+			char *no = realloc(out, nc);
+			if (!no) {
+				rc = -ENOMEM;
+				break;
+			}
+			out = no;
+			ocap = nc;
+		}
+		memcpy(out + on, k + kn, len);
+		out[on + len] = 0;
+		on += len + 1;
+	}
+	if (!rc && it)
+		rc = engine_iter_status(it);
+	engine_iter_free(it);
+	if (rc)
+		fuse_reply_err(req, fs_err(rc));
+	else
+		reply_value(req, out ? out : "", on, size);
+	free(out);
+}
+
+void xattr_remove(fuse_req_t req, fuse_ino_t ino, const char *name)
+{
+	struct mwfs *fs = fuse_req_userdata(req);
+	struct inode *ip = NULL;
+	uint8_t key[SCHEMA_KEY_MAX];
+	size_t nlen = strlen(name);
+	int rc = 0;
+	if (fs->o.read_only)
+		rc = -EROFS;
+	else if (nlen == 0 || nlen > SCHEMA_XATTR_NAME_MAX)
+		rc = -ERANGE;
+	else if (is_stats(ino, name))
+		rc = -EPERM;
+	if (rc) {
+		fuse_reply_err(req, fs_err(rc));
+		return;
+	}
+	size_t kn = schema_key_xattr(key, ino, name, nlen);
+	pthread_mutex_lock(&fs->mu);
+	rc = inode_get(fs, ino, &ip);
+	if (rc)
+		goto out;
+	size_t got;
+	uint8_t probe;
+	rc = engine_get_range(fs->e, key, kn, 0, &probe, 0, &got);
+	if (rc == -ENOENT)
+		rc = -ENODATA;
+	if (rc)
+		goto out;
+	struct engine_batch *b = fs_batch(fs);
+	if (!b) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	struct schema_inode saved = ip->a;
+	fs_touch(&ip->a, false, false, true);
+	rc = engine_batch_delete(b, key, kn);
+	if (!rc)
+		rc = inode_batch_put(fs, b, ip);
+	if (!rc)
+		rc = inode_commit(fs, b, &ip, 1);
+	if (rc)
+		ip->a = saved;
+out:
+	inode_put(fs, ip);
+	pthread_mutex_unlock(&fs->mu);
+	fuse_reply_err(req, fs_err(rc));
+}

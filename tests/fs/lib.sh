@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# tests/fs/lib.sh - shared by the filesystem tests: mount a memwalfs on the local store or on
+# the S3 server, unmount it and wait for the daemon to commit and exit.
+#
+# Usage in a test:  . lib.sh MEMWALFS_BINARY BACKEND   (BACKEND: local or s3)
+# Exits 77 (SKIP) when FUSE is unavailable, or BACKEND is s3 and S3_ENDPOINT is unset.
+set -euo pipefail
+MW=$1
+BACKEND=${2:-local}
+[ -c /dev/fuse ] && command -v fusermount3 >/dev/null || { echo "SKIP: no FUSE"; exit 77; }
+if [ "$BACKEND" = s3 ] && [ -z "${S3_ENDPOINT:-}" ]; then echo "SKIP: S3_ENDPOINT unset"; exit 77; fi
+
+WORK=$(mktemp -d /tmp/memwalfs-fstest.XXXXXX)
+MOUNTS=()
+if [ "$BACKEND" = s3 ]; then
+	STORE="s3://${S3_BUCKET:-memwalfs-test}/fstest-$$-$RANDOM"
+	STORE_OPTS=(--endpoint "$S3_ENDPOINT" --region "${S3_REGION:-us-east-1}")
+else
+	STORE="$WORK/store"
+	STORE_OPTS=()
+fi
+
+# mw_mount MOUNTPOINT [extra options...]: mount $STORE there (allow_other for permission checks)
+mw_mount() {
+	local mnt=$1
+	shift
+	mkdir -p "$mnt"
+	"$MW" mount "${STORE_OPTS[@]}" -o allow_other --pidfile "$mnt.pid" "$@" "$STORE" "$mnt"
+	MOUNTS+=("$mnt")
+}
+
+# mw_wait_exit PIDFILE: wait (up to 60 s) for the daemon to finish its final commit
+mw_wait_exit() {
+	local pid
+	pid=$(cat "$1" 2>/dev/null) || return 0
+	for _ in $(seq 600); do
+		kill -0 "$pid" 2>/dev/null || return 0
+		sleep 0.1
+	done
+	echo "daemon $pid did not exit" >&2
+	return 1
+}
+
+# mw_umount MOUNTPOINT: unmount and wait for the daemon to exit
+mw_umount() {
+	fusermount3 -u "$1"
+	mw_wait_exit "$1.pid"
+}
+
+mw_cleanup() {
+	for m in "${MOUNTS[@]}"; do
+		if mountpoint -q "$m" 2>/dev/null; then fusermount3 -u "$m" 2>/dev/null || fusermount3 -uz "$m" || true; fi
+		[ -f "$m.pid" ] && mw_wait_exit "$m.pid" || true
+	done
+	rm -rf "$WORK"
+}
+trap mw_cleanup EXIT

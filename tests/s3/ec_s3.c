@@ -1,0 +1,28 @@
+/*
+ * ec_s3.c - the S3 backing of the engine's hard tests (engine_check.h):
+ * store_open_s3() from S3_ENDPOINT, S3_BUCKET (default memwalfs-test),
+ * S3_REGION (default us-east-1), AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,
+ * path-style, under the given key prefix.  Linked only into the s3 suite.
+ */
+#include <stdlib.h>
+
+#include "engine_check.h"
+#include "store.h"
+
+int ec_open_s3(const char *prefix, struct store **out)
+{
+	struct s3_opts o;
+	const char *region = getenv("S3_REGION");
+
+	s3_opts_default(&o);
+	o.endpoint = getenv("S3_ENDPOINT");
+	o.bucket = getenv("S3_BUCKET");
+	if (!o.bucket || !*o.bucket)
+		o.bucket = "memwalfs-test";
+	o.region = region && *region ? region : "us-east-1";
+	o.access_key = getenv("AWS_ACCESS_KEY_ID");
+	o.secret_key = getenv("AWS_SECRET_ACCESS_KEY");
+	o.prefix = prefix;
+	o.path_style = true;
+	return store_open_s3(&o, out);
+}

@@ -1,0 +1,16 @@
+/*
+ * store_conformance.h - the one conformance suite every store must pass.
+ *
+ * run_store_conformance(kind) opens a fresh test store of kind ("local",
+ * "fault", "s3"; see tests/util/testutil.h), runs every check of the store
+ * contract (s3/store.h) against it with cmocka and wipes what it wrote.
+ * Returns the number of failed tests (0: all passed), TU_SKIP (77) when the
+ * kind cannot run here, so a runner can `return run_store_conformance(k);`
+ * from main.
+ */
+#ifndef MEMWALFS_STORE_CONFORMANCE_H
+#define MEMWALFS_STORE_CONFORMANCE_H
+
+int run_store_conformance(const char *kind);
+
+#endif /* MEMWALFS_STORE_CONFORMANCE_H */

@@ -1,0 +1,681 @@
+/*
+ * test_engine.c - unit tests of the engine (engine.h) on the local store:
+ * put/get/delete, blobs, reopen, group-commit triggers (cadence, size,
+ * urgent, coalescing), ordered acknowledgements, sticky errors with the
+ * fault store, fencing, scans over a snapshot, read-only open, corruption.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "engine.h"
+#include "fault.h"
+#include "store.h"
+
+static char g_dir[256];
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	snprintf(g_dir, sizeof(g_dir), "/tmp/test_engine.XXXXXX");
+	assert_non_null(mkdtemp(g_dir));
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	char cmd[300];
+	(void)state;
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", g_dir);
+	assert_int_equal(system(cmd), 0);
+	return 0;
+}
+
+static struct store *open_store(void)
+{
+	struct store *st = NULL;
+	assert_int_equal(store_open_local(g_dir, &st), 0);
+	return st;
+}
+
+static struct engine *open_engine(struct store *st, unsigned cadence_ms)
+{
+	struct engine_opts o;
+	struct engine *e = NULL;
+	engine_opts_default(&o);
+	o.cadence_ms = cadence_ms;
+	o.inline_max = 1024;
+	o.cache_bytes = 1 << 20;
+	assert_int_equal(engine_open(st, &o, &e), 0);
+	return e;
+}
+
+static void check_value(struct engine *e, const char *key, const void *val, size_t vlen)
+{
+	void *v = NULL;
+	size_t n = 0;
+	assert_int_equal(engine_get(e, key, strlen(key), &v, &n), 0);
+	assert_int_equal(n, vlen);
+	assert_memory_equal(v, val, vlen);
+	free(v);
+}
+
+static void check_absent(struct engine *e, const char *key)
+{
+	void *v = NULL;
+	size_t n = 0;
+	assert_int_equal(engine_get(e, key, strlen(key), &v, &n), -ENOENT);
+}
+
+static void fill(uint8_t *p, size_t n, unsigned seed)
+{
+	for (size_t i = 0; i < n; i++)
+		p[i] = (uint8_t)(i * 31 + seed * 7 + (i >> 8));
+}
+
+static void test_put_get_reopen(void **state)
+{
+	struct store *st = open_store();
+	struct engine *e = open_engine(st, 20);
+	static uint8_t big[100000], big2[5000];
+	char key[32], val[32];
+	(void)state;
+
+	fill(big, sizeof(big), 1);
+	fill(big2, sizeof(big2), 2);
+	for (int i = 0; i < 200; i++) {
+		snprintf(key, sizeof(key), "k%05d", i);
+		snprintf(val, sizeof(val), "v%d", i);
+		assert_int_equal(engine_put(e, key, strlen(key), val, strlen(val), 0, NULL), 0);
+	}
+	assert_int_equal(engine_put(e, "blob1", 5, big, sizeof(big), 0, NULL), 0);
+	assert_int_equal(engine_put(e, "blob2", 5, big2, sizeof(big2), 0, NULL), 0);
+	assert_int_equal(engine_put(e, "empty", 5, "", 0, 0, NULL), 0);
+	assert_int_equal(engine_delete(e, "k00007", 6, 0, NULL), 0);
+	/* readable at once, before any commit (blob from the in-memory pack) */
+	check_value(e, "k00003", "v3", 2);
+	check_value(e, "blob1", big, sizeof(big));
+	check_absent(e, "k00007");
+	check_value(e, "empty", "", 0);
+	/* partial read of a blob */
+	uint8_t part[100];
+	size_t got = 0;
+	assert_int_equal(engine_get_range(e, "blob1", 5, 5000, part, sizeof(part), &got), 0);
+	assert_int_equal(got, 100);
+	assert_memory_equal(part, big + 5000, 100);
+	assert_int_equal(engine_get_range(e, "blob1", 5, sizeof(big) - 10, part, 100, &got), 0);
+	assert_int_equal(got, 10);
+	assert_int_equal(engine_get_range(e, "blob1", 5, sizeof(big) + 10, part, 100, &got), 0);
+	assert_int_equal(got, 0);
+	assert_int_equal(engine_get_range(e, "k00003", 6, 1, part, 100, &got), 0);
+	assert_int_equal(got, 1);
+	assert_int_equal(part[0], '3');
+	assert_int_equal(engine_sync(e), 0);
+	/* after the commit: from the store / cache */
+	check_value(e, "blob1", big, sizeof(big));
+	check_value(e, "blob2", big2, sizeof(big2));
+	struct engine_stats s;
+	engine_get_stats(e, &s);
+	assert_true(s.groups_committed >= 1);
+	assert_true(s.packs_written >= 1);
+	assert_int_equal(s.puts, 203);
+	assert_int_equal(s.deletes, 1);
+	assert_int_equal(s.pending_bytes, 0);
+	assert_int_equal(engine_close(e), 0);
+
+	e = open_engine(st, 20);
+	engine_get_stats(e, &s);
+	assert_int_equal(s.epoch, 2);
+	assert_true(s.replay_entries >= 2);
+	for (int i = 0; i < 200; i++) {
+		snprintf(key, sizeof(key), "k%05d", i);
+		snprintf(val, sizeof(val), "v%d", i);
+		if (i == 7)
+			check_absent(e, key);
+		else
+			check_value(e, key, val, strlen(val));
+	}
+	check_value(e, "blob1", big, sizeof(big));
+	check_value(e, "blob2", big2, sizeof(big2));
+	check_value(e, "empty", "", 0);
+	/* overwrite and reopen again */
+	assert_int_equal(engine_put(e, "k00001", 6, "new", 3, ENGINE_WAIT | ENGINE_URGENT, NULL), 0);
+	assert_int_equal(engine_close(e), 0);
+	e = open_engine(st, 20);
+	check_value(e, "k00001", "new", 3);
+	check_value(e, "blob1", big, sizeof(big));
+	char buf[4096];
+	size_t n = engine_stats_format(e, buf, sizeof(buf));
+	assert_true(n > 100 && n < sizeof(buf));
+	assert_non_null(strstr(buf, "epoch 3\n"));
+	assert_non_null(strstr(buf, "store_requests_put "));
+	assert_int_equal(engine_close(e), 0);
+	store_close(st);
+}
+
+static void test_batch_atomic(void **state)
+{
+	struct store *st = open_store();
+	struct engine *e = open_engine(st, 20);
+	struct engine_batch *b;
+	uint64_t t1 = 0, t2 = 0;
+	(void)state;
+
+	assert_int_equal(engine_batch_new(&b), 0);
+	assert_int_equal(engine_batch_put(b, "a", 1, "1", 1), 0);
+	assert_int_equal(engine_batch_put(b, "b", 1, "2", 1), 0);
+	assert_int_equal(engine_batch_delete(b, "a", 1), 0);
+	assert_int_equal(engine_batch_count(b), 3);
+	assert_int_equal(engine_write(e, b, 0, &t1), 0);
+	engine_batch_clear(b);
+	assert_int_equal(engine_batch_count(b), 0);
+	assert_int_equal(engine_batch_put(b, "c", 1, "3", 1), 0);
+	assert_int_equal(engine_write(e, b, 0, &t2), 0);
+	assert_true(t2 >= t1);
+	assert_int_equal(engine_wait(e, t2, true), 0);
+	assert_int_equal(engine_wait(e, t1, false), 0);
+	check_absent(e, "a");
+	check_value(e, "b", "2", 1);
+	engine_batch_free(b);
+	assert_int_equal(engine_close(e), 0);
+	e = open_engine(st, 20);
+	check_absent(e, "a");
+	check_value(e, "b", "2", 1);
+	check_value(e, "c", "3", 1);
+	assert_int_equal(engine_close(e), 0);
+	store_close(st);
+}
+
+/* The cadence commits a waiting put; urgent commits at once. */
+static void test_cadence_and_urgent(void **state)
+{
+	struct store *st = open_store();
+	struct engine *e = open_engine(st, 300);
+	struct engine_stats s;
+	uint64_t t0;
+	(void)state;
+
+	t0 = now_ms();
+	assert_int_equal(engine_put(e, "x", 1, "1", 1, ENGINE_WAIT, NULL), 0);
+	uint64_t dt = now_ms() - t0;
+	assert_true(dt >= 250); /* waited for the cadence tick */
+	assert_true(dt < 3000);
+	t0 = now_ms();
+	assert_int_equal(engine_put(e, "y", 1, "2", 1, ENGINE_WAIT | ENGINE_URGENT, NULL), 0);
+	assert_true(now_ms() - t0 < 250); /* did not wait for the tick */
+	/* sync commits now too */
+	assert_int_equal(engine_put(e, "z", 1, "3", 1, 0, NULL), 0);
+	t0 = now_ms();
+	assert_int_equal(engine_sync(e), 0);
+	assert_true(now_ms() - t0 < 250);
+	engine_get_stats(e, &s);
+	assert_int_equal(s.groups_committed, 3);
+	assert_int_equal(engine_close(e), 0);
+	store_close(st);
+}
+
+/* A group past group_max_bytes is committed without waiting for the tick. */
+static void test_size_trigger(void **state)
+{
+	struct store *st = open_store();
+	struct engine_opts o;
+	struct engine *e = NULL;
+	static uint8_t v[3000];
+	uint64_t t = 0, t0;
+	(void)state;
+
+	engine_opts_default(&o);
+	o.cadence_ms = 60000;
+	o.group_max_bytes = 8192;
+	o.inline_max = 100000;
+	assert_int_equal(engine_open(st, &o, &e), 0);
+	t0 = now_ms();
+	for (int i = 0; i < 3; i++) {
+		char k[8];
+		snprintf(k, sizeof(k), "s%d", i);
+		assert_int_equal(engine_put(e, k, strlen(k), v, sizeof(v), 0, &t), 0);
+	}
+	assert_int_equal(engine_wait(e, t, false), 0);
+	assert_true(now_ms() - t0 < 5000);
+	assert_int_equal(engine_close(e), 0);
+	store_close(st);
+}
+
+struct wctx {
+	struct engine *e;
+	int id;
+	int n;
+	int flags;
+	uint64_t last_ticket;
+};
+
+static void *writer_thread(void *arg)
+{
+	struct wctx *c = arg;
+	char k[32], v[32];
+	for (int i = 0; i < c->n; i++) {
+		uint64_t t;
+		snprintf(k, sizeof(k), "t%02d-%05d", c->id, i);
+		snprintf(v, sizeof(v), "%d-%d", c->id, i);
+		if (engine_put(c->e, k, strlen(k), v, strlen(v), c->flags, &t) != 0)
+			return (void *)1;
+		if (t < c->last_ticket)
+			return (void *)2; /* tickets of one thread never go back */
+		c->last_ticket = t;
+	}
+	return NULL;
+}
+
+/* Eight threads waiting on the cadence share a few groups. */
+static void test_coalescing(void **state)
+{
+	struct store *st = open_store();
+	struct engine *e = open_engine(st, 100);
+	pthread_t th[8];
+	struct wctx c[8];
+	struct engine_stats s;
+	(void)state;
+
+	for (int i = 0; i < 8; i++) {
+		c[i] = (struct wctx){ .e = e, .id = i, .n = 5, .flags = ENGINE_WAIT };
+		assert_int_equal(pthread_create(&th[i], NULL, writer_thread, &c[i]), 0);
+	}
+	for (int i = 0; i < 8; i++) {
+		void *r;
+		pthread_join(th[i], &r);
+		assert_null(r);
+	}
+	engine_get_stats(e, &s);
+	/* 40 durable puts; each thread waits 5 times: about 5 groups, far fewer than 40 */
+	assert_true(s.groups_committed >= 5);
+	assert_true(s.groups_committed <= 12);
+	assert_int_equal(s.puts, 40);
+	assert_int_equal(engine_close(e), 0);
+	e = open_engine(st, 100);
+	check_value(e, "t07-00004", "7-4", 3);
+	assert_int_equal(engine_close(e), 0);
+	store_close(st);
+}
+
+/* Urgent waiters from many threads: acks in order, everything durable. */
+static void test_urgent_threads(void **state)
+{
+	struct store *st = open_store();
+	struct engine *e = open_engine(st, 100);
+	pthread_t th[4];
+	struct wctx c[4];
+	(void)state;
+
+	for (int i = 0; i < 4; i++) {
+		c[i] = (struct wctx){ .e = e, .id = i, .n = 50, .flags = ENGINE_WAIT | ENGINE_URGENT };
+		assert_int_equal(pthread_create(&th[i], NULL, writer_thread, &c[i]), 0);
+	}
+	for (int i = 0; i < 4; i++) {
+		void *r;
+		pthread_join(th[i], &r);
+		assert_null(r);
+	}
+	assert_int_equal(engine_close(e), 0);
+	e = open_engine(st, 100);
+	char k[32], v[32];
+	for (int i = 0; i < 4; i++)
+		for (int j = 0; j < 50; j++) {
+			snprintf(k, sizeof(k), "t%02d-%05d", i, j);
+			snprintf(v, sizeof(v), "%d-%d", i, j);
+			check_value(e, k, v, strlen(v));
+		}
+	assert_int_equal(engine_close(e), 0);
+	store_close(st);
+}
+
+/* A failed WAL put fences the writer: sticky -EIO; acked data survives. */
+static void test_sticky_error(void **state)
+{
+	struct store *inner = open_store(), *st;
+	struct fault_store *f;
+	struct engine *e;
+	uint64_t t = 0;
+	(void)state;
+
+	assert_int_equal(fault_store_new(inner, &f), 0);
+	st = fault_store_as_store(f);
+	e = open_engine(st, 50);
+	assert_int_equal(engine_put(e, "ok", 2, "1", 1, ENGINE_WAIT | ENGINE_URGENT, NULL), 0);
+	fault_store_fail_nth(f, FAULT_M(FAULT_OP_PUT_IF_ABSENT), 1, -EIO, FAULT_PERSIST);
+	assert_int_equal(engine_put(e, "bad", 3, "2", 1, 0, &t), 0);
+	assert_int_equal(engine_wait(e, t, true), -EIO);
+	assert_int_equal(engine_put(e, "later", 5, "3", 1, 0, NULL), -EIO);
+	assert_int_equal(engine_sync(e), -EIO);
+	check_value(e, "ok", "1", 1); /* reads keep working */
+	struct engine_stats s;
+	engine_get_stats(e, &s);
+	assert_int_equal(s.sticky_error, -EIO);
+	assert_int_equal(engine_close(e), -EIO);
+	fault_store_clear(f);
+	e = open_engine(st, 50);
+	check_value(e, "ok", "1", 1);
+	check_absent(e, "bad");
+	check_absent(e, "later");
+	assert_int_equal(engine_close(e), 0);
+	store_close(st);
+}
+
+/* The put failed but landed (a lost acknowledgement): resolved as durable. */
+static void test_lost_ack_resolved(void **state)
+{
+	struct store *inner = open_store(), *st;
+	struct fault_store *f;
+	struct engine *e;
+	(void)state;
+
+	assert_int_equal(fault_store_new(inner, &f), 0);
+	st = fault_store_as_store(f);
+	e = open_engine(st, 50);
+	fault_store_fail_nth(f, FAULT_M(FAULT_OP_PUT_IF_ABSENT), 1, -ETIMEDOUT, FAULT_LAND);
+	assert_int_equal(engine_put(e, "landed", 6, "1", 1, ENGINE_WAIT | ENGINE_URGENT, NULL), 0);
+	assert_int_equal(engine_put(e, "next", 4, "2", 1, ENGINE_WAIT | ENGINE_URGENT, NULL), 0);
+	assert_int_equal(engine_close(e), 0);
+	e = open_engine(st, 50);
+	check_value(e, "landed", "1", 1);
+	check_value(e, "next", "2", 1);
+	assert_int_equal(engine_close(e), 0);
+	store_close(st);
+}
+
+/* A pack put failure fails the group before its WAL entry is written. */
+static void test_pack_failure(void **state)
+{
+	struct store *inner = open_store(), *st;
+	struct fault_store *f;
+	struct engine *e;
+	static uint8_t big[20000];
+	(void)state;
+
+	assert_int_equal(fault_store_new(inner, &f), 0);
+	st = fault_store_as_store(f);
+	e = open_engine(st, 50);
+	fault_store_fail_nth(f, FAULT_M(FAULT_OP_PUT), 1, -EIO, 0);
+	assert_int_equal(engine_put(e, "big", 3, big, sizeof(big), ENGINE_WAIT | ENGINE_URGENT, NULL),
+			 -EIO);
+	assert_int_equal(engine_close(e), -EIO);
+	e = open_engine(st, 50);
+	check_absent(e, "big");
+	assert_int_equal(engine_close(e), 0);
+	store_close(st);
+}
+
+/* A second writer fences the first; the first writes nothing more. */
+static void test_fencing(void **state)
+{
+	struct store *st1 = open_store(), *st2 = open_store();
+	struct engine *a = open_engine(st1, 50), *b;
+	(void)state;
+
+	assert_int_equal(engine_put(a, "a1", 2, "x", 1, ENGINE_WAIT | ENGINE_URGENT, NULL), 0);
+	assert_int_equal(engine_put(a, "a2", 2, "y", 1, 0, NULL), 0); /* not yet durable */
+	b = open_engine(st2, 50);
+	check_value(b, "a1", "x", 1);
+	assert_int_equal(engine_put(b, "b1", 2, "z", 1, ENGINE_WAIT | ENGINE_URGENT, NULL), 0);
+	/* a's next commit fails with -ESTALE */
+	assert_int_equal(engine_put(a, "a3", 2, "w", 1, ENGINE_WAIT | ENGINE_URGENT, NULL), -ESTALE);
+	assert_int_equal(engine_put(a, "a4", 2, "v", 1, 0, NULL), -ESTALE);
+	assert_int_equal(engine_close(a), -ESTALE);
+	check_value(b, "b1", "z", 1);
+	check_absent(b, "a3");
+	assert_int_equal(engine_close(b), 0);
+	b = open_engine(st2, 50);
+	check_value(b, "a1", "x", 1);
+	check_value(b, "b1", "z", 1);
+	check_absent(b, "a3");
+	check_absent(b, "a4");
+	assert_int_equal(engine_close(b), 0);
+	store_close(st1);
+	store_close(st2);
+}
+
+static void test_scan_snapshot(void **state)
+{
+	struct store *st = open_store();
+	struct engine *e = open_engine(st, 20);
+	struct engine_iter *it;
+	static uint8_t big[4000];
+	char k[16];
+	int rc, n = 0;
+	(void)state;
+
+	fill(big, sizeof(big), 9);
+	for (int i = 0; i < 20; i++) {
+		snprintf(k, sizeof(k), "d/%02d", i);
+		if (i == 5)
+			assert_int_equal(engine_put(e, k, strlen(k), big, sizeof(big), 0, NULL), 0);
+		else
+			assert_int_equal(engine_put(e, k, strlen(k), k, strlen(k), 0, NULL), 0);
+	}
+	assert_int_equal(engine_put(e, "c", 1, "before", 6, 0, NULL), 0);
+	assert_int_equal(engine_put(e, "e", 1, "after", 5, 0, NULL), 0);
+	assert_int_equal(engine_delete(e, "d/03", 4, 0, NULL), 0);
+	for (rc = engine_iter_new(e, "d/", 2, "d0", 2, &it); !rc && engine_iter_valid(it);
+	     engine_iter_next(it)) {
+		size_t kn, vn;
+		const void *key = engine_iter_key(it, &kn), *v;
+		assert_int_equal(engine_iter_value(it, &v, &vn), 0);
+		if (n == 0) {
+			/* changes after the snapshot are invisible */
+			assert_int_equal(engine_put(e, "d/001", 5, "new", 3, 0, NULL), 0);
+			assert_int_equal(engine_delete(e, "d/10", 4, 0, NULL), 0);
+		}
+		assert_true(kn == 4 && memcmp(key, "d/", 2) == 0);
+		assert_false(memcmp(key, "d/03", 4) == 0);
+		if (memcmp(key, "d/05", 4) == 0) {
+			assert_int_equal(vn, sizeof(big));
+			assert_memory_equal(v, big, vn);
+		} else {
+			assert_int_equal(vn, kn);
+			assert_memory_equal(v, key, kn);
+		}
+		n++;
+	}
+	assert_int_equal(rc, 0);
+	assert_int_equal(engine_iter_status(it), 0);
+	assert_int_equal(n, 19);
+	/* seek */
+	engine_iter_seek(it, "d/15", 4);
+	assert_true(engine_iter_valid(it));
+	size_t kn;
+	assert_memory_equal(engine_iter_key(it, &kn), "d/15", 4);
+	engine_iter_free(it);
+	/* a new iterator sees the new state */
+	n = 0;
+	for (rc = engine_iter_new(e, "d/", 2, NULL, 0, &it); !rc && engine_iter_valid(it);
+	     engine_iter_next(it))
+		n++;
+	assert_int_equal(rc, 0);
+	engine_iter_free(it);
+	assert_int_equal(n, 19 + 1 - 1 + 1); /* +d/001 -d/10 +e */
+	assert_int_equal(engine_close(e), 0);
+	store_close(st);
+}
+
+static void test_read_only(void **state)
+{
+	struct store *st = open_store();
+	struct engine *e = open_engine(st, 20), *r;
+	struct engine_opts o;
+	static uint8_t big[3000];
+	(void)state;
+
+	fill(big, sizeof(big), 3);
+	assert_int_equal(engine_put(e, "k", 1, "v", 1, 0, NULL), 0);
+	assert_int_equal(engine_put(e, "b", 1, big, sizeof(big), 0, NULL), 0);
+	assert_int_equal(engine_sync(e), 0);
+	engine_opts_default(&o);
+	o.read_only = true;
+	assert_int_equal(engine_open(st, &o, &r), 0);
+	check_value(r, "k", "v", 1);
+	check_value(r, "b", big, sizeof(big));
+	assert_int_equal(engine_put(r, "x", 1, "y", 1, 0, NULL), -EROFS);
+	struct engine_stats s;
+	engine_get_stats(r, &s);
+	assert_true(s.read_only);
+	assert_int_equal(s.epoch, 1);
+	assert_int_equal(engine_close(r), 0);
+	/* the writer was not fenced by the reader */
+	assert_int_equal(engine_put(e, "k2", 2, "v", 1, ENGINE_WAIT | ENGINE_URGENT, NULL), 0);
+	assert_int_equal(engine_close(e), 0);
+	store_close(st);
+}
+
+static void flip_byte(const char *key, long off)
+{
+	char path[512];
+	FILE *fp;
+	int c;
+	snprintf(path, sizeof(path), "%s/%s", g_dir, key);
+	fp = fopen(path, "r+b");
+	assert_non_null(fp);
+	if (off < 0) {
+		fseek(fp, 0, SEEK_END);
+		off += ftell(fp);
+	}
+	fseek(fp, off, SEEK_SET);
+	c = fgetc(fp);
+	fseek(fp, off, SEEK_SET);
+	fputc(c ^ 0x40, fp);
+	fclose(fp);
+}
+
+static void test_corruption(void **state)
+{
+	struct store *st = open_store();
+	struct engine *e = open_engine(st, 20);
+	struct engine_opts o;
+	static uint8_t big[3000];
+	void *v;
+	size_t n;
+	(void)state;
+
+	/* fresh store: manifest 1, wal 0 = fence, wal 1 = our group with pack 1-1 */
+	assert_int_equal(engine_put(e, "b", 1, big, sizeof(big), 0, NULL), 0);
+	assert_int_equal(engine_put(e, "k", 1, "v", 1, ENGINE_WAIT | ENGINE_URGENT, NULL), 0);
+	assert_int_equal(engine_close(e), 0);
+	/* corrupt the blob bytes: reads of b fail cleanly, k still fine */
+	flip_byte("pack/00000000000000000001-00000000000000000001", 40);
+	engine_opts_default(&o);
+	o.read_only = true;
+	assert_int_equal(engine_open(st, &o, &e), 0);
+	check_value(e, "k", "v", 1);
+	assert_int_equal(engine_get(e, "b", 1, &v, &n), -EUCLEAN);
+	assert_int_equal(engine_close(e), 0);
+	/* a missing pack: -EUCLEAN naming it */
+	assert_int_equal(store_delete(st, "pack/00000000000000000001-00000000000000000001"), 0);
+	assert_int_equal(engine_open(st, &o, &e), 0);
+	assert_int_equal(engine_get(e, "b", 1, &v, &n), -EUCLEAN);
+	assert_int_equal(engine_close(e), 0);
+	/* a corrupt WAL entry fails the open */
+	flip_byte("wal/00000000000000000001", -3);
+	assert_int_equal(engine_open(st, &o, &e), -EUCLEAN);
+	o.read_only = false;
+	assert_int_equal(engine_open(st, &o, &e), -EUCLEAN);
+	store_close(st);
+}
+
+/* Backpressure: a tiny pending budget makes writers wait, never fail. */
+static void test_backpressure(void **state)
+{
+	struct store *st = open_store();
+	struct engine_opts o;
+	struct engine *e = NULL;
+	static uint8_t v[2000];
+	struct engine_stats s;
+	(void)state;
+
+	engine_opts_default(&o);
+	o.cadence_ms = 10000;
+	o.max_pending_bytes = 5000;
+	o.inline_max = 100000;
+	assert_int_equal(engine_open(st, &o, &e), 0);
+	for (int i = 0; i < 20; i++) {
+		char k[8];
+		snprintf(k, sizeof(k), "p%d", i);
+		assert_int_equal(engine_put(e, k, strlen(k), v, sizeof(v), 0, NULL), 0);
+	}
+	engine_get_stats(e, &s);
+	assert_true(s.backpressure_waits > 0);
+	assert_true(s.pending_bytes <= 5000 + 2100);
+	assert_int_equal(engine_close(e), 0);
+	store_close(st);
+}
+
+/* A store without conditional create is refused unless single_writer_ok. */
+static void test_freeze_keeps_readable(void **state)
+{
+	struct store *st = open_store();
+	struct engine_opts o;
+	struct engine *e = NULL;
+	struct engine_stats s;
+	char k[16], v[64];
+	(void)state;
+
+	engine_opts_default(&o);
+	o.cadence_ms = 20;
+	o.memtable_max_bytes = 64 << 10;
+	assert_int_equal(engine_open(st, &o, &e), 0);
+	for (int i = 0; i < 3000; i++) {
+		snprintf(k, sizeof(k), "f%05d", i);
+		snprintf(v, sizeof(v), "value-%d-padding-padding-padding", i);
+		assert_int_equal(engine_put(e, k, strlen(k), v, strlen(v), 0, NULL), 0);
+	}
+	engine_get_stats(e, &s);
+	assert_true(s.frozen_count >= 1);
+	check_value(e, "f00000", "value-0-padding-padding-padding", 31);
+	check_value(e, "f02999", "value-2999-padding-padding-padding", 34);
+	int n = 0, rc;
+	struct engine_iter *it;
+	for (rc = engine_iter_new(e, "f", 1, "g", 1, &it); !rc && engine_iter_valid(it);
+	     engine_iter_next(it))
+		n++;
+	assert_int_equal(rc, 0);
+	engine_iter_free(it);
+	assert_int_equal(n, 3000);
+	assert_int_equal(engine_close(e), 0);
+	store_close(st);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_put_get_reopen, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_batch_atomic, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cadence_and_urgent, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_size_trigger, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_coalescing, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_urgent_threads, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_sticky_error, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_lost_ack_resolved, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pack_failure, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fencing, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_scan_snapshot, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_read_only, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_corruption, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_backpressure, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_freeze_keeps_readable, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,315 @@
+/*
+ * test_store_local.c - edge cases of the local-directory store (s3/local.c)
+ * and of key validation (store_key_valid): the on-disk layout, temp files
+ * (never listed, removed at open when their process is gone, removed by age
+ * by cleanup_uploads), symlinks planted in the root never followed, keys that
+ * are both an object and a prefix, capabilities and counters.  The general
+ * store contract is in store_conformance.c.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "testutil.h"
+
+/* Write a plain file at dir/rel with content s. */
+static void write_file(const char *dir, const char *rel, const char *s)
+{
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/%s", dir, rel);
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(s, f);
+	fclose(f);
+}
+
+static bool file_exists(const char *dir, const char *rel)
+{
+	char path[PATH_MAX];
+	struct stat st;
+	snprintf(path, sizeof(path), "%s/%s", dir, rel);
+	return lstat(path, &st) == 0;
+}
+
+static void read_file(const char *dir, const char *rel, char *buf, size_t cap)
+{
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/%s", dir, rel);
+	FILE *f = fopen(path, "r");
+	assert_non_null(f);
+	size_t n = fread(buf, 1, cap - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+}
+
+/* Number of entries in dir/rel whose name starts with a backslash. */
+static int count_tmp(const char *dir, const char *rel)
+{
+	char cmd[PATH_MAX + 64], line[64];
+	snprintf(cmd, sizeof(cmd), "ls -A '%s/%s' | grep -c '^\\\\' || true", dir, rel);
+	FILE *p = popen(cmd, "r");
+	assert_non_null(p);
+	assert_non_null(fgets(line, sizeof(line), p));
+	pclose(p);
+	return atoi(line);
+}
+
+static void test_key_valid(void **state)
+{
+	(void)state;
+	char k[STORE_KEY_MAX + 2];
+
+	assert_true(store_key_valid("a"));
+	assert_true(store_key_valid("wal/0000000000000042"));
+	assert_true(store_key_valid("a.b/...c/..d/e..f/.x"));
+	assert_true(store_key_valid("...")); /* only "." and ".." are special */
+	assert_true(store_key_valid("a-b_c~d+e=f,g;h@i!j'k(l)m*n%o"));
+	assert_false(store_key_valid(NULL));
+	assert_false(store_key_valid(""));
+	assert_false(store_key_valid("/a"));
+	assert_false(store_key_valid("a/"));
+	assert_false(store_key_valid("a//b"));
+	assert_false(store_key_valid("/"));
+	assert_false(store_key_valid("."));
+	assert_false(store_key_valid(".."));
+	assert_false(store_key_valid("../a"));
+	assert_false(store_key_valid("a/../b"));
+	assert_false(store_key_valid("a/.."));
+	assert_false(store_key_valid("./a"));
+	assert_false(store_key_valid("a/./b"));
+	assert_false(store_key_valid("a\\b"));       /* backslash: reserved for temp files */
+	assert_false(store_key_valid("\\tmp.1.2"));
+	assert_false(store_key_valid("a\nb"));
+	assert_false(store_key_valid("a\tb"));
+	assert_false(store_key_valid("a\x7f"));
+	assert_false(store_key_valid("caf\xc3\xa9")); /* non-ASCII */
+	memset(k, 'x', STORE_KEY_MAX);
+	k[STORE_KEY_MAX] = '\0';
+	assert_true(store_key_valid(k));
+	k[STORE_KEY_MAX] = 'x';
+	k[STORE_KEY_MAX + 1] = '\0';
+	assert_false(store_key_valid(k));
+	k[1] = '/'; /* still too long with segments */
+	assert_false(store_key_valid(k));
+}
+
+static void test_layout_and_caps(void **state)
+{
+	(void)state;
+	struct tu_store *t;
+	char buf[64];
+	struct store_stats st;
+
+	assert_int_equal(tu_store_open("local", &t), 0);
+	const struct store_caps *c = store_caps(t->store);
+	assert_string_equal(c->name, "local");
+	assert_true(c->conditional_create);
+	assert_true(c->conditional_finish);
+	assert_true(c->durable_on_ack);
+	assert_int_equal(c->part_size, 0);
+
+	assert_int_equal(store_put(t->store, "a/b/c", "hello", 5), 0);
+	read_file(t->dir, "a/b/c", buf, sizeof(buf)); /* an object is a plain file */
+	assert_string_equal(buf, "hello");
+	assert_int_equal(count_tmp(t->dir, "a/b"), 0);
+	assert_int_equal(store_put_if_absent(t->store, "a/b/c", "x", 1), -EEXIST);
+	assert_int_equal(count_tmp(t->dir, "a/b"), 0); /* the loser's temp file is gone */
+
+	/* a key cannot be both an object and a directory of other keys */
+	assert_int_equal(store_put(t->store, "a/b/c/d", "x", 1), -ENOTDIR);
+	assert_true(store_put(t->store, "a/b", "x", 1) < 0);
+	assert_true(store_put_if_absent(t->store, "a/b", "x", 1) < 0);
+	assert_int_equal(tu_count_keys(t->store, ""), 1);
+
+	store_get_stats(t->store, &st);
+	assert_true(st.requests[STORE_OP_PUT] >= 4);
+	assert_int_equal(st.bytes_sent >= 5, true);
+
+	/* a second store on the same directory sees the same objects */
+	struct store *s2;
+	void *out;
+	size_t n;
+	assert_int_equal(store_open_local(t->dir, &s2), 0);
+	assert_int_equal(store_get(s2, "a/b/c", 1, 3, &out, &n), 0);
+	assert_int_equal(n, 3);
+	assert_memory_equal(out, "ell", 3);
+	free(out);
+	store_close(s2);
+	tu_store_close(t);
+}
+
+static void test_open_errors(void **state)
+{
+	(void)state;
+	char *dir = tu_tempdir(), path[PATH_MAX];
+	struct store *s = (struct store *)0x1;
+
+	assert_non_null(dir);
+	write_file(dir, "file", "x");
+	snprintf(path, sizeof(path), "%s/file", dir);
+	assert_true(store_open_local(path, &s) < 0);
+	assert_ptr_equal(s, (struct store *)0x1); /* *out untouched on failure */
+	assert_int_equal(store_open_local("", &s), -EINVAL);
+	snprintf(path, sizeof(path), "%s/new", dir); /* a missing dir is created */
+	assert_int_equal(store_open_local(path, &s), 0);
+	store_close(s);
+	assert_true(file_exists(dir, "new"));
+	free(dir);
+}
+
+static void test_symlinks_never_followed(void **state)
+{
+	(void)state;
+	char *out_dir = tu_tempdir(), path[PATH_MAX], buf[64];
+	struct tu_store *t;
+	void *data;
+	size_t n;
+	struct store_stat st;
+
+	assert_int_equal(tu_store_open("local", &t), 0);
+	write_file(out_dir, "secret", "outside");
+	/* a directory symlink and a file symlink planted inside the root */
+	snprintf(path, sizeof(path), "%s/evil", t->dir);
+	assert_int_equal(symlink(out_dir, path), 0);
+	snprintf(path, sizeof(path), "%s/link", t->dir);
+	char target[PATH_MAX];
+	snprintf(target, sizeof(target), "%s/secret", out_dir);
+	assert_int_equal(symlink(target, path), 0);
+
+	assert_int_equal(store_get(t->store, "evil/secret", 0, STORE_TO_END, &data, &n), -ENOENT);
+	assert_int_equal(store_head(t->store, "evil/secret", &st), -ENOENT);
+	assert_int_equal(store_get(t->store, "link", 0, STORE_TO_END, &data, &n), -ENOENT);
+	assert_int_equal(store_head(t->store, "link", &st), -ENOENT);
+	assert_true(store_put(t->store, "evil/new", "x", 1) < 0);
+	assert_false(file_exists(out_dir, "new"));
+	assert_int_equal(store_delete(t->store, "evil/secret"), 0);
+	assert_true(file_exists(out_dir, "secret"));
+	assert_int_equal(tu_count_keys(t->store, ""), 0); /* symlinks are not objects */
+	assert_int_equal(tu_count_keys(t->store, "evil/"), 0);
+	struct store_writer *w;
+	assert_true(store_writer_open(t->store, "evil/w", 0, &w) < 0);
+	/* putting over a symlink replaces the link, never writes through it */
+	assert_int_equal(store_put(t->store, "link", "mine", 4), 0);
+	read_file(out_dir, "secret", buf, sizeof(buf));
+	assert_string_equal(buf, "outside");
+	assert_int_equal(tu_count_keys(t->store, ""), 1);
+	/* escape attempts by key are refused before reaching the directory */
+	assert_int_equal(store_put(t->store, "../escape", "x", 1), -EINVAL);
+	assert_int_equal(store_put(t->store, "a/../../escape", "x", 1), -EINVAL);
+	assert_int_equal(store_list(t->store, "../", NULL, 0, NULL, NULL), -EINVAL);
+	tu_store_close(t);
+	free(out_dir);
+}
+
+static int list_nothing(void *arg, const char *key, uint64_t size)
+{
+	(void)size;
+	fail_msg("unexpected key %s listed (%s)", key, (const char *)arg);
+	return 0;
+}
+
+static void test_temp_files(void **state)
+{
+	(void)state;
+	struct tu_store *t;
+	struct store_writer *w;
+	char name[64], path[PATH_MAX];
+	unsigned n = 99;
+
+	assert_int_equal(tu_store_open("local", &t), 0);
+	assert_int_equal(store_put(t->store, "d/keep", "k", 1), 0);
+	/* an open writer's temp file is invisible */
+	assert_int_equal(store_writer_open(t->store, "d/w", 0, &w), 0);
+	assert_int_equal(store_writer_write(w, "abc", 3), 0);
+	assert_int_equal(count_tmp(t->dir, "d"), 1);
+	assert_int_equal(tu_count_keys(t->store, ""), 1);
+	assert_int_equal(store_list(t->store, "d/w", NULL, 0, list_nothing, (void *)"writer tmp"), 0);
+	store_writer_abort(w);
+	assert_int_equal(count_tmp(t->dir, "d"), 0);
+
+	/* leftovers of a crashed process (pid that cannot exist), garbage, ours */
+	write_file(t->dir, "\\tmp.999999999.1", "crash");
+	write_file(t->dir, "d/\\tmp.999999999.2", "crash");
+	write_file(t->dir, "d/\\tmp.garbage", "junk");
+	snprintf(name, sizeof(name), "d/\\tmp.%d.777", (int)getpid());
+	write_file(t->dir, name, "live");
+	assert_int_equal(tu_count_keys(t->store, ""), 1); /* never listed, even before cleanup */
+	assert_int_equal(tu_store_reopen(t), 0);
+	assert_false(file_exists(t->dir, "\\tmp.999999999.1"));
+	assert_false(file_exists(t->dir, "d/\\tmp.999999999.2"));
+	assert_false(file_exists(t->dir, "d/\\tmp.garbage"));
+	assert_true(file_exists(t->dir, name)); /* a live process's upload is left alone */
+	assert_int_equal(tu_count_keys(t->store, ""), 1);
+
+	/* cleanup_uploads by age */
+	assert_int_equal(store_cleanup_uploads(t->store, "", 3600, &n), 0);
+	assert_int_equal(n, 0);
+	assert_true(file_exists(t->dir, name));
+	snprintf(path, sizeof(path), "%s/%s", t->dir, name);
+	struct timespec old[2] = {{.tv_sec = time(NULL) - 7200}, {.tv_sec = time(NULL) - 7200}};
+	assert_int_equal(utimensat(AT_FDCWD, path, old, 0), 0);
+	assert_int_equal(store_cleanup_uploads(t->store, "other/", 3600, &n), 0);
+	assert_int_equal(n, 0); /* prefix elsewhere */
+	assert_int_equal(store_cleanup_uploads(t->store, "d/", 3600, &n), 0);
+	assert_int_equal(n, 1);
+	assert_false(file_exists(t->dir, name));
+	assert_true(file_exists(t->dir, "d/keep"));
+	tu_store_close(t);
+}
+
+static int count_cb(void *arg, const char *key, uint64_t size)
+{
+	(void)key;
+	(void)size;
+	(*(int *)arg)++;
+	return 0;
+}
+
+static void test_foreign_files(void **state)
+{
+	(void)state;
+	struct tu_store *t;
+	char path[PATH_MAX];
+	int n = 0;
+
+	/* files that no key can name are not listed (and not touched) */
+	assert_int_equal(tu_store_open("local", &t), 0);
+	write_file(t->dir, "ok", "1");
+	write_file(t->dir, "sp ace", "1"); /* a space is printable: a valid key */
+	write_file(t->dir, "caf\xc3\xa9", "1");
+	write_file(t->dir, "new\nline", "1");
+	snprintf(path, sizeof(path), "%s/fifo", t->dir);
+	assert_int_equal(mkfifo(path, 0600), 0);
+	assert_int_equal(store_list(t->store, "", NULL, 0, count_cb, &n), 0);
+	assert_int_equal(n, 2);
+	void *d;
+	size_t len;
+	assert_int_equal(store_get(t->store, "fifo", 0, 1, &d, &len), -ENOENT);
+	assert_true(file_exists(t->dir, "caf\xc3\xa9"));
+	tu_store_close(t);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_key_valid),
+		cmocka_unit_test(test_layout_and_caps),
+		cmocka_unit_test(test_open_errors),
+		cmocka_unit_test(test_symlinks_never_followed),
+		cmocka_unit_test(test_temp_files),
+		cmocka_unit_test(test_foreign_files),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,323 @@
+/*
+ * testutil.c - shared test helpers (see testutil.h).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+/* ------------------------------------------------------------------------
+ * Temp dirs
+ */
+
+static pthread_mutex_t tmp_mu = PTHREAD_MUTEX_INITIALIZER;
+static char **tmp_dirs;   /* protected by tmp_mu */
+static size_t tmp_n;      /* protected by tmp_mu */
+
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)ftw;
+	if (flag == FTW_DP)
+		return rmdir(path) < 0 && errno != ENOENT ? -1 : 0;
+	return unlink(path) < 0 && errno != ENOENT ? -1 : 0;
+}
+
+int tu_rmtree(const char *path)
+{
+	if (access(path, F_OK) < 0)
+		return 0;
+	if (nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS) < 0)
+		return -errno;
+	return 0;
+}
+
+static void tmp_cleanup(void)
+{
+	pthread_mutex_lock(&tmp_mu);
+	for (size_t i = 0; i < tmp_n; i++) {
+		if (!getenv("MEMWALFS_KEEP_TMP"))
+			tu_rmtree(tmp_dirs[i]);
+		free(tmp_dirs[i]);
+	}
+	free(tmp_dirs);
+	tmp_dirs = NULL;
+	tmp_n = 0;
+	pthread_mutex_unlock(&tmp_mu);
+}
+
+char *tu_tempdir(void)
+{
+	static bool registered;
+	const char *base = getenv("TMPDIR");
+	char *path, **nd;
+
+	if (!base || !*base)
+		base = "/tmp";
+	if (asprintf(&path, "%s/memwalfs-test-XXXXXX", base) < 0)
+		return NULL;
+	if (!mkdtemp(path)) {
+		fprintf(stderr, "tu_tempdir: mkdtemp %s: %s\n", path, strerror(errno));
+		free(path);
+		return NULL;
+	}
+	pthread_mutex_lock(&tmp_mu);
+	if (!registered) {
+		atexit(tmp_cleanup);
+		registered = true;
+	}
+	nd = realloc(tmp_dirs, (tmp_n + 1) * sizeof(*nd));
+	if (nd) {
+		tmp_dirs = nd;
+		tmp_dirs[tmp_n] = strdup(path);
+		if (tmp_dirs[tmp_n])
+			tmp_n++;
+	}
+	pthread_mutex_unlock(&tmp_mu);
+	return path;
+}
+
+/* ------------------------------------------------------------------------
+ * Random bytes, seeds, clocks
+ */
+
+static uint64_t splitmix(uint64_t *x)
+{
+	uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+void tu_random_bytes(void *buf, size_t len, uint64_t seed)
+{
+	uint8_t *p = buf;
+	uint64_t st = seed;
+	size_t i = 0;
+
+	for (; i + 8 <= len; i += 8) {
+		uint64_t v = splitmix(&st);
+		memcpy(p + i, &v, 8);
+	}
+	if (i < len) {
+		uint64_t v = splitmix(&st);
+		memcpy(p + i, &v, len - i);
+	}
+}
+
+uint64_t tu_seed(const char *name)
+{
+	const char *env = getenv("MEMWALFS_SEED");
+	uint64_t seed;
+
+	if (env && *env)
+		seed = strtoull(env, NULL, 0);
+	else
+		seed = tu_now_ns() ^ ((uint64_t)getpid() << 32);
+	fprintf(stderr, "%s: seed %" PRIu64 " (replay with MEMWALFS_SEED=%" PRIu64 ")\n",
+		name ? name : "test", seed, seed);
+	return seed;
+}
+
+uint64_t tu_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+double tu_now_sec(void)
+{
+	return (double)tu_now_ns() / 1e9;
+}
+
+/* ------------------------------------------------------------------------
+ * Stores
+ */
+
+bool tu_have_s3(void)
+{
+	const char *e = getenv("S3_ENDPOINT");
+	return e && *e;
+}
+
+void tu_require_fuse(void)
+{
+	int fd = open("/dev/fuse", O_RDWR | O_CLOEXEC);
+	if (fd < 0) {
+		fprintf(stderr, "SKIP: /dev/fuse unavailable: %s\n", strerror(errno));
+		exit(TU_SKIP);
+	}
+	close(fd);
+}
+
+static int open_s3(struct tu_store *t)
+{
+	struct s3_opts o;
+	const char *region = getenv("S3_REGION");
+
+	s3_opts_default(&o);
+	o.endpoint = getenv("S3_ENDPOINT");
+	o.bucket = getenv("S3_BUCKET");
+	o.region = region && *region ? region : "us-east-1";
+	o.access_key = getenv("AWS_ACCESS_KEY_ID");
+	o.secret_key = getenv("AWS_SECRET_ACCESS_KEY");
+	o.prefix = t->prefix;
+	o.path_style = true;
+	if (!o.bucket) {
+		fprintf(stderr, "tu_store_open: S3_ENDPOINT set but S3_BUCKET is not\n");
+		return -EINVAL;
+	}
+	return store_open_s3(&o, &t->store);
+}
+
+static int open_kind(struct tu_store *t)
+{
+	struct store *local = NULL;
+	int rc;
+
+	if (!strcmp(t->kind, "s3"))
+		return open_s3(t);
+	rc = store_open_local(t->dir, &local);
+	if (rc < 0)
+		return rc;
+	if (!strcmp(t->kind, "local")) {
+		t->store = local;
+		return 0;
+	}
+	rc = fault_store_new(local, &t->fault);
+	if (rc < 0) {
+		store_close(local);
+		return rc;
+	}
+	t->store = fault_store_as_store(t->fault);
+	return 0;
+}
+
+int tu_store_open(const char *kind, struct tu_store **out)
+{
+	struct tu_store *t;
+	int rc;
+
+	if (strcmp(kind, "local") && strcmp(kind, "fault") && strcmp(kind, "s3"))
+		return -EINVAL;
+	if (!strcmp(kind, "s3") && !tu_have_s3()) {
+		fprintf(stderr, "SKIP: S3_ENDPOINT is not set\n");
+		return TU_SKIP;
+	}
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	t->kind = !strcmp(kind, "local") ? "local" : !strcmp(kind, "fault") ? "fault" : "s3";
+	if (!strcmp(kind, "s3")) {
+		uint64_t r = tu_now_ns() ^ ((uint64_t)getpid() << 20);
+		uint64_t st = r;
+		if (asprintf(&t->prefix, "memwalfs-test-%d-%016" PRIx64 "/", (int)getpid(),
+			     splitmix(&st)) < 0)
+			t->prefix = NULL;
+		rc = t->prefix ? 0 : -ENOMEM;
+	} else {
+		t->dir = tu_tempdir();
+		rc = t->dir ? 0 : -EIO;
+	}
+	if (rc == 0)
+		rc = open_kind(t);
+	if (rc != 0) {
+		free(t->dir);
+		free(t->prefix);
+		free(t);
+		return rc;
+	}
+	*out = t;
+	return 0;
+}
+
+int tu_store_reopen(struct tu_store *t)
+{
+	store_close(t->store);
+	t->store = NULL;
+	t->fault = NULL;
+	return open_kind(t);
+}
+
+void tu_store_close(struct tu_store *t)
+{
+	if (!t)
+		return;
+	if (t->store && t->prefix) {
+		/* S3: the store's own prefix is ours; wipe through the inner store */
+		struct store *s = t->fault ? fault_store_inner(t->fault) : t->store;
+		unsigned n;
+		store_cleanup_uploads(s, "", 0, &n);
+		tu_wipe_prefix(s, "");
+	}
+	store_close(t->store);
+	if (t->dir && !getenv("MEMWALFS_KEEP_TMP"))
+		tu_rmtree(t->dir);
+	free(t->dir);
+	free(t->prefix);
+	free(t);
+}
+
+struct key_vec {
+	char **keys;
+	size_t n, cap;
+};
+
+static int collect(void *arg, const char *key, uint64_t size)
+{
+	struct key_vec *v = arg;
+	(void)size;
+	if (v->n == v->cap) {
+		size_t nc = v->cap ? v->cap * 2 : 256;
+		char **nk = realloc(v->keys, nc * sizeof(*nk));
+		if (!nk)
+			return -ENOMEM;
+		v->keys = nk;
+		v->cap = nc;
+	}
+	v->keys[v->n] = strdup(key);
+	if (!v->keys[v->n])
+		return -ENOMEM;
+	v->n++;
+	return 0;
+}
+
+int tu_wipe_prefix(struct store *s, const char *prefix)
+{
+	struct key_vec v = {0};
+	int rc = store_list(s, prefix, NULL, 0, collect, &v);
+
+	if (rc == 0 && v.n)
+		rc = store_delete_many(s, (const char *const *)v.keys, v.n);
+	for (size_t i = 0; i < v.n; i++)
+		free(v.keys[i]);
+	free(v.keys);
+	if (rc < 0)
+		fprintf(stderr, "tu_wipe_prefix %s: %s\n", prefix, strerror(-rc));
+	return rc;
+}
+
+static int count_one(void *arg, const char *key, uint64_t size)
+{
+	(void)key;
+	(void)size;
+	(*(long *)arg)++;
+	return 0;
+}
+
+long tu_count_keys(struct store *s, const char *prefix)
+{
+	long n = 0;
+	int rc = store_list(s, prefix, NULL, 0, count_one, &n);
+	return rc < 0 ? rc : n;
+}

@@ -1,0 +1,89 @@
+/*
+ * testutil.h - helpers every test uses: temp dirs, test stores of each kind,
+ * wiping a prefix, seeded random bytes, seeds and clocks.
+ *
+ * Store kinds for tu_store_open():
+ *   "local"  store_open_local() on a fresh temp dir (removed at close)
+ *   "fault"  the fault wrapper (s3/fault.h) over "local"; t->fault is set
+ *   "s3"     store_open_s3() on $S3_ENDPOINT/$S3_BUCKET with AWS_ACCESS_KEY_ID,
+ *            AWS_SECRET_ACCESS_KEY (and S3_REGION, default us-east-1), under a
+ *            unique random key prefix that is wiped at close.  Returns TU_SKIP
+ *            when S3_ENDPOINT is unset.
+ *
+ * Everything here is for tests: failures of the helpers themselves are
+ * reported on stderr.  Single-threaded use, except tu_random_bytes() and the
+ * clocks, which are thread-safe.
+ */
+#ifndef MEMWALFS_TESTUTIL_H
+#define MEMWALFS_TESTUTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fault.h"
+#include "store.h"
+
+/* Exit code that meson reports as SKIP; also tu_store_open()'s "skip" result. */
+#define TU_SKIP 77
+
+/* An open test store. */
+struct tu_store {
+	struct store *store;       /* the store to test (owned) */
+	struct fault_store *fault; /* kind "fault": the wrapper of store (else NULL) */
+	const char *kind;          /* "local", "fault" or "s3" */
+	char *dir;                 /* local/fault: the root directory (owned) */
+	char *prefix;              /* s3: the unique key prefix inside the bucket (owned) */
+};
+
+/*
+ * Make a fresh empty directory under $TMPDIR (or /tmp) and return its
+ * malloc()ed path (NULL on failure).  It is removed, with its contents, at
+ * exit unless MEMWALFS_KEEP_TMP is set.
+ */
+char *tu_tempdir(void);
+
+/* Remove path and everything below it (missing is fine).  0 or -errno. */
+int tu_rmtree(const char *path);
+
+/*
+ * Open a test store of kind.  Returns 0 and *out, TU_SKIP when the kind
+ * cannot run here (no S3 server given), or a negative errno.
+ */
+int tu_store_open(const char *kind, struct tu_store **out);
+
+/*
+ * Close t->store and open the same objects again (same dir or prefix), as
+ * after a restart.  A fault wrapper is recreated, disarmed.  0 or -errno.
+ */
+int tu_store_reopen(struct tu_store *t);
+
+/* Close the store, remove every object it made (dir or prefix), free t.  NULL ok. */
+void tu_store_close(struct tu_store *t);
+
+/* Delete every key under prefix ("" for all) in s.  0 or -errno. */
+int tu_wipe_prefix(struct store *s, const char *prefix);
+
+/* Count the keys under prefix.  Returns the count, or a negative errno. */
+long tu_count_keys(struct store *s, const char *prefix);
+
+/* Fill buf with len bytes determined by seed (same seed, same bytes). */
+void tu_random_bytes(void *buf, size_t len, uint64_t seed);
+
+/*
+ * A seed for a randomized test: $MEMWALFS_SEED if set, else from the clock.
+ * Printed to stderr with name so a failure can be replayed.
+ */
+uint64_t tu_seed(const char *name);
+
+/* Monotonic clock in nanoseconds / seconds. */
+uint64_t tu_now_ns(void);
+double tu_now_sec(void);
+
+/* True when S3_ENDPOINT is set (the s3 kind can run). */
+bool tu_have_s3(void);
+
+/* Exit with TU_SKIP (after printing why) when /dev/fuse cannot be opened. */
+void tu_require_fuse(void);
+
+#endif /* MEMWALFS_TESTUTIL_H */

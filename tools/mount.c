@@ -1,0 +1,488 @@
+/*
+ * mount.c - "memwalfs mount" and "memwalfs stats": mount a store (a local
+ * directory or s3://bucket/prefix) as a FUSE filesystem, and print the
+ * statistics of a mounted one.
+ *
+ *   memwalfs mount [options] STORE MOUNTPOINT
+ *
+ * Background by default: the process forks first (before any thread
+ * exists), the child opens the store and the engine, mounts, and only then
+ * tells the waiting parent that the mount succeeded; errors are printed on
+ * the terminal and become the parent's exit status.  SIGTERM, SIGINT,
+ * "umount" and "fusermount3 -u" end the session; the child then writes out
+ * every buffer, commits (engine_close) and exits 0.
+ *
+ * The mount helper (tools/mount.fuse.memwalfs, installed as
+ * /sbin/mount.fuse.memwalfs) turns "mount -t fuse.memwalfs STORE DIR -o
+ * opts" and fstab lines into this command; memwalfs' own settings may then
+ * come as -o options (endpoint=, region=, cadence=, cache=, memtable=,
+ * chunk=, single_writer).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "engine.h"
+#include "fs.h"
+#include "log.h"
+#include "store.h"
+#include "storeopt.h"
+
+/* Everything the command line decides. */
+struct mount_args {
+	const char *store;        /* STORE argument */
+	const char *mountpoint;   /* MOUNTPOINT argument */
+	bool foreground;          /* -f */
+	bool debug;               /* -d: FUSE debug output (implies -f) */
+	struct s3_opts s3;        /* store options */
+	struct engine_opts eo;    /* engine options */
+	struct mwfs_opts fo;      /* filesystem options */
+	char fuse_opts[4096];     /* -o list passed to FUSE */
+	bool default_permissions; /* add default_permissions (on unless no_default_permissions) */
+	const char *pidfile;      /* --pidfile: write the serving process id here */
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: memwalfs mount [options] STORE MOUNTPOINT\n\n"
+		"Mount STORE (a local directory, created on first use, or s3://bucket/prefix)\n"
+		"at MOUNTPOINT.  The first mount of an empty store formats it.\n\n"
+		"options:\n"
+		"  -f, --foreground       stay in the foreground (default: background once mounted)\n"
+		"  -d, --debug            FUSE debug output (implies -f)\n"
+		"  -o OPT[,OPT...]        mount options: ro, allow_other, default_permissions (on by\n"
+		"                         default; no_default_permissions turns it off), noatime,\n"
+		"                         ...; memwalfs settings as endpoint=, region=, cadence=,\n"
+		"                         cache=, memtable=, chunk=, single_writer (for fstab)\n"
+		"  --cadence MS           group-commit interval (default 100)\n"
+		"  --cache-size BYTES     blob and block cache (default 256M)\n"
+		"  --memtable-size BYTES  MemTable size before a flush (default 64M)\n"
+		"  --chunk-size BYTES     data chunk size when formatting (default 1M)\n"
+		"  --threads N            FUSE worker threads (default 8)\n"
+		"  --no-writeback-cache   do not use the kernel writeback cache\n"
+		"  --single-writer        accept a store without conditional create\n"
+		"  --pidfile FILE         write the id of the serving process to FILE\n"
+		"  -v, --verbose          log more (repeat for debug)\n\n");
+	storeopt_usage(f);
+	fprintf(f, "\nUnmount with: fusermount3 -u MOUNTPOINT (or umount, or SIGTERM).\n");
+}
+
+/* "64M", "1G", "4096" -> bytes; false on a bad number. */
+static bool parse_size(const char *s, size_t *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno || end == s)
+		return false;
+	switch (*end) {
+	case 'k': case 'K': v <<= 10; end++; break;
+	case 'm': case 'M': v <<= 20; end++; break;
+	case 'g': case 'G': v <<= 30; end++; break;
+	default: break;
+	}
+	if (*end == 'i' || *end == 'B')
+		end++;
+	if (*end == 'B')
+		end++;
+	if (*end)
+		return false;
+	*out = (size_t)v;
+	return true;
+}
+
+static int add_fuse_opt(struct mount_args *a, const char *opt)
+{
+	size_t n = strlen(a->fuse_opts);
+	int w = snprintf(a->fuse_opts + n, sizeof(a->fuse_opts) - n, "%s%s", n ? "," : "", opt);
+	if (w < 0 || (size_t)w >= sizeof(a->fuse_opts) - n) {
+		fprintf(stderr, "memwalfs: too many -o options\n");
+		return -1;
+	}
+	return 0;
+}
+
+/* A memwalfs setting given as a command-line option or as -o key=value. */
+static int set_option(struct mount_args *a, const char *name, const char *val)
+{
+	size_t sz;
+	if (!strcmp(name, "cadence")) {
+		if (!val || !parse_size(val, &sz) || sz == 0 || sz > 60000)
+			goto bad;
+		a->eo.cadence_ms = (unsigned)sz;
+	} else if (!strcmp(name, "cache")) {
+		if (!val || !parse_size(val, &sz))
+			goto bad;
+		a->eo.cache_bytes = sz;
+	} else if (!strcmp(name, "memtable")) {
+		if (!val || !parse_size(val, &sz) || sz < (1u << 20))
+			goto bad;
+		a->eo.memtable_max_bytes = sz;
+	} else if (!strcmp(name, "chunk")) {
+		if (!val || !parse_size(val, &sz) || sz < 4096 || sz > (64u << 20) || (sz & (sz - 1)))
+			goto bad;
+		a->fo.chunk_size = (uint32_t)sz;
+	} else if (!strcmp(name, "threads")) {
+		if (!val || !parse_size(val, &sz) || sz < 1 || sz > 256)
+			goto bad;
+		a->fo.max_threads = (unsigned)sz;
+	} else if (!strcmp(name, "endpoint")) {
+		if (!val)
+			goto bad;
+		a->s3.endpoint = val;
+		a->s3.path_style = true;
+	} else if (!strcmp(name, "region")) {
+		if (!val)
+			goto bad;
+		a->s3.region = val;
+	} else if (!strcmp(name, "single_writer")) {
+		a->eo.single_writer_ok = true;
+	} else if (!strcmp(name, "no_writeback_cache")) {
+		a->fo.writeback = false;
+	} else {
+		return 0;
+	}
+	return 1;
+bad:
+	fprintf(stderr, "memwalfs: bad value for %s: %s\n", name, val ? val : "(none)");
+	return -1;
+}
+
+/* Split a -o list: memwalfs settings, options fstab adds, FUSE options. */
+static int parse_o(struct mount_args *a, char *list)
+{
+	static const char *const dropped[] = {"defaults", "auto", "noauto", "user", "users",
+					       "nouser", "_netdev", "nofail", "rw", NULL};
+	for (char *save = NULL, *opt = strtok_r(list, ",", &save); opt;
+	     opt = strtok_r(NULL, ",", &save)) {
+		char *eq = strchr(opt, '=');
+		bool drop = !strncmp(opt, "x-", 2) || !strncmp(opt, "comment=", 8);
+		for (int i = 0; dropped[i]; i++)
+			drop = drop || !strcmp(opt, dropped[i]);
+		if (drop)
+			continue;
+		if (!strcmp(opt, "no_default_permissions")) {
+			a->default_permissions = false;
+			continue;
+		}
+		if (!strcmp(opt, "default_permissions"))
+			continue; /* added below */
+		if (!strcmp(opt, "ro")) {
+			a->eo.read_only = true;
+			a->fo.read_only = true;
+		}
+		if (eq)
+			*eq = 0;
+		int r = set_option(a, opt, eq ? eq + 1 : NULL);
+		if (eq && r == 0)
+			*eq = '=';
+		if (r < 0)
+			return -1;
+		if (r == 0 && add_fuse_opt(a, opt))
+			return -1;
+	}
+	return 0;
+}
+
+static int parse_args(struct mount_args *a, int argc, char **argv)
+{
+	const char *pos[2];
+	int npos = 0;
+	static const char *const long_set[][2] = {
+		{"--cadence", "cadence"},   {"--cache-size", "cache"}, {"--memtable-size", "memtable"},
+		{"--chunk-size", "chunk"}, {"--threads", "threads"},
+	};
+	int verbose = 0;
+	for (int i = 1; i < argc;) {
+		const char *s = argv[i];
+		int r = storeopt_parse(&a->s3, argc, argv, &i);
+		if (r < 0)
+			return -1;
+		if (r > 0)
+			continue;
+		bool done = false;
+		for (size_t k = 0; k < sizeof(long_set) / sizeof(long_set[0]) && !done; k++) {
+			size_t n = strlen(long_set[k][0]);
+			if (strncmp(s, long_set[k][0], n) || (s[n] && s[n] != '='))
+				continue;
+			const char *v = s[n] == '=' ? s + n + 1 : (i + 1 < argc ? argv[++i] : NULL);
+			if (set_option(a, long_set[k][1], v) < 0)
+				return -1;
+			i++;
+			done = true;
+		}
+		if (done)
+			continue;
+		if (!strcmp(s, "-h") || !strcmp(s, "--help")) {
+			usage(stdout);
+			exit(0);
+		} else if (!strcmp(s, "-f") || !strcmp(s, "--foreground")) {
+			a->foreground = true;
+		} else if (!strcmp(s, "-d") || !strcmp(s, "--debug")) {
+			a->debug = a->foreground = true;
+		} else if (!strcmp(s, "-v") || !strcmp(s, "--verbose")) {
+			verbose++;
+		} else if (!strcmp(s, "--pidfile")) {
+			if (i + 1 >= argc) {
+				fprintf(stderr, "memwalfs: --pidfile needs a value\n");
+				return -1;
+			}
+			a->pidfile = argv[++i];
+		} else if (!strcmp(s, "--single-writer")) {
+			a->eo.single_writer_ok = true;
+		} else if (!strcmp(s, "--no-writeback-cache")) {
+			a->fo.writeback = false;
+		} else if (!strcmp(s, "-o") || !strncmp(s, "-o", 2)) {
+			const char *v = s[2] ? s + 2 : (i + 1 < argc ? argv[++i] : NULL);
+			if (!v) {
+				fprintf(stderr, "memwalfs: -o needs a value\n");
+				return -1;
+			}
+			char *copy = strdup(v); /* strings point into it: kept until exit */
+			if (!copy || parse_o(a, copy))
+				return -1;
+		} else if (!strcmp(s, "-s") || !strcmp(s, "-n")) {
+			/* from mount(8): single-threaded / no mtab: ignored */
+		} else if (s[0] == '-' && s[1]) {
+			fprintf(stderr, "memwalfs mount: unknown option %s (try --help)\n", s);
+			return -1;
+		} else if (npos < 2) {
+			pos[npos++] = s;
+		} else {
+			fprintf(stderr, "memwalfs mount: too many arguments\n");
+			return -1;
+		}
+		i++;
+	}
+	if (npos != 2) {
+		usage(stderr);
+		return -1;
+	}
+	if (verbose)
+		mw_log_set_level(verbose > 1 ? MW_LOG_DEBUG : MW_LOG_INFO);
+	a->store = pos[0];
+	a->mountpoint = pos[1];
+	return 0;
+}
+
+static void progress(void *arg, const char *phase, uint64_t done, uint64_t total)
+{
+	static int last_pct = -1;
+	(void)arg;
+	int pct = total ? (int)(done * 100 / total) : -1;
+	if (total && (pct == last_pct || !isatty(2)) && done < total)
+		return; /* one line per percent, on a terminal only */
+	last_pct = pct;
+	if (total)
+		fprintf(stderr, "\rmemwalfs: %s %llu/%llu (%d%%)", phase, (unsigned long long)done,
+			(unsigned long long)total, pct);
+	else
+		fprintf(stderr, "\rmemwalfs: %s %llu", phase, (unsigned long long)done);
+	if (total && done >= total)
+		fprintf(stderr, "\n");
+}
+
+/* Tell the waiting parent how the mount went (status byte); closes the pipe. */
+static void report(int *fd, unsigned char status)
+{
+	if (*fd < 0)
+		return;
+	ssize_t w;
+	do
+		w = write(*fd, &status, 1);
+	while (w < 0 && errno == EINTR);
+	close(*fd);
+	*fd = -1;
+}
+
+static int serve(struct mount_args *a, int report_fd)
+{
+	struct store *st = NULL;
+	struct engine *e = NULL;
+	struct mwfs *fs = NULL;
+	char mnt[PATH_MAX];
+	int rc, status = 1;
+
+	if (!realpath(a->mountpoint, mnt)) {
+		fprintf(stderr, "memwalfs: mount point %s: %s\n", a->mountpoint, strerror(errno));
+		goto out;
+	}
+	char abs_store[PATH_MAX];
+	if (strncmp(a->store, "s3://", 5) && a->store[0] != '/') {
+		/* the daemon changes to "/": make a local store path absolute */
+		char cwd[PATH_MAX];
+		if (!getcwd(cwd, sizeof(cwd)) ||
+		    snprintf(abs_store, sizeof(abs_store), "%s/%s", cwd, a->store) >=
+			    (int)sizeof(abs_store)) {
+			fprintf(stderr, "memwalfs: store path %s is too long\n", a->store);
+			goto out;
+		}
+		a->store = abs_store;
+	}
+	rc = store_open_url(a->store, &a->s3, &st);
+	if (rc) {
+		fprintf(stderr, "memwalfs: cannot open store %s: %s\n", a->store, strerror(-rc));
+		goto out;
+	}
+	a->eo.progress = progress;
+	rc = engine_open(st, &a->eo, &e);
+	if (rc) {
+		fprintf(stderr, "memwalfs: cannot open the engine on %s: %s\n", a->store,
+			strerror(-rc));
+		goto out;
+	}
+	rc = mwfs_open(e, &a->fo, &fs);
+	if (rc) {
+		fprintf(stderr, "memwalfs: cannot open the filesystem on %s: %s\n", a->store,
+			rc == -EPROTONOSUPPORT ? "unknown format version" : strerror(-rc));
+		goto out;
+	}
+	char fsname[PATH_MAX + 64];
+	snprintf(fsname, sizeof(fsname), "fsname=%s,subtype=memwalfs", a->store);
+	if (a->default_permissions && add_fuse_opt(a, "default_permissions"))
+		goto out;
+	if (add_fuse_opt(a, fsname))
+		goto out;
+	char prog[] = "memwalfs", dash_o[] = "-o", dash_d[] = "-d";
+	char *fargv[] = {prog, dash_o, a->fuse_opts, a->debug ? dash_d : NULL, NULL};
+	int fargc = a->debug ? 4 : 3;
+	rc = mwfs_mount(fs, fargc, fargv, mnt);
+	if (rc) {
+		fprintf(stderr, "memwalfs: cannot mount %s at %s\n", a->store, mnt);
+		goto out;
+	}
+	/* mounted: let the parent go, detach from the terminal */
+	if (a->pidfile) {
+		FILE *pf = fopen(a->pidfile, "w");
+		if (!pf || fprintf(pf, "%ld\n", (long)getpid()) < 0 || fclose(pf))
+			fprintf(stderr, "memwalfs: writing %s: %s\n", a->pidfile, strerror(errno));
+	}
+	report(&report_fd, 0);
+	if (!a->foreground) {
+		int nfd = open("/dev/null", O_RDWR);
+		if (nfd >= 0) {
+			dup2(nfd, 0);
+			dup2(nfd, 1);
+			dup2(nfd, 2);
+			if (nfd > 2)
+				close(nfd);
+		}
+		mw_log_to_syslog(true);
+		if (chdir("/"))
+			log_warn("chdir /: %s", strerror(errno));
+	}
+	rc = mwfs_loop(fs);
+	if (rc)
+		log_err("the FUSE session ended with %s", strerror(-rc));
+	status = 0;
+out:
+	rc = mwfs_close(fs);
+	if (rc) {
+		log_err("writing out buffered data at unmount: %s", strerror(-rc));
+		status = 1;
+	}
+	rc = engine_close(e);
+	if (rc) {
+		log_err("final commit: %s", strerror(-rc));
+		status = 1;
+	}
+	store_close(st);
+	report(&report_fd, (unsigned char)status);
+	return status;
+}
+
+/* Entry points for the command table in tools/memwalfs.c. */
+int cmd_mount(int argc, char **argv);
+int cmd_stats(int argc, char **argv);
+
+/* memwalfs mount: see the file comment.  Returns the exit status. */
+int cmd_mount(int argc, char **argv)
+{
+	struct mount_args a;
+	memset(&a, 0, sizeof(a));
+	s3_opts_default(&a.s3);
+	engine_opts_default(&a.eo);
+	mwfs_opts_default(&a.fo);
+	a.default_permissions = true;
+	if (parse_args(&a, argc, argv))
+		return 2;
+	if (access("/dev/fuse", R_OK | W_OK)) {
+		fprintf(stderr, "memwalfs: /dev/fuse: %s (is the fuse module loaded?)\n",
+			strerror(errno));
+		return 1;
+	}
+	if (a.foreground)
+		return serve(&a, -1);
+
+	/* fork before any thread exists; the child reports success through a pipe */
+	int p[2];
+	if (pipe(p)) {
+		perror("memwalfs: pipe");
+		return 1;
+	}
+	pid_t pid = fork();
+	if (pid < 0) {
+		perror("memwalfs: fork");
+		return 1;
+	}
+	if (pid == 0) {
+		close(p[0]);
+		setsid();
+		signal(SIGHUP, SIG_IGN);
+		return serve(&a, p[1]);
+	}
+	close(p[1]);
+	unsigned char status = 1;
+	ssize_t r;
+	do
+		r = read(p[0], &status, 1);
+	while (r < 0 && errno == EINTR);
+	close(p[0]);
+	if (r != 1) {
+		int ws;
+		waitpid(pid, &ws, 0);
+		return 1;
+	}
+	if (status != 0)
+		waitpid(pid, NULL, 0);
+	return status;
+}
+
+/* memwalfs stats MOUNTPOINT: print the root's statistics xattr. */
+int cmd_stats(int argc, char **argv)
+{
+	if (argc != 2 || argv[1][0] == '-') {
+		fprintf(argc == 2 ? stdout : stderr,
+			"usage: memwalfs stats MOUNTPOINT\n\nPrint the statistics of the memwalfs "
+			"filesystem mounted at MOUNTPOINT.\n");
+		return argc == 2 && strcmp(argv[1], "-h") && strcmp(argv[1], "--help") ? 2 : 0;
+	}
+	char *buf = NULL;
+	ssize_t n = getxattr(argv[1], MWFS_STATS_XATTR, NULL, 0);
+	if (n >= 0) {
+		buf = malloc((size_t)n + 1024);
+		if (buf)
+			n = getxattr(argv[1], MWFS_STATS_XATTR, buf, (size_t)n + 1024);
+	}
+	if (n < 0 || !buf) {
+		fprintf(stderr, "memwalfs: %s: %s (is it a memwalfs mount point?)\n", argv[1],
+			strerror(errno));
+		free(buf);
+		return 1;
+	}
+	fwrite(buf, 1, (size_t)n, stdout);
+	if (n && buf[n - 1] != '\n')
+		putchar('\n');
+	free(buf);
+	return 0;
+}

@@ -1,0 +1,197 @@
+#!/bin/bash
+# s3-server.sh start|stop|status - a local S3 server (Ceph RGW) for tests and benchmarks.
+#
+#   start   start a throwaway one-monitor, one-OSD Ceph cluster with the RADOS Gateway on
+#           127.0.0.1 (first run bootstraps CEPH_DIR, later runs restart it with data kept),
+#           wait until it answers, create the bucket, and print on stdout:
+#             export S3_ENDPOINT=... S3_BUCKET=... S3_REGION=... AWS_ACCESS_KEY_ID=... AWS_SECRET_ACCESS_KEY=...
+#           so that   eval "$(tools/s3-server.sh start)"   configures the s3 test suite.
+#           If something already answers on the port, it is reused (nothing is started).
+#   stop    stop the daemons that `start` started (pid files), waiting for each to exit.
+#           A server this script did not start is left running.
+#   status  say whether the server answers (exit 0) or not (exit 1).
+#
+# Everything but the export line goes to stderr.
+# Environment: CEPH_DIR (state, default /tmp/memwalfs-rgw), RGWPORT (7480), MONPORT (40100),
+# S3_BUCKET (memwalfs-test), S3_REGION (us-east-1), S3_ACCESS_KEY (AKIATESTKEY0000),
+# S3_SECRET_KEY (testsecret0123456789), BLOCK_BYTES (OSD file size, 20 GiB sparse).
+# Needs the Debian packages radosgw ceph-mon ceph-osd curl (tools/setup.sh installs them).
+# RGW 16.2 is used because it checks SigV4 signatures and payload hashes and implements
+# PUT with If-None-Match: * atomically (see docs/STORES.md).
+set -euo pipefail
+
+D=${CEPH_DIR:-/tmp/memwalfs-rgw}
+MONPORT=${MONPORT:-40100}
+RGWPORT=${RGWPORT:-7480}
+AK=${S3_ACCESS_KEY:-AKIATESTKEY0000}
+SK=${S3_SECRET_KEY:-testsecret0123456789}
+BUCKET=${S3_BUCKET:-memwalfs-test}
+REGION=${S3_REGION:-us-east-1}
+ENDPOINT="http://127.0.0.1:$RGWPORT"
+MARK="$D/started-by-memwalfs"   # present while daemons started by this script run
+EMPTY_SHA=e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855
+C="-c $D/ceph.conf"
+
+say() { echo "s3-server: $*" >&2; }
+
+answers() { curl -s -o /dev/null --max-time 2 "$ENDPOINT/"; }
+
+bootstrap() {
+	rm -rf "$D"
+	mkdir -p "$D"/{mon.a,osd.0,run,log,rgw,crash}
+	local fsid osduuid
+	fsid=$(cat /proc/sys/kernel/random/uuid)
+	cat >"$D/ceph.conf" <<CONF
+[global]
+fsid = $fsid
+mon_host = [v2:127.0.0.1:$MONPORT,v1:127.0.0.1:$((MONPORT + 1))]
+public_addr = 127.0.0.1
+ms_bind_ipv6 = false
+keyring = $D/keyring
+run_dir = $D/run
+admin_socket = $D/run/\$name.asok
+log_file = $D/log/\$name.log
+pid_file = $D/run/\$name.pid
+crash_dir = $D/crash
+osd_pool_default_size = 1
+osd_pool_default_min_size = 1
+mon_allow_pool_size_one = true
+osd_pool_default_pg_num = 8
+osd_pool_default_pgp_num = 8
+mon_max_pg_per_osd = 1000
+osd_crush_chooseleaf_type = 0
+mon_warn_on_pool_no_redundancy = false
+mon_data_avail_warn = 1
+mon_data_avail_crit = 0
+auth_allow_insecure_global_id_reclaim = false
+[mon]
+mon_data = $D/mon.\$id
+[osd]
+osd_data = $D/osd.\$id
+osd_objectstore = bluestore
+bluestore_block_path = $D/osd.\$id/block.file
+bluestore_block_create = true
+bluestore_block_size = ${BLOCK_BYTES:-21474836480}
+osd_memory_target = 1073741824
+[client.rgw.a]
+# tcp_nodelay: without it every small GET stalls ~40 ms (Nagle + delayed ACK)
+rgw_frontends = beast endpoint=127.0.0.1:$RGWPORT tcp_nodelay=1
+rgw_dns_name = s3.localhost
+rgw_data = $D/rgw
+CONF
+	ceph-authtool --create-keyring "$D/keyring" --gen-key -n mon. --cap mon 'allow *' >/dev/null
+	ceph-authtool "$D/keyring" --gen-key -n client.admin --cap mon 'allow *' --cap osd 'allow *' \
+		--cap mgr 'allow *' >/dev/null
+	ceph-authtool "$D/keyring" --gen-key -n osd.0 --cap mon 'allow profile osd' --cap osd 'allow *' \
+		--cap mgr 'allow profile osd' >/dev/null
+	ceph-authtool "$D/keyring" --gen-key -n client.rgw.a --cap mon 'allow rw' --cap osd 'allow rwx' >/dev/null
+	monmaptool --create --fsid "$fsid" --addv a \
+		"[v2:127.0.0.1:$MONPORT,v1:127.0.0.1:$((MONPORT + 1))]" "$D/monmap" >/dev/null
+	ceph-mon $C --mkfs -i a --monmap "$D/monmap" --keyring "$D/keyring" >&2
+	ceph-mon $C -i a >&2
+	osduuid=$(cat /proc/sys/kernel/random/uuid)
+	ceph $C osd new "$osduuid" 0 >/dev/null
+	ceph-osd $C -i 0 --mkfs --osd-uuid "$osduuid" >"$D/log/osd-mkfs.out" 2>&1
+}
+
+wait_answer() {
+	for _ in $(seq 1 1200); do
+		answers && return 0
+		sleep 0.1
+	done
+	say "RGW did not answer on $ENDPOINT within 120 s; see $D/log/"
+	return 1
+}
+
+# Signed PUT of the bucket (curl's --aws-sigv4 does not send x-amz-content-sha256 itself).
+make_bucket() {
+	local code
+	code=$(curl -s -o "$D/log/bucket-create.out" -w '%{http_code}' --max-time 30 \
+		--aws-sigv4 "aws:amz:$REGION:s3" --user "$AK:$SK" \
+		-H "x-amz-content-sha256: $EMPTY_SHA" -X PUT "$ENDPOINT/$BUCKET") || true
+	case "$code" in
+	200 | 409) return 0 ;; # 409 BucketAlreadyOwnedByYou on some servers
+	*)
+		say "creating bucket $BUCKET failed: HTTP $code ($(head -c 300 "$D/log/bucket-create.out" 2>/dev/null))"
+		return 1
+		;;
+	esac
+}
+
+start() {
+	if answers; then
+		say "an S3 server already answers on $ENDPOINT; reusing it"
+	else
+		for b in ceph-mon ceph-osd radosgw radosgw-admin ceph-authtool monmaptool curl; do
+			command -v "$b" >/dev/null || {
+				say "$b is missing: run tools/setup.sh (Debian: radosgw ceph-mon ceph-osd)"
+				exit 1
+			}
+		done
+		local new=0
+		if [ ! -f "$D/.bootstrapped" ]; then
+			say "bootstrapping a Ceph RGW in $D (first start, ~20 s)"
+			bootstrap
+			new=1
+		else
+			say "restarting the Ceph RGW in $D"
+			ceph-mon $C -i a >&2
+		fi
+		touch "$MARK"
+		ceph-osd $C -i 0 2>>"$D/log/osd-start.err" >&2
+		radosgw $C -n client.rgw.a >&2
+		wait_answer
+		if [ $new = 1 ]; then
+			radosgw-admin $C user create --uid=tester --display-name=tester \
+				--access-key="$AK" --secret-key="$SK" >/dev/null
+			touch "$D/.bootstrapped"
+		fi
+	fi
+	# A fresh RGW may refuse the first requests while its pools are created: retry.
+	local ok=0
+	for _ in $(seq 1 30); do
+		if make_bucket; then ok=1; break; fi
+		sleep 1
+	done
+	[ $ok = 1 ] || exit 1
+	say "ready: $ENDPOINT bucket $BUCKET"
+	echo "export S3_ENDPOINT=$ENDPOINT S3_BUCKET=$BUCKET S3_REGION=$REGION AWS_ACCESS_KEY_ID=$AK AWS_SECRET_ACCESS_KEY=$SK"
+}
+
+stop() {
+	if [ ! -f "$MARK" ]; then
+		say "no server started by this script in $D; nothing to stop"
+		return 0
+	fi
+	for n in client.rgw.a osd.0 mon.a; do
+		local f="$D/run/$n.pid" p
+		[ -f "$f" ] || continue
+		p=$(cat "$f")
+		if kill "$p" 2>/dev/null; then
+			for _ in $(seq 1 150); do
+				kill -0 "$p" 2>/dev/null || break
+				sleep 0.2
+			done
+			kill -0 "$p" 2>/dev/null && say "$n (pid $p) did not exit in 30 s"
+		fi
+	done
+	rm -f "$MARK"
+	say "stopped"
+}
+
+case "${1:-}" in
+start) start ;;
+stop) stop ;;
+status)
+	if answers; then
+		say "answering on $ENDPOINT$([ -f "$MARK" ] && echo ' (started by this script)')"
+	else
+		say "not answering on $ENDPOINT"
+		exit 1
+	fi
+	;;
+*)
+	echo "usage: $0 start|stop|status" >&2
+	exit 2
+	;;
+esac
