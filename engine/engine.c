@@ -39,6 +39,7 @@
 #include "cache.h"
 #include "dbiter.h"
 #include "engine_int.h"
+#include "flush.h"
 #include "log.h"
 #include "store.h"
 #include "wal.h"
@@ -171,8 +172,10 @@ static int replay_one(struct engine *e, struct replay *r, uint64_t pos)
 		goto out;
 	}
 	r->max_epoch = info.epoch;
+	e->next_pos = pos; /* a freeze during this entry does not cover it */
 	if (!(info.flags & WAL_FLAG_FENCE))
 		rc = replay_apply(e, name, &info, body, blen);
+	e->next_pos = pos + 1;
 out:
 	free(buf);
 	return rc;
@@ -277,12 +280,17 @@ static void engine_free(struct engine *e)
 		return;
 	memtable_unref(e->mem);
 	for (size_t i = 0; i < e->nfrozen; i++)
-		memtable_unref(e->frozen[i]);
+		memtable_unref(e->frozen[i].mem);
 	free(e->frozen);
+	for (size_t i = 0; i < e->nssts; i++)
+		sst_reader_unref(e->ssts[i]);
+	free(e->ssts);
 	cache_free(e->blob_cache);
+	cache_free(e->block_cache);
 	manifest_clear(&e->man);
 	pthread_cond_destroy(&e->commit_cv);
 	pthread_cond_destroy(&e->durable_cv);
+	pthread_cond_destroy(&e->flush_cv);
 	pthread_mutex_destroy(&e->mu);
 	pthread_mutex_destroy(&e->mem_mu);
 	free(e);
@@ -327,11 +335,14 @@ int engine_open(struct store *st, const struct engine_opts *o, struct engine **o
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&e->commit_cv, &ca);
+	pthread_cond_init(&e->flush_cv, &ca);
 	pthread_condattr_destroy(&ca);
 	pthread_cond_init(&e->durable_cv, NULL);
 	e->stats.read_only = e->o.read_only;
 
-	if ((rc = memtable_new(&e->mem)) || (rc = cache_new(e->o.cache_bytes, &e->blob_cache)))
+	/* the cache budget is shared: half blobs, half SSTable blocks */
+	if ((rc = memtable_new(&e->mem)) || (rc = cache_new(e->o.cache_bytes / 2, &e->blob_cache)) ||
+	    (rc = cache_new(e->o.cache_bytes / 2, &e->block_cache)))
 		goto fail;
 
 	if (e->o.read_only) {
@@ -352,6 +363,9 @@ int engine_open(struct store *st, const struct engine_opts *o, struct engine **o
 		e->epoch = e->man.epoch;
 	}
 	e->next_seq = e->man.last_seq + 1;
+	rc = flusher_open_ssts(e);
+	if (rc)
+		goto fail;
 	rc = replay_wal(e, &r, &tip);
 	if (rc)
 		goto fail;
@@ -363,8 +377,10 @@ int engine_open(struct store *st, const struct engine_opts *o, struct engine **o
 			goto fail;
 	}
 	atomic_store(&e->visible_seq, e->next_seq - 1);
-	if (!e->o.read_only && (rc = writer_start(e)))
+	if (!e->o.read_only && ((rc = writer_start(e)) || (rc = flusher_start(e)))) {
+		writer_stop(e);
 		goto fail;
+	}
 	log_info("engine: open %s epoch %" PRIu64 " manifest %" PRIu64 ", replayed %" PRIu64
 		 " entries, next position %" PRIu64,
 		 e->o.read_only ? "read-only" : "writer", e->epoch, e->man.version,
@@ -383,6 +399,7 @@ int engine_close(struct engine *e)
 
 	if (!e)
 		return 0;
+	flusher_stop(e);
 	writer_stop(e);
 	rc = e->sticky;
 	engine_free(e);
@@ -393,35 +410,51 @@ int engine_close(struct engine *e)
 /* Reads                                                               */
 /* ------------------------------------------------------------------ */
 
-/* The MemTables, newest first, each with a reference; *n of them. */
-static int ref_tables(struct engine *e, struct memtable ***out, size_t *n)
+/* What a read consults, each with a reference: MemTables newest first, SSTables oldest first. */
+struct view {
+	struct memtable **mems;   /* active, then frozen newest first */
+	size_t nmems;
+	struct sst_reader **ssts; /* manifest order: walk backwards for newest first */
+	size_t nssts;
+};
+
+static int view_get(struct engine *e, struct view *v)
 {
-	struct memtable **t;
 	size_t k = 0;
 
 	pthread_mutex_lock(&e->mem_mu);
-	t = malloc((e->nfrozen + 1) * sizeof(*t));
-	if (!t) {
+	v->mems = malloc((e->nfrozen + 1) * sizeof(*v->mems));
+	v->ssts = malloc((e->nssts + 1) * sizeof(*v->ssts));
+	if (!v->mems || !v->ssts) {
 		pthread_mutex_unlock(&e->mem_mu);
+		free(v->mems);
+		free(v->ssts);
 		return -ENOMEM;
 	}
-	t[k++] = e->mem;
+	v->mems[k++] = e->mem;
 	memtable_ref(e->mem);
 	for (size_t i = e->nfrozen; i-- > 0;) {
-		t[k++] = e->frozen[i];
-		memtable_ref(e->frozen[i]);
+		v->mems[k++] = e->frozen[i].mem;
+		memtable_ref(e->frozen[i].mem);
 	}
+	v->nmems = k;
+	for (size_t i = 0; i < e->nssts; i++) {
+		v->ssts[i] = e->ssts[i];
+		sst_reader_ref(e->ssts[i]);
+	}
+	v->nssts = e->nssts;
 	pthread_mutex_unlock(&e->mem_mu);
-	*out = t;
-	*n = k;
 	return 0;
 }
 
-static void unref_tables(struct memtable **t, size_t n)
+static void view_put(struct view *v)
 {
-	for (size_t i = 0; i < n; i++)
-		memtable_unref(t[i]);
-	free(t);
+	for (size_t i = 0; i < v->nmems; i++)
+		memtable_unref(v->mems[i]);
+	for (size_t i = 0; i < v->nssts; i++)
+		sst_reader_unref(v->ssts[i]);
+	free(v->mems);
+	free(v->ssts);
 }
 
 /*
@@ -432,39 +465,41 @@ static int lookup(struct engine *e, const void *key, size_t klen, void **val, si
 		  bool *is_blob, struct blob_desc *d)
 {
 	uint64_t snap = atomic_load_explicit(&e->visible_seq, memory_order_acquire);
-	struct memtable **t;
-	size_t n;
-	int rc = ref_tables(e, &t, &n);
+	struct view w;
+	enum kv_type type = KV_DELETE;
+	const void *v = NULL;
+	void *owned = NULL;
+	size_t vn = 0;
+	uint64_t seq;
+	int found = 0, rc = view_get(e, &w);
 
 	if (rc)
 		return rc;
-	rc = -ENOENT;
-	for (size_t i = 0; i < n; i++) {
-		enum kv_type type;
-		const void *v;
-		size_t vn;
-		uint64_t seq;
-
-		if (memtable_get(t[i], key, klen, snap, &type, &v, &vn, &seq) != 1)
-			continue;
-		if (type == KV_DELETE) {
-			rc = -ENOENT;
-		} else if (type == KV_BLOB) {
-			*is_blob = true;
-			rc = blob_desc_decode(v, vn, d);
-			if (rc)
-				log_err("engine: corrupt blob descriptor in the MemTable");
-		} else {
-			*is_blob = false;
-			*val = malloc(vn ? vn : 1);
-			rc = *val ? 0 : -ENOMEM;
-			if (*val && vn)
-				memcpy(*val, v, vn);
-			*vlen = vn;
-		}
-		break;
+	for (size_t i = 0; i < w.nmems && !found; i++)
+		found = memtable_get(w.mems[i], key, klen, snap, &type, &v, &vn, &seq);
+	for (size_t i = w.nssts; i-- > 0 && !found;) {
+		found = sst_reader_get(w.ssts[i], key, klen, snap, &type, &seq, &owned, &vn);
+		v = owned;
 	}
-	unref_tables(t, n);
+	if (found < 0) {
+		rc = found;
+	} else if (!found || type == KV_DELETE) {
+		rc = -ENOENT;
+	} else if (type == KV_BLOB) {
+		*is_blob = true;
+		rc = blob_desc_decode(v, vn, d);
+		if (rc)
+			log_err("engine: corrupt blob descriptor for a key");
+	} else {
+		*is_blob = false;
+		*val = malloc(vn ? vn : 1);
+		rc = *val ? 0 : -ENOMEM;
+		if (*val && vn)
+			memcpy(*val, v, vn);
+		*vlen = vn;
+	}
+	free(owned);
+	view_put(&w);
 	return rc;
 }
 
@@ -534,25 +569,32 @@ int engine_iter_new(struct engine *e, const void *start, size_t slen, const void
 		    size_t elen, struct engine_iter **out)
 {
 	uint64_t snap = atomic_load_explicit(&e->visible_seq, memory_order_acquire);
-	struct memtable **t = NULL;
+	struct view w = { 0 };
 	struct kv_iter **kids = NULL, *mi = NULL;
 	struct engine_iter *it;
-	size_t n = 0, nk = 0;
+	size_t n, nk = 0;
+	bool have_view = false;
 	int rc;
 
 	it = calloc(1, sizeof(*it));
 	if (!it)
 		return -ENOMEM;
 	it->e = e;
-	if ((rc = ref_tables(e, &t, &n)))
+	if ((rc = view_get(e, &w)))
 		goto fail;
+	have_view = true;
+	n = w.nmems + w.nssts;
 	kids = calloc(n, sizeof(*kids));
 	if (!kids) {
 		rc = -ENOMEM;
 		goto fail;
 	}
-	for (; nk < n; nk++)
-		if ((rc = memtable_iter_new(t[nk], &kids[nk])))
+	/* newest sources first: MemTables, then SSTables newest first */
+	for (size_t i = 0; i < w.nmems; i++, nk++)
+		if ((rc = memtable_iter_new(w.mems[i], &kids[nk])))
+			goto fail;
+	for (size_t i = w.nssts; i-- > 0; nk++)
+		if ((rc = sst_reader_iter_new(w.ssts[i], &kids[nk])))
 			goto fail;
 	rc = kv_merge_iter_new(kids, nk, &mi);
 	if (rc)
@@ -565,7 +607,7 @@ int engine_iter_new(struct engine *e, const void *start, size_t slen, const void
 	dbiter_seek_first(it->d);
 	it->status = dbiter_status(it->d);
 	free(kids);
-	unref_tables(t, n);
+	view_put(&w);
 	*out = it;
 	return 0;
 fail:
@@ -573,8 +615,8 @@ fail:
 	for (size_t i = 0; i < nk; i++)
 		kv_iter_destroy(kids[i]);
 	free(kids);
-	if (t)
-		unref_tables(t, n);
+	if (have_view)
+		view_put(&w);
 	free(it);
 	return rc;
 }
@@ -664,17 +706,20 @@ void engine_get_stats(struct engine *e, struct engine_stats *out)
 	out->epoch = e->epoch;
 	out->wal_next = e->next_pos;
 	out->wal_covered = e->man.wal_covered;
-	out->sst_count = e->man.nssts;
+	out->frozen_bytes = e->frozen_bytes;
 	out->sticky_error = e->sticky;
 	out->read_only = e->o.read_only;
 	pthread_mutex_unlock(&e->mu);
 	pthread_mutex_lock(&e->mem_mu);
 	out->memtable_bytes = memtable_bytes(e->mem);
 	out->frozen_count = e->nfrozen;
-	out->frozen_bytes = 0;
-	for (size_t i = 0; i < e->nfrozen; i++)
-		out->frozen_bytes += memtable_bytes(e->frozen[i]);
+	out->sst_count = e->nssts;
 	pthread_mutex_unlock(&e->mem_mu);
+	struct sst_stats ss;
+	sst_counters_read(&e->sst_counters, &ss);
+	out->bloom_negatives = ss.bloom_negatives;
+	out->block_cache_hits = ss.cache_hits;
+	out->block_cache_misses = ss.blocks_read;
 	if (e->blob_cache) {
 		cache_get_stats(e->blob_cache, &cs);
 		out->blob_cache_hits = cs.hits;

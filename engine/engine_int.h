@@ -15,10 +15,13 @@
 #include "engine.h"
 #include "format.h"
 #include "manifest.h"
+#include "flush.h"
 #include "memtable.h"
+#include "sst.h"
 
 struct pack;
 struct cache;
+struct sst_reader;
 
 /* A batch: ops encoded as in a WAL body (wal.h), values always inline. */
 struct engine_batch {
@@ -62,14 +65,23 @@ struct engine {
 	bool has_committer;        /* committer thread started (const after open) */
 	pthread_t committer;       /* the committer thread */
 	struct engine_stats stats; /* counters [mu]; memtable fields computed on read */
+	uint64_t frozen_bytes;     /* bytes of frozen, unflushed MemTables [mu] */
+	pthread_cond_t flush_cv;   /* wakes the flusher [mu] */
+	bool flush_stop;           /* flusher_stop() asked the flusher to exit [mu] */
+	bool has_flusher;          /* flusher thread started (const after open) */
+	pthread_t flusher;         /* the flusher thread */
+	struct cache *block_cache; /* SSTable data blocks (thread-safe) */
+	struct sst_counters sst_counters; /* read costs of all SSTables (atomic) */
 
 	_Atomic uint64_t visible_seq; /* readers' snapshot: last seq of a whole applied batch */
 
 	pthread_mutex_t mem_mu;    /* guards the pointers below (taken after mu) */
 	struct memtable *mem;      /* active MemTable [mem_mu; changed under mu too] */
-	struct memtable **frozen;  /* frozen, oldest first [mem_mu] */
+	struct frozen_mem *frozen; /* frozen, oldest first [mem_mu] */
 	size_t nfrozen;            /* entries in frozen [mem_mu] */
 	size_t frozen_cap;         /* allocated entries [mem_mu] */
+	struct sst_reader **ssts;  /* live SSTables, manifest order (oldest first) [mem_mu] */
+	size_t nssts;              /* entries in ssts [mem_mu] */
 };
 
 /* Monotonic clock in microseconds. */

@@ -42,8 +42,8 @@
  * opts.max_pending_bytes asks for an urgent commit and waits.
  *
  * Frozen MemTables: at opts.memtable_max_bytes the active MemTable is frozen
- * and kept readable; flushing them to SSTables is the next issue (flush.h),
- * so max_frozen_bytes is not yet enforced.
+ * and kept readable until the flusher (flush.c) has made it an SSTable;
+ * writers wait while frozen bytes exceed opts.max_frozen_bytes.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -90,6 +90,7 @@ static int group_open_locked(struct engine *e)
 	g->first_seq = e->next_seq;
 	g->opened_us = engine_now_us();
 	e->open = g;
+	pthread_cond_signal(&e->commit_cv); /* start the cadence clock */
 	return 0;
 }
 
@@ -103,7 +104,7 @@ int writer_freeze_locked(struct engine *e)
 	pthread_mutex_lock(&e->mem_mu);
 	if (e->nfrozen == e->frozen_cap) {
 		size_t cap = e->frozen_cap ? 2 * e->frozen_cap : 8;
-		struct memtable **f = realloc(e->frozen, cap * sizeof(*f));
+		struct frozen_mem *f = realloc(e->frozen, cap * sizeof(*f));
 		if (!f) {
 			pthread_mutex_unlock(&e->mem_mu);
 			memtable_unref(m);
@@ -112,9 +113,16 @@ int writer_freeze_locked(struct engine *e)
 		e->frozen = f;
 		e->frozen_cap = cap;
 	}
-	e->frozen[e->nfrozen++] = e->mem;
+	/* the open group may be partly in the frozen table: it is not covered */
+	struct frozen_mem *fm = &e->frozen[e->nfrozen++];
+	fm->mem = e->mem;
+	fm->wal_end = e->open ? e->open->position : e->next_pos;
+	fm->durable_need = e->open ? e->open->position + 1 : e->next_pos;
+	fm->bytes = memtable_bytes(e->mem);
+	e->frozen_bytes += fm->bytes;
 	e->mem = m;
 	pthread_mutex_unlock(&e->mem_mu);
+	pthread_cond_signal(&e->flush_cv);
 	log_debug("engine: froze a MemTable (%zu frozen)", e->nfrozen);
 	return 0;
 }
@@ -231,6 +239,13 @@ int engine_write(struct engine *e, struct engine_batch *b, int flags, uint64_t *
 			e->open->urgent = true;
 			pthread_cond_signal(&e->commit_cv);
 		}
+		pthread_cond_wait(&e->durable_cv, &e->mu);
+	}
+	/* backpressure: wait while too much is frozen and not yet flushed */
+	while (!e->sticky && e->has_flusher && e->frozen_bytes > e->o.max_frozen_bytes) {
+		if (!waited)
+			e->stats.backpressure_waits++;
+		waited = true;
 		pthread_cond_wait(&e->durable_cv, &e->mu);
 	}
 	if (e->sticky) {

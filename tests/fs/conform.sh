@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tests/fs/conform.sh MEMWALFS FSCONFORM BACKEND - the conformance program on a fresh mount,
 # then a remount that must show the same tree.
-here=$(dirname "$0")
+here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh" "$1" "${3:-local}"
 FSCONFORM=$2
 mnt=$WORK/mnt

@@ -9,7 +9,9 @@
  * Prints one line per check group and a summary; exits 0 when every check
  * passed, 1 otherwise, 77 when DIR is not usable (SKIP).
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>

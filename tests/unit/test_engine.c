@@ -658,6 +658,94 @@ static void test_freeze_keeps_readable(void **state)
 	store_close(st);
 }
 
+
+/* Frozen MemTables are flushed to SSTables; reads and reopen use them. */
+static void test_flush_and_reopen(void **state)
+{
+	struct store *st = open_store();
+	struct engine_opts o;
+	struct engine *e = NULL;
+	struct engine_stats s;
+	static uint8_t big[5000];
+	char k[16], v[64];
+	int n, rc;
+	struct engine_iter *it;
+	(void)state;
+
+	fill(big, sizeof(big), 5);
+	engine_opts_default(&o);
+	o.cadence_ms = 20;
+	o.memtable_max_bytes = 64 << 10;
+	o.max_frozen_bytes = 256 << 10;
+	o.inline_max = 4096;
+	assert_int_equal(engine_open(st, &o, &e), 0);
+	for (int i = 0; i < 4000; i++) {
+		snprintf(k, sizeof(k), "f%05d", i);
+		snprintf(v, sizeof(v), "value-%d-padding-padding-padding", i);
+		assert_int_equal(engine_put(e, k, strlen(k), v, strlen(v), 0, NULL), 0);
+		if (i % 500 == 0)
+			assert_int_equal(engine_put(e, "blob", 4, big, sizeof(big) - (size_t)i / 100, 0, NULL), 0);
+		if (i % 7 == 0) {
+			snprintf(k, sizeof(k), "f%05d", i / 2);
+			assert_int_equal(engine_delete(e, k, strlen(k), 0, NULL), 0);
+		}
+	}
+	assert_int_equal(engine_sync(e), 0);
+	for (int t = 0; t < 500; t++) {
+		engine_get_stats(e, &s);
+		if (s.flushes >= 2 && s.frozen_count == 0)
+			break;
+		usleep(10000);
+	}
+	assert_true(s.flushes >= 2);
+	assert_true(s.sst_count >= 2);
+	assert_true(s.wal_covered > 0);
+	/* reads see MemTable and SSTable data alike */
+	for (int pass = 0; pass < 2; pass++) {
+		for (int i = 0; i < 4000; i += 13) {
+			bool deleted = false;
+			for (int j = 0; j < 4000; j += 7)
+				if (j / 2 == i && j > i) /* deleted after it was written */
+					deleted = true;
+			snprintf(k, sizeof(k), "f%05d", i);
+			snprintf(v, sizeof(v), "value-%d-padding-padding-padding", i);
+			if (deleted)
+				check_absent(e, k);
+			else
+				check_value(e, k, v, strlen(v));
+		}
+		check_value(e, "blob", big, sizeof(big) - 3500 / 100);
+		n = 0;
+		for (rc = engine_iter_new(e, "f", 1, "g", 1, &it); !rc && engine_iter_valid(it);
+		     engine_iter_next(it))
+			n++;
+		assert_int_equal(rc, 0);
+		assert_int_equal(engine_iter_status(it), 0);
+		engine_iter_free(it);
+		int expect = 0;
+		for (int i = 0; i < 4000; i++) {
+			bool deleted = false;
+			for (int j = 0; j < 4000; j += 7)
+				if (j / 2 == i && j > i)
+					deleted = true;
+			expect += !deleted;
+		}
+		assert_int_equal(n, expect);
+		if (pass == 0) {
+			uint64_t groups;
+			engine_get_stats(e, &s);
+			groups = s.groups_committed;
+			assert_int_equal(engine_close(e), 0);
+			assert_int_equal(engine_open(st, &o, &e), 0);
+			engine_get_stats(e, &s);
+			assert_true(s.sst_count >= 2);
+			assert_true(s.replay_entries < groups); /* the covered WAL is not replayed */
+		}
+	}
+	assert_int_equal(engine_close(e), 0);
+	store_close(st);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -676,6 +764,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_corruption, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_backpressure, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_freeze_keeps_readable, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_flush_and_reopen, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -56,13 +56,13 @@ done
 # Sizes.  Quick: a few minutes.  Full: at most ~25 minutes on 2 cores; the S3
 # peers get a smaller listing directory (each create there is a server PUT).
 if [ "$QUICK" = 1 ]; then
-	SEQ_MB=128 RAND_S=4 FSYNC_S=4 TREE_N=1000 DC_S=4 DC_MAX=2000
-	LIST_N=5000 LIST_N_S3=1000 TAR_N=300 GIT_N=200
+	SEQ_MB=128 RAND_S=4 FSYNC_S=4 TREE_N=500 DC_S=4 DC_MAX=1000
+	LIST_N=5000 LIST_N_S3=500 TAR_N=200 GIT_N=100
 	STEP_TIMEOUT=120 SETTLE_TIMEOUT=90
 	RAW_SPECS="4096:400:16 4096:100:1 1048576:64:16 8388608:16:8"
 else
 	SEQ_MB=1024 RAND_S=15 FSYNC_S=15 TREE_N=10000 DC_S=10 DC_MAX=20000
-	LIST_N=100000 LIST_N_S3=5000 TAR_N=1500 GIT_N=1000
+	LIST_N=100000 LIST_N_S3=3000 TAR_N=1500 GIT_N=1000
 	STEP_TIMEOUT=300 SETTLE_TIMEOUT=300
 	RAW_SPECS="4096:3000:16 4096:300:1 1048576:512:16 8388608:128:8"
 fi
@@ -174,14 +174,14 @@ copy_include() {
 	(cd /usr/include && find . -type f | sort | "$1" -n "$2" | tar -cf - -T -) | tar -xf - -C "$3"
 }
 
-# prepare_sources: SRC/tree (TREE_N files: /usr/include dereferenced, padded
-# with 1-64 KiB files), SRC/src.tar.gz (TAR_N files), SRC/repo (git, GIT_N
+# prepare_sources: SRC/tree (TREE_N files: 80% regular files of /usr/include,
+# 20% padding files of 1-64 KiB), SRC/src.tar.gz (TAR_N files), SRC/repo (git, GIT_N
 # files, two commits); sets TREE_FILES/BYTES, TAR_FILES/BYTES, GIT_FILES.
 prepare_sources() {
 	local n i sz
 	say "making the source trees"
 	mkdir -p "$SRC/tree" "$SRC/tarsrc" "$SRC/repo"
-	copy_include head "$TREE_N" "$SRC/tree"
+	copy_include head "$((TREE_N * 8 / 10))" "$SRC/tree"
 	n=$(find "$SRC/tree" -type f | wc -l)
 	mkdir -p "$SRC/tree/pad"
 	for ((i = n; i < TREE_N; i++)); do
@@ -243,9 +243,9 @@ run_target() {
 				if [ "$t" != local ] && ! mountpoint -q "$MNT"; then
 					target_mount "$t" || { say "SKIP rest of $t: remount failed"; break 2; }
 				fi
+				mkdir -p "$MNT/b$RUN"
 				"wl_$w" || say "  $t: $w ended early"
 			done
-			rm -rf "$MNT/bench" 2>/dev/null
 		done
 		target_umount "$t"
 	fi
@@ -267,7 +267,7 @@ cat >"$OUT/meta.env" <<EOF
 MODE=$([ $QUICK = 1 ] && echo quick || echo full)
 DATE=$(date -u +%Y-%m-%dT%H:%MZ)
 HOST=$(uname -sr), $(nproc) cores, $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo) RAM
-SERVER=$S3_ENDPOINT ($(curl -sI "$S3_ENDPOINT/" | tr -d '\r' | awk -F': ' 'tolower($1) == "server" { print $2 }'))
+SERVER=$S3_ENDPOINT ($(radosgw --version 2>/dev/null | awk '{ print "Ceph RGW " $3 }'))
 RUNS=$RUNS
 SEQ_MB=$SEQ_MB RAND_S=$RAND_S FSYNC_S=$FSYNC_S TREE_N=$TREE_FILES TREE_MB=$((TREE_BYTES / 1048576))
 DC_S=$DC_S DC_MAX=$DC_MAX LIST_N=$LIST_N LIST_N_S3=$LIST_N_S3 TAR_N=$TAR_FILES GIT_N=$GIT_FILES

@@ -1,8 +1,8 @@
 # targets.sh - mounting and unmounting the benchmark targets (sourced by run.sh).
 #
 # A target is one way of giving the workloads a directory:
-#   memwalfs-s3     memwalfs mount --endpoint E --region R s3://BUCKET/fs MNT
-#   memwalfs-local  memwalfs mount DIR MNT (the local-directory store)
+#   memwalfs-s3     memwalfs mount -f --endpoint E --region R s3://BUCKET/fs MNT
+#   memwalfs-local  memwalfs mount -f DIR MNT (the local-directory store)
 #   s3fs            s3fs BUCKET MNT, path-style requests to the same server
 #   rclone          rclone mount (VFS cache mode writes) of the same server
 #   bindfs          bindfs over a local directory: the cost of FUSE alone
@@ -103,14 +103,14 @@ target_mount() {
 	memwalfs-s3)
 		BKT=$(target_bucket "$t")
 		[ -x "$MEMWALFS" ] || { say "  $MEMWALFS not built"; return 1; }
-		"$MEMWALFS" mount --endpoint "$S3_ENDPOINT" --region "$S3_REGION" \
+		"$MEMWALFS" mount -f --endpoint "$S3_ENDPOINT" --region "$S3_REGION" \
 			"s3://$BKT/fs" "$MNT" >>"$WORK/$t/fs.log" 2>&1 &
 		launched=$!
 		;;
 	memwalfs-local)
 		BACKDIR="$WORK/$t/data"
 		[ -x "$MEMWALFS" ] || { say "  $MEMWALFS not built"; return 1; }
-		"$MEMWALFS" mount "$BACKDIR" "$MNT" >>"$WORK/$t/fs.log" 2>&1 &
+		"$MEMWALFS" mount -f "$BACKDIR" "$MNT" >>"$WORK/$t/fs.log" 2>&1 &
 		launched=$!
 		;;
 	*)
@@ -126,7 +126,6 @@ target_mount() {
 		return 1
 	fi
 	FSPID=$(fs_pid "$MNT" "$launched")
-	mkdir -p "$MNT/bench" 2>/dev/null
 	return 0
 }
 

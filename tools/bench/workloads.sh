@@ -121,21 +121,21 @@ fio_rec() {
 # wl_fio: sequential write (1 and 4 jobs), cold and warm sequential read,
 # random 4 KiB read and write, 4 KiB write + fsync latency.
 wl_fio() {
-	local d="$MNT/bench/fio" bytes=$((SEQ_MB * 1048576))
+	local d="$MNT/b$RUN/fio" bytes=$((SEQ_MB * 1048576))
 	mkdir -p "$d/s1" "$d/s4" "$d/f"
 	step seqwrite-1j fio $FIO_COMMON --output="$OUT/logs/$TGT.seqwrite-1j.r$RUN.out.json" \
 		--name=seq --directory="$d/s1" --rw=write --bs=1M --size="${SEQ_MB}M" \
 		--numjobs=1 --end_fsync=1
 	fio_rec seqwrite-1j write
 	result "$TGT" seqwrite-1j MBps_wall "$(awk -v b=$bytes -v t="$STEP_WALL" 'BEGIN { printf "%.2f", b / t / 1e6 }')" MB/s
-	step_end bench/fio/s1/ 1 "$bytes"
+	step_end b$RUN/fio/s1/ 1 "$bytes"
 
 	step seqwrite-4j fio $FIO_COMMON --output="$OUT/logs/$TGT.seqwrite-4j.r$RUN.out.json" \
 		--name=seq --directory="$d/s4" --rw=write --bs=1M --size="$((SEQ_MB / 4))M" \
 		--numjobs=4 --end_fsync=1
 	fio_rec seqwrite-4j write
 	result "$TGT" seqwrite-4j MBps_wall "$(awk -v b=$bytes -v t="$STEP_WALL" 'BEGIN { printf "%.2f", b / t / 1e6 }')" MB/s
-	step_end bench/fio/s4/ 4 "$bytes"
+	step_end b$RUN/fio/s4/ 4 "$bytes"
 	rm -rf "$d/s4"
 
 	target_remount "$TGT" || return 1
@@ -171,17 +171,17 @@ wl_fio() {
 
 # wl_tree: cp -r of the source tree, cat of all files (cold), ls -lR, rm -r.
 wl_tree() {
-	local d="$MNT/bench/tree"
+	local d="$MNT/b$RUN/tree"
 	step tree-cp cp -r "$SRC/tree" "$d"
 	result "$TGT" tree-cp files_s "$(awk -v n="$TREE_FILES" -v t="$STEP_WALL" 'BEGIN { printf "%.1f", n / t }')" files/s
-	step_end bench/tree/ "$TREE_FILES" "$TREE_BYTES"
+	step_end b$RUN/tree/ "$TREE_FILES" "$TREE_BYTES"
 	target_remount "$TGT" || return 1
 	step tree-cat-cold bash -c 'find "$1" -type f -exec cat {} + >/dev/null' _ "$d"
 	step_end
 	step tree-ls-lR bash -c 'ls -lR "$1" >/dev/null' _ "$d"
 	step_end
 	step tree-rm rm -r "$d"
-	step_end bench/tree/ 0 0
+	step_end b$RUN/tree/ 0 0
 }
 
 # ------------------------------------------------------ durable creates
@@ -190,7 +190,7 @@ wl_tree() {
 wl_dcreate() {
 	local w n d kv
 	for w in 1 32; do
-		d="$MNT/bench/dc$w"
+		d="$MNT/b$RUN/dc$w"
 		mkdir -p "$d"
 		step "dcreate-$w" "$BIN/durable_creates" "$d" "$w" "$DC_S" "$DC_MAX"
 		kv=$(grep '^files=' "$STEP_OUT" || true)
@@ -202,7 +202,7 @@ wl_dcreate() {
 			p50_ms=*|p99_ms=*|max_ms=*) result "$TGT" "dcreate-$w" "${f%%=*}" "${f#*=}" ms ;;
 			esac
 		done
-		step_end "bench/dc$w/" "$n" "$((n * 4096))"
+		step_end "b$RUN/dc$w/" "$n" "$((n * 4096))"
 	done
 }
 
@@ -211,13 +211,13 @@ wl_dcreate() {
 # wl_list: create N empty files in one directory, then ls -l (cold, after a
 # remount) and find (warm) of it.
 wl_list() {
-	local n=$LIST_N d="$MNT/bench/list"
+	local n=$LIST_N d="$MNT/b$RUN/list"
 	case "$TGT" in s3fs|rclone) n=$LIST_N_S3 ;; esac
 	mkdir -p "$d"
 	result "$TGT" list-create entries "$n" entries
 	step list-create bash -c 'cd "$1" && for ((i = 0; i < $2; i++)); do : >"f$i"; done' _ "$d" "$n"
 	result "$TGT" list-create files_s "$(awk -v n="$n" -v t="$STEP_WALL" 'BEGIN { printf "%.1f", n / t }')" files/s
-	step_end bench/list/ "$n" 0
+	step_end b$RUN/list/ "$n" 0
 	target_remount "$TGT" || return 1
 	step list-ls-l bash -c 'ls -l "$1" >/dev/null' _ "$d"
 	result "$TGT" list-ls-l entries_s "$(awk -v n="$n" -v t="$STEP_WALL" 'BEGIN { printf "%.1f", n / t }')" entries/s
@@ -231,11 +231,11 @@ wl_list() {
 
 # wl_real: tar -x of a source tarball, git clone of a local repository.
 wl_real() {
-	mkdir -p "$MNT/bench/tar"
-	step tar-x tar -xzf "$SRC/src.tar.gz" --no-same-owner -C "$MNT/bench/tar"
-	step_end bench/tar/ "$TAR_FILES" "$TAR_BYTES"
-	step git-clone git clone -q --no-hardlinks "$SRC/repo" "$MNT/bench/git"
-	step_end bench/git/ "$GIT_FILES" -
+	mkdir -p "$MNT/b$RUN/tar"
+	step tar-x tar -xzf "$SRC/src.tar.gz" --no-same-owner -C "$MNT/b$RUN/tar"
+	step_end b$RUN/tar/ "$TAR_FILES" "$TAR_BYTES"
+	step git-clone git clone -q --no-hardlinks "$SRC/repo" "$MNT/b$RUN/git"
+	step_end b$RUN/git/ "$GIT_FILES" -
 }
 
 # --------------------------------------------------------- the raw server

@@ -1,0 +1,196 @@
+/*
+ * flush.c - the flusher thread: frozen MemTables become SSTables, and the
+ * manifest's covered WAL position moves forward (protocol in flush.h).
+ *
+ * Concurrency.  The flusher reads the frozen list and e->man under e->mu,
+ * works on the store without any lock (build + conditional manifest commit),
+ * then swaps the result in under e->mu and e->mem_mu, so that a reader that
+ * takes its table references under mem_mu sees either F or its SSTable,
+ * never both missing.  e->man is only written by this thread after open.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "engine_int.h"
+#include "flush.h"
+#include "log.h"
+#include "sst_flush.h"
+#include "store.h"
+
+/* Seconds to wait before retrying a failed flush. */
+#define FLUSH_RETRY_SEC 1
+
+static int open_reader(struct engine *e, const struct manifest_sst *s, struct sst_reader **out)
+{
+	struct sst_reader_opts ro = { .counters = &e->sst_counters, .cache = e->block_cache };
+	int rc = sst_reader_open(e->st, s->name, s->size, &ro, out);
+
+	if (rc)
+		log_err("flush: cannot open SSTable %s: %d", s->name, rc);
+	return rc;
+}
+
+int flusher_open_ssts(struct engine *e)
+{
+	int rc;
+
+	if (e->man.nssts == 0)
+		return 0;
+	e->ssts = calloc(e->man.nssts, sizeof(*e->ssts));
+	if (!e->ssts)
+		return -ENOMEM;
+	for (size_t i = 0; i < e->man.nssts; i++) {
+		rc = open_reader(e, &e->man.ssts[i], &e->ssts[i]);
+		if (rc)
+			return rc; /* engine_free() drops what was opened */
+		e->nssts++;
+	}
+	return 0;
+}
+
+/* Timed wait on flush_cv (caller holds e->mu). */
+static void nap_locked(struct engine *e, unsigned sec)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_sec += sec;
+	pthread_cond_timedwait(&e->flush_cv, &e->mu, &ts);
+}
+
+/* Swap F (frozen[0]) for reader r and next manifest (caller holds e->mu). */
+static int install_locked(struct engine *e, struct sst_reader *r, struct manifest *next)
+{
+	struct sst_reader **v = NULL;
+	struct memtable *old;
+
+	if (r) {
+		v = realloc(e->ssts, (e->nssts + 1) * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+	}
+	pthread_mutex_lock(&e->mem_mu);
+	if (r) {
+		e->ssts = v;
+		e->ssts[e->nssts++] = r;
+	}
+	old = e->frozen[0].mem;
+	e->frozen_bytes -= e->frozen[0].bytes;
+	memmove(&e->frozen[0], &e->frozen[1], (e->nfrozen - 1) * sizeof(e->frozen[0]));
+	e->nfrozen--;
+	pthread_mutex_unlock(&e->mem_mu);
+	memtable_unref(old);
+	if (next) {
+		manifest_clear(&e->man);
+		e->man = *next;
+	}
+	return 0;
+}
+
+static void *flusher_main(void *arg)
+{
+	struct engine *e = arg;
+
+	pthread_mutex_lock(&e->mu);
+	for (;;) {
+		if (e->flush_stop || e->sticky)
+			break;
+		if (e->nfrozen == 0) {
+			pthread_cond_wait(&e->flush_cv, &e->mu);
+			continue;
+		}
+		struct frozen_mem f = e->frozen[0];
+		if (e->durable_upto < f.durable_need) {
+			/* the group open at the freeze is not durable yet: ask for it */
+			if (e->open && e->open->position < f.durable_need && !e->open->urgent) {
+				e->open->urgent = true;
+				pthread_cond_signal(&e->commit_cv);
+			}
+			nap_locked(e, 1);
+			continue;
+		}
+		struct manifest cur = { 0 }, next = { 0 };
+		struct manifest_sst sst = { 0 };
+		struct sst_reader *r = NULL;
+		uint64_t t0 = engine_now_us();
+		int rc = manifest_copy(&cur, &e->man);
+		memtable_ref(f.mem);
+		pthread_mutex_unlock(&e->mu);
+
+		if (rc == 0)
+			rc = sst_flush_build(e->st, f.mem, e->epoch, cur.next_sst, NULL, &sst);
+		if (rc == -ENODATA) {
+			/* an empty MemTable: nothing to write, nothing to cover */
+			memtable_unref(f.mem);
+			manifest_clear(&cur);
+			pthread_mutex_lock(&e->mu);
+			install_locked(e, NULL, NULL);
+			pthread_cond_broadcast(&e->durable_cv);
+			continue;
+		}
+		if (rc == 0)
+			rc = sst_flush_promote(e->st, e->conditional, &cur, &sst, f.wal_end, &next);
+		if (rc == 0 && (rc = open_reader(e, &sst, &r)) != 0)
+			log_err("flush: %s committed but unreadable: %d", sst.name, rc);
+		memtable_unref(f.mem);
+		pthread_mutex_lock(&e->mu);
+		if (rc == 0)
+			rc = install_locked(e, r, &next);
+		if (rc == 0) {
+			e->stats.flushes++;
+			log_info("flush: %s covers the WAL before %" PRIu64 " (manifest %" PRIu64
+				 ", %" PRIu64 " us)", sst.name, f.wal_end, e->man.version,
+				 engine_now_us() - t0);
+			pthread_cond_broadcast(&e->durable_cv);
+		} else if (rc == -ESTALE) {
+			log_err("flush: fenced by a newer writer; writer stops");
+			if (!e->sticky) {
+				e->sticky = -ESTALE;
+				e->failed_pos = e->durable_upto;
+			}
+			pthread_cond_broadcast(&e->durable_cv);
+		} else {
+			log_warn("flush: failed (%d); retrying in %d s", rc, FLUSH_RETRY_SEC);
+			sst_reader_unref(r);
+			manifest_clear(&next);
+			nap_locked(e, FLUSH_RETRY_SEC);
+		}
+		free(sst.name);
+		free(sst.smallest);
+		free(sst.largest);
+		manifest_clear(&cur);
+	}
+	pthread_mutex_unlock(&e->mu);
+	return NULL;
+}
+
+int flusher_start(struct engine *e)
+{
+	int rc = pthread_create(&e->flusher, NULL, flusher_main, e);
+
+	if (rc) {
+		log_err("engine: cannot start the flusher thread: %d", rc);
+		return -rc;
+	}
+	e->has_flusher = true;
+	return 0;
+}
+
+void flusher_stop(struct engine *e)
+{
+	if (!e->has_flusher)
+		return;
+	pthread_mutex_lock(&e->mu);
+	e->flush_stop = true;
+	pthread_cond_broadcast(&e->flush_cv);
+	pthread_mutex_unlock(&e->mu);
+	pthread_join(e->flusher, NULL);
+	e->has_flusher = false;
+	/* writers waiting for frozen space must not wait forever */
+	pthread_mutex_lock(&e->mu);
+	pthread_cond_broadcast(&e->durable_cv);
+	pthread_mutex_unlock(&e->mu);
+}

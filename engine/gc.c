@@ -1,0 +1,770 @@
+/*
+ * gc.c - garbage collection: decide from the kept manifests and a listing
+ * of the store what may go, then delete it (contract in gc.h, protocol in
+ * docs/GC.md).
+ *
+ * Safety argument in brief.  Every object class has one owner of truth:
+ * a table is live while a kept manifest lists it, a pack while a table of a
+ * kept manifest references it or its group is not yet covered by SSTables,
+ * a WAL entry while some kept manifest has not covered it.  Kept manifests
+ * include every version a reader may still be using (grace period after it
+ * was superseded), so a reader never finds an object of its view missing.
+ * Objects no manifest ever listed (an SSTable uploaded but not promoted, a
+ * pack of a fenced group) are only deleted once older than the grace
+ * period, which is far longer than any upload-to-commit interval; tables of
+ * the running writer above its in-flight id are never deleted.  The plan
+ * is made completely before anything is deleted, and any read error
+ * aborts it.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "coding.h"
+#include "format.h"
+#include "gc.h"
+#include "log.h"
+#include "manifest.h"
+#include "sst.h"
+#include "sst_flush.h"
+#include "store.h"
+
+/* Pack references of one SSTable (immutable, so cached by name). */
+struct sst_refs {
+	char *name;               /* object name (malloc()ed) */
+	struct gc_pack_id *packs; /* referenced packs (malloc()ed) */
+	uint64_t *bytes;          /* referenced bytes of each */
+	size_t n;                 /* entries in packs/bytes */
+	bool used;                /* referenced by the current pass */
+};
+
+struct gc {
+	struct store *st;         /* borrowed */
+	struct sst_refs *cache;   /* sorted by name */
+	size_t ncache, capcache;
+};
+
+/* A listing: names and sizes under one prefix, in key order. */
+struct listing {
+	char **names;
+	uint64_t *sizes;
+	size_t n, cap;
+};
+
+/* A reference to a pack while planning; sorted, deduplicated. */
+struct pref {
+	struct gc_pack_id id;
+	uint64_t live;            /* bytes referenced by the newest manifest */
+};
+
+struct prefs {
+	struct pref *p;
+	size_t n, cap;
+};
+
+void gc_opts_default(struct gc_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->grace_sec = 600;
+	o->keep_manifests = 4;
+	o->repack_below = 0.5;
+	o->protect_wal_from = UINT64_MAX;
+	o->cleanup_uploads = true;
+}
+
+void gc_plan_clear(struct gc_plan *p)
+{
+	for (size_t i = 0; i < p->ndeletes; i++)
+		free(p->deletes[i]);
+	free(p->deletes);
+	free(p->packs);
+	free(p->repack);
+	memset(p, 0, sizeof(*p));
+}
+
+int gc_new(struct store *st, struct gc **out)
+{
+	struct gc *g = calloc(1, sizeof(*g));
+
+	if (!g)
+		return -ENOMEM;
+	g->st = st;
+	*out = g;
+	return 0;
+}
+
+static void refs_free(struct sst_refs *r)
+{
+	free(r->name);
+	free(r->packs);
+	free(r->bytes);
+}
+
+void gc_free(struct gc *g)
+{
+	if (!g)
+		return;
+	for (size_t i = 0; i < g->ncache; i++)
+		refs_free(&g->cache[i]);
+	free(g->cache);
+	free(g);
+}
+
+/* ------------------------------------------------------------------ */
+/* Names and listings                                                  */
+/* ------------------------------------------------------------------ */
+
+/* Parse "<prefix><a:20>-<b:20>" exactly.  Returns true on success. */
+static bool parse_pair(const char *name, const char *prefix, uint64_t *a, uint64_t *b)
+{
+	size_t pl = strlen(prefix);
+	uint64_t v[2] = {0, 0};
+	const char *p;
+
+	if (strncmp(name, prefix, pl) != 0 || strlen(name) != pl + 41 || name[pl + 20] != '-')
+		return false;
+	p = name + pl;
+	for (int k = 0; k < 2; k++, p++) {
+		for (int i = 0; i < 20; i++, p++) {
+			if (*p < '0' || *p > '9' || v[k] > (UINT64_MAX - 9) / 10)
+				return false;
+			v[k] = v[k] * 10 + (uint64_t)(*p - '0');
+		}
+	}
+	*a = v[0];
+	*b = v[1];
+	return true;
+}
+
+static int list_cb(void *arg, const char *key, uint64_t size)
+{
+	struct listing *l = arg;
+
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? 2 * l->cap : 64;
+		char **n = realloc(l->names, cap * sizeof(*n));
+		uint64_t *s;
+
+		if (!n)
+			return -ENOMEM;
+		l->names = n;
+		s = realloc(l->sizes, cap * sizeof(*s));
+		if (!s)
+			return -ENOMEM;
+		l->sizes = s;
+		l->cap = cap;
+	}
+	l->names[l->n] = strdup(key);
+	if (!l->names[l->n])
+		return -ENOMEM;
+	l->sizes[l->n++] = size;
+	return 0;
+}
+
+static void listing_free(struct listing *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		free(l->names[i]);
+	free(l->names);
+	free(l->sizes);
+	memset(l, 0, sizeof(*l));
+}
+
+static int list_prefix(struct store *st, const char *prefix, struct listing *l)
+{
+	int rc = store_list(st, prefix, NULL, 0, list_cb, l);
+
+	if (rc)
+		log_err("gc: listing %s failed: %d", prefix, rc);
+	return rc;
+}
+
+/* Age of an object in seconds; an unknown mtime counts as brand new (kept). */
+static int object_age(struct store *st, const char *name, int64_t now, int64_t *age)
+{
+	struct store_stat s;
+	int rc = store_head(st, name, &s);
+
+	if (rc) {
+		if (rc != -ENOENT)
+			log_err("gc: head %s failed: %d", name, rc);
+		return rc;
+	}
+	*age = s.mtime > 0 ? now - s.mtime : 0;
+	return 0;
+}
+
+/* Add a copy of name to the plan's delete list. */
+static int plan_delete(struct gc_plan *p, const char *name, uint64_t size, uint64_t *counter)
+{
+	char **d = realloc(p->deletes, (p->ndeletes + 1) * sizeof(*d));
+
+	if (!d)
+		return -ENOMEM;
+	p->deletes = d;
+	d[p->ndeletes] = strdup(name);
+	if (!d[p->ndeletes])
+		return -ENOMEM;
+	p->ndeletes++;
+	p->delete_bytes += size;
+	(*counter)++;
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Pack references                                                     */
+/* ------------------------------------------------------------------ */
+
+static int id_cmp(const struct gc_pack_id *a, const struct gc_pack_id *b)
+{
+	if (a->epoch != b->epoch)
+		return a->epoch < b->epoch ? -1 : 1;
+	if (a->position != b->position)
+		return a->position < b->position ? -1 : 1;
+	return 0;
+}
+
+static int pref_cmp(const void *a, const void *b)
+{
+	return id_cmp(&((const struct pref *)a)->id, &((const struct pref *)b)->id);
+}
+
+static int prefs_add(struct prefs *s, const struct gc_pack_id *id, uint64_t live)
+{
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? 2 * s->cap : 64;
+		struct pref *p = realloc(s->p, cap * sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		s->p = p;
+		s->cap = cap;
+	}
+	s->p[s->n].id = *id;
+	s->p[s->n].live = live;
+	s->n++;
+	return 0;
+}
+
+/* Sort and merge duplicates (summing live bytes). */
+static void prefs_finish(struct prefs *s)
+{
+	size_t w = 0;
+
+	if (!s->n)
+		return;
+	qsort(s->p, s->n, sizeof(*s->p), pref_cmp);
+	for (size_t i = 1; i < s->n; i++) {
+		if (id_cmp(&s->p[i].id, &s->p[w].id) == 0)
+			s->p[w].live += s->p[i].live;
+		else
+			s->p[++w] = s->p[i];
+	}
+	s->n = w + 1;
+}
+
+static struct pref *prefs_find(const struct prefs *s, const struct gc_pack_id *id)
+{
+	struct pref key = { .id = *id };
+
+	return s->n ? bsearch(&key, s->p, s->n, sizeof(*s->p), pref_cmp) : NULL;
+}
+
+/* Cache slot of name: index where it is or would be inserted. */
+static size_t cache_pos(const struct gc *g, const char *name, bool *found)
+{
+	size_t lo = 0, hi = g->ncache;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(g->cache[mid].name, name);
+
+		if (c == 0) {
+			*found = true;
+			return mid;
+		}
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*found = false;
+	return lo;
+}
+
+/* Read the pack references of table t (from its properties) into r. */
+static int read_refs(struct gc *g, const struct manifest_sst *t, struct sst_refs *r)
+{
+	struct sst_reader *rd = NULL;
+	const struct sst_props *p;
+	int rc = sst_reader_open(g->st, t->name, t->size, NULL, &rd);
+
+	memset(r, 0, sizeof(*r));
+	if (rc) {
+		log_err("gc: cannot read live table %s: %d; no pack is collected", t->name, rc);
+		return rc;
+	}
+	p = sst_reader_props(rd);
+	r->name = strdup(t->name);
+	r->packs = calloc(p->npacks ? p->npacks : 1, sizeof(*r->packs));
+	r->bytes = calloc(p->npacks ? p->npacks : 1, sizeof(*r->bytes));
+	if (!r->name || !r->packs || !r->bytes) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	for (size_t i = 0; i < p->npacks; i++) {
+		if (p->packs[i].idlen != 16) {
+			log_err("gc: %s references a pack id of %u bytes", t->name,
+				p->packs[i].idlen);
+			rc = -EUCLEAN;
+			goto fail;
+		}
+		r->packs[i].epoch = get_be64(p->packs[i].id);
+		r->packs[i].position = get_be64(p->packs[i].id + 8);
+		r->bytes[i] = p->packs[i].bytes;
+	}
+	r->n = p->npacks;
+	sst_reader_unref(rd);
+	return 0;
+fail:
+	sst_reader_unref(rd);
+	refs_free(r);
+	memset(r, 0, sizeof(*r));
+	return rc;
+}
+
+/* The cached references of t, reading them on a miss. */
+static int get_refs(struct gc *g, const struct manifest_sst *t, struct sst_refs **out)
+{
+	bool found;
+	size_t pos = cache_pos(g, t->name, &found);
+	struct sst_refs r;
+	int rc;
+
+	if (!found) {
+		rc = read_refs(g, t, &r);
+		if (rc)
+			return rc;
+		if (g->ncache == g->capcache) {
+			size_t cap = g->capcache ? 2 * g->capcache : 32;
+			struct sst_refs *c = realloc(g->cache, cap * sizeof(*c));
+
+			if (!c) {
+				refs_free(&r);
+				return -ENOMEM;
+			}
+			g->cache = c;
+			g->capcache = cap;
+		}
+		memmove(&g->cache[pos + 1], &g->cache[pos], (g->ncache - pos) * sizeof(*g->cache));
+		g->cache[pos] = r;
+		g->ncache++;
+	}
+	g->cache[pos].used = true;
+	*out = &g->cache[pos];
+	return 0;
+}
+
+/* Forget cached tables no kept manifest lists any more. */
+static void cache_prune(struct gc *g)
+{
+	size_t w = 0;
+
+	for (size_t i = 0; i < g->ncache; i++) {
+		if (g->cache[i].used) {
+			g->cache[i].used = false;
+			g->cache[w++] = g->cache[i];
+		} else {
+			refs_free(&g->cache[i]);
+		}
+	}
+	g->ncache = w;
+}
+
+/* ------------------------------------------------------------------ */
+/* Planning                                                            */
+/* ------------------------------------------------------------------ */
+
+/* The state of one planning pass. */
+struct pass {
+	struct gc *g;
+	const struct gc_opts *o;
+	int64_t now;
+	struct manifest *kept;  /* kept manifests, newest first */
+	size_t nkept;
+	char **live_ssts;       /* names listed by kept manifests, sorted */
+	size_t nlive_ssts;
+	struct prefs refs;      /* packs referenced by kept tables */
+	uint64_t floor;         /* WAL floor */
+};
+
+static int str_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Decide and load the kept manifests (newest first). */
+static int load_kept(struct pass *ps, uint64_t latest)
+{
+	struct gc *g = ps->g;
+	unsigned keep = ps->o->keep_manifests ? ps->o->keep_manifests : 1;
+	int rc = 0;
+
+	ps->kept = calloc(1, sizeof(*ps->kept));
+	if (!ps->kept)
+		return -ENOMEM;
+	for (uint64_t v = latest; v >= 1; v--) {
+		struct manifest *k;
+
+		if (latest - v >= keep) {
+			char succ[FMT_NAME_MAX];
+			int64_t age;
+
+			/* v stays while its successor is younger than the grace period */
+			fmt_manifest_name(succ, v + 1);
+			rc = object_age(g->st, succ, ps->now, &age);
+			if (rc)
+				return rc;
+			if (age >= (int64_t)ps->o->grace_sec)
+				break;
+		}
+		k = realloc(ps->kept, (ps->nkept + 1) * sizeof(*k));
+		if (!k)
+			return -ENOMEM;
+		ps->kept = k;
+		rc = manifest_load(g->st, v, &ps->kept[ps->nkept]);
+		if (rc == -ENOENT && v < latest)
+			return 0; /* an earlier pass deleted it: history starts after */
+		if (rc) {
+			log_err("gc: cannot load manifest %" PRIu64 ": %d; nothing is collected", v,
+				rc);
+			return rc;
+		}
+		ps->nkept++;
+	}
+	return 0;
+}
+
+/* Collect live tables and pack references of the kept manifests. */
+static int collect_refs(struct pass *ps)
+{
+	size_t total = 0;
+	int rc;
+
+	for (size_t i = 0; i < ps->nkept; i++)
+		total += ps->kept[i].nssts;
+	ps->live_ssts = calloc(total ? total : 1, sizeof(*ps->live_ssts));
+	if (!ps->live_ssts)
+		return -ENOMEM;
+	ps->floor = ps->o->protect_wal_from;
+	for (size_t i = 0; i < ps->nkept; i++) {
+		const struct manifest *m = &ps->kept[i];
+
+		if (m->wal_covered < ps->floor)
+			ps->floor = m->wal_covered;
+		for (size_t s = 0; s < m->nssts; s++) {
+			struct sst_refs *r;
+
+			ps->live_ssts[ps->nlive_ssts++] = m->ssts[s].name; /* borrowed */
+			rc = get_refs(ps->g, &m->ssts[s], &r);
+			if (rc)
+				return rc;
+			for (size_t k = 0; k < r->n; k++) {
+				rc = prefs_add(&ps->refs, &r->packs[k], i == 0 ? r->bytes[k] : 0);
+				if (rc)
+					return rc;
+			}
+		}
+	}
+	for (size_t i = 0; i < ps->o->nlive_packs; i++) {
+		rc = prefs_add(&ps->refs, &ps->o->live_packs[i], 0);
+		if (rc)
+			return rc;
+	}
+	prefs_finish(&ps->refs);
+	qsort(ps->live_ssts, ps->nlive_ssts, sizeof(char *), str_cmp);
+	return 0;
+}
+
+static int plan_manifests(struct pass *ps, struct gc_plan *plan)
+{
+	struct listing l = {0};
+	int rc = list_prefix(ps->g->st, FMT_MANIFEST_PREFIX, &l);
+
+	for (size_t i = 0; !rc && i < l.n; i++) {
+		uint64_t v;
+
+		if (fmt_parse_manifest_name(l.names[i], &v) == 0 && v < plan->oldest_kept)
+			rc = plan_delete(plan, l.names[i], l.sizes[i], &plan->n_manifest);
+	}
+	listing_free(&l);
+	return rc;
+}
+
+static int plan_wal(struct pass *ps, struct gc_plan *plan)
+{
+	struct listing l = {0};
+	int rc = list_prefix(ps->g->st, FMT_WAL_PREFIX, &l);
+
+	for (size_t i = 0; !rc && i < l.n; i++) {
+		uint64_t pos;
+
+		if (fmt_parse_wal_name(l.names[i], &pos) == 0 && pos < ps->floor)
+			rc = plan_delete(plan, l.names[i], l.sizes[i], &plan->n_wal);
+	}
+	listing_free(&l);
+	return rc;
+}
+
+static int plan_ssts(struct pass *ps, struct gc_plan *plan)
+{
+	const struct manifest *latest = &ps->kept[0];
+	uint64_t pe = ps->o->protect_epoch, pf = ps->o->protect_sst_from;
+	struct listing l = {0};
+	int rc;
+
+	if (pe == 0 && pf == 0) {
+		pe = latest->epoch;
+		pf = latest->next_sst;
+	}
+	rc = list_prefix(ps->g->st, SST_PREFIX, &l);
+	for (size_t i = 0; !rc && i < l.n; i++) {
+		const char *name = l.names[i];
+		uint64_t epoch, id;
+		int64_t age;
+
+		if (!parse_pair(name, SST_PREFIX, &epoch, &id))
+			continue; /* not ours to judge */
+		if (bsearch(&name, ps->live_ssts, ps->nlive_ssts, sizeof(char *), str_cmp))
+			continue;
+		if (epoch == pe && id >= pf)
+			continue; /* possibly in flight: never before its commit */
+		rc = object_age(ps->g->st, name, ps->now, &age);
+		if (rc == -ENOENT) {
+			rc = 0;
+			continue;
+		}
+		if (!rc && age >= (int64_t)ps->o->grace_sec)
+			rc = plan_delete(plan, name, l.sizes[i], &plan->n_sst);
+	}
+	listing_free(&l);
+	return rc;
+}
+
+static int plan_packs(struct pass *ps, struct gc_plan *plan)
+{
+	const struct manifest *latest = &ps->kept[0];
+	struct listing l = {0};
+	int rc = list_prefix(ps->g->st, FMT_PACK_PREFIX, &l);
+
+	if (!rc && l.n) {
+		plan->packs = calloc(l.n, sizeof(*plan->packs));
+		plan->repack = calloc(l.n, sizeof(*plan->repack));
+		if (!plan->packs || !plan->repack)
+			rc = -ENOMEM;
+	}
+	for (size_t i = 0; !rc && i < l.n; i++) {
+		const char *name = l.names[i];
+		struct gc_pack_stat *s;
+		struct gc_pack_id id;
+		struct pref *r;
+		int64_t age;
+		bool unflushed;
+
+		if (!parse_pair(name, FMT_PACK_PREFIX, &id.epoch, &id.position))
+			continue;
+		r = prefs_find(&ps->refs, &id);
+		unflushed = id.position >= ps->floor;
+		for (size_t k = 0; !unflushed && k < ps->o->nlive_packs; k++)
+			unflushed = id_cmp(&ps->o->live_packs[k], &id) == 0;
+		if (!r && !unflushed) {
+			rc = object_age(ps->g->st, name, ps->now, &age);
+			if (rc == -ENOENT) {
+				rc = 0;
+				continue;
+			}
+			if (rc)
+				break;
+			if (age >= (int64_t)ps->o->grace_sec) {
+				rc = plan_delete(plan, name, l.sizes[i], &plan->n_pack);
+				continue;
+			}
+		}
+		s = &plan->packs[plan->npacks++];
+		s->id = id;
+		s->size = l.sizes[i];
+		s->data_bytes = s->size > PACK_HEADER_SIZE + PACK_TRAILER_SIZE ?
+					s->size - PACK_HEADER_SIZE - PACK_TRAILER_SIZE : 0;
+		s->live_bytes = r ? r->live : 0;
+		if (s->live_bytes > s->data_bytes)
+			s->live_bytes = s->data_bytes;
+		s->unflushed = unflushed;
+		plan->pack_bytes += s->size;
+		plan->live_pack_bytes += s->live_bytes;
+		/* repack: covered by SSTables, partly live, mostly dead */
+		if (!unflushed && id.position < latest->wal_covered && s->live_bytes > 0 &&
+		    (double)s->live_bytes < ps->o->repack_below * (double)s->data_bytes)
+			plan->repack[plan->nrepack++] = id;
+	}
+	listing_free(&l);
+	return rc;
+}
+
+int gc_plan_make(struct gc *g, const struct gc_opts *o, struct gc_plan *out)
+{
+	struct pass ps = { .g = g, .o = o };
+	struct gc_plan plan = {0};
+	uint64_t latest;
+	int rc;
+
+	ps.now = o->now ? o->now : (int64_t)time(NULL);
+	rc = manifest_find_latest(g->st, &latest);
+	if (rc)
+		return rc;
+	if (latest == 0) {
+		*out = plan; /* an empty store, or not ours: touch nothing */
+		return 0;
+	}
+	rc = load_kept(&ps, latest);
+	if (rc)
+		goto out;
+	plan.latest = latest;
+	plan.oldest_kept = latest - (ps.nkept - 1);
+	rc = collect_refs(&ps);
+	if (rc)
+		goto out;
+	plan.wal_floor = ps.floor;
+	if ((rc = plan_manifests(&ps, &plan)) || (rc = plan_wal(&ps, &plan)) ||
+	    (rc = plan_ssts(&ps, &plan)) || (rc = plan_packs(&ps, &plan)))
+		goto out;
+	cache_prune(g);
+	log_debug("gc: plan: manifests %" PRIu64 "..%" PRIu64 " kept, WAL floor %" PRIu64
+		  ", delete %zu objects (%" PRIu64 " bytes), %zu packs stay, %zu to repack",
+		  plan.oldest_kept, plan.latest, plan.wal_floor, plan.ndeletes, plan.delete_bytes,
+		  plan.npacks, plan.nrepack);
+out:
+	for (size_t i = 0; i < ps.nkept; i++)
+		manifest_clear(&ps.kept[i]);
+	free(ps.kept);
+	free(ps.live_ssts);
+	free(ps.refs.p);
+	if (rc) {
+		gc_plan_clear(&plan);
+		return rc;
+	}
+	*out = plan;
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Execution                                                           */
+/* ------------------------------------------------------------------ */
+
+int gc_plan_execute(struct gc *g, const struct gc_opts *o, const struct gc_plan *plan,
+		    uint64_t *deleted)
+{
+	int rc, first = 0;
+	uint64_t done = 0;
+
+	/* the plan lists manifests, WAL, tables, packs in that order */
+	for (size_t i = 0; i < plan->ndeletes; i += 1000) {
+		size_t n = plan->ndeletes - i < 1000 ? plan->ndeletes - i : 1000;
+
+		rc = store_delete_many(g->st, (const char *const *)plan->deletes + i, n);
+		if (rc) {
+			log_err("gc: deleting %zu objects from %s failed: %d", n, plan->deletes[i],
+				rc);
+			if (!first)
+				first = rc;
+			continue;
+		}
+		done += n;
+	}
+	if (o->cleanup_uploads) {
+		unsigned n = 0;
+
+		rc = store_cleanup_uploads(g->st, "", o->grace_sec, &n);
+		if (rc && rc != -ENOTSUP) {
+			log_warn("gc: cleaning abandoned uploads failed: %d", rc);
+			if (!first)
+				first = rc;
+		}
+		done += n;
+	}
+	if (done)
+		log_info("gc: deleted %" PRIu64 " objects (%" PRIu64 " WAL, %" PRIu64
+			 " manifests, %" PRIu64 " tables, %" PRIu64 " packs planned)",
+			 done, plan->n_wal, plan->n_manifest, plan->n_sst, plan->n_pack);
+	if (deleted)
+		*deleted = done;
+	return first;
+}
+
+/* ------------------------------------------------------------------ */
+/* Repack scan                                                         */
+/* ------------------------------------------------------------------ */
+
+static int pid_cmp(const void *a, const void *b)
+{
+	return id_cmp(a, b);
+}
+
+int gc_repack_scan(struct kv_iter *it, const struct gc_plan *plan, gc_repack_fn fn, void *arg)
+{
+	struct gc_pack_id *sel = NULL;
+	uint8_t *prev = NULL;
+	size_t prevlen = 0, prevcap = 0;
+	bool have_prev = false;
+	int rc = 0;
+
+	if (!plan->nrepack)
+		return 0;
+	sel = malloc(plan->nrepack * sizeof(*sel));
+	if (!sel)
+		return -ENOMEM;
+	memcpy(sel, plan->repack, plan->nrepack * sizeof(*sel));
+	qsort(sel, plan->nrepack, sizeof(*sel), pid_cmp);
+	for (kv_iter_seek_first(it); kv_iter_valid(it); kv_iter_next(it)) {
+		size_t kl, vl;
+		const void *k = kv_iter_key(it, &kl), *v;
+		struct blob_desc d;
+		struct gc_pack_id id;
+
+		if (have_prev && kv_key_cmp(k, kl, prev, prevlen) == 0)
+			continue; /* an older version */
+		if (kl > prevcap || !prev) {
+			uint8_t *p = realloc(prev, kl ? kl : 1);
+
+			if (!p) {
+				rc = -ENOMEM;
+				goto out;
+			}
+			prev = p;
+			prevcap = kl;
+		}
+		if (kl)
+			memcpy(prev, k, kl);
+		prevlen = kl;
+		have_prev = true;
+		if (kv_iter_type(it) != KV_BLOB)
+			continue;
+		v = kv_iter_value(it, &vl);
+		if (blob_desc_decode(v, vl, &d))
+			continue; /* the reader reports corrupt descriptors */
+		id.epoch = d.epoch;
+		id.position = d.position;
+		if (!bsearch(&id, sel, plan->nrepack, sizeof(*sel), pid_cmp))
+			continue;
+		rc = fn(arg, k, kl, kv_iter_seq(it), v, vl);
+		if (rc)
+			goto out;
+	}
+	rc = kv_iter_status(it);
+out:
+	free(prev);
+	free(sel);
+	return rc;
+}
