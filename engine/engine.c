@@ -23,10 +23,14 @@
  *
  * Read-only open does steps 2 without claiming or writing anything.
  *
+ * Open also opens a reader for every SSTable of the manifest; the flusher
+ * (flush.c) adds more as frozen MemTables are written out.
+ *
  * Reads take a snapshot (e->visible_seq: the last sequence of a batch that
- * is entirely in the MemTable), then consult the active MemTable and the
- * frozen ones newest first (SSTables come with the flush issue).  A KV_BLOB
- * value is resolved through blob.c.  Reads never take the writer lock except
+ * is entirely in the MemTable), take references on the active MemTable, the
+ * frozen ones and the SSTables in one critical section (mem_mu), then
+ * consult them newest first: MemTables, then SSTables from the newest.  A
+ * KV_BLOB value is resolved through blob.c.  Reads never take the writer lock except
  * for a moment to find a pending pack.
  */
 #include <errno.h>
@@ -43,6 +47,9 @@
 #include "log.h"
 #include "store.h"
 #include "wal.h"
+
+/* Smallest freeze threshold honoured (two MemTable arena blocks). */
+#define MEMTABLE_MIN_BYTES (128u << 10)
 
 /* Fence attempts at the WAL tip before giving up (an older writer keeps winning). */
 #define FENCE_TRIES 1000
@@ -325,6 +332,9 @@ int engine_open(struct store *st, const struct engine_opts *o, struct engine **o
 		e->o.inline_max = def.inline_max;
 	if (!e->o.memtable_max_bytes)
 		e->o.memtable_max_bytes = def.memtable_max_bytes;
+	/* the MemTable allocates 64 KiB arena blocks: below a few of them every insert would freeze */
+	if (e->o.memtable_max_bytes < MEMTABLE_MIN_BYTES)
+		e->o.memtable_max_bytes = MEMTABLE_MIN_BYTES;
 	if (!e->o.max_pending_bytes)
 		e->o.max_pending_bytes = def.max_pending_bytes;
 	if (!e->o.max_frozen_bytes)

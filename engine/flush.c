@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "compact.h"
 #include "engine_int.h"
 #include "flush.h"
 #include "log.h"
@@ -64,16 +65,20 @@ static void nap_locked(struct engine *e, unsigned sec)
 /* Swap F (frozen[0]) for reader r and next manifest (caller holds e->mu). */
 static int install_locked(struct engine *e, struct sst_reader *r, struct manifest *next)
 {
-	struct sst_reader **v = NULL;
+	struct sst_reader **v = NULL, **oldv = NULL;
 	struct memtable *old;
 
+	/* a new array, swapped under mem_mu: readers index e->ssts under it */
 	if (r) {
-		v = realloc(e->ssts, (e->nssts + 1) * sizeof(*v));
+		v = malloc((e->nssts + 1) * sizeof(*v));
 		if (!v)
 			return -ENOMEM;
 	}
 	pthread_mutex_lock(&e->mem_mu);
 	if (r) {
+		if (e->nssts)
+			memcpy(v, e->ssts, e->nssts * sizeof(*v));
+		oldv = e->ssts;
 		e->ssts = v;
 		e->ssts[e->nssts++] = r;
 	}
@@ -82,6 +87,7 @@ static int install_locked(struct engine *e, struct sst_reader *r, struct manifes
 	memmove(&e->frozen[0], &e->frozen[1], (e->nfrozen - 1) * sizeof(e->frozen[0]));
 	e->nfrozen--;
 	pthread_mutex_unlock(&e->mem_mu);
+	free(oldv);
 	memtable_unref(old);
 	if (next) {
 		manifest_clear(&e->man);
@@ -90,11 +96,116 @@ static int install_locked(struct engine *e, struct sst_reader *r, struct manifes
 	return 0;
 }
 
+/* Readers for every SSTable of m, reusing the open ones (flusher thread only). */
+static int readers_for(struct engine *e, const struct manifest *m, struct sst_reader ***out)
+{
+	struct sst_reader **v = calloc(m->nssts ? m->nssts : 1, sizeof(*v));
+	int rc = 0;
+
+	if (!v)
+		return -ENOMEM;
+	for (size_t i = 0; i < m->nssts && rc == 0; i++) {
+		for (size_t j = 0; j < e->nssts && !v[i]; j++) {
+			if (strcmp(sst_reader_key(e->ssts[j]), m->ssts[i].name) == 0) {
+				v[i] = e->ssts[j];
+				sst_reader_ref(v[i]);
+			}
+		}
+		if (!v[i])
+			rc = open_reader(e, &m->ssts[i], &v[i]);
+	}
+	if (rc) {
+		for (size_t i = 0; i < m->nssts; i++)
+			sst_reader_unref(v[i]);
+		free(v);
+		return rc;
+	}
+	*out = v;
+	return 0;
+}
+
+/*
+ * Run compactions while the manifest asks for them (caller holds e->mu;
+ * released during the work).  The outputs replace the inputs in the read
+ * path in one critical section; iterators already open keep their own
+ * references on the input readers, so no snapshot is ever cut short.
+ */
+static void compact_some_locked(struct engine *e)
+{
+	struct sst_reader_opts ro = { .counters = &e->sst_counters, .cache = e->block_cache };
+	struct compact_opts co;
+
+	compact_opts_default(&co);
+	co.epoch = e->epoch;
+	co.reader = &ro;
+	for (int round = 0; round < 8 && !e->flush_stop && !e->sticky; round++) {
+		struct compact_job *j = NULL;
+		struct manifest next = { 0 };
+		struct sst_reader **v = NULL, **oldv;
+		size_t oldn;
+		uint64_t t0 = engine_now_us();
+		int rc = compact_pick(&e->man, &co, &j);
+
+		if (rc) {
+			if (rc != -ENODATA)
+				log_warn("compact: pick failed: %d", rc);
+			return;
+		}
+		pthread_mutex_unlock(&e->mu);
+		/* e->man and e->ssts change only on this thread: read them unlocked */
+		rc = compact_execute(e->st, j, &co, UINT64_MAX);
+		if (rc == 0)
+			rc = compact_commit(e->st, e->conditional, &e->man, j, &next);
+		else
+			compact_job_discard(e->st, j);
+		if (rc == 0 && (rc = readers_for(e, &next, &v)) != 0) {
+			log_err("compact: manifest %" PRIu64 " committed but its tables cannot be "
+				"opened (%d); writer stops", next.version, rc);
+			rc = -EIO;
+		}
+		compact_job_free(j);
+		pthread_mutex_lock(&e->mu);
+		if (rc == 0) {
+			pthread_mutex_lock(&e->mem_mu);
+			oldv = e->ssts;
+			oldn = e->nssts;
+			e->ssts = v;
+			e->nssts = next.nssts;
+			pthread_mutex_unlock(&e->mem_mu);
+			for (size_t i = 0; i < oldn; i++)
+				sst_reader_unref(oldv[i]);
+			free(oldv);
+			manifest_clear(&e->man);
+			e->man = next;
+			e->stats.compactions++;
+			log_info("compact: manifest %" PRIu64 ", %zu tables (%" PRIu64 " us)",
+				 e->man.version, e->man.nssts, engine_now_us() - t0);
+			continue;
+		}
+		manifest_clear(&next);
+		if (rc == -EAGAIN)
+			continue;
+		if (rc == -ESTALE || rc == -EIO) {
+			if (rc == -ESTALE)
+				log_err("compact: fenced by a newer writer; writer stops");
+			if (!e->sticky) {
+				e->sticky = rc;
+				e->failed_pos = e->durable_upto;
+			}
+			pthread_cond_broadcast(&e->durable_cv);
+		} else {
+			log_warn("compact: failed (%d); will retry after the next flush", rc);
+		}
+		return;
+	}
+}
+
 static void *flusher_main(void *arg)
 {
 	struct engine *e = arg;
 
 	pthread_mutex_lock(&e->mu);
+	compact_some_locked(e);
 	for (;;) {
 		if (e->flush_stop || e->sticky)
 			break;
@@ -145,6 +256,7 @@ static void *flusher_main(void *arg)
 				 ", %" PRIu64 " us)", sst.name, f.wal_end, e->man.version,
 				 engine_now_us() - t0);
 			pthread_cond_broadcast(&e->durable_cv);
+			compact_some_locked(e);
 		} else if (rc == -ESTALE) {
 			log_err("flush: fenced by a newer writer; writer stops");
 			if (!e->sticky) {

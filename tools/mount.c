@@ -49,6 +49,8 @@ struct mount_args {
 	char fuse_opts[4096];     /* -o list passed to FUSE */
 	bool default_permissions; /* add default_permissions (on unless no_default_permissions) */
 	const char *pidfile;      /* --pidfile: write the serving process id here */
+	char *o_copies[32];       /* -o lists (settings point into them); freed at exit */
+	int n_copies;
 };
 
 static void usage(FILE *f)
@@ -249,7 +251,13 @@ static int parse_args(struct mount_args *a, int argc, char **argv)
 				return -1;
 			}
 			char *copy = strdup(v); /* strings point into it: kept until exit */
-			if (!copy || parse_o(a, copy))
+			if (!copy || a->n_copies == 32) {
+				free(copy);
+				fprintf(stderr, "memwalfs: too many -o options\n");
+				return -1;
+			}
+			a->o_copies[a->n_copies++] = copy;
+			if (parse_o(a, copy))
 				return -1;
 		} else if (!strcmp(s, "-s") || !strcmp(s, "-n")) {
 			/* from mount(8): single-threaded / no mtab: ignored */
@@ -401,28 +409,18 @@ out:
 	return status;
 }
 
-/* Entry points for the command table in tools/memwalfs.c. */
-int cmd_mount(int argc, char **argv);
-int cmd_stats(int argc, char **argv);
-
-/* memwalfs mount: see the file comment.  Returns the exit status. */
-int cmd_mount(int argc, char **argv)
+/* Parse, then serve in the foreground or fork and wait for the child's verdict. */
+static int run_mount(struct mount_args *a, int argc, char **argv)
 {
-	struct mount_args a;
-	memset(&a, 0, sizeof(a));
-	s3_opts_default(&a.s3);
-	engine_opts_default(&a.eo);
-	mwfs_opts_default(&a.fo);
-	a.default_permissions = true;
-	if (parse_args(&a, argc, argv))
+	if (parse_args(a, argc, argv))
 		return 2;
 	if (access("/dev/fuse", R_OK | W_OK)) {
 		fprintf(stderr, "memwalfs: /dev/fuse: %s (is the fuse module loaded?)\n",
 			strerror(errno));
 		return 1;
 	}
-	if (a.foreground)
-		return serve(&a, -1);
+	if (a->foreground)
+		return serve(a, -1);
 
 	/* fork before any thread exists; the child reports success through a pipe */
 	int p[2];
@@ -439,7 +437,7 @@ int cmd_mount(int argc, char **argv)
 		close(p[0]);
 		setsid();
 		signal(SIGHUP, SIG_IGN);
-		return serve(&a, p[1]);
+		return serve(a, p[1]);
 	}
 	close(p[1]);
 	unsigned char status = 1;
@@ -455,6 +453,25 @@ int cmd_mount(int argc, char **argv)
 	}
 	if (status != 0)
 		waitpid(pid, NULL, 0);
+	return status;
+}
+
+/* Entry points for the command table in tools/memwalfs.c. */
+int cmd_mount(int argc, char **argv);
+int cmd_stats(int argc, char **argv);
+
+/* memwalfs mount: see the file comment.  Returns the exit status. */
+int cmd_mount(int argc, char **argv)
+{
+	struct mount_args a;
+	memset(&a, 0, sizeof(a));
+	s3_opts_default(&a.s3);
+	engine_opts_default(&a.eo);
+	mwfs_opts_default(&a.fo);
+	a.default_permissions = true;
+	int status = run_mount(&a, argc, argv);
+	for (int i = 0; i < a.n_copies; i++)
+		free(a.o_copies[i]);
 	return status;
 }
 

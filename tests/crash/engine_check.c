@@ -33,7 +33,6 @@
 #include "engine_check.h"
 
 #include <errno.h>
-#include <ftw.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
@@ -44,7 +43,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <sys/stat.h>
 
 #include "engine.h"
 #include "fault.h"
@@ -89,118 +87,6 @@ static void sleep_us(unsigned us)
 
 	while (nanosleep(&ts, &ts) && errno == EINTR)
 		;
-}
-
-/* ------------------------------------------------------------------ */
-/* Backing locations                                                   */
-/* ------------------------------------------------------------------ */
-
-bool ec_have_s3(void)
-{
-	const char *e = getenv("S3_ENDPOINT");
-
-	return e && *e;
-}
-
-int ec_backing_new(enum ec_kind kind, const char *tag, struct ec_backing *b)
-{
-	memset(b, 0, sizeof(*b));
-	b->kind = kind;
-	if (kind == EC_S3) {
-		if (!ec_have_s3())
-			return 77;
-		snprintf(b->prefix, sizeof(b->prefix), "h8-%d-%s-%08x/", (int)getpid(), tag,
-			 (unsigned)(ec_mix((uint64_t)time(NULL) ^ (uint64_t)clock()) & 0xffffffff));
-		return 0;
-	}
-	const char *tmp = getenv("TMPDIR");
-
-	snprintf(b->dir, sizeof(b->dir), "%s/mwtest-h8-%s-XXXXXX", tmp && *tmp ? tmp : "/tmp",
-		 tag);
-	if (!mkdtemp(b->dir))
-		return -errno;
-	return 0;
-}
-
-/*
- * The S3 kind: defined for real in tests/s3/ec_s3.c, which only the s3
- * suite links (so that the other suites build without the S3 backend).
- */
-__attribute__((weak)) int ec_open_s3(const char *prefix, struct store **out)
-{
-	(void)prefix;
-	(void)out;
-	return -ENOTSUP;
-}
-
-int ec_backing_open(const struct ec_backing *b, struct store **out)
-{
-	if (b->kind == EC_LOCAL)
-		return store_open_local(b->dir, out);
-	return ec_open_s3(b->prefix, out);
-}
-
-static int rm_cb(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	(void)sb;
-	(void)flag;
-	(void)ftw;
-	remove(path);
-	return 0;
-}
-
-struct keylist {
-	char **k;   /* keys */
-	size_t n;   /* used */
-	size_t cap; /* allocated */
-};
-
-static int keylist_add(void *arg, const char *key, uint64_t size)
-{
-	struct keylist *l = arg;
-
-	(void)size;
-	if (l->n == l->cap) {
-		size_t nc = l->cap ? l->cap * 2 : 64;
-		char **nk = realloc(l->k, nc * sizeof(*nk));
-
-		if (!nk)
-			return -ENOMEM;
-		l->k = nk;
-		l->cap = nc;
-	}
-	l->k[l->n] = strdup(key);
-	if (!l->k[l->n])
-		return -ENOMEM;
-	l->n++;
-	return 0;
-}
-
-static void keylist_free(struct keylist *l)
-{
-	for (size_t i = 0; i < l->n; i++)
-		free(l->k[i]);
-	free(l->k);
-	memset(l, 0, sizeof(*l));
-}
-
-void ec_backing_destroy(struct ec_backing *b)
-{
-	if (b->kind == EC_LOCAL) {
-		if (b->dir[0] && !getenv("EC_KEEP"))
-			nftw(b->dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
-		return;
-	}
-	struct store *st = NULL;
-	struct keylist l = { 0 };
-
-	if (ec_backing_open(b, &st))
-		return;
-	if (!store_list(st, "", NULL, 0, keylist_add, &l) && l.n)
-		store_delete_many(st, (const char *const *)l.k, l.n);
-	keylist_free(&l);
-	store_cleanup_uploads(st, "", 0, NULL);
-	store_close(st);
 }
 
 /* ------------------------------------------------------------------ */
@@ -611,6 +497,37 @@ static int read_state(struct ec_run *run, struct engine *e, struct ec_found foun
 	if (ret)
 		return ret;
 
+	/* engine_iter_seek lands on the first key found at or after a model key */
+	for (unsigned t = 0; t < run->nthreads && !ret; t++) {
+		unsigned k0 = (unsigned)(ec_mix(run->seed + t) % EC_KEYS), k = k0, tt = t;
+		char key[32], want[32];
+
+		while (tt < run->nthreads && found[tt][k].op < 0)
+			if (++k == EC_KEYS) {
+				k = 0;
+				tt++;
+			}
+		make_key(key, sizeof(key), t, k0);
+		it = NULL;
+		if ((rc = engine_iter_new(e, "t", 1, "u", 1, &it)))
+			return fail_seed(run->seed, "engine_iter_new failed: %d", rc);
+		engine_iter_seek(it, key, strlen(key));
+		if (tt < run->nthreads) {
+			size_t kn = 0;
+			const char *got = engine_iter_valid(it) ? engine_iter_key(it, &kn) : NULL;
+
+			make_key(want, sizeof(want), tt, k);
+			if (!got || kn != strlen(want) || memcmp(got, want, kn))
+				ret = fail_seed(run->seed, "seek to %s: got '%.*s', want %s", key,
+						(int)kn, got ? got : "", want);
+		} else if (engine_iter_valid(it)) {
+			ret = fail_seed(run->seed, "seek to %s: valid past the last key", key);
+		}
+		engine_iter_free(it);
+	}
+	if (ret)
+		return ret;
+
 	for (unsigned t = 0; t < run->nthreads; t++) {
 		for (unsigned k = 0; k < EC_KEYS; k++) {
 			char key[32];
@@ -889,10 +806,26 @@ out:
 	return ret;
 }
 
+static volatile uint64_t current_seed;
+
+/* A crash of the test process itself still names the seed. */
+static void fatal_handler(int sig)
+{
+	char msg[96];
+	int n = snprintf(msg, sizeof(msg), "FAIL seed %llu: signal %d in phase '%s'\n",
+			 (unsigned long long)current_seed, sig, phase);
+
+	if (write(2, msg, (size_t)n) < 0)
+		_exit(1);
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
 static void alarm_handler(int sig)
 {
 	(void)sig;
-	fprintf(stderr, "FAIL: seed hung in phase '%s' (watchdog)\n", phase);
+	fprintf(stderr, "FAIL seed %llu: hung in phase '%s' (watchdog)\n",
+		(unsigned long long)current_seed, phase);
 	if (getenv("EC_GDB")) { /* EC_GDB=1: show where every thread is */
 		char cmd[160];
 
@@ -920,7 +853,12 @@ int ec_crash_seed(enum ec_kind kind, uint64_t seed, bool verbose)
 
 	if (!run)
 		return fail_seed(seed, "out of memory");
+	current_seed = seed;
 	signal(SIGALRM, alarm_handler);
+	signal(SIGSEGV, fatal_handler);
+	signal(SIGBUS, fatal_handler);
+	signal(SIGABRT, fatal_handler);
+	signal(SIGFPE, fatal_handler);
 	alarm(kind == EC_S3 ? 120 : getenv("EC_GDB") ? 8 : 30);
 	snprintf(tag, sizeof(tag), "s%" PRIu64, seed);
 	rc = ec_backing_new(kind, tag, &bk);
@@ -936,8 +874,8 @@ int ec_crash_seed(enum ec_kind kind, uint64_t seed, bool verbose)
 	eo.inline_max = run->inline_max;
 	if (chance(&r, 30))
 		eo.group_max_bytes = 32 * 1024;
-	if (chance(&r, 30))
-		eo.memtable_max_bytes = 128 * 1024;
+	if (chance(&r, 40)) /* freeze (and flush, when the flusher runs) often */
+		eo.memtable_max_bytes = chance(&r, 50) ? 128 * 1024 : 16 * 1024;
 	clean = chance(&r, 10);
 	open_crash = !clean && chance(&r, 25);
 	for (unsigned t = 0; t < run->nthreads; t++) {
@@ -990,6 +928,13 @@ int ec_crash_seed(enum ec_kind kind, uint64_t seed, bool verbose)
 		totals.ops += run->th[t].n;
 
 	phase = "crash+close";
+	{
+		struct engine_stats es;
+
+		engine_get_stats(run->e, &es);
+		totals.flushes += es.flushes;
+		totals.frozen += es.frozen_count + es.flushes;
+	}
 	if (clean) {
 		rc = engine_close(run->e);
 		run->e = NULL;

@@ -69,6 +69,7 @@ struct ec_crash_totals {
 	unsigned clean;          /* clean close (no crash) */
 	unsigned open_crashes;   /* a recovery open was crashed too */
 	uint64_t ops, acked, survived; /* writes issued / acknowledged / found after reopen */
+	uint64_t frozen, flushes;      /* MemTables frozen / flushed before the crash */
 };
 void ec_crash_get_totals(struct ec_crash_totals *t);
 

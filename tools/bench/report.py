@@ -128,16 +128,22 @@ def cell(res, t, w, m):
 
 
 def requests(res, t, w):
-    if t.startswith("memwalfs"):
-        keys = sorted(k[2] for k in res if k[0] == t and k[1] == w and k[2].startswith("mw_"))
-        parts = ["%s %s" % (k[3:], fmt(med(res, t, w, k))) for k in keys if med(res, t, w, k)]
-        return ", ".join(parts) or "-"
+    """Server requests by type: RGW's access log for every bucket target (the
+    same method for all); memwalfs also reports its own store counters."""
     parts = []
     for m in ("PUT", "GET", "LIST", "HEAD", "DELETE", "POST"):
         v = med(res, t, w, "req_" + m)
         if v:
             parts.append("%s %d" % (m, v))
-    return ", ".join(parts) if parts else ("0" if (t, w, "req_PUT") in res else "-")
+    text = ", ".join(parts) if parts else ("0" if (t, w, "req_PUT") in res else "")
+    if t.startswith("memwalfs"):
+        keys = sorted(k[2] for k in res if k[0] == t and k[1] == w and
+                      k[2].startswith("mw_store_requests_"))
+        own = ["%s %s" % (k[len("mw_store_requests_"):], fmt(med(res, t, w, k)))
+               for k in keys if med(res, t, w, k)]
+        if own:
+            text = (text + "; " if text else "") + "own stats: " + ", ".join(own)
+    return text or "-"
 
 
 def ratio(res, mw, t, w, m):
