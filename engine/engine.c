@@ -387,6 +387,8 @@ int engine_open(struct store *st, const struct engine_opts *o, struct engine **o
 			goto fail;
 	}
 	atomic_store(&e->visible_seq, e->next_seq - 1);
+	if (e->freeze_pos < e->man.wal_covered)
+		e->freeze_pos = e->man.wal_covered;
 	if (!e->o.read_only && ((rc = writer_start(e)) || (rc = flusher_start(e)))) {
 		writer_stop(e);
 		goto fail;

@@ -21,6 +21,13 @@
 
 struct pack;
 struct cache;
+
+/*
+ * Freeze the active MemTable also when this many WAL entries have gone into
+ * it, so that replay after a crash reads at most about this many entries
+ * (plus those of frozen MemTables not yet flushed), however slow the writes.
+ */
+#define ENGINE_REPLAY_MAX_ENTRIES 1024
 struct sst_reader;
 
 /* A batch: ops encoded as in a WAL body (wal.h), values always inline. */
@@ -66,6 +73,7 @@ struct engine {
 	pthread_t committer;       /* the committer thread */
 	struct engine_stats stats; /* counters [mu]; memtable fields computed on read */
 	uint64_t frozen_bytes;     /* bytes of frozen, unflushed MemTables [mu] */
+	uint64_t freeze_pos;       /* WAL position at the last freeze (replay length bound) [mu] */
 	pthread_cond_t flush_cv;   /* wakes the flusher [mu] */
 	bool flush_stop;           /* flusher_stop() asked the flusher to exit [mu] */
 	bool has_flusher;          /* flusher thread started (const after open) */

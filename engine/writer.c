@@ -119,6 +119,7 @@ int writer_freeze_locked(struct engine *e)
 	fm->wal_end = e->open ? e->open->position : e->next_pos;
 	fm->durable_need = e->open ? e->open->position + 1 : e->next_pos;
 	fm->bytes = memtable_bytes(e->mem);
+	e->freeze_pos = fm->wal_end;
 	e->frozen_bytes += fm->bytes;
 	e->mem = m;
 	pthread_mutex_unlock(&e->mem_mu);
@@ -266,7 +267,8 @@ int engine_write(struct engine *e, struct engine_batch *b, int flags, uint64_t *
 	if (rc)
 		goto out;
 	t = e->open->position;
-	if (memtable_bytes(e->mem) >= e->o.memtable_max_bytes) {
+	if (memtable_bytes(e->mem) >= e->o.memtable_max_bytes ||
+	    t - e->freeze_pos >= ENGINE_REPLAY_MAX_ENTRIES) {
 		rc = writer_freeze_locked(e);
 		if (rc) {
 			rc = 0; /* keep writing into the full MemTable; try again later */

@@ -30,6 +30,8 @@ struct mwfs_opts {
 	bool read_only;       /* the engine was opened read-only */
 	bool writeback;       /* ask for the kernel writeback cache (default true) */
 	unsigned max_threads; /* FUSE worker threads (default 8) */
+	const char *daemon_info; /* value of MWFS_DAEMON_XATTR on the root ("PID STATUSPATH"),
+				    or NULL; borrowed: must outlive the filesystem */
 };
 
 /* Fill *o with the defaults. */
@@ -68,5 +70,7 @@ uint32_t mwfs_chunk_size(const struct mwfs *fs);
 
 /* The xattr of the root directory whose value is engine_stats_format(). */
 #define MWFS_STATS_XATTR "user.memwalfs.stats"
+/* The xattr of the root directory whose value is mwfs_opts.daemon_info. */
+#define MWFS_DAEMON_XATTR "user.memwalfs.daemon"
 
 #endif /* MEMWALFS_FS_H */

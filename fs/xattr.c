@@ -4,8 +4,9 @@
  * values at most 64 KiB (the Linux VFS limits).
  *
  * The root directory also answers getxattr(MWFS_STATS_XATTR) with the
- * engine's statistics (engine_stats_format()); it is not stored, not
- * listed and cannot be set.
+ * engine's statistics (engine_stats_format()) and MWFS_DAEMON_XATTR with
+ * the daemon's pid and status file (tools/umount.h); they are not stored,
+ * not listed and cannot be set.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -18,9 +19,11 @@
 
 #define XATTR_VALUE_MAX 65536
 
+/* The virtual xattrs of the root: not stored, not listed, read-only. */
 static bool is_stats(fuse_ino_t ino, const char *name)
 {
-	return ino == SCHEMA_ROOT_INO && !strcmp(name, MWFS_STATS_XATTR);
+	return ino == SCHEMA_ROOT_INO &&
+	       (!strcmp(name, MWFS_STATS_XATTR) || !strcmp(name, MWFS_DAEMON_XATTR));
 }
 
 static void reply_value(fuse_req_t req, const void *val, size_t vn, size_t size)
@@ -100,6 +103,13 @@ void xattr_get(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 	size_t nlen = strlen(name);
 	if (nlen == 0 || nlen > SCHEMA_XATTR_NAME_MAX) {
 		fuse_reply_err(req, ERANGE);
+		return;
+	}
+	if (is_stats(ino, name) && !strcmp(name, MWFS_DAEMON_XATTR)) {
+		if (fs->o.daemon_info)
+			reply_value(req, fs->o.daemon_info, strlen(fs->o.daemon_info), size);
+		else
+			fuse_reply_err(req, ENODATA);
 		return;
 	}
 	if (is_stats(ino, name)) {

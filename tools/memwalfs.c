@@ -12,6 +12,7 @@
 
 const struct command memwalfs_commands[] = {
 	{"mount", cmd_mount, "mount a store (directory or s3://bucket/prefix) as a filesystem"},
+	{"umount", cmd_umount, "unmount and wait until the daemon has committed everything"},
 	{"stats", cmd_stats, "print the statistics of a mounted filesystem"},
 	{"objects", cmd_objects, "list, read and inspect the objects of a store (bucket or directory)"},
 	{NULL, NULL, NULL},

@@ -10,7 +10,10 @@
  * tells the waiting parent that the mount succeeded; errors are printed on
  * the terminal and become the parent's exit status.  SIGTERM, SIGINT,
  * "umount" and "fusermount3 -u" end the session; the child then writes out
- * every buffer, commits (engine_close) and exits 0.
+ * every buffer, commits (engine_close) and exits 0.  "memwalfs umount"
+ * (tools/umount.c) waits for that and reports the final status; a writer
+ * daemon holds a per-store lock until engine_close() has returned, so that
+ * a new mount of the store waits for it instead of fencing it.
  *
  * The mount helper (tools/mount.fuse.memwalfs, installed as
  * /sbin/mount.fuse.memwalfs) turns "mount -t fuse.memwalfs STORE DIR -o
@@ -36,6 +39,10 @@
 #include "log.h"
 #include "store.h"
 #include "storeopt.h"
+#include "umount.h"
+
+/* How long a mount waits for a closing daemon of the same store (seconds). */
+#define MOUNT_LOCK_WAIT_SEC 30
 
 /* Everything the command line decides. */
 struct mount_args {
@@ -76,7 +83,9 @@ static void usage(FILE *f)
 		"  --pidfile FILE         write the id of the serving process to FILE\n"
 		"  -v, --verbose          log more (repeat for debug)\n\n");
 	storeopt_usage(f);
-	fprintf(f, "\nUnmount with: fusermount3 -u MOUNTPOINT (or umount, or SIGTERM).\n");
+	fprintf(f, "\nUnmount with: memwalfs umount MOUNTPOINT (waits for the final commit and\n"
+		   "reports its status), or fusermount3 -u / umount / SIGTERM (return at once;\n"
+		   "a new mount of the same store then waits for the closing daemon).\n");
 }
 
 /* "64M", "1G", "4096" -> bytes; false on a bad number. */
@@ -319,7 +328,9 @@ static int serve(struct mount_args *a, int report_fd)
 	struct engine *e = NULL;
 	struct mwfs *fs = NULL;
 	char mnt[PATH_MAX];
-	int rc, status = 1;
+	char spath[PATH_MAX] = "", info[PATH_MAX + 32], final[512] = "ok";
+	int rc, status = 1, lock_fd = -1;
+	bool serving = false;
 
 	if (!realpath(a->mountpoint, mnt)) {
 		fprintf(stderr, "memwalfs: mount point %s: %s\n", a->mountpoint, strerror(errno));
@@ -341,6 +352,24 @@ static int serve(struct mount_args *a, int report_fd)
 	if (rc) {
 		fprintf(stderr, "memwalfs: cannot open store %s: %s\n", a->store, strerror(-rc));
 		goto out;
+	}
+	if (!a->eo.read_only) {
+		/* wait for a closing daemon of this store instead of fencing it (umount.h) */
+		char name[PATH_MAX + 64];
+		rc = mwd_store_name(a->store, &a->s3, name, sizeof(name));
+		if (!rc)
+			rc = mwd_lock(name, mnt, a->store, MOUNT_LOCK_WAIT_SEC, &lock_fd);
+		if (rc)
+			log_warn("no per-store lock (%s): a closing daemon of this store is not "
+				 "waited for",
+				 strerror(-rc));
+	}
+	mwd_status_gc();
+	if (!mwd_status_path(getpid(), spath, sizeof(spath))) {
+		snprintf(info, sizeof(info), "%ld %s", (long)getpid(), spath);
+		a->fo.daemon_info = info;
+	} else {
+		spath[0] = 0;
 	}
 	a->eo.progress = progress;
 	rc = engine_open(st, &a->eo, &e);
@@ -375,6 +404,12 @@ static int serve(struct mount_args *a, int report_fd)
 		if (!pf || fprintf(pf, "%ld\n", (long)getpid()) < 0 || fclose(pf))
 			fprintf(stderr, "memwalfs: writing %s: %s\n", a->pidfile, strerror(errno));
 	}
+	if (spath[0]) {
+		rc = mwd_status_write(spath, "serving");
+		if (rc)
+			fprintf(stderr, "memwalfs: writing %s: %s\n", spath, strerror(-rc));
+		serving = !rc;
+	}
 	report(&report_fd, 0);
 	if (!a->foreground) {
 		int nfd = open("/dev/null", O_RDWR);
@@ -397,14 +432,26 @@ out:
 	rc = mwfs_close(fs);
 	if (rc) {
 		log_err("writing out buffered data at unmount: %s", strerror(-rc));
+		snprintf(final, sizeof(final), "error: writing out buffered data: %s",
+			 strerror(-rc));
 		status = 1;
 	}
 	rc = engine_close(e);
 	if (rc) {
 		log_err("final commit: %s", strerror(-rc));
+		if (!strcmp(final, "ok"))
+			snprintf(final, sizeof(final), "error: final commit: %s", strerror(-rc));
 		status = 1;
 	}
 	store_close(st);
+	/* everything is committed (or reported): tell "memwalfs umount", then unlock */
+	if (serving) {
+		rc = mwd_status_write(spath, final);
+		if (rc)
+			log_err("writing %s: %s", spath, strerror(-rc));
+	}
+	if (lock_fd >= 0)
+		close(lock_fd);
 	report(&report_fd, (unsigned char)status);
 	return status;
 }

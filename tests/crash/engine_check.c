@@ -202,6 +202,8 @@ static uint32_t pick_vlen(struct rng *r, unsigned inline_max)
 {
 	if (chance(r, 30)) /* a blob */
 		return (uint32_t)rnd_range(r, inline_max, inline_max + 12000);
+	if (chance(r, 35)) /* a large inline value: fills the MemTable */
+		return (uint32_t)rnd_range(r, inline_max / 2, inline_max - 1);
 	return (uint32_t)rnd_range(r, EC_VHDR, EC_VHDR + 120);
 }
 
@@ -874,14 +876,18 @@ int ec_crash_seed(enum ec_kind kind, uint64_t seed, bool verbose)
 	eo.inline_max = run->inline_max;
 	if (chance(&r, 30))
 		eo.group_max_bytes = 32 * 1024;
-	if (chance(&r, 40)) /* freeze (and flush, when the flusher runs) often */
-		eo.memtable_max_bytes = chance(&r, 50) ? 128 * 1024 : 16 * 1024;
+	bool small_mem = chance(&r, 40);
+
+	if (small_mem) { /* freeze and flush often (128 KiB: the engine's minimum) */
+		eo.memtable_max_bytes = 128 * 1024;
+		eo.inline_max = run->inline_max = 4096;
+	}
 	clean = chance(&r, 10);
 	open_crash = !clean && chance(&r, 25);
 	for (unsigned t = 0; t < run->nthreads; t++) {
 		run->th[t].run = run;
 		run->th[t].t = t;
-		run->th[t].nops = (unsigned)rnd_range(&r, 20, kind == EC_S3 ? 60 : 120);
+		run->th[t].nops = (unsigned)rnd_range(&r, 20, kind == EC_S3 ? 60 : small_mem ? 250 : 120);
 		run->th[t].ops = calloc(run->th[t].nops, sizeof(struct ec_op));
 		if (!run->th[t].ops) {
 			fail_seed(seed, "out of memory");
@@ -906,7 +912,8 @@ int ec_crash_seed(enum ec_kind kind, uint64_t seed, bool verbose)
 		goto out;
 	}
 	if (!clean)
-		fault_store_crash_at(run->fs, FAULT_ALL, rnd_range(&r, 1, kind == EC_S3 ? 30 : 50),
+		fault_store_crash_at(run->fs, FAULT_ALL,
+				     rnd_range(&r, 1, kind == EC_S3 ? 30 : small_mem ? 150 : 50),
 				     chance(&r, 50) ? FAULT_LAND_YES : FAULT_LAND_NO);
 
 	phase = "workload";

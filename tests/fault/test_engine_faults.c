@@ -634,6 +634,160 @@ static void test_corruption(void **state)
 	golden_free(&g);
 }
 
+struct racer {
+	const struct ec_backing *bk; /* the shared location */
+	unsigned i;                  /* racer number */
+	int open_rc;                 /* engine_open */
+	int put_rc;                  /* the waiting put of its key */
+	uint64_t epoch;              /* epoch it claimed */
+};
+
+static void *racer_main(void *arg)
+{
+	struct racer *r = arg;
+	struct store *st = NULL;
+	struct engine *e = NULL;
+	struct engine_opts o = quick_opts();
+	struct engine_stats es;
+	char key[16];
+
+	r->open_rc = ec_backing_open(r->bk, &st);
+	if (!r->open_rc)
+		r->open_rc = engine_open(st, &o, &e);
+	if (!r->open_rc) {
+		engine_get_stats(e, &es);
+		r->epoch = es.epoch;
+		snprintf(key, sizeof(key), "race/%u", r->i);
+		r->put_rc = engine_put(e, key, strlen(key), key, strlen(key),
+				       ENGINE_WAIT | ENGINE_URGENT, NULL);
+		engine_close(e);
+	}
+	store_close(st);
+	return NULL;
+}
+
+/*
+ * Four writers open the same empty location at once and each makes one
+ * waiting put: epochs are distinct, a put is acknowledged or fails with
+ * -ESTALE, and a reopen finds exactly the acknowledged puts.
+ */
+static void test_open_race(void **state)
+{
+	(void)state;
+	struct ec_backing bk;
+	struct racer r[4];
+	pthread_t tid[4];
+	struct store *st = NULL;
+	struct engine *e = NULL;
+	struct engine_opts o = quick_opts();
+	unsigned acked = 0;
+
+	assert_int_equal(ec_backing_new(EC_LOCAL, "race", &bk), 0);
+	for (unsigned i = 0; i < 4; i++) {
+		r[i] = (struct racer){ &bk, i, 0, 0, 0 };
+		assert_int_equal(pthread_create(&tid[i], NULL, racer_main, &r[i]), 0);
+	}
+	for (unsigned i = 0; i < 4; i++)
+		pthread_join(tid[i], NULL);
+	for (unsigned i = 0; i < 4; i++) {
+		if (r[i].open_rc && r[i].open_rc != -ESTALE && r[i].open_rc != -EAGAIN &&
+		    r[i].open_rc != -EBUSY)
+			fail_msg("racer %u: open returned %d", i, r[i].open_rc);
+		if (!r[i].open_rc && r[i].put_rc && r[i].put_rc != -ESTALE)
+			fail_msg("racer %u: put returned %d, want 0 or -ESTALE", i, r[i].put_rc);
+		for (unsigned j = 0; j < i; j++)
+			if (!r[i].open_rc && !r[j].open_rc && r[i].epoch == r[j].epoch)
+				fail_msg("racers %u and %u both claimed epoch %" PRIu64, j, i,
+					 r[i].epoch);
+	}
+	char who[256];
+	size_t wn = 0;
+
+	for (unsigned i = 0; i < 4; i++)
+		wn += (size_t)snprintf(who + wn, sizeof(who) - wn,
+				       " racer %u: open %d epoch %" PRIu64 " put %d;", i,
+				       r[i].open_rc, r[i].epoch, r[i].put_rc);
+	assert_int_equal(ec_backing_open(&bk, &st), 0);
+	assert_int_equal(engine_open(st, &o, &e), 0);
+	for (unsigned i = 0; i < 4; i++) {
+		char key[16];
+		void *v = NULL;
+		size_t vn;
+		int rc;
+		bool ok = !r[i].open_rc && !r[i].put_rc;
+
+		snprintf(key, sizeof(key), "race/%u", i);
+		rc = engine_get(e, key, strlen(key), &v, &vn);
+		free(v);
+		if (ok && rc)
+			fail_msg("racer %u's acknowledged put is lost: %d (%s dir %s)", i, rc, who,
+				 bk.dir);
+		if (!ok && rc != -ENOENT)
+			fail_msg("racer %u's failed put is visible: %d (%s dir %s)", i, rc, who,
+				 bk.dir);
+		acked += ok;
+	}
+	assert_int_equal(engine_close(e), 0);
+	store_close(st);
+	ec_backing_destroy(&bk);
+	print_message("open race: %u of 4 writers' puts acknowledged\n", acked);
+}
+
+struct handle_putter {
+	struct store *st; /* its own handle on the shared directory */
+	unsigned i;       /* which one */
+	int bad;          /* first unexpected return */
+};
+
+static void *handle_put_main(void *arg)
+{
+	struct handle_putter *h = arg;
+
+	for (unsigned k = 0; k < 300 && !h->bad; k++) {
+		char key[32];
+		int rc;
+
+		snprintf(key, sizeof(key), "h/%u-%u", h->i, k); /* one parent dir */
+		rc = k % 2 ? store_put(h->st, key, key, strlen(key))
+			   : store_put_if_absent(h->st, key, key, strlen(key));
+		if (rc)
+			h->bad = rc;
+	}
+	return NULL;
+}
+
+/*
+ * Root cause of test_open_race failures seen on the local store: two store
+ * handles on one directory in one process, writing distinct keys at once,
+ * must never fail (a spurious -EEXIST from put_if_absent makes the engine
+ * skip a WAL position).
+ */
+static void test_two_handles_one_dir(void **state)
+{
+	(void)state;
+	struct ec_backing bk;
+	struct handle_putter h[2];
+	pthread_t tid[2];
+
+	assert_int_equal(ec_backing_new(EC_LOCAL, "handles", &bk), 0);
+	for (unsigned i = 0; i < 2; i++) {
+		h[i] = (struct handle_putter){ NULL, i, 0 };
+		assert_int_equal(ec_backing_open(&bk, &h[i].st), 0);
+	}
+	for (unsigned i = 0; i < 2; i++)
+		assert_int_equal(pthread_create(&tid[i], NULL, handle_put_main, &h[i]), 0);
+	for (unsigned i = 0; i < 2; i++)
+		pthread_join(tid[i], NULL);
+	for (unsigned i = 0; i < 2; i++)
+		store_close(h[i].st);
+	ec_backing_destroy(&bk);
+	for (unsigned i = 0; i < 2; i++)
+		if (h[i].bad)
+			fail_msg("handle %u: a put of a fresh key returned %d (two handles on one "
+				 "directory in one process pick the same temp file name)", i,
+				 h[i].bad);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -642,6 +796,8 @@ int main(void)
 		cmocka_unit_test(test_waiters_get_error),
 		cmocka_unit_test(test_throttling),
 		cmocka_unit_test(test_fencing),
+		cmocka_unit_test(test_two_handles_one_dir),
+		cmocka_unit_test(test_open_race),
 		cmocka_unit_test(test_corruption),
 	};
 

@@ -43,9 +43,10 @@ mw_wait_exit() {
 	return 1
 }
 
-# mw_umount MOUNTPOINT: unmount and wait for the daemon to exit
+# mw_umount MOUNTPOINT: unmount with "memwalfs umount", which waits for the daemon's final
+# commit and fails if it failed
 mw_umount() {
-	fusermount3 -u "$1"
+	"$MW" umount "$1"
 	mw_wait_exit "$1.pid"
 }
 

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# tests/fs/umount.sh MEMWALFS BACKEND - unmount safety:
+#  1. "memwalfs umount" returns only after the daemon committed and exited, with status 0, and
+#     everything written before it (nothing fsynced) is there at the next mount;
+#  2. "fusermount3 -u" followed AT ONCE by a new mount of the same store: the new mount waits for
+#     the closing daemon (per-store lock) instead of fencing it, so no unsynced write is lost;
+#  3. a live mount is still fenced by a second writer mount without waiting;
+#  4. "memwalfs umount" of a non-memwalfs directory fails.
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib.sh" "$1" "${2:-local}"
+mnt=$WORK/mnt
+rounds=${UMOUNT_ROUNDS:-4}
+
+echo "-- memwalfs umount waits for the final commit"
+mw_mount "$mnt"
+pid=$(cat "$mnt.pid")
+head -c 7000000 /dev/urandom > "$WORK/big"
+cp "$WORK/big" "$mnt/big"                    # not fsynced
+mkdir "$mnt/d" && echo hello > "$mnt/d/f" && mv "$mnt/d/f" "$mnt/d/g"
+setfattr -n user.k -v v "$mnt/d/g" 2>/dev/null || true
+"$MW" umount "$mnt"
+# the daemon is gone the moment umount returns
+if kill -0 "$pid" 2>/dev/null && [ "$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null)" != Z ]; then
+	echo "FAIL: daemon $pid still running after memwalfs umount"; exit 1
+fi
+! mountpoint -q "$mnt" || { echo "FAIL: still mounted"; exit 1; }
+mw_mount "$mnt"
+cmp "$WORK/big" "$mnt/big"
+[ "$(cat "$mnt/d/g")" = hello ] && [ ! -e "$mnt/d/f" ]
+
+echo "-- fusermount3 -u, then mount again at once ($rounds rounds)"
+for i in $(seq "$rounds"); do
+	head -c $((1000000 + i * 777777)) /dev/urandom > "$WORK/r$i"
+	cp "$WORK/r$i" "$mnt/r$i"                  # not fsynced
+	for j in $(seq 20); do echo "$i.$j" > "$mnt/d/s$i.$j"; done
+	rm "$mnt/d/s$i.1"
+	fusermount3 -u "$mnt"
+	mw_mount "$mnt" 2>"$WORK/mount.err" || { cat "$WORK/mount.err"; exit 1; }
+	if grep -q "fences it" "$WORK/mount.err"; then
+		cat "$WORK/mount.err"; echo "FAIL: the new mount fenced a closing daemon"; exit 1
+	fi
+	for k in $(seq "$i"); do cmp "$WORK/r$k" "$mnt/r$k"; done
+	[ "$(cat "$mnt/d/s$i.20")" = "$i.20" ] && [ ! -e "$mnt/d/s$i.1" ]
+	[ "$(ls "$mnt/d" | grep -c "^s$i\.")" = 19 ]
+done
+
+echo "-- a live mount is fenced at once by a second writer mount"
+mnt2=$WORK/mnt2
+start=$(date +%s)
+mw_mount "$mnt2" 2>"$WORK/mount2.err"
+grep -q "fences it" "$WORK/mount2.err" || { cat "$WORK/mount2.err"; exit 1; }
+[ $(( $(date +%s) - start )) -lt 20 ] || { echo "FAIL: waited for a live daemon"; exit 1; }
+cmp "$WORK/big" "$mnt2/big"
+mw_umount "$mnt2"
+"$MW" umount "$mnt" 2>/dev/null || true  # fenced: its final status does not matter here
+mw_wait_exit "$mnt.pid"
+
+echo "-- memwalfs umount of something else fails"
+mkdir -p "$WORK/plain"
+if "$MW" umount "$WORK/plain" 2>/dev/null; then echo "FAIL: umount of a plain directory"; exit 1; fi
+echo "umount ($BACKEND): ok"

@@ -1,0 +1,69 @@
+/*
+ * umount.h - how a memwalfs daemon makes its end observable, shared by
+ * "memwalfs mount" (the daemon) and "memwalfs umount" (tools/umount.c).
+ *
+ * Two small files in the run directory (/run/memwalfs as root, else
+ * $XDG_RUNTIME_DIR/memwalfs or /tmp/memwalfs-UID):
+ *
+ *   store-HASH.lock   flock()ed by the writer daemon of one store from before
+ *                     engine_open() until after engine_close() has returned.
+ *                     HASH is FNV-1a 64 of the canonical store name (the real
+ *                     path of a local store; endpoint + bucket/prefix of S3).
+ *                     Its text is "pid\nmountpoint\nfsname\n" of the holder.
+ *   daemon-PID.status one line written by the daemon: "serving" once mounted,
+ *                     then "ok" or "error: ..." after its final commit.
+ *
+ * The root directory answers getxattr(MWFS_DAEMON_XATTR) with "PID STATUSPATH"
+ * so that "memwalfs umount" can find both before it unmounts.
+ *
+ * A new writer mount of a store whose lock is held waits (bounded) for a
+ * daemon that is closing (its mount is gone), so that it never fences a
+ * daemon still committing its last writes; a holder that is still mounted is
+ * a live writer and is fenced at once, as the single-writer design says.
+ */
+#ifndef MEMWALFS_TOOLS_UMOUNT_H
+#define MEMWALFS_TOOLS_UMOUNT_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "store.h"
+
+/*
+ * Write the canonical name of store url (with the S3 options o, may be NULL)
+ * into out (n bytes).  A local store must already exist.  0 or -errno.
+ */
+int mwd_store_name(const char *url, const struct s3_opts *o, char *out, size_t n);
+
+/*
+ * Take the per-store lock of canonical store name for a daemon about to
+ * open the engine and mount fsname at mountpoint.  Waits up to wait_sec
+ * seconds (printing a message on stderr) while the holder is a closing
+ * daemon; proceeds at once when the holder is still mounted (it will be
+ * fenced) or after the wait.  On success *fd is the lock descriptor
+ * (O_CLOEXEC; the lock ends when it is closed or the process exits).
+ * Returns 0, or -errno when the run directory cannot be used (the mount
+ * then proceeds without a lock; the caller logs it).
+ */
+int mwd_lock(const char *name, const char *mountpoint, const char *fsname, unsigned wait_sec,
+	     int *fd);
+
+/* Path of the status file of daemon pid into out (n bytes).  0 or -errno. */
+int mwd_status_path(pid_t pid, char *out, size_t n);
+
+/*
+ * Replace the status file at path with the one line text (written to a
+ * temporary file, fsynced, renamed).  0 or -errno.
+ */
+int mwd_status_write(const char *path, const char *text);
+
+/*
+ * Remove the status files of daemons that exited more than an hour ago
+ * (nobody ran "memwalfs umount" for them).  Best effort.
+ */
+void mwd_status_gc(void);
+
+/* memwalfs umount (tools/commands.h). */
+int cmd_umount(int argc, char **argv);
+
+#endif /* MEMWALFS_TOOLS_UMOUNT_H */
