@@ -44,7 +44,9 @@
 #include "dbiter.h"
 #include "engine_int.h"
 #include "flush.h"
+#include "gc.h"
 #include "log.h"
+#include "maint.h"
 #include "store.h"
 #include "wal.h"
 
@@ -64,6 +66,9 @@ void engine_opts_default(struct engine_opts *o)
 	o->max_pending_bytes = 256u << 20;
 	o->max_frozen_bytes = 256u << 20;
 	o->cache_bytes = 256u << 20;
+	o->gc_interval_ms = 60000;
+	o->gc_grace_sec = 600;
+	o->repack_below_pct = 50;
 }
 
 /* ------------------------------------------------------------------ */
@@ -294,7 +299,10 @@ static void engine_free(struct engine *e)
 	free(e->ssts);
 	cache_free(e->blob_cache);
 	cache_free(e->block_cache);
+	gc_free(e->gc);
 	manifest_clear(&e->man);
+	pthread_cond_destroy(&e->gc_cv);
+	pthread_mutex_destroy(&e->gc_mu);
 	pthread_cond_destroy(&e->commit_cv);
 	pthread_cond_destroy(&e->durable_cv);
 	pthread_cond_destroy(&e->flush_cv);
@@ -339,6 +347,12 @@ int engine_open(struct store *st, const struct engine_opts *o, struct engine **o
 		e->o.max_pending_bytes = def.max_pending_bytes;
 	if (!e->o.max_frozen_bytes)
 		e->o.max_frozen_bytes = def.max_frozen_bytes;
+	if (!e->o.gc_interval_ms)
+		e->o.gc_interval_ms = def.gc_interval_ms;
+	if (!e->o.gc_grace_sec)
+		e->o.gc_grace_sec = def.gc_grace_sec;
+	if (!e->o.repack_below_pct)
+		e->o.repack_below_pct = def.repack_below_pct;
 	e->conditional = store_caps(st)->conditional_create;
 	pthread_mutex_init(&e->mu, NULL);
 	pthread_mutex_init(&e->mem_mu, NULL);
@@ -346,7 +360,9 @@ int engine_open(struct store *st, const struct engine_opts *o, struct engine **o
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&e->commit_cv, &ca);
 	pthread_cond_init(&e->flush_cv, &ca);
+	pthread_cond_init(&e->gc_cv, &ca);
 	pthread_condattr_destroy(&ca);
+	pthread_mutex_init(&e->gc_mu, NULL);
 	pthread_cond_init(&e->durable_cv, NULL);
 	e->stats.read_only = e->o.read_only;
 
@@ -389,7 +405,11 @@ int engine_open(struct store *st, const struct engine_opts *o, struct engine **o
 	atomic_store(&e->visible_seq, e->next_seq - 1);
 	if (e->freeze_pos < e->man.wal_covered)
 		e->freeze_pos = e->man.wal_covered;
-	if (!e->o.read_only && ((rc = writer_start(e)) || (rc = flusher_start(e)))) {
+	if (!e->o.read_only && (rc = gc_new(st, &e->gc)))
+		goto fail;
+	if (!e->o.read_only && ((rc = writer_start(e)) || (rc = flusher_start(e)) ||
+				(rc = gc_thread_start(e)))) {
+		flusher_stop(e);
 		writer_stop(e);
 		goto fail;
 	}
@@ -411,6 +431,18 @@ int engine_close(struct engine *e)
 
 	if (!e)
 		return 0;
+	/*
+	 * A clean close flushes: the manifest then covers the whole WAL and the
+	 * next open replays nothing.  A failed flush is not an error of the
+	 * close (the WAL still holds everything; the next open replays it).
+	 */
+	gc_thread_stop(e);
+	if (!e->o.read_only && !e->sticky) {
+		rc = engine_flush_now(e);
+		if (rc && rc != e->sticky)
+			log_warn("engine: close: final flush failed (%d); the next open replays "
+				 "the WAL", rc);
+	}
 	flusher_stop(e);
 	writer_stop(e);
 	rc = e->sticky;
@@ -561,6 +593,68 @@ int engine_get_range(struct engine *e, const void *key, size_t klen, uint64_t of
 		memcpy(buf, (uint8_t *)v + off, *got);
 	}
 	free(v);
+	return 0;
+}
+
+int engine_merged_iter(struct engine *e, struct kv_iter **out, uint64_t *gen)
+{
+	struct view w = { 0 };
+	struct kv_iter **kids = NULL;
+	size_t nk = 0;
+	int rc;
+
+	pthread_mutex_lock(&e->mu);
+	*gen = e->sst_gen;
+	rc = view_get(e, &w);
+	pthread_mutex_unlock(&e->mu);
+	if (rc)
+		return rc;
+	kids = calloc(w.nmems + w.nssts, sizeof(*kids));
+	if (!kids) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < w.nmems; i++, nk++)
+		if ((rc = memtable_iter_new(w.mems[i], &kids[nk])))
+			goto out;
+	for (size_t i = w.nssts; i-- > 0; nk++)
+		if ((rc = sst_reader_iter_new(w.ssts[i], &kids[nk])))
+			goto out;
+	rc = kv_merge_iter_new(kids, nk, out);
+	if (rc == 0)
+		nk = 0; /* the merger owns them */
+out:
+	for (size_t i = 0; i < nk; i++)
+		kv_iter_destroy(kids[i]);
+	free(kids);
+	view_put(&w);
+	return rc;
+}
+
+int engine_newest_seq_locked(struct engine *e, const void *key, size_t klen, bool with_ssts,
+			     uint64_t *seq)
+{
+	enum kv_type type;
+	const void *v;
+	void *owned = NULL;
+	size_t vn;
+	int found;
+
+	/* e->mu is held: neither the MemTable list nor the SSTable list can change */
+	if (memtable_get(e->mem, key, klen, UINT64_MAX, &type, &v, &vn, seq))
+		return 1;
+	for (size_t i = e->nfrozen; i-- > 0;)
+		if (memtable_get(e->frozen[i].mem, key, klen, UINT64_MAX, &type, &v, &vn, seq))
+			return 1;
+	if (!with_ssts)
+		return 0;
+	for (size_t i = e->nssts; i-- > 0;) {
+		found = sst_reader_get(e->ssts[i], key, klen, UINT64_MAX, &type, seq, &owned, &vn);
+		free(owned);
+		owned = NULL;
+		if (found)
+			return found;
+	}
 	return 0;
 }
 
@@ -802,6 +896,13 @@ size_t engine_stats_format(struct engine *e, char *buf, size_t len)
 	     s.replay_usec ? s.replay_entries * 1000000u / s.replay_usec : 0);
 	EMIT("sticky_error %d\n", s.sticky_error);
 	EMIT("read_only %d\n", s.read_only ? 1 : 0);
+	U64(gc_passes);
+	U64(gc_errors);
+	U64(gc_bytes_reclaimed);
+	U64(repacked_blobs);
+	U64(repacked_bytes);
+	U64(store_pack_bytes);
+	U64(store_live_pack_bytes);
 	for (int i = 0; i < STORE_OP__COUNT; i++)
 		EMIT("store_requests_%s %" PRIu64 "\n", op_names[i], ss.requests[i]);
 	EMIT("store_retries %" PRIu64 "\n", ss.retries);

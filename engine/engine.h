@@ -53,7 +53,25 @@ struct engine_opts {
 	size_t cache_bytes;         /* blob + block cache budget (default 256 MiB) */
 	engine_progress_fn progress; /* may be NULL */
 	void *progress_arg;
+	/*
+	 * Garbage collection (docs/GC.md), writers only.  Each 0 means the default.
+	 * gc_interval_ms: a GC pass (delete what no kept manifest needs, then
+	 * repack) this often (default 60000; ENGINE_GC_OFF: never by itself).
+	 * gc_grace_sec: objects a read-only follower may still use are kept this
+	 * long after they stop being referenced (default 600;
+	 * ENGINE_GC_NO_GRACE: none, for tests).  Abandoned uploads are aborted
+	 * after max(gc_grace_sec, 300 s).
+	 * repack_below_pct: a pack whose live fraction fell below this many
+	 * percent has its live blobs rewritten (default 50; ENGINE_GC_OFF: never).
+	 */
+	unsigned gc_interval_ms;
+	unsigned gc_grace_sec;
+	unsigned repack_below_pct;
 };
+
+/* Values of the GC options above. */
+#define ENGINE_GC_OFF 0xFFFFFFFFu      /* gc_interval_ms, repack_below_pct: disabled */
+#define ENGINE_GC_NO_GRACE 0xFFFFFFFFu /* gc_grace_sec: zero grace */
 
 /* Fill *o with the defaults above. */
 void engine_opts_default(struct engine_opts *o);
@@ -180,6 +198,13 @@ struct engine_stats {
 	uint64_t replay_entries, replay_bytes, replay_usec; /* replay at open */
 	int sticky_error;            /* 0, or the error that fenced the writer */
 	bool read_only;
+	uint64_t gc_passes;          /* GC passes completed */
+	uint64_t gc_errors;          /* GC passes that failed (retried next interval) */
+	uint64_t gc_bytes_reclaimed; /* bytes of the objects GC deleted */
+	uint64_t repacked_blobs;     /* live blobs rewritten out of mostly dead packs */
+	uint64_t repacked_bytes;     /* their bytes */
+	uint64_t store_pack_bytes;   /* pack bytes in the store at the last GC pass */
+	uint64_t store_live_pack_bytes; /* of which referenced by the newest manifest */
 };
 
 void engine_get_stats(struct engine *e, struct engine_stats *out);

@@ -21,6 +21,7 @@
 
 struct pack;
 struct cache;
+struct gc;
 
 /*
  * Freeze the active MemTable also when this many WAL entries have gone into
@@ -78,6 +79,17 @@ struct engine {
 	bool flush_stop;           /* flusher_stop() asked the flusher to exit [mu] */
 	bool has_flusher;          /* flusher thread started (const after open) */
 	pthread_t flusher;         /* the flusher thread */
+	uint64_t sst_gen;          /* bumped whenever e->ssts changes [mu] */
+	uint64_t flush_failures;   /* failed flush attempts since open [mu] */
+	int flush_last_error;      /* error of the last failed flush attempt [mu] */
+	uint64_t compact_req;      /* forced compaction rounds asked for [mu] */
+	uint64_t compact_done;     /* forced compaction rounds done [mu] */
+	struct gc *gc;             /* the collector (writers; used under gc_mu) */
+	pthread_mutex_t gc_mu;     /* serialises GC passes (taken before mu) */
+	pthread_cond_t gc_cv;      /* wakes the GC thread [mu] */
+	bool gc_stop;              /* gc_thread_stop() asked the GC thread to exit [mu] */
+	bool has_gc_thread;        /* GC thread started (const after open) */
+	pthread_t gc_thread;       /* the GC thread */
 	struct cache *block_cache; /* SSTable data blocks (thread-safe) */
 	struct sst_counters sst_counters; /* read costs of all SSTables (atomic) */
 
@@ -101,6 +113,40 @@ void writer_stop(struct engine *e);
 
 /* writer.c: freeze the active MemTable (caller holds e->mu).  -ENOMEM. */
 int writer_freeze_locked(struct engine *e);
+
+/*
+ * Decides, under e->mu, whether a conditional write still applies: return
+ * 0 to apply the batch, 1 to skip it, or a negative errno to fail.
+ */
+typedef int (*writer_cond_fn)(struct engine *e, void *arg);
+
+/*
+ * writer.c: engine_write() with a condition checked under e->mu right
+ * before the batch is applied (after any backpressure wait), so that no
+ * other write can slip in between the check and the apply.  cond NULL:
+ * plain engine_write().  Returns 1 when cond skipped the batch (nothing
+ * written), else as engine_write().  Any thread except the flusher.
+ */
+int writer_write_if(struct engine *e, struct engine_batch *b, int flags, uint64_t *ticket,
+		    writer_cond_fn cond, void *arg);
+
+/*
+ * engine.c: a merged iterator (internal order, every version, no snapshot
+ * filter) over everything the engine holds: the MemTables and the live
+ * SSTables, with references of its own.  *gen gets e->sst_gen of that SSTable set.
+ * Caller destroys it with kv_iter_destroy().  -ENOMEM...
+ */
+int engine_merged_iter(struct engine *e, struct kv_iter **out, uint64_t *gen);
+
+/*
+ * engine.c: the sequence of the newest version (of any type) of key,
+ * caller holds e->mu (so the MemTables and SSTables cannot change).  The
+ * SSTables (newest first; may read blocks from the store) are consulted only
+ * when with_ssts and the key is in no MemTable.  Returns 1 and *seq, 0 when
+ * no consulted source has the key, or a negative errno.
+ */
+int engine_newest_seq_locked(struct engine *e, const void *key, size_t klen, bool with_ssts,
+			     uint64_t *seq);
 
 /*
  * blob.c: read bytes [off, off+len) of the blob described by d into buf

@@ -81,6 +81,7 @@ static int install_locked(struct engine *e, struct sst_reader *r, struct manifes
 		oldv = e->ssts;
 		e->ssts = v;
 		e->ssts[e->nssts++] = r;
+		e->sst_gen++;
 	}
 	old = e->frozen[0].mem;
 	e->frozen_bytes -= e->frozen[0].bytes;
@@ -130,7 +131,7 @@ static int readers_for(struct engine *e, const struct manifest *m, struct sst_re
  * path in one critical section; iterators already open keep their own
  * references on the input readers, so no snapshot is ever cut short.
  */
-static void compact_some_locked(struct engine *e)
+static void compact_some_locked(struct engine *e, bool force)
 {
 	struct sst_reader_opts ro = { .counters = &e->sst_counters, .cache = e->block_cache };
 	struct compact_opts co;
@@ -138,6 +139,9 @@ static void compact_some_locked(struct engine *e)
 	compact_opts_default(&co);
 	co.epoch = e->epoch;
 	co.reader = &ro;
+	/* forced: compact L0 whatever its size (a full merge when only L0/L1 exist) */
+	if (force)
+		co.l0_trigger = 1;
 	for (int round = 0; round < 8 && !e->flush_stop && !e->sticky; round++) {
 		struct compact_job *j = NULL;
 		struct manifest next = { 0 };
@@ -171,6 +175,7 @@ static void compact_some_locked(struct engine *e)
 			oldn = e->nssts;
 			e->ssts = v;
 			e->nssts = next.nssts;
+			e->sst_gen++;
 			pthread_mutex_unlock(&e->mem_mu);
 			for (size_t i = 0; i < oldn; i++)
 				sst_reader_unref(oldv[i]);
@@ -205,10 +210,18 @@ static void *flusher_main(void *arg)
 	struct engine *e = arg;
 
 	pthread_mutex_lock(&e->mu);
-	compact_some_locked(e);
+	compact_some_locked(e, false);
 	for (;;) {
 		if (e->flush_stop || e->sticky)
 			break;
+		if (e->nfrozen == 0 && e->compact_done < e->compact_req) {
+			uint64_t req = e->compact_req;
+
+			compact_some_locked(e, true);
+			e->compact_done = req;
+			pthread_cond_broadcast(&e->durable_cv);
+			continue;
+		}
 		if (e->nfrozen == 0) {
 			pthread_cond_wait(&e->flush_cv, &e->mu);
 			continue;
@@ -234,13 +247,33 @@ static void *flusher_main(void *arg)
 		if (rc == 0)
 			rc = sst_flush_build(e->st, f.mem, e->epoch, cur.next_sst, NULL, &sst);
 		if (rc == -ENODATA) {
-			/* an empty MemTable: nothing to write, nothing to cover */
+			/*
+			 * An empty MemTable: nothing to write.  Every op of the WAL
+			 * before f.wal_end is then in the SSTables already, so the
+			 * covered position may still move (a clean close replays
+			 * nothing): one manifest commit without a new table.
+			 */
 			memtable_unref(f.mem);
+			rc = 0;
+			if (f.wal_end > cur.wal_covered) {
+				rc = manifest_copy(&next, &cur);
+				if (rc == 0) {
+					next.version = cur.version + 1;
+					next.wal_covered = f.wal_end;
+					rc = manifest_commit(e->st, &next, e->conditional);
+					if (rc == -EEXIST)
+						rc = -ESTALE;
+				}
+			}
 			manifest_clear(&cur);
 			pthread_mutex_lock(&e->mu);
-			install_locked(e, NULL, NULL);
-			pthread_cond_broadcast(&e->durable_cv);
-			continue;
+			if (rc == 0) {
+				install_locked(e, NULL, next.version ? &next : NULL);
+				pthread_cond_broadcast(&e->durable_cv);
+				continue;
+			}
+			manifest_clear(&next);
+			goto failed;
 		}
 		if (rc == 0)
 			rc = sst_flush_promote(e->st, e->conditional, &cur, &sst, f.wal_end, &next);
@@ -256,8 +289,22 @@ static void *flusher_main(void *arg)
 				 ", %" PRIu64 " us)", sst.name, f.wal_end, e->man.version,
 				 engine_now_us() - t0);
 			pthread_cond_broadcast(&e->durable_cv);
-			compact_some_locked(e);
-		} else if (rc == -ESTALE) {
+			compact_some_locked(e, false);
+		} else {
+			sst_reader_unref(r);
+			manifest_clear(&next);
+		}
+		free(sst.name);
+		free(sst.smallest);
+		free(sst.largest);
+		manifest_clear(&cur);
+		if (rc == 0)
+			continue;
+failed:
+		e->flush_failures++;
+		e->flush_last_error = rc;
+		pthread_cond_broadcast(&e->durable_cv);
+		if (rc == -ESTALE) {
 			log_err("flush: fenced by a newer writer; writer stops");
 			if (!e->sticky) {
 				e->sticky = -ESTALE;
@@ -266,14 +313,8 @@ static void *flusher_main(void *arg)
 			pthread_cond_broadcast(&e->durable_cv);
 		} else {
 			log_warn("flush: failed (%d); retrying in %d s", rc, FLUSH_RETRY_SEC);
-			sst_reader_unref(r);
-			manifest_clear(&next);
 			nap_locked(e, FLUSH_RETRY_SEC);
 		}
-		free(sst.name);
-		free(sst.smallest);
-		free(sst.largest);
-		manifest_clear(&cur);
 	}
 	pthread_mutex_unlock(&e->mu);
 	return NULL;

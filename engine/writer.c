@@ -221,6 +221,12 @@ static int apply_locked(struct engine *e, const struct engine_batch *b)
 
 int engine_write(struct engine *e, struct engine_batch *b, int flags, uint64_t *ticket)
 {
+	return writer_write_if(e, b, flags, ticket, NULL, NULL);
+}
+
+int writer_write_if(struct engine *e, struct engine_batch *b, int flags, uint64_t *ticket,
+		    writer_cond_fn cond, void *arg)
+{
 	uint64_t t;
 	bool waited = false;
 	int rc = 0;
@@ -261,6 +267,8 @@ int engine_write(struct engine *e, struct engine_batch *b, int flags, uint64_t *
 		rc = -EINVAL;
 		goto out;
 	}
+	if (cond && (rc = cond(e, arg)) != 0)
+		goto out; /* 1: skipped, nothing written; <0: failed */
 	if (!e->open && (rc = group_open_locked(e)))
 		goto out;
 	rc = apply_locked(e, b);

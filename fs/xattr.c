@@ -19,6 +19,21 @@
 
 #define XATTR_VALUE_MAX 65536
 
+/*
+ * Names this filesystem does not support, answered with EOPNOTSUPP by every
+ * xattr call: POSIX ACLs (the kernel would not enforce stored ones: storing
+ * them would be a silent success) and SELinux labels (FUSE has no LSM
+ * integration).  Besides being honest this is what makes "ls -l" of a big
+ * directory cheap: coreutils remembers per device that getxattr of
+ * security.selinux and system.posix_acl_access is unsupported and stops
+ * asking, where ENODATA costs two FUSE round trips per entry, every time.
+ */
+static bool unsupported(const char *name)
+{
+	return !strcmp(name, "security.selinux") || !strcmp(name, "system.posix_acl_access") ||
+	       !strcmp(name, "system.posix_acl_default");
+}
+
 /* The virtual xattrs of the root: not stored, not listed, read-only. */
 static bool is_stats(fuse_ino_t ino, const char *name)
 {
@@ -54,6 +69,8 @@ void xattr_set(fuse_req_t req, fuse_ino_t ino, const char *name, const char *val
 		rc = -EINVAL;
 	else if (is_stats(ino, name))
 		rc = -EPERM;
+	else if (unsupported(name))
+		rc = -EOPNOTSUPP;
 	if (rc) {
 		fuse_reply_err(req, fs_err(rc));
 		return;
@@ -103,6 +120,10 @@ void xattr_get(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 	size_t nlen = strlen(name);
 	if (nlen == 0 || nlen > SCHEMA_XATTR_NAME_MAX) {
 		fuse_reply_err(req, ERANGE);
+		return;
+	}
+	if (unsupported(name)) {
+		fuse_reply_err(req, EOPNOTSUPP);
 		return;
 	}
 	if (is_stats(ino, name) && !strcmp(name, MWFS_DAEMON_XATTR)) {
@@ -203,6 +224,8 @@ void xattr_remove(fuse_req_t req, fuse_ino_t ino, const char *name)
 		rc = -ERANGE;
 	else if (is_stats(ino, name))
 		rc = -EPERM;
+	else if (unsupported(name))
+		rc = -EOPNOTSUPP;
 	if (rc) {
 		fuse_reply_err(req, fs_err(rc));
 		return;

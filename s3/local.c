@@ -60,7 +60,6 @@ struct local_store {
 	struct store base;     /* must be first */
 	int root_fd;           /* O_DIRECTORY fd of the root; immutable after open */
 	char *root;            /* root path, for log lines; immutable after open */
-	_Atomic uint64_t seq;  /* temp file sequence number */
 };
 
 struct local_writer {
@@ -170,12 +169,27 @@ fail:
 	return nfd;
 }
 
-/* Make a fresh temp file in dfd; writes its name to tmp (size >= 64). */
+/*
+ * Temp file numbers are unique in the process, not per store handle: two
+ * handles on one directory in one process must never pick the same name
+ * (O_EXCL would then fail and a put would report a false -EEXIST).
+ */
+static _Atomic uint64_t tmp_seq;
+
+/*
+ * Make a fresh temp file in dfd; writes its name to tmp (size >= 64).  A
+ * name left by an earlier process with a reused pid is skipped.
+ */
 static int make_tmp(struct local_store *ls, int dfd, char *tmp)
 {
-	uint64_t n = atomic_fetch_add_explicit(&ls->seq, 1, memory_order_relaxed);
-	snprintf(tmp, 64, TMP_PREFIX "%ld.%" PRIu64, (long)getpid(), n);
-	return openat_retry(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0644);
+	int fd = -EEXIST;
+	(void)ls;
+	for (int tries = 0; tries < 64 && fd == -EEXIST; tries++) {
+		uint64_t n = atomic_fetch_add_explicit(&tmp_seq, 1, memory_order_relaxed);
+		snprintf(tmp, 64, TMP_PREFIX "%ld.%" PRIu64, (long)getpid(), n);
+		fd = openat_retry(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0644);
+	}
+	return fd;
 }
 
 /*

@@ -80,6 +80,14 @@ void ec_crash_get_totals(struct ec_crash_totals *t);
  */
 int ec_fencing(enum ec_kind kind);
 
+/*
+ * Racing opens: four writers open one location at once, each makes one
+ * waiting put; epochs must be distinct, a put is acknowledged or fails with
+ * -ESTALE, and a reopen finds exactly the acknowledged puts.  0, -1
+ * (printed) or 77.
+ */
+int ec_open_race(enum ec_kind kind);
+
 /* Deterministic 64-bit mixer (splitmix64). */
 uint64_t ec_mix(uint64_t x);
 

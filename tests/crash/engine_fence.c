@@ -14,6 +14,7 @@
  *   - B's writes and A's acknowledged writes are intact after a reopen.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -211,6 +212,129 @@ out:
 	engine_close(e2);
 	store_close(st1);
 	store_close(st2);
+	ec_backing_destroy(&bk);
+	return ret;
+}
+
+/* ------------------------------------------------------------------ */
+/* Racing opens                                                        */
+/* ------------------------------------------------------------------ */
+
+#define RFAIL(...)                                                       \
+	do {                                                             \
+		fprintf(stderr, "FAIL open race (line %d): ", __LINE__); \
+		fprintf(stderr, __VA_ARGS__);                            \
+		fputc('\n', stderr);                                     \
+		goto out;                                                \
+	} while (0)
+
+struct racer {
+	const struct ec_backing *bk; /* the shared location */
+	unsigned i;                  /* racer number */
+	int open_rc;                 /* engine_open */
+	int put_rc;                  /* the waiting put of its key */
+	uint64_t epoch;              /* epoch it claimed */
+};
+
+static void *racer_main(void *arg)
+{
+	struct racer *r = arg;
+	struct store *st = NULL;
+	struct engine *e = NULL;
+	struct engine_opts o;
+	struct engine_stats es;
+	char key[16];
+
+	engine_opts_default(&o);
+	o.cadence_ms = 10;
+	r->open_rc = ec_backing_open(r->bk, &st);
+	if (!r->open_rc)
+		r->open_rc = engine_open(st, &o, &e);
+	if (!r->open_rc) {
+		engine_get_stats(e, &es);
+		r->epoch = es.epoch;
+		snprintf(key, sizeof(key), "race/%u", r->i);
+		r->put_rc = engine_put(e, key, strlen(key), key, strlen(key),
+				       ENGINE_WAIT | ENGINE_URGENT, NULL);
+		engine_close(e);
+	}
+	store_close(st);
+	return NULL;
+}
+
+/*
+ * Four writers open the same empty location at once and each makes one
+ * waiting put: epochs are distinct, a put is acknowledged or fails with
+ * -ESTALE, and a reopen finds exactly the acknowledged puts.
+ */
+int ec_open_race(enum ec_kind kind)
+{
+	struct ec_backing bk;
+	struct racer r[4];
+	pthread_t tid[4];
+	bool started[4] = { 0 };
+	struct store *st = NULL;
+	struct engine *e = NULL;
+	struct engine_opts o;
+	unsigned acked = 0;
+	int rc, ret = -1;
+
+	engine_opts_default(&o);
+	o.cadence_ms = 10;
+	rc = ec_backing_new(kind, "race", &bk);
+	if (rc)
+		return rc == 77 ? 77 : -1;
+	for (unsigned i = 0; i < 4; i++) {
+		r[i] = (struct racer){ &bk, i, 0, 0, 0 };
+		started[i] = !pthread_create(&tid[i], NULL, racer_main, &r[i]);
+		if (!started[i])
+			r[i].open_rc = -EAGAIN;
+	}
+	for (unsigned i = 0; i < 4; i++)
+		if (started[i])
+			pthread_join(tid[i], NULL);
+	for (unsigned i = 0; i < 4; i++) {
+		if (r[i].open_rc && r[i].open_rc != -ESTALE && r[i].open_rc != -EAGAIN &&
+		    r[i].open_rc != -EBUSY)
+			RFAIL("racer %u: open returned %d", i, r[i].open_rc);
+		if (!r[i].open_rc && r[i].put_rc && r[i].put_rc != -ESTALE)
+			RFAIL("racer %u: put returned %d, want 0 or -ESTALE", i, r[i].put_rc);
+		for (unsigned j = 0; j < i; j++)
+			if (!r[i].open_rc && !r[j].open_rc && r[i].epoch == r[j].epoch)
+				RFAIL("racers %u and %u both claimed epoch %" PRIu64, j, i,
+					 r[i].epoch);
+	}
+	char who[256];
+	size_t wn = 0;
+
+	for (unsigned i = 0; i < 4; i++)
+		wn += (size_t)snprintf(who + wn, sizeof(who) - wn,
+				       " racer %u: open %d epoch %" PRIu64 " put %d;", i,
+				       r[i].open_rc, r[i].epoch, r[i].put_rc);
+	if ((rc = ec_backing_open(&bk, &st)) || (rc = engine_open(st, &o, &e)))
+		RFAIL("reopen after the race: %d", rc);
+	for (unsigned i = 0; i < 4; i++) {
+		char key[16];
+		void *v = NULL;
+		size_t vn;
+		bool ok = !r[i].open_rc && !r[i].put_rc;
+
+		snprintf(key, sizeof(key), "race/%u", i);
+		rc = engine_get(e, key, strlen(key), &v, &vn);
+		free(v);
+		if (ok && rc)
+			RFAIL("racer %u's acknowledged put is lost: %d (%s at %s%s)", i, rc, who,
+			      bk.dir, bk.prefix);
+		if (!ok && rc != -ENOENT)
+			RFAIL("racer %u's failed put is visible: %d (%s at %s%s)", i, rc, who,
+			      bk.dir, bk.prefix);
+		acked += ok;
+	}
+	printf("open race: %u of 4 writers' puts acknowledged\n", acked);
+	ret = 0;
+out:
+	engine_close(e);
+	store_close(st);
 	ec_backing_destroy(&bk);
 	return ret;
 }

@@ -5,6 +5,7 @@
  * and after.
  *
  *   fsconform DIR     DIR: an empty directory inside the mount
+ *   fsconform --mknod DIR N   create N empty files in DIR (tests/fs/bigdir.sh)
  *
  * Prints one line per check group and a summary; exits 0 when every check
  * passed, 1 otherwise, 77 when DIR is not usable (SKIP).
@@ -415,6 +416,12 @@ static void t_xattr(void)
 	      !memcmp(bigv, bigr, sizeof(bigv)));
 	CHECK(removexattr(P("x"), "user.a") == 0);
 	CHECK_ERR(removexattr(P("x"), "user.a"), ENODATA);
+	/* unsupported names: POSIX ACLs and SELinux labels answer EOPNOTSUPP (so that ls
+	 * stops asking) and are never silently stored */
+	CHECK_ERR(getxattr(P("x"), "security.selinux", buf, sizeof(buf)), EOPNOTSUPP);
+	CHECK_ERR(getxattr(P("x"), "system.posix_acl_access", NULL, 0), EOPNOTSUPP);
+	CHECK_ERR(setxattr(P("x"), "security.selinux", "l", 1, 0), EOPNOTSUPP);
+	CHECK(setxattr(P("x"), "trusted.t", "1", 1, 0) == 0 && removexattr(P("x"), "trusted.t") == 0);
 	CHECK(mkdir(P("xd"), 0755) == 0 && setxattr(P("xd"), "user.d", "1", 1, 0) == 0);
 	CHECK(getxattr(P("xd"), "user.d", buf, sizeof(buf)) == 1);
 	CHECK(rmdir(P("xd")) == 0);
@@ -557,9 +564,39 @@ static void t_misc(void)
 	CHECK(stat(base, &st) == 0);
 }
 
+/*
+ * fsconform --mknod DIR N: create N empty regular files DIR/entry-000000...
+ * with mknod(2) (one FUSE round trip each), from two processes, for the
+ * big-directory test.  Exits 0 or 1.
+ */
+static int make_entries(const char *dir, long n)
+{
+	char p[4096];
+	pid_t pid = fork();
+	if (pid < 0)
+		return 1;
+	int rc = 0;
+	for (long i = pid ? 0 : 1; i < n; i += 2) {
+		snprintf(p, sizeof(p), "%s/entry-%06ld", dir, i);
+		if (mknod(p, S_IFREG | 0644, 0)) {
+			fprintf(stderr, "mknod %s: %s\n", p, strerror(errno));
+			rc = 1;
+			break;
+		}
+	}
+	if (!pid)
+		_exit(rc);
+	int ws;
+	if (waitpid(pid, &ws, 0) != pid || !WIFEXITED(ws) || WEXITSTATUS(ws))
+		rc = 1;
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	struct stat st;
+	if (argc == 4 && !strcmp(argv[1], "--mknod"))
+		return make_entries(argv[2], strtol(argv[3], NULL, 10));
 	if (argc != 2 || stat(argv[1], &st) || !S_ISDIR(st.st_mode)) {
 		fprintf(stderr, "usage: fsconform DIR (an empty directory on the mount)\n");
 		return 77;

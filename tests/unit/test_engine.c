@@ -143,7 +143,7 @@ static void test_put_get_reopen(void **state)
 	e = open_engine(st, 20);
 	engine_get_stats(e, &s);
 	assert_int_equal(s.epoch, 2);
-	assert_true(s.replay_entries >= 2);
+	assert_int_equal(s.replay_entries, 0); /* a clean close flushed: nothing to replay */
 	for (int i = 0; i < 200; i++) {
 		snprintf(key, sizeof(key), "k%05d", i);
 		snprintf(val, sizeof(val), "v%d", i);
@@ -563,8 +563,9 @@ static void flip_byte(const char *key, long off)
 
 static void test_corruption(void **state)
 {
+	struct fault_store *f = NULL;
 	struct store *st = open_store();
-	struct engine *e = open_engine(st, 20);
+	struct engine *e;
 	struct engine_opts o;
 	static uint8_t big[3000];
 	void *v;
@@ -572,9 +573,16 @@ static void test_corruption(void **state)
 	(void)state;
 
 	/* fresh store: manifest 1, wal 0 = fence, wal 1 = our group with pack 1-1 */
+	assert_int_equal(fault_store_new(st, &f), 0);
+	st = fault_store_as_store(f);
+	e = open_engine(st, 20);
 	assert_int_equal(engine_put(e, "b", 1, big, sizeof(big), 0, NULL), 0);
 	assert_int_equal(engine_put(e, "k", 1, "v", 1, ENGINE_WAIT | ENGINE_URGENT, NULL), 0);
-	assert_int_equal(engine_close(e), 0);
+	/* crash before the close, whose flush would cover (and so skip) the WAL */
+	fault_store_crash(f);
+	engine_close(e);
+	store_close(st);
+	st = open_store();
 	/* corrupt the blob bytes: reads of b fail cleanly, k still fine */
 	flip_byte("pack/00000000000000000001-00000000000000000001", 40);
 	engine_opts_default(&o);

@@ -1,0 +1,375 @@
+/*
+ * maint.c - garbage collection and repack wired into the engine, and
+ * flush / compaction on demand (contract in maint.h, protocol in
+ * docs/GC.md).
+ *
+ * DESIGN
+ *
+ * The GC thread wakes every opts.gc_interval_ms and runs one pass; tests
+ * and tools run the same pass with engine_gc_now().  Passes are serialised
+ * by e->gc_mu (taken before e->mu, never while holding it).  A pass:
+ *
+ *   1. snapshot, under e->mu, what protects in-flight work: our epoch and
+ *      e->man.next_sst (every SSTable the flusher or the compactor is
+ *      writing has an id >= it, since both take ids from e->man, and both
+ *      run on the one flusher thread, one job at a time, so no shared id
+ *      allocator is needed), and e->man.wal_covered;
+ *   2. gc_plan_make() + gc_plan_execute() without any engine lock (gc.c
+ *      decides from the store alone).  No live_packs are passed: every
+ *      MemTable entry and unflushed WAL entry references the pack of its
+ *      own group, at a position >= e->man.wal_covered >= the plan's WAL
+ *      floor, and GC never deletes a pack at or past the floor;
+ *   3. abandoned streaming uploads older than max(grace, 300 s) are
+ *      aborted.  Not with the grace alone: with a zero grace (tests) a
+ *      pack or table upload in flight would be aborted under its writer;
+ *   4. repack: gc_repack_scan() over a merged iterator of everything the
+ *      engine holds calls back for each key whose newest version is a blob
+ *      in a selected pack.  The blob is read (checksum verified) and put
+ *      again through the normal write path by writer_write_if(), whose
+ *      condition runs under e->mu: the key's newest sequence must still be
+ *      the one the scan saw.  The MemTables are checked directly; the
+ *      SSTables only when the key is in no MemTable and the SSTable set
+ *      changed since the scan started (e->sst_gen), since a newer write
+ *      sits in a MemTable until a flush moves it into a new SSTable.  So a
+ *      newer write is never undone, and nothing waits for I/O under e->mu
+ *      in the common case.  The rewritten blob lands in the pack of the
+ *      current group; the old pack goes in a later pass once a compaction
+ *      dropped the shadowed descriptors and no kept manifest lists a table
+ *      that references it.
+ *
+ * Failure: a failed pass is counted (stats.gc_errors) and retried at the
+ * next interval; what was deleted stays deleted (each delete is safe on
+ * its own).  A repack write that fails leaves the old version in place.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "engine_int.h"
+#include "gc.h"
+#include "log.h"
+#include "maint.h"
+#include "store.h"
+
+/* Abandoned uploads are aborted only after at least this long (see step 3). */
+#define MAINT_UPLOAD_MIN_AGE_SEC 300
+
+/* ------------------------------------------------------------------ */
+/* Flush and compaction on demand                                      */
+/* ------------------------------------------------------------------ */
+
+int engine_flush_now(struct engine *e)
+{
+	uint64_t failures, target;
+	int rc = 0;
+
+	if (!e)
+		return -EINVAL;
+	if (e->o.read_only)
+		return -EROFS;
+	/*
+	 * Commit the open group first: a freeze while a group is open cannot
+	 * cover that group (it may continue in the next MemTable).
+	 */
+	rc = engine_sync(e);
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&e->mu);
+	if (e->sticky) {
+		rc = e->sticky;
+		goto out;
+	}
+	failures = e->flush_failures;
+	/* everything issued so far is in the MemTable frozen now (or older ones) */
+	rc = writer_freeze_locked(e);
+	if (rc)
+		goto out;
+	target = e->frozen[e->nfrozen - 1].wal_end;
+	if (e->open && !e->open->urgent) {
+		e->open->urgent = true;
+		pthread_cond_signal(&e->commit_cv);
+	}
+	while (!e->sticky && e->has_flusher &&
+	       (e->nfrozen > 0 || e->man.wal_covered < target)) {
+		if (e->flush_failures != failures) {
+			rc = e->flush_last_error ? e->flush_last_error : -EIO;
+			goto out;
+		}
+		pthread_cond_wait(&e->durable_cv, &e->mu);
+	}
+	if (e->sticky)
+		rc = e->sticky;
+	else if (e->nfrozen > 0)
+		rc = -EIO; /* the flusher stopped */
+out:
+	pthread_mutex_unlock(&e->mu);
+	return rc;
+}
+
+int engine_compact_now(struct engine *e)
+{
+	uint64_t req;
+	int rc = 0;
+
+	if (!e)
+		return -EINVAL;
+	if (e->o.read_only)
+		return -EROFS;
+	pthread_mutex_lock(&e->mu);
+	req = ++e->compact_req;
+	pthread_cond_signal(&e->flush_cv);
+	while (!e->sticky && e->has_flusher && e->compact_done < req)
+		pthread_cond_wait(&e->durable_cv, &e->mu);
+	if (e->sticky)
+		rc = e->sticky;
+	else if (e->compact_done < req)
+		rc = -EIO;
+	pthread_mutex_unlock(&e->mu);
+	return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* Repack                                                              */
+/* ------------------------------------------------------------------ */
+
+/* State of one repack scan. */
+struct repack {
+	struct engine *e;
+	uint64_t sst_gen;      /* e->sst_gen when the scan's iterator was made */
+	uint64_t seq;          /* the newest sequence the scan saw for the current key */
+	uint64_t blobs, bytes; /* rewritten */
+	uint64_t skipped;      /* keys written meanwhile: left alone */
+};
+
+/* Under e->mu: does the key still have the newest sequence rp->seq?  0 yes, 1 no. */
+static int still_newest(struct engine *e, void *arg, const void *key, size_t klen)
+{
+	struct repack *rp = arg;
+	uint64_t seq = 0;
+	int found = engine_newest_seq_locked(e, key, klen, e->sst_gen != rp->sst_gen, &seq);
+
+	if (found < 0)
+		return found;
+	if (found == 0)
+		/* in no MemTable and the SSTables are those the scan read: unchanged */
+		return e->sst_gen == rp->sst_gen ? 0 : 1;
+	return seq == rp->seq ? 0 : 1;
+}
+
+/* writer_cond_fn adapter: the key is the batch's only key. */
+struct cond_arg {
+	struct repack *rp;
+	const void *key;
+	size_t klen;
+};
+
+static int repack_cond(struct engine *e, void *arg)
+{
+	struct cond_arg *c = arg;
+
+	return still_newest(e, c->rp, c->key, c->klen);
+}
+
+static int repack_one(void *arg, const void *key, size_t klen, uint64_t seq, const void *desc,
+		      size_t dlen)
+{
+	struct repack *rp = arg;
+	struct engine *e = rp->e;
+	struct engine_batch b = { 0 };
+	struct blob_desc d;
+	struct cond_arg c = { .rp = rp, .key = key, .klen = klen };
+	void *val = NULL;
+	int rc = blob_desc_decode(desc, dlen, &d);
+
+	if (rc)
+		return 0; /* the scan skips these already */
+	rc = blob_fetch(e, &d, &val);
+	if (rc) {
+		log_err("gc: repack: reading a blob of pack %" PRIu64 "-%" PRIu64 " failed: %d",
+			d.epoch, d.position, rc);
+		return rc;
+	}
+	rc = engine_batch_put(&b, key, klen, val, (size_t)d.length);
+	free(val);
+	if (rc)
+		goto out;
+	rp->seq = seq;
+	rc = writer_write_if(e, &b, 0, NULL, repack_cond, &c);
+	if (rc == 1) {
+		rp->skipped++;
+		rc = 0;
+	} else if (rc == 0) {
+		rp->blobs++;
+		rp->bytes += d.length;
+	}
+out:
+	mw_buf_free(&b.rep);
+	return rc;
+}
+
+/* Rewrite the live blobs of the plan's repack packs, then sync. */
+static int repack_run(struct engine *e, const struct gc_plan *plan, struct engine_gc_result *res)
+{
+	struct repack rp = { .e = e };
+	struct kv_iter *it = NULL;
+	int rc = engine_merged_iter(e, &it, &rp.sst_gen);
+
+	if (rc)
+		return rc;
+	rc = gc_repack_scan(it, plan, repack_one, &rp);
+	kv_iter_destroy(it);
+	if (rp.blobs) {
+		int src = engine_sync(e);
+
+		if (!rc)
+			rc = src;
+	}
+	res->repacked_blobs = rp.blobs;
+	res->repacked_bytes = rp.bytes;
+	log_info("gc: repacked %" PRIu64 " blobs (%" PRIu64 " bytes) out of %zu packs, %" PRIu64
+		 " keys rewritten meanwhile left alone (%d)",
+		 rp.blobs, rp.bytes, plan->nrepack, rp.skipped, rc);
+	return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* One pass                                                            */
+/* ------------------------------------------------------------------ */
+
+/* Caller holds e->gc_mu. */
+static int gc_pass(struct engine *e, struct engine_gc_result *res)
+{
+	struct gc_opts o;
+	struct gc_plan plan = { 0 };
+	uint64_t deleted = 0;
+	unsigned aborted = 0, age;
+	int rc, urc;
+
+	memset(res, 0, sizeof(*res));
+	gc_opts_default(&o);
+	o.grace_sec = e->o.gc_grace_sec == ENGINE_GC_NO_GRACE ? 0 : e->o.gc_grace_sec;
+	o.repack_below = e->o.repack_below_pct == ENGINE_GC_OFF ? 0.0 :
+			 (double)e->o.repack_below_pct / 100.0;
+	o.cleanup_uploads = false; /* below, with a floor on the age */
+	pthread_mutex_lock(&e->mu);
+	rc = e->sticky;
+	o.protect_epoch = e->epoch;
+	o.protect_sst_from = e->man.next_sst;
+	o.protect_wal_from = e->man.wal_covered;
+	pthread_mutex_unlock(&e->mu);
+	if (rc)
+		return rc;
+	rc = gc_plan_make(e->gc, &o, &plan);
+	if (rc)
+		goto out;
+	rc = gc_plan_execute(e->gc, &o, &plan, &deleted);
+	res->deleted = deleted;
+	res->deleted_bytes = rc ? 0 : plan.delete_bytes;
+	res->pack_bytes = plan.pack_bytes;
+	res->live_pack_bytes = plan.live_pack_bytes;
+	res->repack_packs = plan.nrepack;
+	age = o.grace_sec > MAINT_UPLOAD_MIN_AGE_SEC ? o.grace_sec : MAINT_UPLOAD_MIN_AGE_SEC;
+	urc = store_cleanup_uploads(e->st, "", age, &aborted);
+	if (urc && urc != -ENOTSUP)
+		log_warn("gc: cleaning abandoned uploads failed: %d", urc);
+	res->deleted += aborted;
+	if (rc == 0 && plan.nrepack && o.repack_below > 0.0)
+		rc = repack_run(e, &plan, res);
+out:
+	gc_plan_clear(&plan);
+	pthread_mutex_lock(&e->mu);
+	e->stats.gc_deleted += res->deleted;
+	e->stats.gc_bytes_reclaimed += res->deleted_bytes;
+	e->stats.repacked_blobs += res->repacked_blobs;
+	e->stats.repacked_bytes += res->repacked_bytes;
+	if (rc) {
+		e->stats.gc_errors++;
+	} else {
+		e->stats.gc_passes++;
+		e->stats.store_pack_bytes = res->pack_bytes;
+		e->stats.store_live_pack_bytes = res->live_pack_bytes;
+	}
+	pthread_mutex_unlock(&e->mu);
+	if (rc)
+		log_warn("gc: pass failed (%d); retried at the next interval", rc);
+	return rc;
+}
+
+int engine_gc_now(struct engine *e, struct engine_gc_result *res)
+{
+	struct engine_gc_result r;
+	int rc;
+
+	if (!e)
+		return -EINVAL;
+	if (e->o.read_only || !e->gc)
+		return -EROFS;
+	pthread_mutex_lock(&e->gc_mu);
+	rc = gc_pass(e, &r);
+	pthread_mutex_unlock(&e->gc_mu);
+	if (res)
+		*res = r;
+	return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* The GC thread                                                       */
+/* ------------------------------------------------------------------ */
+
+static void *gc_main(void *arg)
+{
+	struct engine *e = arg;
+	struct engine_gc_result r;
+
+	pthread_mutex_lock(&e->mu);
+	for (;;) {
+		struct timespec ts;
+		uint64_t ns;
+
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		ns = (uint64_t)ts.tv_nsec + (uint64_t)e->o.gc_interval_ms * 1000000u;
+		ts.tv_sec += (time_t)(ns / 1000000000u);
+		ts.tv_nsec = (long)(ns % 1000000000u);
+		while (!e->gc_stop && !e->sticky &&
+		       pthread_cond_timedwait(&e->gc_cv, &e->mu, &ts) != ETIMEDOUT)
+			;
+		if (e->gc_stop || e->sticky)
+			break;
+		pthread_mutex_unlock(&e->mu);
+		pthread_mutex_lock(&e->gc_mu);
+		gc_pass(e, &r);
+		pthread_mutex_unlock(&e->gc_mu);
+		pthread_mutex_lock(&e->mu);
+	}
+	pthread_mutex_unlock(&e->mu);
+	return NULL;
+}
+
+int gc_thread_start(struct engine *e)
+{
+	int rc;
+
+	if (e->o.read_only || e->o.gc_interval_ms == ENGINE_GC_OFF)
+		return 0;
+	rc = pthread_create(&e->gc_thread, NULL, gc_main, e);
+	if (rc) {
+		log_err("engine: cannot start the GC thread: %d", rc);
+		return -rc;
+	}
+	e->has_gc_thread = true;
+	return 0;
+}
+
+void gc_thread_stop(struct engine *e)
+{
+	if (!e->has_gc_thread)
+		return;
+	pthread_mutex_lock(&e->mu);
+	e->gc_stop = true;
+	pthread_cond_broadcast(&e->gc_cv);
+	pthread_mutex_unlock(&e->mu);
+	pthread_join(e->gc_thread, NULL);
+	e->has_gc_thread = false;
+}
