@@ -24,7 +24,14 @@
  * Read-only open does steps 2 without claiming or writing anything.
  *
  * Open also opens a reader for every SSTable of the manifest; the flusher
- * (flush.c) adds more as frozen MemTables are written out.
+ * (flush.c) adds more as frozen MemTables are written out, and a writer
+ * starts the GC thread (maint.c, docs/GC.md).
+ *
+ * Close (writer): stop the GC thread, then engine_flush_now(): commit the
+ * open group, freeze the MemTable with no group open and wait until the
+ * manifest covers the whole WAL, so the next open replays nothing; then
+ * stop the flusher and the committer.  A failed final flush only costs the
+ * next open a replay.
  *
  * Reads take a snapshot (e->visible_seq: the last sequence of a batch that
  * is entirely in the MemTable), take references on the active MemTable, the

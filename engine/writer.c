@@ -41,6 +41,11 @@
  * durable (open and in flight).  A writer that would push it past
  * opts.max_pending_bytes asks for an urgent commit and waits.
  *
+ * Conditional writes: writer_write_if() runs a caller's check under e->mu
+ * after the backpressure waits and right before the apply; the repack
+ * (maint.c) uses it to rewrite a blob only if the key has not been written
+ * since it looked.
+ *
  * Frozen MemTables: at opts.memtable_max_bytes the active MemTable is frozen
  * and kept readable until the flusher (flush.c) has made it an SSTable;
  * writers wait while frozen bytes exceed opts.max_frozen_bytes.

@@ -1,6 +1,7 @@
 /*
  * file.c - file data: open, read, write, flush, release, fsync,
- * truncation, fallocate (allocate, punch hole) and lseek (SEEK_DATA/HOLE).
+ * truncation, fallocate (allocate, punch hole), lseek (SEEK_DATA/HOLE) and
+ * copy_file_range.
  *
  * Data lives in chunks: key 'C' ino index, value the chunk's bytes, at most
  * chunk_size (the superblock's), shorter at the end of the file.  An absent
@@ -19,6 +20,8 @@
  * Read path.  Reads go straight to engine_get_range() into a per-thread
  * buffer (no allocation per request) and are answered with fuse_reply_buf()
  * from it; bytes still in the write buffer are laid over what is stored.
+ * Sequential readers get the next chunks prefetched (readahead.c), and a
+ * chunk being loaded by another thread is waited for, not fetched twice.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -211,34 +214,35 @@ void file_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fuse_reply_open(req, fi);
 }
 
-void file_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+/*
+ * Read up to size bytes at off of ip into buf (ip->dlock held, shared or
+ * exclusive; fs->mu not held); *len gets the count (short at the end of the
+ * file).  Bytes still in the write buffer are laid over the stored ones.
+ */
+static int read_locked(struct mwfs *fs, struct inode *ip, uint64_t off, size_t size, uint8_t *buf,
+		       size_t *len)
 {
-	struct mwfs *fs = fuse_req_userdata(req);
-	struct inode *ip = fh_inode(fi);
-	uint8_t *buf = fs_tls_buf(fs, size);
 	int rc = 0;
-	(void)ino;
-	if (!buf) {
-		fuse_reply_err(req, ENOMEM);
-		return;
-	}
-	pthread_rwlock_rdlock(&ip->dlock);
 	pthread_mutex_lock(&fs->mu);
 	uint64_t fsize = ip->a.size;
 	pthread_mutex_unlock(&fs->mu);
-	size_t len = 0;
-	if ((uint64_t)off < fsize)
-		len = fsize - (uint64_t)off < size ? (size_t)(fsize - (uint64_t)off) : size;
+	*len = 0;
+	if (off < fsize)
+		*len = fsize - off < size ? (size_t)(fsize - off) : size;
+	ra_note_read(fs->ra, ip, off, *len, fsize);
 	const struct wbuf *w = &ip->wb;
-	for (size_t pos = 0; pos < len && !rc;) {
-		uint64_t o = (uint64_t)off + pos;
+	for (size_t pos = 0; pos < *len && !rc;) {
+		uint64_t o = off + pos;
 		uint64_t idx = o / fs->cs;
 		uint32_t co = (uint32_t)(o % fs->cs);
-		size_t n = fs->cs - co < len - pos ? fs->cs - co : len - pos;
+		size_t n = fs->cs - co < *len - pos ? fs->cs - co : *len - pos;
 		if (w->active && w->idx == idx && w->base) {
 			memcpy(buf + pos, w->data + co, n);
 		} else {
+			/* one load per chunk: wait for a prefetch or reader already on it */
+			int slot = ra_begin(fs->ra, ip->ino, idx);
 			rc = read_chunk(fs, ip->ino, idx, co, buf + pos, n);
+			ra_end(fs->ra, slot);
 			if (!rc && w->active && w->idx == idx) {
 				/* lay the buffered bytes over the stored ones */
 				uint32_t a = co > w->lo ? co : w->lo;
@@ -249,6 +253,22 @@ void file_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fu
 		}
 		pos += n;
 	}
+	return rc;
+}
+
+void file_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+{
+	struct mwfs *fs = fuse_req_userdata(req);
+	struct inode *ip = fh_inode(fi);
+	uint8_t *buf = fs_tls_buf(fs, size);
+	size_t len = 0;
+	(void)ino;
+	if (!buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	pthread_rwlock_rdlock(&ip->dlock);
+	int rc = read_locked(fs, ip, (uint64_t)off, size, buf, &len);
 	pthread_rwlock_unlock(&ip->dlock);
 	if (rc)
 		fuse_reply_err(req, fs_err(rc));
@@ -256,25 +276,17 @@ void file_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fu
 		fuse_reply_buf(req, (const char *)buf, len);
 }
 
-void file_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
-		struct fuse_file_info *fi)
+/*
+ * Write size bytes of buf at off into ip (ip->dlock exclusive, fs->mu not
+ * held); *done gets the bytes written before an error, if any.
+ */
+static int write_locked(struct mwfs *fs, struct inode *ip, const uint8_t *buf, size_t size,
+			uint64_t off, size_t *done)
 {
-	struct mwfs *fs = fuse_req_userdata(req);
-	struct inode *ip = fh_inode(fi);
 	size_t pos = 0;
 	int rc = 0;
-	(void)ino;
-	if (fs->o.read_only) {
-		fuse_reply_err(req, EROFS);
-		return;
-	}
-	if (off < 0 || (uint64_t)off + size < (uint64_t)off) {
-		fuse_reply_err(req, EFBIG);
-		return;
-	}
-	pthread_rwlock_wrlock(&ip->dlock);
 	while (pos < size && !rc) {
-		uint64_t o = (uint64_t)off + pos;
+		uint64_t o = off + pos;
 		uint64_t idx = o / fs->cs;
 		uint32_t co = (uint32_t)(o % fs->cs);
 		uint32_t n = fs->cs - co < size - pos ? fs->cs - co : (uint32_t)(size - pos);
@@ -292,18 +304,92 @@ void file_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, of
 		if (co == 0 && n == fs->cs) {
 			if (ip->wb.active) /* same chunk, wholly overwritten */
 				ip->wb.active = false;
-			rc = put_chunk(fs, ip, idx, (const uint8_t *)buf + pos, n);
+			rc = put_chunk(fs, ip, idx, buf + pos, n);
 		} else {
 			rc = wb_write(fs, ip, idx, co, buf + pos, n);
 		}
 		if (!rc)
 			pos += n;
 	}
+	*done = pos;
+	return rc;
+}
+
+void file_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
+		struct fuse_file_info *fi)
+{
+	struct mwfs *fs = fuse_req_userdata(req);
+	struct inode *ip = fh_inode(fi);
+	size_t pos = 0;
+	(void)ino;
+	if (fs->o.read_only) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
+	if (off < 0 || (uint64_t)off + size < (uint64_t)off) {
+		fuse_reply_err(req, EFBIG);
+		return;
+	}
+	pthread_rwlock_wrlock(&ip->dlock);
+	int rc = write_locked(fs, ip, (const uint8_t *)buf, size, (uint64_t)off, &pos);
 	pthread_rwlock_unlock(&ip->dlock);
 	if (rc && pos == 0)
 		fuse_reply_err(req, fs_err(rc));
 	else
 		fuse_reply_write(req, pos);
+}
+
+/*
+ * copy_file_range: the bytes move inside the daemon, one chunk-sized piece
+ * at a time (read from the source under its lock, written to the
+ * destination under its own: never both locks at once), so cp of a big
+ * file costs no kernel round trips per page.  Stored blobs are not shared
+ * between files (a put of the same bytes is a new blob), so the copy is
+ * not free, only cheaper.  The kernel has already rejected overlapping
+ * ranges of one file and written back the page cache of both ranges.
+ */
+void file_copy_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in, struct fuse_file_info *fi_in,
+		     fuse_ino_t ino_out, off_t off_out, struct fuse_file_info *fi_out, size_t len,
+		     int flags)
+{
+	struct mwfs *fs = fuse_req_userdata(req);
+	struct inode *src = fh_inode(fi_in), *dst = fh_inode(fi_out);
+	size_t copied = 0;
+	uint8_t *buf = NULL;
+	int rc = 0;
+	(void)ino_in;
+	(void)ino_out;
+	if (fs->o.read_only)
+		rc = -EROFS;
+	else if (flags)
+		rc = -EINVAL;
+	else if (off_in < 0 || off_out < 0 || (uint64_t)off_out + len < (uint64_t)off_out)
+		rc = -EINVAL;
+	else if (!(buf = malloc(fs->cs)))
+		rc = -ENOMEM;
+	while (!rc && copied < len) {
+		size_t want = len - copied < fs->cs ? len - copied : fs->cs, got = 0, put = 0;
+		/* pieces aligned to the destination's chunks become whole-chunk puts */
+		uint64_t o = (uint64_t)off_out + copied;
+		if (want > fs->cs - o % fs->cs)
+			want = fs->cs - o % fs->cs;
+		pthread_rwlock_rdlock(&src->dlock);
+		rc = read_locked(fs, src, (uint64_t)off_in + copied, want, buf, &got);
+		pthread_rwlock_unlock(&src->dlock);
+		if (rc || got == 0)
+			break; /* an error, or the end of the source */
+		pthread_rwlock_wrlock(&dst->dlock);
+		rc = write_locked(fs, dst, buf, got, o, &put);
+		pthread_rwlock_unlock(&dst->dlock);
+		copied += put;
+		if (got < want)
+			break;
+	}
+	free(buf);
+	if (rc && copied == 0)
+		fuse_reply_err(req, fs_err(rc));
+	else
+		fuse_reply_write(req, copied);
 }
 
 void file_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)

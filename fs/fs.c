@@ -30,6 +30,8 @@ void mwfs_opts_default(struct mwfs_opts *o)
 	o->attr_timeout = 10.0;
 	o->writeback = true;
 	o->max_threads = 8;
+	o->readahead_threads = 4;
+	o->readahead_bytes = 8u << 20;
 }
 
 uint32_t mwfs_chunk_size(const struct mwfs *fs)
@@ -411,6 +413,7 @@ static const struct fuse_lowlevel_ops mwfs_ops = {
 	.create = dir_create,
 	.fallocate = file_fallocate,
 	.lseek = file_lseek,
+	.copy_file_range = file_copy_range,
 };
 
 /* ---- open, format, mount ------------------------------------------------ */
@@ -515,6 +518,9 @@ int mwfs_open(struct engine *e, const struct mwfs_opts *o, struct mwfs **out)
 		log_err("opening the root directory: %s", strerror(-rc));
 		goto fail;
 	}
+	rc = ra_start(fs, o->readahead_threads, o->readahead_bytes, &fs->ra);
+	if (rc)
+		goto fail;
 	free(val);
 	*out = fs;
 	return 0;
@@ -572,6 +578,8 @@ int mwfs_close(struct mwfs *fs)
 	if (!fs)
 		return 0;
 	int rc = 0;
+	ra_stop(fs->ra);
+	fs->ra = NULL;
 	if (!fs->o.read_only) {
 		rc = inode_table_flush_all(fs);
 		pthread_mutex_lock(&fs->mu);

@@ -30,6 +30,8 @@ struct mwfs_opts {
 	bool read_only;       /* the engine was opened read-only */
 	bool writeback;       /* ask for the kernel writeback cache (default true) */
 	unsigned max_threads; /* FUSE worker threads (default 8) */
+	unsigned readahead_threads; /* threads prefetching for sequential readers (default 4) */
+	uint64_t readahead_bytes;   /* how far ahead they fetch (default 8 MiB; 0: off) */
 	const char *daemon_info; /* value of MWFS_DAEMON_XATTR on the root ("PID STATUSPATH"),
 				    or NULL; borrowed: must outlive the filesystem */
 };

@@ -26,6 +26,7 @@
 
 #include "engine.h"
 #include "fs.h"
+#include "readahead.h"
 #include "schema.h"
 
 /* Inode numbers are handed out from the superblock in ranges of this many. */
@@ -52,6 +53,9 @@ struct inode {
 	bool gone;                /* records deleted (rmdir, reclaimed); fs->mu */
 	char *target;             /* symlink target (NUL-terminated) or NULL; fs->mu */
 	uint64_t ticket;          /* ticket of the last write touching it; fs->mu */
+	uint64_t ra_next;         /* read-ahead: where the last read ended; fs->ra->mu */
+	uint64_t ra_hi;           /* read-ahead: chunks below this are queued; fs->ra->mu */
+	uint32_t ra_streak;       /* read-ahead: sequential reads in a row; fs->ra->mu */
 	pthread_rwlock_t dlock;   /* protects wb */
 	struct wbuf wb;           /* write buffer; ip->dlock */
 };
@@ -69,6 +73,7 @@ struct mwfs {
 	bool mounted;
 	bool writeback;            /* kernel writeback cache in effect */
 	pthread_key_t tkey;        /* per-thread scratch buffers (struct tls) */
+	struct readahead *ra;      /* read-ahead threads and in-flight loads (readahead.c) */
 };
 
 /* Per-thread scratch, reused across requests (avoids a malloc per read). */
@@ -132,6 +137,9 @@ void file_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_i
 void file_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
 		    struct fuse_file_info *fi);
 void file_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, struct fuse_file_info *fi);
+void file_copy_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in, struct fuse_file_info *fi_in,
+		     fuse_ino_t ino_out, off_t off_out, struct fuse_file_info *fi_out, size_t len,
+		     int flags);
 /* Write out ip's buffer (ip->dlock held exclusively, fs->mu not held). */
 int file_wb_flush(struct mwfs *fs, struct inode *ip);
 /* Set the size: flush, trim chunks (ip->dlock exclusive and fs->mu held). */

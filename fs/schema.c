@@ -112,8 +112,8 @@ int schema_super_decode(const uint8_t *p, size_t n, struct schema_super *s)
 	s->next_ino = get_be64(p + 12);
 	if (s->version != SCHEMA_VERSION)
 		return -EPROTONOSUPPORT;
-	if (s->chunk_size < 4096 || (s->chunk_size & (s->chunk_size - 1)) ||
-	    s->next_ino <= SCHEMA_ROOT_INO)
+	if (s->chunk_size < SCHEMA_CHUNK_MIN || s->chunk_size > SCHEMA_CHUNK_MAX ||
+	    (s->chunk_size & (s->chunk_size - 1)) || s->next_ino <= SCHEMA_ROOT_INO)
 		return -EUCLEAN;
 	return 0;
 }
@@ -194,5 +194,11 @@ int schema_dentry_decode(const uint8_t *p, size_t n, uint64_t *ino, uint32_t *dt
 	*dtype = (uint32_t)p[8] << 12;
 	if (*ino == 0)
 		return -EUCLEAN;
-	return 0;
+	switch (*dtype) {
+	case S_IFREG: case S_IFDIR: case S_IFLNK: case S_IFCHR:
+	case S_IFBLK: case S_IFIFO: case S_IFSOCK:
+		return 0;
+	default:
+		return -EUCLEAN; /* not a file type */
+	}
 }

@@ -36,6 +36,10 @@
 /* Magic at the start of the superblock value: "MWFS". */
 #define SCHEMA_SUPER_MAGIC 0x4d574653u
 
+/* Smallest and largest chunk size a superblock may record. */
+#define SCHEMA_CHUNK_MIN 4096u
+#define SCHEMA_CHUNK_MAX (64u << 20)
+
 /* Longest file name (bytes) and longest xattr name. */
 #define SCHEMA_NAME_MAX 255
 #define SCHEMA_XATTR_NAME_MAX 255
@@ -94,9 +98,10 @@ uint64_t schema_key_u64(const uint8_t *key, size_t n, size_t off);
 /* Superblock value: encode into p (SCHEMA_SUPER_LEN bytes) / decode. */
 void schema_super_encode(const struct schema_super *s, uint8_t *p);
 /*
- * Decode a superblock.  -EUCLEAN for a short value or bad magic,
- * -EPROTONOSUPPORT for a version this code does not know (s->version is
- * still filled so the caller can report it).
+ * Decode a superblock.  -EUCLEAN for a short value, bad magic, a chunk
+ * size that is not a power of two in [SCHEMA_CHUNK_MIN, SCHEMA_CHUNK_MAX]
+ * or next_ino <= the root; -EPROTONOSUPPORT for a version this code does
+ * not know (s->version is still filled so the caller can report it).
  */
 int schema_super_decode(const uint8_t *p, size_t n, struct schema_super *s);
 
@@ -117,7 +122,7 @@ int schema_inode_decode(const uint8_t *p, size_t n, struct schema_inode *in, con
 /* Dentry value: child ino:be64 type:u8 (mode >> 12). */
 #define SCHEMA_DENTRY_LEN 9
 void schema_dentry_encode(uint64_t ino, uint32_t mode, uint8_t *p);
-/* -EUCLEAN if malformed; *dtype gets S_IFMT bits of the child. */
+/* -EUCLEAN if short, child 0 or not a file type; *dtype gets S_IFMT bits of the child. */
 int schema_dentry_decode(const uint8_t *p, size_t n, uint64_t *ino, uint32_t *dtype);
 
 #endif /* MEMWALFS_FS_SCHEMA_H */

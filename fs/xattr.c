@@ -9,6 +9,7 @@
  * not listed and cannot be set.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -140,6 +141,12 @@ void xattr_get(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 			return;
 		}
 		size_t n = engine_stats_format(fs->e, buf, 65536);
+		uint64_t pre, waited;
+		ra_counts(fs->ra, &pre, &waited);
+		if (n < 65536)
+			n += (size_t)snprintf(buf + n, 65536 - n,
+					      "fs_readahead_chunks %llu\nfs_read_waits %llu\n",
+					      (unsigned long long)pre, (unsigned long long)waited);
 		if (n >= 65536)
 			n = 65535;
 		reply_value(req, buf, n, size);

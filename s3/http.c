@@ -327,6 +327,27 @@ bool http_retryable(int curl_code, long status, const char *s3code)
 	return false;
 }
 
+const char *http_error_hint(int curl_code)
+{
+	switch ((CURLcode)curl_code) {
+	case CURLE_PEER_FAILED_VERIFICATION:
+		return " (TLS: the server certificate is not trusted or does not name this host; "
+		       "give its CA with the CA-file option or AWS_CA_BUNDLE)";
+	case CURLE_SSL_CACERT_BADFILE:
+		return " (TLS: the CA file cannot be read)";
+	case CURLE_SSL_CONNECT_ERROR:
+		return " (TLS handshake failed: does the endpoint really speak https?)";
+	case CURLE_COULDNT_RESOLVE_HOST:
+		return " (host name not found)";
+	case CURLE_COULDNT_CONNECT:
+		return " (connection refused: is the server running?)";
+	case CURLE_OPERATION_TIMEDOUT:
+		return " (timed out)";
+	default:
+		return "";
+	}
+}
+
 unsigned http_backoff_ms(unsigned attempt, unsigned base_ms, unsigned cap_ms, uint64_t *rng)
 {
 	uint64_t x = *rng ? *rng : 0x9e3779b97f4a7c15ull;

@@ -84,6 +84,14 @@ void http_resp_free(struct http_resp *rs);
 bool http_retryable(int curl_code, long status, const char *s3code);
 
 /*
+ * A short hint for the log line of a transport failure with curl_code:
+ * what to check (TLS certificate not trusted or not matching the host, CA
+ * file unreadable, handshake with a plain-http port, host not found,
+ * connection refused), or "" when there is nothing to add.  Static string.
+ */
+const char *http_error_hint(int curl_code);
+
+/*
  * Backoff before retry number attempt (0 = the first retry): "full jitter",
  * a uniform random delay in [0, min(cap_ms, base_ms << attempt)], using and
  * advancing the caller's xorshift state *rng (must be nonzero).

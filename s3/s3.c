@@ -242,8 +242,9 @@ int s3_fail(struct s3 *s, const char *op, const char *key, const struct s3_resul
 
 	(void)s;
 	if (rc < 0 && rc != -ENOMEM) {
-		log_err("s3: %s %s: no response after %u attempts: %s", op, key, res->attempts,
-		        res->r.error[0] ? res->r.error : strerror(-rc));
+		log_err("s3: %s %s: no response after %u attempt%s: %s%s", op, key, res->attempts,
+		        res->attempts == 1 ? "" : "s", res->r.error[0] ? res->r.error : strerror(-rc),
+		        http_error_hint(res->r.curl_code));
 		return rc;
 	}
 	if (rc == -ENOMEM) {
@@ -925,6 +926,15 @@ int store_open_s3(const struct s3_opts *opts, struct store **out)
 	if (opts->unsigned_payload && !tls)
 		log_warn("s3: UNSIGNED-PAYLOAD refused over plain http; hashing payloads");
 	ca = opts->ca_file ? opts->ca_file : tls ? getenv("AWS_CA_BUNDLE") : NULL;
+	if (tls && ca && *ca && access(ca, R_OK) < 0) {
+		rc = -errno;
+		log_err("s3: open: CA file %s (from %s): %s", ca,
+		        opts->ca_file ? "the options" : "AWS_CA_BUNDLE", strerror(-rc));
+		rc = -EINVAL;
+		goto fail;
+	}
+	if (tls)
+		log_debug("s3: TLS peers verified with %s", ca && *ca ? ca : "the system CA store");
 	{
 		struct http_pool_opts po = {
 		    .connections = opts->connections ? opts->connections : d.connections,

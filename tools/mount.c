@@ -72,12 +72,15 @@ static void usage(FILE *f)
 		"  -o OPT[,OPT...]        mount options: ro, allow_other, default_permissions (on by\n"
 		"                         default; no_default_permissions turns it off), noatime,\n"
 		"                         ...; memwalfs settings as endpoint=, region=, cadence=,\n"
-		"                         cache=, memtable=, chunk=, single_writer (for fstab)\n"
+		"                         cache=, memtable=, chunk=, readahead=,\n"
+		"                         single_writer (for fstab)\n"
 		"  --cadence MS           group-commit interval (default 100)\n"
 		"  --cache-size BYTES     blob and block cache (default 256M)\n"
 		"  --memtable-size BYTES  MemTable size before a flush (default 64M)\n"
 		"  --chunk-size BYTES     data chunk size when formatting (default 1M)\n"
 		"  --threads N            FUSE worker threads (default 8)\n"
+		"  --readahead BYTES      prefetch this far ahead of sequential readers\n"
+		"                         (default 8M; 0 turns read-ahead off)\n"
 		"  --no-writeback-cache   do not use the kernel writeback cache\n"
 		"  --single-writer        accept a store without conditional create\n"
 		"  --pidfile FILE         write the id of the serving process to FILE\n"
@@ -147,6 +150,10 @@ static int set_option(struct mount_args *a, const char *name, const char *val)
 		if (!val || !parse_size(val, &sz) || sz < 1 || sz > 256)
 			goto bad;
 		a->fo.max_threads = (unsigned)sz;
+	} else if (!strcmp(name, "readahead")) {
+		if (!val || !parse_size(val, &sz))
+			goto bad;
+		a->fo.readahead_bytes = sz;
 	} else if (!strcmp(name, "endpoint")) {
 		if (!val)
 			goto bad;
@@ -211,7 +218,7 @@ static int parse_args(struct mount_args *a, int argc, char **argv)
 	int npos = 0;
 	static const char *const long_set[][2] = {
 		{"--cadence", "cadence"},   {"--cache-size", "cache"}, {"--memtable-size", "memtable"},
-		{"--chunk-size", "chunk"}, {"--threads", "threads"},
+		{"--chunk-size", "chunk"}, {"--threads", "threads"}, {"--readahead", "readahead"},
 	};
 	int verbose = 0;
 	for (int i = 1; i < argc;) {

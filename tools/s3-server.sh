@@ -4,18 +4,27 @@
 #   start   start a throwaway one-monitor, one-OSD Ceph cluster with the RADOS Gateway on
 #           127.0.0.1 (first run bootstraps CEPH_DIR, later runs restart it with data kept),
 #           wait until it answers, create the bucket, and print on stdout:
-#             export S3_ENDPOINT=... S3_BUCKET=... S3_REGION=... AWS_ACCESS_KEY_ID=... AWS_SECRET_ACCESS_KEY=...
+#             export S3_ENDPOINT=... S3_BUCKET=... S3_REGION=... AWS_ACCESS_KEY_ID=... AWS_SECRET_ACCESS_KEY=... \
+#                    S3_ENDPOINT_TLS=https://127.0.0.1:TLSPORT S3_CA_FILE=CEPH_DIR/tls/ca.pem
 #           so that   eval "$(tools/s3-server.sh start)"   configures the s3 test suite.
+#           The two TLS variables are printed only when https answers and verifies with that CA.
 #           If something already answers on the port, it is reused (nothing is started).
+#           TLS: on every start of the daemons a throwaway CA and a server certificate for
+#           127.0.0.1, localhost, s3.localhost and *.s3.localhost are made in CEPH_DIR/tls (once)
+#           and the beast frontend is configured to serve https on TLSPORT as well; a running
+#           instance started before this existed gets https at its next restart.
+#           Virtual-hosted addressing: rgw_dns_name is s3.localhost, so
+#           http://BUCKET.s3.localhost:RGWPORT/ works (curl resolves *.localhost to loopback).
 #   stop    stop the daemons that `start` started (pid files), waiting for each to exit.
 #           A server this script did not start is left running.
 #   status  say whether the server answers (exit 0) or not (exit 1).
 #
 # Everything but the export line goes to stderr.
-# Environment: CEPH_DIR (state, default /tmp/memwalfs-rgw), RGWPORT (7480), MONPORT (40100),
-# S3_BUCKET (memwalfs-test), S3_REGION (us-east-1), S3_ACCESS_KEY (AKIATESTKEY0000),
-# S3_SECRET_KEY (testsecret0123456789), BLOCK_BYTES (OSD file size, 20 GiB sparse).
-# Needs the Debian packages radosgw ceph-mon ceph-osd curl (tools/setup.sh installs them).
+# Environment: CEPH_DIR (state, default /tmp/memwalfs-rgw), RGWPORT (7480), TLSPORT (https,
+# RGWPORT+963: 8443 for 7480), MONPORT (40100), S3_BUCKET (memwalfs-test), S3_REGION (us-east-1),
+# S3_ACCESS_KEY (AKIATESTKEY0000), S3_SECRET_KEY (testsecret0123456789), BLOCK_BYTES (OSD file
+# size, 20 GiB sparse).
+# Needs the Debian packages radosgw ceph-mon ceph-osd curl openssl (tools/setup.sh installs them).
 # RGW 16.2 is used because it checks SigV4 signatures and payload hashes and implements
 # PUT with If-None-Match: * atomically (see docs/STORES.md).
 set -euo pipefail
@@ -28,6 +37,10 @@ SK=${S3_SECRET_KEY:-testsecret0123456789}
 BUCKET=${S3_BUCKET:-memwalfs-test}
 REGION=${S3_REGION:-us-east-1}
 ENDPOINT="http://127.0.0.1:$RGWPORT"
+TLSPORT=${TLSPORT:-$((RGWPORT + 963))} # 8443 for the default 7480
+ENDPOINT_TLS="https://127.0.0.1:$TLSPORT"
+TLSDIR="$D/tls"
+CA="$TLSDIR/ca.pem"
 MARK="$D/started-by-memwalfs"   # present while daemons started by this script run
 EMPTY_SHA=e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855
 C="-c $D/ceph.conf"
@@ -35,6 +48,56 @@ C="-c $D/ceph.conf"
 say() { echo "s3-server: $*" >&2; }
 
 answers() { curl -s -o /dev/null --max-time 2 "$ENDPOINT/"; }
+tls_answers() { [ -s "$CA" ] && curl -s -o /dev/null --max-time 2 --cacert "$CA" "$ENDPOINT_TLS/"; }
+
+# A throwaway CA and a server certificate signed by it, made once per state directory.
+# The CA key stays in TLSDIR (tests only: nothing here is a secret worth keeping).
+make_certs() {
+	[ -s "$CA" ] && [ -s "$TLSDIR/server.pem" ] && [ -s "$TLSDIR/server.key" ] && return 0
+	command -v openssl >/dev/null || {
+		say "openssl is missing: serving plain http only"
+		return 1
+	}
+	mkdir -p "$TLSDIR"
+	(
+		set -e
+		cd "$TLSDIR"
+		openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 3650 \
+			-subj "/CN=memwalfs throwaway test CA" \
+			-addext "basicConstraints=critical,CA:TRUE" \
+			-addext "keyUsage=critical,keyCertSign,cRLSign"
+		openssl req -newkey rsa:2048 -nodes -keyout server.key -out server.csr \
+			-subj "/CN=127.0.0.1"
+		printf '%s\n' "basicConstraints=CA:FALSE" \
+			"keyUsage=critical,digitalSignature,keyEncipherment" \
+			"extendedKeyUsage=serverAuth" \
+			"subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:s3.localhost,DNS:*.s3.localhost" \
+			>server.ext
+		openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial \
+			-out server.pem -days 825 -extfile server.ext
+		rm -f server.csr
+	) >"$D/log/tls-gen.out" 2>&1 || {
+		say "making the TLS certificates failed (see $D/log/tls-gen.out): plain http only"
+		rm -f "$CA"
+		return 1
+	}
+	say "made a throwaway CA ($CA) and a server certificate for 127.0.0.1/localhost/s3.localhost"
+}
+
+# Point the beast frontend line of ceph.conf at http and, when certificates exist, https.
+# Takes effect when radosgw (re)starts.
+frontend_conf() {
+	local fe="beast endpoint=127.0.0.1:$RGWPORT"
+	if (exec 3<>"/dev/tcp/127.0.0.1/$TLSPORT") 2>/dev/null; then
+		# radosgw would fail to start if it could not bind every endpoint
+		say "port $TLSPORT is taken: serving plain http only (set TLSPORT)"
+	elif make_certs; then
+		fe="$fe ssl_endpoint=127.0.0.1:$TLSPORT ssl_certificate=$TLSDIR/server.pem"
+		fe="$fe ssl_private_key=$TLSDIR/server.key"
+	fi
+	fe="$fe tcp_nodelay=1"
+	sed -i "s|^rgw_frontends = .*|rgw_frontends = $fe|" "$D/ceph.conf"
+}
 
 bootstrap() {
 	rm -rf "$D"
@@ -138,6 +201,7 @@ start() {
 			ceph-mon $C -i a >&2
 		fi
 		touch "$MARK"
+		frontend_conf
 		ceph-osd $C -i 0 2>>"$D/log/osd-start.err" >&2
 		radosgw $C -n client.rgw.a >&2
 		wait_answer
@@ -154,8 +218,21 @@ start() {
 		sleep 1
 	done
 	[ $ok = 1 ] || exit 1
-	say "ready: $ENDPOINT bucket $BUCKET"
-	echo "export S3_ENDPOINT=$ENDPOINT S3_BUCKET=$BUCKET S3_REGION=$REGION AWS_ACCESS_KEY_ID=$AK AWS_SECRET_ACCESS_KEY=$SK"
+	local tls=""
+	for _ in $(seq 1 20); do
+		if tls_answers; then
+			tls=" S3_ENDPOINT_TLS=$ENDPOINT_TLS S3_CA_FILE=$CA"
+			break
+		fi
+		grep -q "ssl_endpoint=127.0.0.1:$TLSPORT" "$D/ceph.conf" 2>/dev/null || break
+		sleep 0.2
+	done
+	if [ -n "$tls" ]; then
+		say "ready: $ENDPOINT and $ENDPOINT_TLS (CA $CA), bucket $BUCKET"
+	else
+		say "ready: $ENDPOINT bucket $BUCKET (no https: the TLS tests will SKIP)"
+	fi
+	echo "export S3_ENDPOINT=$ENDPOINT S3_BUCKET=$BUCKET S3_REGION=$REGION AWS_ACCESS_KEY_ID=$AK AWS_SECRET_ACCESS_KEY=$SK$tls"
 }
 
 stop() {

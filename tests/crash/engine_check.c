@@ -465,9 +465,14 @@ static int read_state(struct ec_run *run, struct engine *e, struct ec_found foun
 		const char *key = engine_iter_key(it, &kn);
 		const void *v;
 		unsigned t, k;
-		char kbuf[32];
+		char kbuf[32], kcopy[32];
 
-		if (kn >= sizeof(kbuf) || sscanf(key, "t%u/k%u", &t, &k) != 2 ||
+		/* the key is not NUL-terminated: parse a terminated copy */
+		if (kn < sizeof(kcopy)) {
+			memcpy(kcopy, key, kn);
+			kcopy[kn] = '\0';
+		}
+		if (kn >= sizeof(kbuf) || sscanf(kcopy, "t%u/k%u", &t, &k) != 2 ||
 		    t >= run->nthreads || k >= EC_KEYS) {
 			ret = fail_seed(run->seed, "scan found unknown key '%.*s'", (int)kn, key);
 			break;

@@ -564,6 +564,55 @@ static void t_misc(void)
 	CHECK(stat(base, &st) == 0);
 }
 
+static void t_copy_range(void)
+{
+	begin("copy_file_range: whole file, unaligned offsets, holes, end of file");
+	size_t n = 3 * 1048576 + 12345;
+	uint8_t *src = malloc(n), *got = malloc(n + 8192);
+	CHECK(src && got);
+	if (!src || !got)
+		goto out;
+	for (size_t i = 0; i < n; i++)
+		src[i] = (uint8_t)(i * 7 + i / 4099);
+	CHECK(write_file(P("cs"), src, n) == 0);
+	int in = open(P("cs"), O_RDONLY), out = open(P("cd"), O_CREAT | O_RDWR | O_TRUNC, 0644);
+	CHECK(in >= 0 && out >= 0);
+	/* the whole file, then a second copy at an unaligned offset past a hole */
+	loff_t oi = 0, oo = 0;
+	size_t done = 0;
+	while (done < n) {
+		ssize_t r = copy_file_range(in, &oi, out, &oo, n - done, 0);
+		if (r <= 0)
+			break;
+		done += (size_t)r;
+	}
+	CHECK(done == n && oi == (loff_t)n && oo == (loff_t)n);
+	CHECK(pread(out, got, n, 0) == (ssize_t)n && !memcmp(got, src, n));
+	oi = 4097;
+	oo = (loff_t)n + 5000;
+	ssize_t r = copy_file_range(in, &oi, out, &oo, 1048576 + 3, 0);
+	CHECK(r > 0);
+	struct stat st;
+	CHECK(fstat(out, &st) == 0 && st.st_size == (off_t)n + 5000 + r);
+	CHECK(pread(out, got, (size_t)r + 5000, (off_t)n) == r + 5000);
+	uint8_t zero[5000];
+	memset(zero, 0, sizeof(zero));
+	CHECK(!memcmp(got, zero, 5000) && !memcmp(got + 5000, src + 4097, (size_t)r));
+	/* at or past the end of the source: nothing to copy */
+	oi = (loff_t)n;
+	CHECK(copy_file_range(in, &oi, out, NULL, 100, 0) == 0);
+	/* overlapping ranges of one file are refused */
+	oi = 0;
+	oo = 10;
+	CHECK_ERR(copy_file_range(out, &oi, out, &oo, 100, 0), EINVAL);
+	close(in);
+	close(out);
+	CHECK(unlink(P("cs")) == 0 && unlink(P("cd")) == 0);
+out:
+	free(src);
+	free(got);
+}
+
 /*
  * fsconform --mknod DIR N: create N empty regular files DIR/entry-000000...
  * with mknod(2) (one FUSE round trip each), from two processes, for the
@@ -616,6 +665,7 @@ int main(int argc, char **argv)
 	t_names();
 	t_readdir();
 	t_misc();
+	t_copy_range();
 	printf("fsconform: %d checks, %d failed\n", checks, failures);
 	return failures ? 1 : 0;
 }

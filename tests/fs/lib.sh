@@ -11,6 +11,7 @@ BACKEND=${2:-local}
 if [ "$BACKEND" = s3 ] && [ -z "${S3_ENDPOINT:-}" ]; then echo "SKIP: S3_ENDPOINT unset"; exit 77; fi
 
 WORK=$(mktemp -d /tmp/memwalfs-fstest.XXXXXX)
+chmod 755 "$WORK" # let the unprivileged checks of fsconform reach the mount
 MOUNTS=()
 if [ "$BACKEND" = s3 ]; then
 	STORE="s3://${S3_BUCKET:-memwalfs-test}/fstest-$$-$RANDOM"

@@ -25,8 +25,12 @@
  * written (listing of the store after close) and PUT/multipart requests
  * (store_get_stats), bytes persisted (sum of listed sizes) against the
  * logical bytes (keys + values), and point-read latency p50/p99 of random
- * loaded rows through engine_get() on the still-open engine after loading.
- * Values carry their row number, and every read is checked.
+ * loaded rows through engine_get(): first on the still-open engine right
+ * after loading (MemTable and caches hot), then again after engine_close()
+ * and engine_open() on the same store (what a remount does: cold caches,
+ * reads through the SSTables and the replayed WAL tail, blobs by ranged GET
+ * from their packs), with the reopen time, the live SSTables and the store
+ * GETs per read.  Values carry their row number, and every read is checked.
  *
  * Output: a markdown table on stdout (and appended to --out FILE).
  */
@@ -169,7 +173,11 @@ struct result {
 	uint64_t objects, bytes, put_reqs, mpu_reqs, bytes_sent;
 	uint64_t logical;
 	uint64_t groups;
-	double p50_us, p99_us;
+	double p50_us, p99_us;           /* reads on the engine that loaded */
+	double cold_p50_us, cold_p99_us; /* reads after close + reopen */
+	double reopen_s;                 /* engine_open() after close (replay) */
+	uint64_t sst_count, replayed;    /* after the reopen: live SSTables, WAL entries replayed */
+	uint64_t cold_gets;              /* store GETs issued by the reads after reopen */
 	int err;
 };
 
@@ -304,6 +312,47 @@ static void cleanup(const struct cfg *c, const char *run_url)
 	store_close(st);
 }
 
+/*
+ * n point reads of random rows among the first rows loaded with seed, each
+ * value checked (length and row number); salt picks the sample.  lat
+ * (n entries) is scratch space; *p50 and *p99 receive the latencies in us.
+ */
+static int read_rows(struct engine *e, enum workload w, uint64_t seed, uint64_t rows, unsigned n,
+		     uint64_t salt, double *lat, double *p50, double *p99)
+{
+	uint8_t key[48];
+	int rc = 0;
+
+	for (unsigned j = 0; j < n; j++) {
+		uint64_t i = splitmix(j * 7 + seed + salt * 0x100000001ull) % rows;
+		size_t kn = row_key(w, i, seed, key);
+		void *v = NULL;
+		size_t vn = 0;
+		double a = now_s();
+		rc = engine_get(e, key, kn, &v, &vn);
+		lat[j] = (now_s() - a) * 1e6;
+		size_t want = w == W_BLOB ? blob_size(i, seed) : KV_VLEN;
+		if (!rc && (vn != want || get_be64(v) != i)) {
+			fprintf(stderr, "kvbench: row %llu read back wrong (%zu bytes, want %zu)\n",
+				(unsigned long long)i, vn, want);
+			rc = -EUCLEAN;
+		}
+		free(v);
+		if (rc) {
+			fprintf(stderr, "kvbench: read of row %llu: %s\n", (unsigned long long)i,
+				strerror(-rc));
+			return rc;
+		}
+	}
+	*p50 = *p99 = 0;
+	if (n) {
+		qsort(lat, n, sizeof(*lat), cmp_double);
+		*p50 = lat[n / 2];
+		*p99 = lat[(size_t)(n * 0.99)];
+	}
+	return 0;
+}
+
 static int run_one(const struct cfg *c, enum workload w, enum mode m, unsigned window,
 		   const char *tag, struct result *r)
 {
@@ -360,37 +409,15 @@ static int run_one(const struct cfg *c, enum workload w, enum mode m, unsigned w
 	if (rc)
 		goto out;
 
-	/* point reads of random loaded rows */
-	unsigned nr = c->reads;
-	lat = calloc(nr ? nr : 1, sizeof(*lat));
-	uint8_t key[48];
+	lat = calloc(c->reads ? c->reads : 1, sizeof(*lat));
 	if (!lat) {
 		rc = -ENOMEM;
 		goto out;
 	}
-	for (unsigned j = 0; j < nr; j++) {
-		uint64_t i = splitmix(j * 7 + L.seed) % L.rows;
-		size_t kn = row_key(w, i, L.seed, key);
-		void *v = NULL;
-		size_t vn;
-		double a = now_s();
-		rc = engine_get(e, key, kn, &v, &vn);
-		lat[j] = (now_s() - a) * 1e6;
-		size_t want = w == W_BLOB ? blob_size(i, L.seed) : KV_VLEN;
-		if (!rc && (vn != want || get_be64(v) != i)) {
-			fprintf(stderr, "kvbench: row %llu read back wrong (%zu bytes, want %zu)\n",
-				(unsigned long long)i, vn, want);
-			rc = -EUCLEAN;
-		}
-		free(v);
-		if (rc)
-			goto out;
-	}
-	qsort(lat, nr, sizeof(*lat), cmp_double);
-	if (nr) {
-		r->p50_us = lat[nr / 2];
-		r->p99_us = lat[(size_t)(nr * 0.99)];
-	}
+	/* point reads on the still-open engine: the hot MemTable (and caches) */
+	rc = read_rows(e, w, L.seed, L.rows, c->reads, 1, lat, &r->p50_us, &r->p99_us);
+	if (rc)
+		goto out;
 	struct engine_stats es;
 	engine_get_stats(e, &es);
 	r->groups = es.groups_committed;
@@ -399,6 +426,7 @@ static int run_one(const struct cfg *c, enum workload w, enum mode m, unsigned w
 	if (rc)
 		goto out;
 
+	/* what the store holds and what was sent, before the reopen adds to it */
 	store_get_stats(st, &ss);
 	r->put_reqs = ss.requests[STORE_OP_PUT];
 	r->mpu_reqs = ss.requests[STORE_OP_MPU];
@@ -408,6 +436,30 @@ static int run_one(const struct cfg *c, enum workload w, enum mode m, unsigned w
 		goto out;
 	r->objects = l.n;
 	r->bytes = l.bytes;
+
+	/*
+	 * Close + reopen (what a remount does): a new engine with cold caches, so
+	 * the reads go through the SSTables flushed so far and the WAL tail
+	 * replayed into a fresh MemTable; blob values come from the packs by
+	 * ranged GET.  Its GETs are counted from the store's counters.
+	 */
+	double t1 = now_s();
+	rc = engine_open(st, &o, &e);
+	r->reopen_s = now_s() - t1;
+	if (rc)
+		goto out;
+	engine_get_stats(e, &es);
+	r->sst_count = es.sst_count;
+	r->replayed = es.replay_entries;
+	struct store_stats s0, s1;
+	store_get_stats(st, &s0);
+	rc = read_rows(e, w, L.seed, L.rows, c->reads, 2, lat, &r->cold_p50_us, &r->cold_p99_us);
+	if (rc)
+		goto out;
+	store_get_stats(st, &s1);
+	r->cold_gets = s1.requests[STORE_OP_GET] - s0.requests[STORE_OP_GET];
+	rc = engine_close(e);
+	e = NULL;
 out:
 	engine_close(e);
 	store_close(st);
@@ -420,6 +472,13 @@ out:
 }
 
 /* ---- driver ----------------------------------------------------------- */
+
+/* Median of n values (sorts v). */
+static double median(double *v, unsigned n)
+{
+	qsort(v, n, sizeof(*v), cmp_double);
+	return n ? v[n / 2] : 0;
+}
 
 static int cmp_result_rate(const void *a, const void *b)
 {
@@ -589,8 +648,9 @@ int main(int argc, char **argv)
 		 "\nStore: %s%s%s; cadence %u ms; %u measured repetitions after one warm-up; "
 		 "rows/s is the median (min..max).\n\n"
 		 "| workload | mode | window | rows | rows/s | objects | PUT+MPU reqs | "
-		 "persisted | logical | persisted/logical | read p50 | read p99 |\n"
-		 "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+		 "persisted | logical | persisted/logical | read p50 / p99 (loaded) | "
+		 "read p50 / p99 (reopened) | reopen | SSTs | GETs/read |\n"
+		 "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
 		 c.url, c.s3.endpoint ? " at " : "", c.s3.endpoint ? c.s3.endpoint : "",
 		 c.cadence_ms, c.reps);
 	emit(&c, line);
@@ -617,17 +677,27 @@ int main(int argc, char **argv)
 						 mode_name[m], win, rep);
 					rc = run_one(&c, (enum workload)w, (enum mode)m, win, tag,
 						     rep ? &res[rep - 1] : &warm);
+					const struct result *rr = rep ? &res[rep - 1] : &warm;
 					fprintf(stderr,
-						"kvbench: %s %s w%u %s: %s %.0f rows/s in %.1f s\n",
+						"kvbench: %s %s w%u %s: %s %.0f rows/s in %.1f s; "
+						"%llu groups, %llu objects, %llu PUT+MPU, %llu/%llu bytes; "
+						"read p50/p99 %.0f/%.0f us; reopen %.2f s (%llu SSTs, "
+						"%llu WAL replayed), read p50/p99 %.0f/%.0f us, %llu GETs\n",
 						workload_name[w], mode_name[m], win,
 						rep ? "rep" : "warm-up", rc ? strerror(-rc) : "ok",
-						rep ? res[rep - 1].rows_per_s : warm.rows_per_s,
-						rep ? res[rep - 1].load_s : warm.load_s);
+						rr->rows_per_s, rr->load_s, (unsigned long long)rr->groups,
+						(unsigned long long)rr->objects,
+						(unsigned long long)(rr->put_reqs + rr->mpu_reqs),
+						(unsigned long long)rr->bytes,
+						(unsigned long long)rr->logical, rr->p50_us, rr->p99_us,
+						rr->reopen_s, (unsigned long long)rr->sst_count,
+						(unsigned long long)rr->replayed, rr->cold_p50_us,
+						rr->cold_p99_us, (unsigned long long)rr->cold_gets);
 				}
 				if (rc) {
 					failures++;
 					snprintf(line, sizeof(line),
-						 "| %s | %s | %u | %llu | error: %s | | | | | | | |\n",
+						 "| %s | %s | %u | %llu | error: %s | | | | | | | | | | |\n",
 						 workload_name[w], mode_name[m], win,
 						 (unsigned long long)c.rows[w], strerror(-rc));
 					emit(&c, line);
@@ -645,27 +715,37 @@ int main(int argc, char **argv)
 				reqs /= c.reps;
 				bytes /= c.reps;
 				logical /= c.reps;
-				double p50s[16], p99s[16];
+				/* latencies, reopen time, SSTs, GETs: medians of the repetitions */
+				double p50s[16], p99s[16], cp50s[16], cp99s[16], ros[16], ssts[16];
+				double gets[16];
 				unsigned np = c.reps < 16 ? c.reps : 16;
 				for (unsigned i = 0; i < np; i++) {
 					p50s[i] = res[i].p50_us;
 					p99s[i] = res[i].p99_us;
+					cp50s[i] = res[i].cold_p50_us;
+					cp99s[i] = res[i].cold_p99_us;
+					ros[i] = res[i].reopen_s;
+					ssts[i] = (double)res[i].sst_count;
+					gets[i] = (double)res[i].cold_gets;
 				}
-				qsort(p50s, np, sizeof(double), cmp_double);
-				qsort(p99s, np, sizeof(double), cmp_double);
-				p50 = p50s[np / 2];
-				p99 = p99s[np / 2];
+				p50 = median(p50s, np);
+				p99 = median(p99s, np);
+				double cp50 = median(cp50s, np), cp99 = median(cp99s, np);
+				double ro = median(ros, np), sst = median(ssts, np);
+				double gpr = c.reads ? median(gets, np) / c.reads : 0;
 				qsort(res, c.reps, sizeof(*res), cmp_result_rate);
 				char hb[32], hl[32];
 				human(bytes, hb, sizeof(hb));
 				human(logical, hl, sizeof(hl));
 				snprintf(line, sizeof(line),
 					 "| %s | %s | %u | %llu | %.0f (%.0f..%.0f) | %.0f | %.0f | "
-					 "%s | %s | %.3f | %.0f us | %.0f us |\n",
+					 "%s | %s | %.3f | %.0f / %.0f us | %.0f / %.0f us | %.2f s | "
+					 "%.0f | %.2f |\n",
 					 workload_name[w], mode_name[m], win,
 					 (unsigned long long)c.rows[w], res[c.reps / 2].rows_per_s,
 					 res[0].rows_per_s, res[c.reps - 1].rows_per_s, obj, reqs, hb,
-					 hl, logical > 0 ? bytes / logical : 0.0, p50, p99);
+					 hl, logical > 0 ? bytes / logical : 0.0, p50, p99, cp50, cp99,
+					 ro, sst, gpr);
 				emit(&c, line);
 			}
 		}

@@ -1,0 +1,241 @@
+/*
+ * readahead.c - sequential read-ahead: while a file is read sequentially,
+ * a few threads fetch the next chunks into the engine's blob cache so that
+ * the ranged GETs of a cold read from S3 overlap instead of running one
+ * after the other behind the kernel's own (1 MiB) read-ahead.
+ *
+ * Detection is per inode: a read that starts at 0 or near where the last
+ * one ended (within a few chunks: the kernel's async reads arrive out of
+ * order on several threads) extends a streak; at the second read of a
+ * streak, chunks up to `window` bytes past the read are queued (never past
+ * the end of the file, never twice: ip->ra_hi remembers how far it went).
+ * A jump elsewhere resets the streak.
+ *
+ * A prefetch is engine_get_range() of zero bytes at offset 0: the engine
+ * loads the whole blob into its cache (blobs are immutable and cached by
+ * descriptor, so a later write can never be shadowed by a stale prefetch;
+ * it simply makes a new blob).
+ *
+ * The in-flight table (ra_begin/ra_end) makes a reader that needs a chunk
+ * some other thread is loading wait for that load instead of issuing a
+ * second GET of the same bytes; prefetch threads skip chunks a reader is
+ * already loading.
+ *
+ * Concurrency: ra->mu protects the queue, the in-flight table, the counters
+ * and the ra_* fields of every inode.  No other lock is taken under it.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "log.h"
+#include "readahead.h"
+
+#define RA_QUEUE 256 /* queued prefetches (more are dropped) */
+#define RA_BUSY 64   /* loads in flight (FUSE threads + prefetch threads) */
+
+struct ra_job {
+	uint64_t ino; /* inode number */
+	uint64_t idx; /* chunk index */
+};
+
+struct readahead {
+	struct mwfs *fs;          /* borrowed */
+	uint64_t window;          /* bytes to keep fetched ahead of a sequential reader */
+	pthread_mutex_t mu;       /* see the file comment */
+	pthread_cond_t work;      /* a job was queued, or stop; ra->mu */
+	pthread_cond_t done;      /* a load in flight ended; ra->mu */
+	struct ra_job q[RA_QUEUE]; /* ring of queued jobs; ra->mu */
+	size_t qhead, qn;         /* first job, count; ra->mu */
+	struct ra_job busy[RA_BUSY]; /* loads in flight; ra->mu */
+	bool used[RA_BUSY];       /* busy[i] is valid; ra->mu */
+	bool stop;                /* threads must exit; ra->mu */
+	pthread_t *thr;           /* the threads (nthr of them) */
+	unsigned nthr;
+	uint64_t prefetched;      /* chunks loaded by the threads; ra->mu */
+	uint64_t waited;          /* reads that waited for a load in flight; ra->mu */
+};
+
+static int find_busy(struct readahead *ra, uint64_t ino, uint64_t idx)
+{
+	for (int i = 0; i < RA_BUSY; i++)
+		if (ra->used[i] && ra->busy[i].ino == ino && ra->busy[i].idx == idx)
+			return i;
+	return -1;
+}
+
+static int claim(struct readahead *ra, uint64_t ino, uint64_t idx)
+{
+	for (int i = 0; i < RA_BUSY; i++) {
+		if (!ra->used[i]) {
+			ra->used[i] = true;
+			ra->busy[i].ino = ino;
+			ra->busy[i].idx = idx;
+			return i;
+		}
+	}
+	return -1;
+}
+
+int ra_begin(struct readahead *ra, uint64_t ino, uint64_t idx)
+{
+	if (!ra)
+		return -1;
+	pthread_mutex_lock(&ra->mu);
+	int slot;
+	if (find_busy(ra, ino, idx) >= 0) {
+		ra->waited++;
+		while (find_busy(ra, ino, idx) >= 0)
+			pthread_cond_wait(&ra->done, &ra->mu);
+		slot = -1;
+	} else {
+		slot = claim(ra, ino, idx);
+	}
+	pthread_mutex_unlock(&ra->mu);
+	return slot;
+}
+
+void ra_end(struct readahead *ra, int slot)
+{
+	if (!ra || slot < 0)
+		return;
+	pthread_mutex_lock(&ra->mu);
+	ra->used[slot] = false;
+	pthread_cond_broadcast(&ra->done);
+	pthread_mutex_unlock(&ra->mu);
+}
+
+static void *worker(void *arg)
+{
+	struct readahead *ra = arg;
+	uint8_t key[SCHEMA_KEY_MAX];
+	pthread_mutex_lock(&ra->mu);
+	for (;;) {
+		while (!ra->stop && ra->qn == 0)
+			pthread_cond_wait(&ra->work, &ra->mu);
+		if (ra->stop)
+			break;
+		struct ra_job j = ra->q[ra->qhead];
+		ra->qhead = (ra->qhead + 1) % RA_QUEUE;
+		ra->qn--;
+		if (find_busy(ra, j.ino, j.idx) >= 0)
+			continue; /* a reader is loading it */
+		int slot = claim(ra, j.ino, j.idx);
+		if (slot < 0)
+			continue;
+		pthread_mutex_unlock(&ra->mu);
+		size_t kn = schema_key_chunk(key, j.ino, j.idx), got;
+		int rc = engine_get_range(ra->fs->e, key, kn, 0, NULL, 0, &got);
+		if (rc && rc != -ENOENT)
+			log_debug("read-ahead of inode %llu chunk %llu: %s",
+				  (unsigned long long)j.ino, (unsigned long long)j.idx, strerror(-rc));
+		pthread_mutex_lock(&ra->mu);
+		ra->used[slot] = false;
+		ra->prefetched++;
+		pthread_cond_broadcast(&ra->done);
+	}
+	pthread_mutex_unlock(&ra->mu);
+	return NULL;
+}
+
+void ra_note_read(struct readahead *ra, struct inode *ip, uint64_t off, size_t len,
+		  uint64_t fsize)
+{
+	if (!ra || !ra->nthr || !len)
+		return;
+	uint64_t cs = ra->fs->cs;
+	uint64_t end = off + len;
+	uint64_t slack = 4 * cs;
+	pthread_mutex_lock(&ra->mu);
+	bool seq = off == 0 || (off + slack >= ip->ra_next && off <= ip->ra_next + slack);
+	if (!seq) {
+		ip->ra_streak = 0;
+		ip->ra_hi = 0;
+		ip->ra_next = end;
+		pthread_mutex_unlock(&ra->mu);
+		return;
+	}
+	if (end > ip->ra_next)
+		ip->ra_next = end;
+	if (ip->ra_streak < UINT32_MAX)
+		ip->ra_streak++;
+	if (ip->ra_streak >= 2 && fsize > 0) {
+		uint64_t first = (end + cs - 1) / cs; /* the first chunk not touched by this read */
+		uint64_t last = (end + ra->window + cs - 1) / cs; /* exclusive */
+		uint64_t nchunks = (fsize + cs - 1) / cs;
+		if (first < ip->ra_hi)
+			first = ip->ra_hi;
+		if (last > nchunks)
+			last = nchunks;
+		bool queued = false;
+		for (uint64_t i = first; i < last && ra->qn < RA_QUEUE; i++) {
+			struct ra_job *j = &ra->q[(ra->qhead + ra->qn) % RA_QUEUE];
+			j->ino = ip->ino;
+			j->idx = i;
+			ra->qn++;
+			ip->ra_hi = i + 1;
+			queued = true;
+		}
+		if (queued)
+			pthread_cond_broadcast(&ra->work);
+	}
+	pthread_mutex_unlock(&ra->mu);
+}
+
+void ra_counts(struct readahead *ra, uint64_t *prefetched, uint64_t *waited)
+{
+	*prefetched = *waited = 0;
+	if (!ra)
+		return;
+	pthread_mutex_lock(&ra->mu);
+	*prefetched = ra->prefetched;
+	*waited = ra->waited;
+	pthread_mutex_unlock(&ra->mu);
+}
+
+int ra_start(struct mwfs *fs, unsigned nthreads, uint64_t window, struct readahead **out)
+{
+	struct readahead *ra = calloc(1, sizeof(*ra));
+	if (!ra)
+		return -ENOMEM;
+	ra->fs = fs;
+	ra->window = window;
+	pthread_mutex_init(&ra->mu, NULL);
+	pthread_cond_init(&ra->work, NULL);
+	pthread_cond_init(&ra->done, NULL);
+	if (window && nthreads) {
+		ra->thr = calloc(nthreads, sizeof(*ra->thr));
+		if (!ra->thr) {
+			ra_stop(ra);
+			return -ENOMEM;
+		}
+		for (; ra->nthr < nthreads; ra->nthr++) {
+			int err = pthread_create(&ra->thr[ra->nthr], NULL, worker, ra);
+			if (err) {
+				log_err("starting read-ahead thread: %s", strerror(err));
+				ra_stop(ra);
+				return -err;
+			}
+		}
+	}
+	*out = ra;
+	return 0;
+}
+
+void ra_stop(struct readahead *ra)
+{
+	if (!ra)
+		return;
+	pthread_mutex_lock(&ra->mu);
+	ra->stop = true;
+	pthread_cond_broadcast(&ra->work);
+	pthread_mutex_unlock(&ra->mu);
+	for (unsigned i = 0; i < ra->nthr; i++)
+		pthread_join(ra->thr[i], NULL);
+	free(ra->thr);
+	pthread_cond_destroy(&ra->work);
+	pthread_cond_destroy(&ra->done);
+	pthread_mutex_destroy(&ra->mu);
+	free(ra);
+}
