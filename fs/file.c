@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "internal.h"
 #include "log.h"
@@ -165,11 +166,15 @@ static int wb_write(struct mwfs *fs, struct inode *ip, uint64_t idx, uint32_t co
 			return -ENOMEM;
 	}
 	if (!w->active) {
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
 		w->idx = idx;
 		w->lo = co;
 		w->hi = co + n;
 		w->base = false;
 		w->active = true;
+		w->since_ms = (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+		wbflush_note(fs->wbf, ip);
 	} else if (!w->base) {
 		if (co > w->hi || co + n < w->lo) {
 			/* a gap between dirty ranges: fill it from the store */

@@ -32,6 +32,7 @@ void mwfs_opts_default(struct mwfs_opts *o)
 	o->max_threads = 8;
 	o->readahead_threads = 4;
 	o->readahead_bytes = 8u << 20;
+	o->wb_flush_ms = 100;
 }
 
 uint32_t mwfs_chunk_size(const struct mwfs *fs)
@@ -521,6 +522,11 @@ int mwfs_open(struct engine *e, const struct mwfs_opts *o, struct mwfs **out)
 	rc = ra_start(fs, o->readahead_threads, o->readahead_bytes, &fs->ra);
 	if (rc)
 		goto fail;
+	if (!o->read_only && (rc = wbflush_start(fs, o->wb_flush_ms, &fs->wbf))) {
+		ra_stop(fs->ra);
+		fs->ra = NULL;
+		goto fail;
+	}
 	free(val);
 	*out = fs;
 	return 0;
@@ -580,6 +586,8 @@ int mwfs_close(struct mwfs *fs)
 	int rc = 0;
 	ra_stop(fs->ra);
 	fs->ra = NULL;
+	wbflush_stop(fs->wbf);
+	fs->wbf = NULL;
 	if (!fs->o.read_only) {
 		rc = inode_table_flush_all(fs);
 		pthread_mutex_lock(&fs->mu);

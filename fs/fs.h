@@ -32,6 +32,7 @@ struct mwfs_opts {
 	unsigned max_threads; /* FUSE worker threads (default 8) */
 	unsigned readahead_threads; /* threads prefetching for sequential readers (default 4) */
 	uint64_t readahead_bytes;   /* how far ahead they fetch (default 8 MiB; 0: off) */
+	unsigned wb_flush_ms;       /* put a partly written chunk after this long (default 100) */
 	const char *daemon_info; /* value of MWFS_DAEMON_XATTR on the root ("PID STATUSPATH"),
 				    or NULL; borrowed: must outlive the filesystem */
 };

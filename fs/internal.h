@@ -27,6 +27,7 @@
 #include "engine.h"
 #include "fs.h"
 #include "readahead.h"
+#include "wbflush.h"
 #include "schema.h"
 
 /* Inode numbers are handed out from the superblock in ranges of this many. */
@@ -40,6 +41,7 @@ struct wbuf {
 	uint32_t hi;
 	bool base;     /* data holds the whole chunk (stored bytes merged in) */
 	bool active;   /* holds unwritten bytes */
+	uint64_t since_ms; /* CLOCK_MONOTONIC ms when it became active */
 };
 
 struct inode {
@@ -56,6 +58,7 @@ struct inode {
 	uint64_t ra_next;         /* read-ahead: where the last read ended; fs->ra->mu */
 	uint64_t ra_hi;           /* read-ahead: chunks below this are queued; fs->ra->mu */
 	uint32_t ra_streak;       /* read-ahead: sequential reads in a row; fs->ra->mu */
+	bool wb_listed;           /* on the write-buffer flusher's list (wbflush.c); fs->mu */
 	pthread_rwlock_t dlock;   /* protects wb */
 	struct wbuf wb;           /* write buffer; ip->dlock */
 };
@@ -74,6 +77,7 @@ struct mwfs {
 	bool writeback;            /* kernel writeback cache in effect */
 	pthread_key_t tkey;        /* per-thread scratch buffers (struct tls) */
 	struct readahead *ra;      /* read-ahead threads and in-flight loads (readahead.c) */
+	struct wbflush *wbf;       /* puts write buffers left partly filled (wbflush.c) */
 };
 
 /* Per-thread scratch, reused across requests (avoids a malloc per read). */

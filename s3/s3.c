@@ -26,7 +26,9 @@
  * an attempt failed in a way that may have landed (transport error or 5xx)
  * and a later attempt gets 412, the object may be ours.  We GET it and
  * compare with our bytes: equal means our create succeeded, so a retry
- * never turns our own success into -EEXIST.
+ * never turns our own success into -EEXIST.  TLS certificate failures are
+ * never retried (they do not get better): the first one is reported, with
+ * a hint about the CA file.
  *
  * Conditional create is PUT with If-None-Match: *.  At open the store
  * probes whether the backend honours it (a probe key written twice must
@@ -243,7 +245,8 @@ int s3_fail(struct s3 *s, const char *op, const char *key, const struct s3_resul
 	(void)s;
 	if (rc < 0 && rc != -ENOMEM) {
 		log_err("s3: %s %s: no response after %u attempt%s: %s%s", op, key, res->attempts,
-		        res->attempts == 1 ? "" : "s", res->r.error[0] ? res->r.error : strerror(-rc),
+		        res->attempts == 1 ? "" : "s",
+		        res->r.error[0] ? res->r.error : strerror(-rc),
 		        http_error_hint(res->r.curl_code));
 		return rc;
 	}

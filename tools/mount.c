@@ -134,6 +134,7 @@ static int set_option(struct mount_args *a, const char *name, const char *val)
 		if (!val || !parse_size(val, &sz) || sz == 0 || sz > 60000)
 			goto bad;
 		a->eo.cadence_ms = (unsigned)sz;
+		a->fo.wb_flush_ms = (unsigned)sz;
 	} else if (!strcmp(name, "cache")) {
 		if (!val || !parse_size(val, &sz))
 			goto bad;

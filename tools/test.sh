@@ -57,9 +57,12 @@ need_s3=0
 for s in "${suites[@]}"; do [ "$s" = s3 ] && need_s3=1; done
 if [ $need_s3 = 1 ] && [ "${NO_S3:-0}" != 1 ]; then
 	echo "== starting the S3 test server (tools/s3-server.sh start)"
+	# a server that already answers (a developer's) is reused and left running
+	already=0
+	tools/s3-server.sh status >/dev/null 2>&1 && already=1
 	if out=$(tools/s3-server.sh start); then
 		eval "$out"
-		started_s3=1
+		[ $already = 0 ] && started_s3=1
 		echo "   S3_ENDPOINT=$S3_ENDPOINT S3_BUCKET=$S3_BUCKET"
 	else
 		echo "!! the S3 test server did not start: the s3 suite will report SKIP" >&2

@@ -45,6 +45,29 @@ mw_mount "$mnt"
 [ ! -e "$mnt/orphan" ]
 cmp "$WORK/data1" "$mnt/dir/synced1"
 
+echo "-- a partly written chunk of a file kept open is committed without fsync"
+# Without the kernel writeback cache every write reaches the daemon at once; the daemon must
+# put a partial chunk it holds within about two cadence intervals even though the file stays
+# open and nobody calls fsync (fs/wbflush.c).
+mw_umount "$mnt"
+mw_mount "$mnt" --no-writeback-cache --cadence 50
+head -c 5000 "$WORK/data1" > "$WORK/part"
+# a writer that keeps its only descriptor open (a close, even of a dup, would flush)
+python3 -c 'import os, sys, time
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT, 0o644)
+os.write(fd, open(sys.argv[2], "rb").read())
+time.sleep(60)' "$mnt/dir/kept-open" "$WORK/part" &
+writer=$!
+sleep 1.5
+kill -9 "$(cat "$mnt.pid")"
+mw_wait_exit "$mnt.pid"
+kill "$writer" 2>/dev/null || true
+wait "$writer" 2>/dev/null || true
+fusermount3 -u "$mnt" 2>/dev/null || fusermount3 -uz "$mnt"
+mw_mount "$mnt"
+cmp "$WORK/part" "$mnt/dir/kept-open" || { echo "FAIL: the kept-open file lost its data"; exit 1; }
+cmp "$WORK/data1" "$mnt/dir/synced1"
+
 echo "-- a second writer fences the first"
 mnt2=$WORK/mnt2
 mw_mount "$mnt2"

@@ -86,8 +86,9 @@ int faultproxy_start(struct faultproxy *p, const char *script, const char *upstr
 /* GET /__faultproxy/<cmd> and put the answer's body in buf. */
 static int ctl(struct faultproxy *p, const char *cmd, char *buf, size_t bufsz)
 {
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)p->port),
-				.sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	struct sockaddr_in a = {.sin_family = AF_INET,
+	                        .sin_port = htons((uint16_t)p->port),
+	                        .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 	char req[512], resp[1024];
 	size_t n = 0;
 	int fd, rc = 0;
@@ -126,11 +127,11 @@ out:
 }
 
 int faultproxy_arm(struct faultproxy *p, const char *fault, unsigned count, const char *method,
-		   const char *path, unsigned stall_sec)
+                   const char *path, unsigned stall_sec)
 {
 	char cmd[300];
 	int n = snprintf(cmd, sizeof(cmd), "arm?fault=%s&count=%u&stall=%u", fault, count,
-			 stall_sec ? stall_sec : 5);
+	                 stall_sec ? stall_sec : 5);
 	if (method)
 		n += snprintf(cmd + n, sizeof(cmd) - (size_t)n, "&method=%s", method);
 	if (path)
@@ -150,7 +151,7 @@ int faultproxy_stats(struct faultproxy *p, struct faultproxy_stats *st)
 	if (rc)
 		return rc;
 	if (sscanf(b, "seen=%u faulted=%u forwarded=%u armed=%u", &st->seen, &st->faulted,
-		   &st->forwarded, &st->armed) != 4)
+	           &st->forwarded, &st->armed) != 4)
 		return -EIO;
 	return 0;
 }

@@ -42,7 +42,7 @@ int faultproxy_start(struct faultproxy *p, const char *script, const char *upstr
  * Replaces what was armed; counters are kept.  0 or a negative errno.
  */
 int faultproxy_arm(struct faultproxy *p, const char *fault, unsigned count, const char *method,
-		   const char *path, unsigned stall_sec);
+                   const char *path, unsigned stall_sec);
 
 /* Disarm and zero the counters.  0 or a negative errno. */
 int faultproxy_clear(struct faultproxy *p);

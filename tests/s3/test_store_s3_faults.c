@@ -111,7 +111,7 @@ struct delta {
 };
 
 static void arm(struct delta *d, const char *fault, unsigned count, const char *method,
-		const char *path)
+                const char *path)
 {
 	assert_int_equal(faultproxy_clear(&FP), 0);
 	assert_int_equal(faultproxy_arm(&FP, fault, count, method, path, STALL_SEC), 0);
@@ -428,7 +428,7 @@ static int setup(void **state)
 	if (faultproxy_start(&FP, script, ep) < 0)
 		return -1;
 	snprintf(prefix, sizeof(prefix), "memwalfs-s3faults-%d-%lld/", (int)getpid(),
-		 (long long)(tu_now_ns() % 1000000000ull));
+	         (long long)(tu_now_ns() % 1000000000ull));
 	if (open_store(ep, &D) < 0 || open_store(FP.url, &P) < 0)
 		return -1;
 	return 0;

@@ -303,8 +303,8 @@ static void test_tls_cost(void **state)
 			assert_int_equal(store_put(s[i], key, buf, sizeof(buf)), 0);
 		}
 		double dt = tu_now_sec() - t0;
-		fprintf(stderr, "50 sequential 4 KiB PUTs over %s: %.3f s (%.0f req/s)\n",
-			name[i], dt, 50 / dt);
+		fprintf(stderr, "50 sequential 4 KiB PUTs over %s: %.3f s (%.0f req/s)\n", name[i],
+		        dt, 50 / dt);
 	}
 	store_close(s[0]);
 	store_close(s[1]);
@@ -316,7 +316,8 @@ static int teardown(void **state)
 	struct s3_opts o;
 	struct store *s = NULL;
 	unsigned n;
-	opts(&o, http_ep);
+	opts(&o, tls_ep);
+	o.ca_file = ca_file;
 	o.conditional_create = 1;
 	if (store_open_s3(&o, &s) == 0) {
 		store_cleanup_uploads(s, "", 0, &n);
@@ -329,9 +330,12 @@ static int teardown(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_ca_file_option),   cmocka_unit_test(test_unsigned_payload),
-	    cmocka_unit_test(test_untrusted_fails_fast), cmocka_unit_test(test_wrong_host),
-	    cmocka_unit_test(test_aws_ca_bundle),    cmocka_unit_test(test_vhost_tls),
+	    cmocka_unit_test(test_ca_file_option),
+	    cmocka_unit_test(test_unsigned_payload),
+	    cmocka_unit_test(test_untrusted_fails_fast),
+	    cmocka_unit_test(test_wrong_host),
+	    cmocka_unit_test(test_aws_ca_bundle),
+	    cmocka_unit_test(test_vhost_tls),
 	    cmocka_unit_test(test_tls_cost),
 	};
 	const char *b;
@@ -347,7 +351,7 @@ int main(void)
 	b = getenv("AWS_CA_BUNDLE");
 	saved_bundle = b ? strdup(b) : NULL;
 	snprintf(prefix, sizeof(prefix), "memwalfs-s3tls-%d-%lld/", (int)getpid(),
-		 (long long)(tu_now_ns() % 1000000000ull));
+	         (long long)(tu_now_ns() % 1000000000ull));
 	if (!getenv("MEMWALFS_LOG"))
 		mw_log_set_level(MW_LOG_DEBUG); /* the log shows every request */
 	rc = cmocka_run_group_tests_name("store_s3_tls", tests, NULL, teardown) ? 1 : 0;
@@ -359,7 +363,7 @@ int main(void)
 	double t0 = tu_now_sec();
 	int crc = run_store_conformance("s3");
 	fprintf(stderr, "conformance over https: %s in %.1f s\n", crc ? "FAILED" : "passed",
-		tu_now_sec() - t0);
+	        tu_now_sec() - t0);
 	free(saved_bundle);
 	return rc || crc ? 1 : 0;
 }

@@ -71,8 +71,8 @@ static void test_addressing(void **state)
 static void test_roundtrip_keys(void **state)
 {
 	(void)state;
-	static const char *const keys[] = {"k/plain", "k/a b", "k/a+b=c&d", "k/x%2Fy",
-					   "k/~q'(!)*,;:@$", "k/deep/er/still"};
+	static const char *const keys[] = {"k/plain", "k/a b",          "k/a+b=c&d",
+	                                   "k/x%2Fy", "k/~q'(!)*,;:@$", "k/deep/er/still"};
 	for (size_t i = 0; i < 6; i++) {
 		void *b;
 		size_t n;
@@ -222,8 +222,8 @@ static void test_multipart(void **state)
 	store_get_stats(V, &s0);
 	assert_int_equal(store_writer_open(V, "mpu/obj", 0, &w), 0);
 	for (size_t off = 0; off < len; off += MiB)
-		assert_int_equal(store_writer_write(w, data + off, len - off < MiB ? len - off : MiB),
-				 0);
+		assert_int_equal(
+		    store_writer_write(w, data + off, len - off < MiB ? len - off : MiB), 0);
 	assert_int_equal(store_writer_finish(w), 0);
 	store_get_stats(V, &s1);
 	assert_int_equal(s1.requests[STORE_OP_MPU] - s0.requests[STORE_OP_MPU], 4 + 2);
@@ -314,11 +314,11 @@ int main(void)
 	}
 	if (!pick_endpoint()) {
 		fprintf(stderr, "SKIP: S3_ENDPOINT is not on this machine and S3_ENDPOINT_VHOST "
-				"is not set\n");
+		                "is not set\n");
 		return TU_SKIP;
 	}
 	snprintf(prefix, sizeof(prefix), "memwalfs-s3vhost-%d-%lld/", (int)getpid(),
-		 (long long)(tu_now_ns() % 1000000000ull));
+	         (long long)(tu_now_ns() % 1000000000ull));
 	fprintf(stderr, "virtual-hosted endpoint %s\n", endpoint);
 	if (!getenv("MEMWALFS_LOG"))
 		mw_log_set_level(MW_LOG_INFO);
