@@ -15,6 +15,8 @@ const struct command memwalfs_commands[] = {
 	{"umount", cmd_umount, "unmount and wait until the daemon has committed everything"},
 	{"stats", cmd_stats, "print the statistics of a mounted filesystem"},
 	{"objects", cmd_objects, "list, read and inspect the objects of a store (bucket or directory)"},
+	{"inspect", cmd_inspect, "show the manifest, SSTables, WAL, packs and orphans of a store"},
+	{"fsck", cmd_fsck, "check a store's engine objects and filesystem (read-only; safe when mounted)"},
 	{NULL, NULL, NULL},
 };
 

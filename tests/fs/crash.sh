@@ -4,6 +4,8 @@
 #     tree is consistent, an unsynced file is absent, empty or a prefix of what was written;
 #  2. a second writer mount of the same store fences the first: the first's fsync fails with
 #     EIO/EROFS and nothing it wrote after the fence shows up.
+# After each crash, "memwalfs fsck --deep" checks the store before the remount, and a plain
+# fsck checks it again (read-only, beside the live daemon) after it.
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh" "$1" "${2:-local}"
 mnt=$WORK/mnt
@@ -21,7 +23,9 @@ cp "$WORK/data2" "$mnt/dir/unsynced" # no fsync
 kill -9 "$(cat "$mnt.pid")"
 mw_wait_exit "$mnt.pid"
 fusermount3 -u "$mnt" 2>/dev/null || fusermount3 -uz "$mnt"
+mw_fsck --deep # what the crash left (nobody mounted)
 mw_mount "$mnt"
+mw_fsck # after replay and orphan reclaim, beside the live daemon
 cmp "$WORK/data1" "$mnt/dir/synced1"
 cmp "$WORK/data2" "$mnt/dir/sub/synced2"
 [ "$(cat "$mnt/dir/renamed")" = small ] && [ ! -e "$mnt/dir/small" ]
@@ -41,7 +45,9 @@ kill -9 "$(cat "$mnt.pid")"
 exec 7>&-
 mw_wait_exit "$mnt.pid"
 fusermount3 -u "$mnt" 2>/dev/null || fusermount3 -uz "$mnt"
+mw_fsck --deep # what the crash left (nobody mounted)
 mw_mount "$mnt"
+mw_fsck # after replay and orphan reclaim, beside the live daemon
 [ ! -e "$mnt/orphan" ]
 cmp "$WORK/data1" "$mnt/dir/synced1"
 
@@ -64,7 +70,9 @@ mw_wait_exit "$mnt.pid"
 kill "$writer" 2>/dev/null || true
 wait "$writer" 2>/dev/null || true
 fusermount3 -u "$mnt" 2>/dev/null || fusermount3 -uz "$mnt"
+mw_fsck --deep
 mw_mount "$mnt"
+mw_fsck
 cmp "$WORK/part" "$mnt/dir/kept-open" || { echo "FAIL: the kept-open file lost its data"; exit 1; }
 cmp "$WORK/data1" "$mnt/dir/synced1"
 
@@ -91,4 +99,5 @@ mw_mount "$mnt"
 [ "$(cat "$mnt/dir/new")" = new ] && [ ! -e "$mnt/after-fence" ]
 cmp "$WORK/data2" "$mnt/dir/sub/synced2"
 mw_umount "$mnt"
+mw_fsck --deep
 echo "crash ($BACKEND): ok"

@@ -51,6 +51,17 @@ mw_umount() {
 	mw_wait_exit "$1.pid"
 }
 
+# mw_fsck [--deep]: "memwalfs fsck" of $STORE (h15); read-only, so also fine while mounted.
+# Fails the test (printing every problem) unless the store is clean.
+mw_fsck() {
+	if ! "$MW" fsck "${STORE_OPTS[@]}" "$@" "$STORE" >"$WORK/fsck.out" 2>&1; then
+		cat "$WORK/fsck.out"
+		echo "FAIL: memwalfs fsck $* found problems"
+		return 1
+	fi
+	echo "   fsck: $(grep -c . "$WORK/fsck.out") lines, clean"
+}
+
 mw_cleanup() {
 	for m in "${MOUNTS[@]}"; do
 		if mountpoint -q "$m" 2>/dev/null; then fusermount3 -u "$m" 2>/dev/null || fusermount3 -uz "$m" || true; fi

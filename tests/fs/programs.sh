@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tests/fs/programs.sh MEMWALFS BACKEND - ordinary programs on a mount: cp -r + diff -r, cat,
 # ls -lR, mv, rm -r, ln, ln -s, chmod, chown, touch -d, truncate, tar, rsync -a, git, fio
-# --verify; then persistence: unmount, mount at a second mount point, compare.
+# --verify; then memwalfs fsck (live and unmounted) and persistence: unmount, mount at a second
+# mount point, compare.
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh" "$1" "${2:-local}"
 mnt=$WORK/mnt
@@ -76,7 +77,10 @@ fi
 step "persistence: unmount, mount at a second mount point, compare"
 (cd "$mnt" && find . -printf '%p %y %m %U %G %s %T@\n' | sort) > "$WORK/before"
 (cd "$mnt" && find . -type f -exec md5sum {} + | sort) > "$WORK/sums-before"
+step "memwalfs fsck: live (read-only beside the daemon), then unmounted with --deep"
+mw_fsck
 mw_umount "$mnt"
+mw_fsck --deep
 mnt2=$WORK/mnt2
 mw_mount "$mnt2"
 (cd "$mnt2" && find . -printf '%p %y %m %U %G %s %T@\n' | sort) > "$WORK/after"

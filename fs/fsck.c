@@ -1,0 +1,411 @@
+/*
+ * fsck.c - the filesystem-level check (contract in fsck.h).
+ *
+ * Two scans of one engine (each over its own snapshot; on a quiescent or
+ * read-only engine both see the same state): first the inode records 'I'
+ * into a table sorted by inode number (keys sort by be64 inode number, so
+ * the scan yields them in order), the orphan records 'O' and the
+ * superblock; then the dentries 'D', chunks 'C' and xattrs 'X', each
+ * looked up in the table.  Dentries are kept as (parent, child) edges and
+ * a breadth-first walk from the root marks what is reachable.  Finally
+ * every inode's nlink is compared with what was counted.
+ *
+ * Chunk values are never read (they may be blobs): only their keys matter.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "engine.h"
+#include "fsck.h"
+#include "schema.h"
+
+/* What the check knows of one inode. */
+struct ino {
+	uint64_t ino;       /* inode number */
+	uint32_t mode;      /* S_IFMT and permissions */
+	uint32_t nlink;     /* recorded link count */
+	uint64_t size;      /* recorded size */
+	uint64_t parent;    /* directories: recorded parent */
+	uint32_t names;     /* dentries pointing here */
+	uint32_t subdirs;   /* directories: dentries of subdirectories inside */
+	bool orphan;        /* has an orphan record */
+	bool reached;       /* reachable from the root */
+};
+
+/* A dentry as an edge of the tree. */
+struct edge {
+	uint64_t parent, child;
+};
+
+/* The state of one check. */
+struct fck {
+	struct engine *e;          /* borrowed */
+	mwfs_fsck_fn fn;           /* may be NULL */
+	void *arg;
+	struct mwfs_fsck_report *r;
+	struct ino *inos;          /* sorted by ino */
+	size_t ninos, capinos;
+	struct edge *edges;        /* dentries */
+	size_t nedges, capedges;
+	struct schema_super sb;    /* the superblock */
+	bool have_sb;
+};
+
+__attribute__((format(printf, 3, 4))) static void problem(struct fck *c, const char *what,
+							   const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	c->r->problems++;
+	if (c->fn)
+		c->fn(c->arg, what, msg);
+}
+
+static int ino_cmp(const void *k, const void *e)
+{
+	uint64_t a = *(const uint64_t *)k, b = ((const struct ino *)e)->ino;
+	return a < b ? -1 : a > b;
+}
+
+static struct ino *lookup(struct fck *c, uint64_t ino)
+{
+	return c->ninos ? bsearch(&ino, c->inos, c->ninos, sizeof(*c->inos), ino_cmp) : NULL;
+}
+
+static int grow(void **p, size_t *cap, size_t n, size_t size)
+{
+	if (n < *cap)
+		return 0;
+	size_t ncap = *cap ? *cap * 2 : 256;
+	void *np = realloc(*p, ncap * size);
+	if (!np)
+		return -ENOMEM;
+	*p = np;
+	*cap = ncap;
+	return 0;
+}
+
+/*
+ * Iterate the keys with one-byte prefix tag, calling fn for each.  Values
+ * are fetched only when want_value.  Returns 0 or the scan's error.
+ */
+static int scan(struct fck *c, uint8_t tag, bool want_value,
+		int (*fn)(struct fck *c, const uint8_t *k, size_t kn, const uint8_t *v, size_t vn))
+{
+	uint8_t end = (uint8_t)(tag + 1);
+	struct engine_iter *it = NULL;
+	int rc = engine_iter_new(c->e, &tag, 1, &end, 1, &it);
+
+	for (; !rc && engine_iter_valid(it); engine_iter_next(it)) {
+		size_t kn, vn = 0;
+		const void *v = NULL;
+		const uint8_t *k = engine_iter_key(it, &kn);
+		if (want_value) {
+			rc = engine_iter_value(it, &v, &vn);
+			if (rc)
+				break;
+		}
+		rc = fn(c, k, kn, v, vn);
+	}
+	if (!rc && it)
+		rc = engine_iter_status(it);
+	engine_iter_free(it);
+	return rc;
+}
+
+static const char *type_name(uint32_t mode)
+{
+	switch (mode & S_IFMT) {
+	case S_IFREG: return "file";
+	case S_IFDIR: return "directory";
+	case S_IFLNK: return "symlink";
+	case S_IFCHR: return "char device";
+	case S_IFBLK: return "block device";
+	case S_IFIFO: return "fifo";
+	case S_IFSOCK: return "socket";
+	default: return "unknown type";
+	}
+}
+
+static int on_inode(struct fck *c, const uint8_t *k, size_t kn, const uint8_t *v, size_t vn)
+{
+	struct schema_inode in;
+	const uint8_t *target = NULL;
+	size_t tlen = 0;
+	uint64_t ino = schema_key_u64(k, kn, 1);
+	char what[48];
+
+	snprintf(what, sizeof(what), "inode %" PRIu64, ino);
+	c->r->inodes++;
+	if (kn != 9 || ino == 0) {
+		problem(c, what, "malformed inode key (%zu bytes)", kn);
+		return 0;
+	}
+	if (schema_inode_decode(v, vn, &in, &target, &tlen)) {
+		problem(c, what, "inode record does not decode (%zu bytes)", vn);
+		return 0;
+	}
+	if (c->have_sb && ino >= c->sb.next_ino)
+		problem(c, what, "inode number not below the superblock's next_ino %" PRIu64,
+			c->sb.next_ino);
+	if (S_ISLNK(in.mode) && (tlen == 0 || tlen != in.size))
+		problem(c, what, "symlink target missing or of the wrong length (%zu, size %" PRIu64
+			")", tlen, in.size);
+	if (grow((void **)&c->inos, &c->capinos, c->ninos, sizeof(*c->inos)))
+		return -ENOMEM;
+	struct ino *e = &c->inos[c->ninos++];
+	memset(e, 0, sizeof(*e));
+	e->ino = ino;
+	e->mode = in.mode;
+	e->nlink = in.nlink;
+	e->size = in.size;
+	e->parent = in.parent;
+	e->reached = ino == SCHEMA_ROOT_INO;
+	return 0;
+}
+
+static int on_orphan(struct fck *c, const uint8_t *k, size_t kn, const uint8_t *v, size_t vn)
+{
+	uint64_t ino = schema_key_u64(k, kn, 1);
+	struct ino *e = lookup(c, ino);
+	char what[48];
+
+	(void)v;
+	(void)vn;
+	c->r->orphans++;
+	snprintf(what, sizeof(what), "orphan %" PRIu64, ino);
+	if (!e)
+		problem(c, what, "orphan record of a missing inode");
+	else
+		e->orphan = true;
+	return 0;
+}
+
+static int on_dentry(struct fck *c, const uint8_t *k, size_t kn, const uint8_t *v, size_t vn)
+{
+	uint64_t parent = schema_key_u64(k, kn, 1), child;
+	uint32_t dtype;
+	struct ino *p, *ch;
+	char what[320];
+	int nlen = kn > 9 ? (int)(kn - 9) : 0;
+
+	c->r->dentries++;
+	snprintf(what, sizeof(what), "dentry %" PRIu64 "/'%.*s'", parent, nlen,
+		 (const char *)k + 9);
+	if (kn <= 9 || kn > 9 + SCHEMA_NAME_MAX || memchr(k + 9, '/', kn - 9) ||
+	    memchr(k + 9, 0, kn - 9)) {
+		problem(c, what, "malformed dentry key (%zu bytes)", kn);
+		return 0;
+	}
+	if (schema_dentry_decode(v, vn, &child, &dtype)) {
+		problem(c, what, "dentry value does not decode (%zu bytes)", vn);
+		return 0;
+	}
+	p = lookup(c, parent);
+	if (!p)
+		problem(c, what, "parent inode %" PRIu64 " does not exist", parent);
+	else if (!S_ISDIR(p->mode))
+		problem(c, what, "parent inode %" PRIu64 " is a %s, not a directory", parent,
+			type_name(p->mode));
+	ch = lookup(c, child);
+	if (!ch) {
+		problem(c, what, "points to missing inode %" PRIu64, child);
+		return 0;
+	}
+	ch->names++;
+	if ((ch->mode & S_IFMT) != (dtype & S_IFMT))
+		problem(c, what, "says %s but inode %" PRIu64 " is a %s", type_name(dtype), child,
+			type_name(ch->mode));
+	if (S_ISDIR(ch->mode)) {
+		if (p)
+			p->subdirs++;
+		if (ch->parent != parent)
+			problem(c, what, "directory %" PRIu64 " records parent %" PRIu64, child,
+				ch->parent);
+		if (child == SCHEMA_ROOT_INO)
+			problem(c, what, "names the root directory");
+	}
+	if (grow((void **)&c->edges, &c->capedges, c->nedges, sizeof(*c->edges)))
+		return -ENOMEM;
+	c->edges[c->nedges++] = (struct edge){parent, child};
+	return 0;
+}
+
+static int on_chunk(struct fck *c, const uint8_t *k, size_t kn, const uint8_t *v, size_t vn)
+{
+	uint64_t ino = schema_key_u64(k, kn, 1), index = schema_key_u64(k, kn, 9);
+	struct ino *e = lookup(c, ino);
+	char what[64];
+
+	(void)v;
+	(void)vn;
+	c->r->chunks++;
+	snprintf(what, sizeof(what), "chunk %" PRIu64 "/%" PRIu64, ino, index);
+	if (kn != 17)
+		problem(c, what, "malformed chunk key (%zu bytes)", kn);
+	else if (!e)
+		problem(c, what, "leaked: chunk of missing inode %" PRIu64, ino);
+	else if (!S_ISREG(e->mode))
+		problem(c, what, "chunk of a %s", type_name(e->mode));
+	else if (c->have_sb && (e->size == 0 || index > (e->size - 1) / c->sb.chunk_size))
+		problem(c, what, "leaked: beyond the last chunk of size %" PRIu64, e->size);
+	return 0;
+}
+
+static int on_xattr(struct fck *c, const uint8_t *k, size_t kn, const uint8_t *v, size_t vn)
+{
+	uint64_t ino = schema_key_u64(k, kn, 1);
+	char what[320];
+	int nlen = kn > 9 ? (int)(kn - 9) : 0;
+
+	(void)v;
+	(void)vn;
+	c->r->xattrs++;
+	snprintf(what, sizeof(what), "xattr %" PRIu64 "/'%.*s'", ino, nlen, (const char *)k + 9);
+	if (kn <= 9)
+		problem(c, what, "malformed xattr key (%zu bytes)", kn);
+	else if (!lookup(c, ino))
+		problem(c, what, "xattr of missing inode %" PRIu64, ino);
+	return 0;
+}
+
+static int edge_cmp(const void *a, const void *b)
+{
+	uint64_t x = ((const struct edge *)a)->parent, y = ((const struct edge *)b)->parent;
+	return x < y ? -1 : x > y;
+}
+
+/* Mark everything reachable from the root (breadth-first over the edges). */
+static int walk(struct fck *c)
+{
+	uint64_t *queue = malloc((c->ninos + 1) * sizeof(*queue));
+	size_t head = 0, tail = 0;
+
+	if (!queue)
+		return -ENOMEM;
+	qsort(c->edges, c->nedges, sizeof(*c->edges), edge_cmp);
+	if (lookup(c, SCHEMA_ROOT_INO))
+		queue[tail++] = SCHEMA_ROOT_INO;
+	while (head < tail) {
+		uint64_t dir = queue[head++];
+		size_t lo = 0, hi = c->nedges;
+		while (lo < hi) { /* first edge of dir */
+			size_t mid = (lo + hi) / 2;
+			if (c->edges[mid].parent < dir)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		for (; lo < c->nedges && c->edges[lo].parent == dir; lo++) {
+			struct ino *ch = lookup(c, c->edges[lo].child);
+			if (!ch || ch->reached)
+				continue;
+			ch->reached = true;
+			if (S_ISDIR(ch->mode) && tail <= c->ninos)
+				queue[tail++] = ch->ino;
+		}
+	}
+	free(queue);
+	return 0;
+}
+
+static void final_checks(struct fck *c)
+{
+	char what[48];
+
+	for (size_t i = 0; i < c->ninos; i++) {
+		struct ino *e = &c->inos[i];
+		snprintf(what, sizeof(what), "inode %" PRIu64, e->ino);
+		if (!e->reached && !e->orphan)
+			problem(c, what, "%s unreachable from the root and not an orphan",
+				type_name(e->mode));
+		if (S_ISDIR(e->mode)) {
+			if (e->nlink != 2 + e->subdirs)
+				problem(c, what, "directory nlink %" PRIu32 ", expected 2 + %" PRIu32
+					" subdirectories", e->nlink, e->subdirs);
+			if (e->ino != SCHEMA_ROOT_INO && e->names > 1)
+				problem(c, what, "directory has %" PRIu32 " names", e->names);
+		} else if (e->nlink != e->names) {
+			problem(c, what, "%s nlink %" PRIu32 " but %" PRIu32 " directory entries",
+				type_name(e->mode), e->nlink, e->names);
+		}
+	}
+}
+
+int mwfs_fsck(struct engine *e, mwfs_fsck_fn fn, void *arg, struct mwfs_fsck_report *r)
+{
+	struct mwfs_fsck_report own;
+	struct fck c = {.e = e, .fn = fn, .arg = arg, .r = r ? r : &own};
+	uint8_t key[SCHEMA_KEY_MAX];
+	void *val = NULL;
+	size_t vlen = 0;
+	int rc;
+
+	memset(c.r, 0, sizeof(*c.r));
+	rc = engine_get(e, key, schema_key_super(key), &val, &vlen);
+	if (rc == -ENOENT) {
+		problem(&c, "superblock", "missing: not a memwalfs filesystem (or never mounted)");
+	} else if (rc) {
+		goto out;
+	} else if ((rc = schema_super_decode(val, vlen, &c.sb)) != 0) {
+		problem(&c, "superblock", "does not decode (%s, version %" PRIu32 ")",
+			rc == -EPROTONOSUPPORT ? "unknown version" : "corrupt", c.sb.version);
+	} else {
+		c.have_sb = true;
+	}
+	free(val);
+	rc = scan(&c, SCHEMA_TAG_INODE, true, on_inode);
+	if (!rc)
+		rc = scan(&c, SCHEMA_TAG_ORPHAN, false, on_orphan);
+	if (!rc)
+		rc = scan(&c, SCHEMA_TAG_DENTRY, true, on_dentry);
+	if (!rc)
+		rc = scan(&c, SCHEMA_TAG_CHUNK, false, on_chunk);
+	if (!rc)
+		rc = scan(&c, SCHEMA_TAG_XATTR, false, on_xattr);
+	if (rc)
+		goto out;
+	if (c.have_sb) {
+		struct ino *root = lookup(&c, SCHEMA_ROOT_INO);
+		if (!root)
+			problem(&c, "inode 1", "the root directory is missing");
+		else if (!S_ISDIR(root->mode))
+			problem(&c, "inode 1", "the root is a %s", type_name(root->mode));
+	}
+	rc = walk(&c);
+	if (rc)
+		goto out;
+	final_checks(&c);
+	rc = c.r->problems ? -EUCLEAN : 0;
+out:
+	free(c.inos);
+	free(c.edges);
+	return rc;
+}
+
+int mwfs_fsck_store(struct store *st, mwfs_fsck_fn fn, void *arg, struct mwfs_fsck_report *r)
+{
+	struct engine_opts o;
+	struct engine *e = NULL;
+	int rc;
+
+	engine_opts_default(&o);
+	o.read_only = true;
+	o.single_writer_ok = true;
+	rc = engine_open(st, &o, &e);
+	if (rc)
+		return rc;
+	rc = mwfs_fsck(e, fn, arg, r);
+	engine_close(e);
+	return rc;
+}

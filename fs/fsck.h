@@ -1,0 +1,61 @@
+/*
+ * fsck.h - the filesystem-level check (fs/fsck.c): the tree stored in the
+ * engine (fs/schema.h) obeys its invariants.
+ *
+ * Checked, through engine.h only (nothing of the store's objects):
+ *   - the superblock decodes and every inode number is below its next_ino;
+ *   - every inode record decodes; symlinks carry their target inline;
+ *   - every dentry decodes, its parent is an existing directory, its child
+ *     exists and has the type the dentry says; a directory has one name and
+ *     its record's parent field names the directory holding it;
+ *   - every inode except the root is reachable from the root, or carries
+ *     an orphan record (unlinked while open; reclaimed at next mount);
+ *     every orphan record names an existing inode;
+ *   - nlink: files have as many as dentries point at them, directories
+ *     2 + their subdirectories;
+ *   - chunks belong to existing regular files and lie within the size's
+ *     last chunk (others are leaked space);
+ *   - xattrs belong to existing inodes.
+ * Read-only: a check on a live store sees one engine snapshot.
+ */
+#ifndef MEMWALFS_FS_FSCK_H
+#define MEMWALFS_FS_FSCK_H
+
+#include <stdint.h>
+
+struct engine;
+struct store;
+
+/*
+ * Called once per problem: what names the record ("inode 12",
+ * "dentry 1/'a'", "chunk 7/3", "superblock"), msg says what is wrong.
+ * Both strings are valid only during the call.
+ */
+typedef void (*mwfs_fsck_fn)(void *arg, const char *what, const char *msg);
+
+/* Totals of one check. */
+struct mwfs_fsck_report {
+	uint64_t inodes;   /* inode records */
+	uint64_t dentries; /* directory entries */
+	uint64_t chunks;   /* data chunks */
+	uint64_t xattrs;   /* extended attributes */
+	uint64_t orphans;  /* orphan records */
+	uint64_t problems; /* problems reported */
+};
+
+/*
+ * Check the filesystem held by engine e (borrowed; any mode).  fn may be
+ * NULL; *r (may be NULL) receives the totals.  Returns 0 when clean,
+ * -EUCLEAN when problems were found, or the engine's error when the scan
+ * could not complete (-EIO, -ENOMEM...).  Any thread.
+ */
+int mwfs_fsck(struct engine *e, mwfs_fsck_fn fn, void *arg, struct mwfs_fsck_report *r);
+
+/*
+ * Open an engine read-only on st (borrowed; no epoch is claimed, nobody is
+ * fenced), run mwfs_fsck() and close it.  Returns as mwfs_fsck(), or the
+ * error of engine_open().
+ */
+int mwfs_fsck_store(struct store *st, mwfs_fsck_fn fn, void *arg, struct mwfs_fsck_report *r);
+
+#endif /* MEMWALFS_FS_FSCK_H */

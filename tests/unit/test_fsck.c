@@ -1,0 +1,276 @@
+/*
+ * test_fsck.c - the filesystem-level check (fs/fsck.c).
+ *
+ * Each case writes a small tree by hand in the schema of fs/schema.h
+ * (superblock, root, a directory, a file with two names and a chunk, a
+ * symlink, an xattr) into an engine on a local store, checks that it is
+ * clean, then breaks one invariant and expects -EUCLEAN with a problem
+ * naming the broken record.  The last case goes through the store
+ * (mwfs_fsck_store: a read-only engine beside the writer).
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "engine.h"
+#include "fsck.h"
+#include "schema.h"
+#include "store.h"
+
+#define CHUNK 4096
+
+struct fixture {
+	char dir[64];
+	struct store *st;
+	struct engine *e;
+	char problems[4096]; /* "what: msg\n"... */
+};
+
+static void collect(void *arg, const char *what, const char *msg)
+{
+	struct fixture *fx = arg;
+	size_t n = strlen(fx->problems);
+	snprintf(fx->problems + n, sizeof(fx->problems) - n, "%s: %s\n", what, msg);
+	fprintf(stderr, "  problem: %s: %s\n", what, msg);
+}
+
+static void put(struct fixture *fx, const uint8_t *k, size_t kn, const void *v, size_t vn)
+{
+	assert_int_equal(engine_put(fx->e, k, kn, v, vn, 0, NULL), 0);
+}
+
+static void put_inode(struct fixture *fx, uint64_t ino, uint32_t mode, uint32_t nlink,
+		      uint64_t size, uint64_t parent, const char *target)
+{
+	uint8_t k[SCHEMA_KEY_MAX], v[SCHEMA_INODE_LEN + 64];
+	struct schema_inode in = {.mode = mode, .nlink = nlink, .size = size, .parent = parent};
+	size_t tl = target ? strlen(target) : 0;
+	size_t vn = schema_inode_encode(&in, target, tl, v);
+	put(fx, k, schema_key_inode(k, ino), v, vn);
+}
+
+static void put_dentry(struct fixture *fx, uint64_t parent, const char *name, uint64_t ino,
+		       uint32_t mode)
+{
+	uint8_t k[SCHEMA_KEY_MAX], v[SCHEMA_DENTRY_LEN];
+	schema_dentry_encode(ino, mode, v);
+	put(fx, k, schema_key_dentry(k, parent, name, strlen(name)), v, sizeof(v));
+}
+
+static void del(struct fixture *fx, const uint8_t *k, size_t kn)
+{
+	assert_int_equal(engine_delete(fx->e, k, kn, 0, NULL), 0);
+}
+
+/*
+ * The tree: 1 (root, nlink 3) -> "d" = 2 (dir, nlink 2), "f" = 3 (file,
+ * nlink 2, 5000 bytes: chunks 0 and 1), "l" = 4 (symlink "f");
+ * 2 -> "g" = 3 (the file's second name); xattr user.a on 3.
+ */
+static int setup(void **state)
+{
+	struct fixture *fx = calloc(1, sizeof(*fx));
+	struct engine_opts o;
+	uint8_t k[SCHEMA_KEY_MAX], sb[SCHEMA_SUPER_LEN];
+	struct schema_super s = {SCHEMA_VERSION, CHUNK, 10};
+
+	assert_non_null(fx);
+	strcpy(fx->dir, "/tmp/test_fsck.XXXXXX");
+	assert_non_null(mkdtemp(fx->dir));
+	assert_int_equal(store_open_local(fx->dir, &fx->st), 0);
+	engine_opts_default(&o);
+	o.cadence_ms = 5;
+	assert_int_equal(engine_open(fx->st, &o, &fx->e), 0);
+	schema_super_encode(&s, sb);
+	put(fx, k, schema_key_super(k), sb, sizeof(sb));
+	put_inode(fx, 1, S_IFDIR | 0755, 3, 0, 1, NULL);
+	put_inode(fx, 2, S_IFDIR | 0755, 2, 0, 1, NULL);
+	put_inode(fx, 3, S_IFREG | 0644, 2, 5000, 0, NULL);
+	put_inode(fx, 4, S_IFLNK | 0777, 1, 1, 0, "f");
+	put_dentry(fx, 1, "d", 2, S_IFDIR);
+	put_dentry(fx, 1, "f", 3, S_IFREG);
+	put_dentry(fx, 1, "l", 4, S_IFLNK);
+	put_dentry(fx, 2, "g", 3, S_IFREG);
+	put(fx, k, schema_key_chunk(k, 3, 0), "data", 4);
+	put(fx, k, schema_key_chunk(k, 3, 1), "more", 4);
+	put(fx, k, schema_key_xattr(k, 3, "user.a", 6), "1", 1);
+	*state = fx;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *fx = *state;
+	char cmd[128];
+	assert_int_equal(engine_close(fx->e), 0);
+	store_close(fx->st);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", fx->dir);
+	assert_int_equal(system(cmd), 0);
+	free(fx);
+	return 0;
+}
+
+static void expect(struct fixture *fx, const char *what)
+{
+	struct mwfs_fsck_report r;
+	fx->problems[0] = '\0';
+	assert_int_equal(mwfs_fsck(fx->e, collect, fx, &r), -EUCLEAN);
+	assert_true(r.problems >= 1);
+	if (!strstr(fx->problems, what))
+		fail_msg("no problem names '%s'; got:\n%s", what, fx->problems);
+}
+
+static void test_clean(void **state)
+{
+	struct fixture *fx = *state;
+	struct mwfs_fsck_report r;
+	assert_int_equal(mwfs_fsck(fx->e, collect, fx, &r), 0);
+	assert_int_equal(r.problems, 0);
+	assert_int_equal(r.inodes, 4);
+	assert_int_equal(r.dentries, 4);
+	assert_int_equal(r.chunks, 2);
+	assert_int_equal(r.xattrs, 1);
+	assert_int_equal(r.orphans, 0);
+	assert_int_equal(mwfs_fsck(fx->e, NULL, NULL, NULL), 0);
+}
+
+static void test_missing_superblock(void **state)
+{
+	struct fixture *fx = *state;
+	uint8_t k[SCHEMA_KEY_MAX];
+	del(fx, k, schema_key_super(k));
+	expect(fx, "superblock");
+}
+
+static void test_dentry_to_missing_inode(void **state)
+{
+	struct fixture *fx = *state;
+	put_dentry(fx, 2, "ghost", 7, S_IFREG);
+	expect(fx, "dentry 2/'ghost'");
+}
+
+static void test_dentry_wrong_type(void **state)
+{
+	struct fixture *fx = *state;
+	put_dentry(fx, 1, "l", 4, S_IFREG); /* the symlink, said to be a file */
+	expect(fx, "dentry 1/'l'");
+}
+
+static void test_file_nlink(void **state)
+{
+	struct fixture *fx = *state;
+	uint8_t k[SCHEMA_KEY_MAX];
+	del(fx, k, schema_key_dentry(k, 2, "g", 1)); /* nlink 2, one name left */
+	expect(fx, "inode 3");
+}
+
+static void test_dir_nlink(void **state)
+{
+	struct fixture *fx = *state;
+	put_inode(fx, 1, S_IFDIR | 0755, 2, 0, 1, NULL); /* has one subdirectory */
+	expect(fx, "inode 1");
+}
+
+static void test_unreachable(void **state)
+{
+	struct fixture *fx = *state;
+	put_inode(fx, 5, S_IFREG | 0644, 1, 0, 0, NULL);
+	expect(fx, "inode 5");
+}
+
+static void test_orphan_ok(void **state)
+{
+	struct fixture *fx = *state;
+	uint8_t k[SCHEMA_KEY_MAX];
+	struct mwfs_fsck_report r;
+	put_inode(fx, 5, S_IFREG | 0644, 0, 0, 0, NULL);
+	put(fx, k, schema_key_orphan(k, 5), "", 0);
+	assert_int_equal(mwfs_fsck(fx->e, collect, fx, &r), 0);
+	assert_int_equal(r.orphans, 1);
+	put(fx, k, schema_key_orphan(k, 6), "", 0);
+	expect(fx, "orphan 6");
+}
+
+static void test_chunk_beyond_size(void **state)
+{
+	struct fixture *fx = *state;
+	uint8_t k[SCHEMA_KEY_MAX];
+	put(fx, k, schema_key_chunk(k, 3, 2), "leak", 4);
+	expect(fx, "chunk 3/2");
+}
+
+static void test_chunk_of_missing_inode(void **state)
+{
+	struct fixture *fx = *state;
+	uint8_t k[SCHEMA_KEY_MAX];
+	put(fx, k, schema_key_chunk(k, 8, 0), "leak", 4);
+	expect(fx, "chunk 8/0");
+}
+
+static void test_xattr_of_missing_inode(void **state)
+{
+	struct fixture *fx = *state;
+	uint8_t k[SCHEMA_KEY_MAX];
+	put(fx, k, schema_key_xattr(k, 9, "user.b", 6), "1", 1);
+	expect(fx, "xattr 9/'user.b'");
+}
+
+static void test_symlink_without_target(void **state)
+{
+	struct fixture *fx = *state;
+	put_inode(fx, 4, S_IFLNK | 0777, 1, 1, 0, NULL);
+	expect(fx, "inode 4");
+}
+
+static void test_dir_parent_field(void **state)
+{
+	struct fixture *fx = *state;
+	put_inode(fx, 2, S_IFDIR | 0755, 2, 0, 3, NULL);
+	expect(fx, "dentry 1/'d'");
+}
+
+static void test_through_store(void **state)
+{
+	struct fixture *fx = *state;
+	struct mwfs_fsck_report r;
+	assert_int_equal(engine_sync(fx->e), 0);
+	/* A read-only engine beside the writer sees the durable tree. */
+	assert_int_equal(mwfs_fsck_store(fx->st, collect, fx, &r), 0);
+	assert_int_equal(r.inodes, 4);
+	put_dentry(fx, 2, "ghost", 7, S_IFREG);
+	assert_int_equal(engine_sync(fx->e), 0);
+	fx->problems[0] = '\0';
+	assert_int_equal(mwfs_fsck_store(fx->st, collect, fx, &r), -EUCLEAN);
+	assert_non_null(strstr(fx->problems, "dentry 2/'ghost'"));
+}
+
+int main(void)
+{
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+	const struct CMUnitTest tests[] = {
+		T(test_clean),
+		T(test_missing_superblock),
+		T(test_dentry_to_missing_inode),
+		T(test_dentry_wrong_type),
+		T(test_file_nlink),
+		T(test_dir_nlink),
+		T(test_unreachable),
+		T(test_orphan_ok),
+		T(test_chunk_beyond_size),
+		T(test_chunk_of_missing_inode),
+		T(test_xattr_of_missing_inode),
+		T(test_symlink_without_target),
+		T(test_dir_parent_field),
+		T(test_through_store),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

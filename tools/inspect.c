@@ -1,0 +1,266 @@
+/*
+ * inspect.c - "memwalfs inspect" and "memwalfs fsck": what is in a store,
+ * and whether it is sound.
+ *
+ *   memwalfs inspect [store options] STORE
+ *       manifest version, epoch, covered WAL position, SSTables by level
+ *       with key ranges and sizes, WAL entries after the covered position,
+ *       packs with their live fraction, orphans, sizes per kind.
+ *   memwalfs fsck [--deep] [store options] STORE
+ *       the engine check (engine/check.h) and the filesystem check
+ *       (fs/fsck.h); prints every problem.  Exit 0 clean, 1 problems found,
+ *       2 could not run.
+ *
+ * Both only read: they are safe on a mounted (live) store, where objects
+ * the daemon writes meanwhile may show as orphans or be missed.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "commands.h"
+#include "engine.h"
+#include "fsck.h"
+#include "storeopt.h"
+
+/* Parsed command line of both commands. */
+struct args {
+	struct s3_opts so;  /* store options */
+	const char *store;  /* STORE argument */
+	bool deep;          /* fsck --deep */
+	bool verbose;       /* -v: list every object */
+};
+
+static void usage(FILE *f, const char *cmd)
+{
+	if (!strcmp(cmd, "fsck"))
+		fprintf(f, "usage: memwalfs fsck [--deep] [options] STORE\n"
+			   "Check the engine objects and the filesystem of STORE (read-only).\n"
+			   "  --deep      also read every pack and verify every blob checksum\n"
+			   "Exit status: 0 clean, 1 problems found, 2 could not run.\n");
+	else
+		fprintf(f, "usage: memwalfs inspect [-v] [options] STORE\n"
+			   "Show what is in STORE: manifest, SSTables, WAL, packs, orphans.\n"
+			   "  -v          list every pack and orphan, not only a summary\n");
+	fprintf(f, "STORE is a directory or s3://bucket/prefix.\n");
+	storeopt_usage(f);
+}
+
+/* Returns 0, or the exit status to return (after printing why). */
+static int parse(int argc, char **argv, struct args *a)
+{
+	const char *cmd = argv[0];
+
+	memset(a, 0, sizeof(*a));
+	s3_opts_default(&a->so);
+	for (int i = 1; i < argc;) {
+		int r = storeopt_parse(&a->so, argc, argv, &i);
+		if (r < 0)
+			return 2;
+		if (r > 0)
+			continue;
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			usage(stdout, cmd);
+			return -1;
+		} else if (!strcmp(argv[i], "--deep") && !strcmp(cmd, "fsck")) {
+			a->deep = true;
+		} else if (!strcmp(argv[i], "-v") || !strcmp(argv[i], "--verbose")) {
+			a->verbose = true;
+		} else if (argv[i][0] == '-' && argv[i][1]) {
+			fprintf(stderr, "memwalfs %s: unknown option %s\n", cmd, argv[i]);
+			return 2;
+		} else if (!a->store) {
+			a->store = argv[i];
+		} else {
+			usage(stderr, cmd);
+			return 2;
+		}
+		i++;
+	}
+	if (!a->store) {
+		usage(stderr, cmd);
+		return 2;
+	}
+	return 0;
+}
+
+/* Print key k as text when printable, else as hex (at most 48 bytes). */
+static void print_key(const uint8_t *k, size_t n)
+{
+	bool text = n > 0;
+	size_t m = n > 48 ? 48 : n;
+	for (size_t i = 0; i < n; i++)
+		if (k[i] < 0x20 || k[i] > 0x7e)
+			text = false;
+	if (text)
+		printf("'%.*s'", (int)m, (const char *)k);
+	else
+		for (size_t i = 0; i < m; i++)
+			printf("%02x", k[i]);
+	if (m < n)
+		printf("...");
+}
+
+/* How to print the events of the engine check. */
+struct view {
+	bool verbose;
+	bool fsck;       /* print problems only */
+	unsigned nprob;  /* problems printed */
+};
+
+static void on_event(void *arg, const struct check_event *ev)
+{
+	struct view *v = arg;
+	double pct;
+
+	switch (ev->kind) {
+	case CHECK_PROBLEM:
+		v->nprob++;
+		printf("PROBLEM %s: %s (%s)\n", ev->object, ev->msg, strerror(-ev->err));
+		break;
+	case CHECK_MANIFEST:
+		break;
+	case CHECK_SST:
+		if (v->fsck)
+			break;
+		printf("  L%-2" PRIu32 " %s %10" PRIu64 " bytes %8" PRIu64 " entries  ", ev->level,
+		       ev->object, ev->size, ev->entries);
+		print_key(ev->smallest, ev->smallest_len);
+		printf(" .. ");
+		print_key(ev->largest, ev->largest_len);
+		printf("\n");
+		break;
+	case CHECK_WAL:
+		if (!v->fsck)
+			printf("  wal %s epoch %" PRIu64 " %" PRIu64 " ops %" PRIu64 " bytes\n",
+			       ev->object, ev->epoch, ev->entries, ev->size);
+		break;
+	case CHECK_PACK:
+		if (v->fsck || !v->verbose)
+			break;
+		pct = ev->data_bytes ? 100.0 * (double)ev->live_bytes / (double)ev->data_bytes : 0;
+		printf("  pack %s %10" PRIu64 " bytes, live %5.1f%%\n", ev->object, ev->size, pct);
+		break;
+	case CHECK_ORPHAN:
+		if (!v->fsck && v->verbose)
+			printf("  orphan %s %" PRIu64 " bytes: %s\n", ev->object, ev->size, ev->msg);
+		break;
+	}
+}
+
+static void print_count(const char *what, const struct check_count *c)
+{
+	printf("  %-10s %8" PRIu64 " objects %14" PRIu64 " bytes\n", what, c->objects, c->bytes);
+}
+
+static int open_store(const struct args *a, const char *cmd, struct store **st)
+{
+	int rc = store_open_url(a->store, &a->so, st);
+	if (rc)
+		fprintf(stderr, "memwalfs %s: cannot open %s: %s\n", cmd, a->store, strerror(-rc));
+	return rc;
+}
+
+int cmd_inspect(int argc, char **argv)
+{
+	struct args a;
+	struct store *st = NULL;
+	struct view v = {0};
+	struct check_opts co = {.fn = on_event, .arg = &v};
+	struct check_report r;
+	int rc = parse(argc, argv, &a);
+
+	if (rc)
+		return rc < 0 ? 0 : rc;
+	if (open_store(&a, "inspect", &st))
+		return 2;
+	v.verbose = a.verbose;
+	printf("store %s\n", a.store);
+	printf("live SSTables and uncovered WAL entries:\n");
+	rc = check_store(st, &co, &r);
+	if (rc && rc != -EUCLEAN) {
+		fprintf(stderr, "memwalfs inspect: %s\n", strerror(-rc));
+		store_close(st);
+		return 2;
+	}
+	printf("manifest version %" PRIu64 ", epoch %" PRIu64 ", WAL covered below %" PRIu64
+	       ", last sequence %" PRIu64 "\n",
+	       r.manifest_version, r.epoch, r.wal_covered, r.last_seq);
+	printf("WAL: %" PRIu64 " entries after the covered position, %" PRIu64
+	       " older ones still present\n",
+	       r.wal_uncovered, r.wal_old);
+	printf("SSTables: %" PRIu64 " entries; blobs referenced: %" PRIu64 "\n", r.sst_entries,
+	       r.blobs);
+	printf("packs: %" PRIu64 " data bytes, %" PRIu64 " live (%.1f%%)\n", r.pack_data_bytes,
+	       r.pack_live_bytes,
+	       r.pack_data_bytes ? 100.0 * (double)r.pack_live_bytes / (double)r.pack_data_bytes
+				 : 100.0);
+	printf("orphans: %" PRIu64 " objects, %" PRIu64 " bytes; awaiting GC: %" PRIu64 "\n",
+	       r.orphans.objects, r.orphans.bytes, r.awaiting_gc);
+	printf("sizes per kind:\n");
+	print_count("manifest", &r.manifests);
+	print_count("wal", &r.wal);
+	print_count("pack", &r.packs);
+	print_count("sst", &r.ssts);
+	print_count("other", &r.other);
+	if (r.problems)
+		printf("%" PRIu64 " problems (run memwalfs fsck)\n", r.problems);
+	store_close(st);
+	return 0;
+}
+
+static void fs_problem(void *arg, const char *what, const char *msg)
+{
+	unsigned *n = arg;
+	(*n)++;
+	printf("PROBLEM fs %s: %s\n", what, msg);
+}
+
+int cmd_fsck(int argc, char **argv)
+{
+	struct args a;
+	struct store *st = NULL;
+	struct view v = {.fsck = true};
+	struct check_opts co = {.fn = on_event, .arg = &v};
+	struct check_report r;
+	struct mwfs_fsck_report fr;
+	unsigned nfs = 0;
+	int rc = parse(argc, argv, &a), frc;
+
+	if (rc)
+		return rc < 0 ? 0 : rc;
+	if (open_store(&a, "fsck", &st))
+		return 2;
+	co.deep = a.deep;
+	rc = check_store(st, &co, &r);
+	if (rc && rc != -EUCLEAN) {
+		fprintf(stderr, "memwalfs fsck: engine check could not run: %s\n", strerror(-rc));
+		store_close(st);
+		return 2;
+	}
+	printf("engine: manifest %" PRIu64 ", %" PRIu64 " SSTables, %" PRIu64
+	       " WAL entries to replay, %" PRIu64 " packs, %" PRIu64 " blobs checked%s: %" PRIu64
+	       " problems\n",
+	       r.manifest_version, r.ssts.objects, r.wal_uncovered, r.packs.objects, r.blobs,
+	       a.deep ? " (deep)" : "", r.problems);
+	frc = mwfs_fsck_store(st, fs_problem, &nfs, &fr);
+	if (frc && frc != -EUCLEAN) {
+		fprintf(stderr, "memwalfs fsck: filesystem check could not run: %s\n",
+			strerror(-frc));
+		store_close(st);
+		return 2;
+	}
+	printf("filesystem: %" PRIu64 " inodes, %" PRIu64 " directory entries, %" PRIu64
+	       " chunks, %" PRIu64 " xattrs, %" PRIu64 " orphan records: %" PRIu64 " problems\n",
+	       fr.inodes, fr.dentries, fr.chunks, fr.xattrs, fr.orphans, fr.problems);
+	store_close(st);
+	if (rc || frc) {
+		printf("memwalfs fsck: %s: problems found\n", a.store);
+		return 1;
+	}
+	printf("memwalfs fsck: %s: clean\n", a.store);
+	return 0;
+}
