@@ -103,39 +103,145 @@ static int get_dir(struct mwfs *fs, uint64_t ino, struct inode **out)
 	return 0;
 }
 
+/* ---- the frame of a namespace handler ----------------------------------- */
+
+/*
+ * What a namespace handler works on: a parent directory, a name in it and
+ * the child that name leads to.  op_check() validates before any lock;
+ * op_lock() takes fs->mu; op_resolve() loads the parent and the entry;
+ * op_begin() does all three.  op_end() drops the references and fs->mu.
+ *
+ * Locking: only fs->mu, held from op_lock() to op_end(), so that checking
+ * the entry, building the batch and applying it (inode_tx_commit()) are one
+ * atomic step for every other handler.  No handler here takes ip->dlock
+ * (lock order elsewhere: ip->dlock, then fs->mu).
+ */
+struct op {
+	struct mwfs *fs;   /* borrowed from the request */
+	uint64_t parent;   /* parent directory's inode number */
+	const char *name;  /* entry name, borrowed from the request */
+	struct inode *dp;  /* parent directory (a reference) or NULL */
+	struct inode *ip;  /* child, new or linked inode (a reference) or NULL */
+	uint64_t ino;      /* inode number in the entry (OP_CHILD) */
+	bool locked;       /* this op holds fs->mu */
+};
+
+enum {
+	OP_WRITE = 1,  /* changes the tree: -EROFS on a read-only mount */
+	OP_CHILD = 2,  /* the entry must exist: its inode goes to op->ip */
+	OP_ABSENT = 4, /* the entry must not exist: else -EEXIST */
+	OP_NODOTS = 8, /* rmdir: "." is -EINVAL, ".." is -ENOTEMPTY */
+};
+
+/* Start op for req and validate name (no lock taken).  0 or negative errno. */
+static int op_check(struct op *op, fuse_req_t req, const char *name, int how)
+{
+	memset(op, 0, sizeof(*op));
+	op->fs = fuse_req_userdata(req);
+	op->name = name;
+	int rc = check_name(name);
+	if (!rc && (how & OP_WRITE) && op->fs->o.read_only)
+		rc = -EROFS;
+	if (!rc && (how & OP_NODOTS) && !strcmp(name, "."))
+		rc = -EINVAL;
+	if (!rc && (how & OP_NODOTS) && !strcmp(name, ".."))
+		rc = -ENOTEMPTY;
+	return rc;
+}
+
+static void op_lock(struct op *op)
+{
+	pthread_mutex_lock(&op->fs->mu);
+	op->locked = true;
+}
+
+/*
+ * Load directory parent and look name up in it (fs->mu held): OP_CHILD
+ * loads the child, OP_ABSENT wants no entry.  0 or negative errno; what was
+ * loaded is released by op_end() either way.
+ */
+static int op_resolve(struct op *op, uint64_t parent, const char *name, int how)
+{
+	uint64_t ino;
+	op->parent = parent;
+	op->name = name;
+	int rc = get_dir(op->fs, parent, &op->dp);
+	if (rc)
+		return rc;
+	rc = dentry_get(op->fs, parent, name, &ino);
+	if (how & OP_ABSENT)
+		return rc == 0 ? -EEXIST : rc == -ENOENT ? 0 : rc;
+	if (rc)
+		return rc;
+	op->ino = ino;
+	return (how & OP_CHILD) ? inode_get(op->fs, ino, &op->ip) : 0;
+}
+
+/* op_check(), op_lock() and op_resolve() of parent/name in one. */
+static int op_begin(struct op *op, fuse_req_t req, fuse_ino_t parent, const char *name, int how)
+{
+	int rc = op_check(op, req, name, how);
+	if (rc)
+		return rc;
+	op_lock(op);
+	return op_resolve(op, parent, name, how);
+}
+
+/*
+ * Release what op holds: the inode references (fs->mu must be held if it
+ * has any: by this op or, in rename, by its partner), then fs->mu if this
+ * op took it.  Returns rc, for chaining into the reply.
+ */
+static int op_end(struct op *op, int rc)
+{
+	inode_put(op->fs, op->ip);
+	inode_put(op->fs, op->dp);
+	op->ip = op->dp = NULL;
+	if (op->locked)
+		pthread_mutex_unlock(&op->fs->mu);
+	op->locked = false;
+	return rc;
+}
+
+/* ---- handlers ----------------------------------------------------------- */
+
 void dir_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-	struct mwfs *fs = fuse_req_userdata(req);
 	struct fuse_entry_param e;
-	struct inode *dp = NULL, *ip = NULL;
-	uint64_t ino;
-	int rc = check_name(name);
-	if (rc)
-		goto reply;
-	pthread_mutex_lock(&fs->mu);
-	rc = get_dir(fs, parent, &dp);
-	if (!rc)
-		rc = dentry_get(fs, parent, name, &ino);
-	if (!rc)
-		rc = inode_get(fs, ino, &ip);
+	struct op op;
+	int rc = op_begin(&op, req, parent, name, OP_CHILD);
 	if (!rc) {
-		ip->nlookup++;
-		fs_fill_entry(fs, ip, &e);
+		op.ip->nlookup++;
+		fs_fill_entry(op.fs, op.ip, &e);
 	}
-	inode_put(fs, ip);
-	inode_put(fs, dp);
-	pthread_mutex_unlock(&fs->mu);
-reply:
+	rc = op_end(&op, rc);
 	if (rc == -ENOENT) {
 		/* negative entry: safe to cache, this mount is the only writer */
 		memset(&e, 0, sizeof(e));
-		e.entry_timeout = fs->o.entry_timeout;
+		e.entry_timeout = op.fs->o.entry_timeout;
 		fuse_reply_entry(req, &e);
 	} else if (rc) {
 		fuse_reply_err(req, fs_err(rc));
 	} else {
 		fuse_reply_entry(req, &e);
 	}
+}
+
+/* Attributes of a node made by ctx in directory dp (S_ISGID inheritance). */
+static void init_node(struct inode *ip, const struct inode *dp, const struct fuse_ctx *ctx,
+		      dev_t rdev)
+{
+	mode_t mode = ip->a.mode;
+	ip->a.uid = ctx->uid;
+	ip->a.gid = ctx->gid;
+	if (dp->a.mode & S_ISGID) {
+		ip->a.gid = dp->a.gid;
+		if (S_ISDIR(mode))
+			ip->a.mode |= S_ISGID;
+	}
+	ip->a.rdev = (S_ISCHR(mode) || S_ISBLK(mode)) ? rdev : 0;
+	if (S_ISDIR(mode))
+		ip->a.parent = dp->ino;
 }
 
 /*
@@ -145,86 +251,55 @@ reply:
 static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		      dev_t rdev, const char *link, struct fuse_file_info *fi)
 {
-	struct mwfs *fs = fuse_req_userdata(req);
-	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 	struct fuse_entry_param e;
-	struct inode *dp = NULL, *ip = NULL;
-	struct schema_inode dsaved;
-	uint64_t ino;
-	int rc = check_name(name);
-	if (!rc && fs->o.read_only)
-		rc = -EROFS;
+	struct inode_tx tx;
+	struct op op;
+	int rc = op_check(&op, req, name, OP_WRITE);
 	if (!rc && link && strlen(link) >= 4096)
 		rc = -ENAMETOOLONG;
 	if (rc) {
 		fuse_reply_err(req, fs_err(rc));
 		return;
 	}
-	pthread_mutex_lock(&fs->mu);
-	rc = get_dir(fs, parent, &dp);
-	if (rc)
-		goto out;
-	rc = dentry_get(fs, parent, name, &ino);
+	op_lock(&op);
+	rc = op_resolve(&op, parent, name, OP_ABSENT);
 	if (!rc)
-		rc = -EEXIST;
-	if (rc != -ENOENT)
-		goto out;
-	struct engine_batch *b = fs_batch(fs);
-	if (!b) {
-		rc = -ENOMEM;
-		goto out;
-	}
-	rc = inode_new(fs, b, mode, &ip);
+		rc = inode_tx_begin(op.fs, &tx);
+	if (!rc)
+		rc = inode_new(op.fs, tx.b, mode, &op.ip);
 	if (rc)
 		goto out;
-	dsaved = dp->a;
-	ip->a.uid = ctx->uid;
-	ip->a.gid = ctx->gid;
-	if (dp->a.mode & S_ISGID) {
-		ip->a.gid = dp->a.gid;
-		if (S_ISDIR(mode))
-			ip->a.mode |= S_ISGID;
-	}
-	ip->a.rdev = (S_ISCHR(mode) || S_ISBLK(mode)) ? rdev : 0;
-	if (S_ISDIR(mode)) {
-		ip->a.parent = parent;
+	struct inode *ip = op.ip, *dp = op.dp;
+	inode_tx_add(&tx, ip);
+	inode_tx_add(&tx, dp);
+	init_node(ip, dp, fuse_req_ctx(req), rdev);
+	if (S_ISDIR(mode))
 		dp->a.nlink++;
-	}
 	if (link) {
 		ip->target = strdup(link);
-		if (!ip->target) {
+		if (!ip->target)
 			rc = -ENOMEM;
-			goto undo;
-		}
-		ip->a.size = strlen(link);
+		else
+			ip->a.size = strlen(link);
 	}
 	fs_touch(&dp->a, false, true, true);
-	rc = inode_batch_put(fs, b, ip);
 	if (!rc)
-		rc = dentry_put(b, parent, name, ip);
-	if (!rc)
-		rc = inode_batch_put(fs, b, dp);
-	struct inode *touched[2] = {ip, dp};
-	if (!rc)
-		rc = inode_commit(fs, b, touched, 2);
-	if (rc)
-		goto undo;
+		rc = dentry_put(tx.b, parent, name, ip);
+	rc = inode_tx_commit(&tx, rc);
+	if (rc) {
+		ip->a.nlink = 0; /* never stored: dropped by op_end() */
+		ip->gone = true;
+		goto out;
+	}
 	ip->nlookup++;
 	if (fi) {
 		ip->nopen++;
 		fi->fh = (uintptr_t)ip;
 		fi->keep_cache = 1;
 	}
-	fs_fill_entry(fs, ip, &e);
-	goto out;
-undo:
-	dp->a = dsaved;
-	ip->a.nlink = 0;
-	ip->gone = true;
+	fs_fill_entry(op.fs, ip, &e);
 out:
-	inode_put(fs, ip);
-	inode_put(fs, dp);
-	pthread_mutex_unlock(&fs->mu);
+	rc = op_end(&op, rc);
 	if (rc)
 		fuse_reply_err(req, fs_err(rc));
 	else if (fi)
@@ -266,147 +341,136 @@ void dir_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode
 	make_node(req, parent, name, S_IFREG | (mode & 07777), 0, NULL, fi);
 }
 
-/* Drop one link of non-directory ip into b (fs->mu held). */
-static int unlink_one(struct mwfs *fs, struct engine_batch *b, struct inode *ip)
+/*
+ * Drop one link of non-directory ip (fs->mu held; ip already added to the
+ * tx, which writes its record).  At nlink 0 it becomes an orphan,
+ * reclaimed when the last user lets go (or at the next mount).
+ */
+static int unlink_one(struct engine_batch *b, struct inode *ip)
 {
 	ip->a.nlink--;
 	fs_touch(&ip->a, false, false, true);
-	if (ip->a.nlink == 0) {
-		/* reclaimed when the last user lets go (or at the next mount) */
-		uint8_t key[SCHEMA_KEY_MAX];
-		size_t kn = schema_key_orphan(key, ip->ino);
-		int rc = engine_batch_put(b, key, kn, "", 0);
-		if (rc)
-			return rc;
-	}
-	return inode_batch_put(fs, b, ip);
+	if (ip->a.nlink > 0)
+		return 0;
+	uint8_t key[SCHEMA_KEY_MAX];
+	size_t kn = schema_key_orphan(key, ip->ino);
+	return engine_batch_put(b, key, kn, "", 0);
 }
 
 void dir_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-	struct mwfs *fs = fuse_req_userdata(req);
-	struct inode *dp = NULL, *ip = NULL;
-	struct schema_inode dsaved, isaved;
-	uint64_t ino;
-	int rc = check_name(name);
-	if (!rc && fs->o.read_only)
-		rc = -EROFS;
-	if (rc) {
-		fuse_reply_err(req, fs_err(rc));
-		return;
-	}
-	pthread_mutex_lock(&fs->mu);
-	rc = get_dir(fs, parent, &dp);
-	if (!rc)
-		rc = dentry_get(fs, parent, name, &ino);
-	if (!rc)
-		rc = inode_get(fs, ino, &ip);
-	if (rc)
-		goto out;
-	if (S_ISDIR(ip->a.mode)) {
+	struct inode_tx tx;
+	struct op op;
+	int rc = op_begin(&op, req, parent, name, OP_WRITE | OP_CHILD);
+	if (!rc && S_ISDIR(op.ip->a.mode))
 		rc = -EISDIR;
-		goto out;
-	}
-	struct engine_batch *b = fs_batch(fs);
-	if (!b) {
-		rc = -ENOMEM;
-		goto out;
-	}
-	dsaved = dp->a;
-	isaved = ip->a;
-	fs_touch(&dp->a, false, true, true);
-	rc = dentry_del(b, parent, name);
 	if (!rc)
-		rc = unlink_one(fs, b, ip);
-	if (!rc)
-		rc = inode_batch_put(fs, b, dp);
-	struct inode *touched[2] = {ip, dp};
-	if (!rc)
-		rc = inode_commit(fs, b, touched, 2);
-	if (rc) {
-		dp->a = dsaved;
-		ip->a = isaved;
+		rc = inode_tx_begin(op.fs, &tx);
+	if (!rc) {
+		inode_tx_add(&tx, op.ip);
+		inode_tx_add(&tx, op.dp);
+		fs_touch(&op.dp->a, false, true, true);
+		rc = dentry_del(tx.b, parent, name);
+		if (!rc)
+			rc = unlink_one(tx.b, op.ip);
+		rc = inode_tx_commit(&tx, rc);
 	}
-out:
-	inode_put(fs, ip);
-	inode_put(fs, dp);
-	pthread_mutex_unlock(&fs->mu);
-	fuse_reply_err(req, fs_err(rc));
+	fuse_reply_err(req, fs_err(op_end(&op, rc)));
 }
 
 void dir_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-	struct mwfs *fs = fuse_req_userdata(req);
-	struct inode *dp = NULL, *ip = NULL;
-	struct schema_inode dsaved;
-	uint64_t ino;
-	int rc = check_name(name);
-	if (!rc && fs->o.read_only)
-		rc = -EROFS;
-	if (!rc && !strcmp(name, "."))
-		rc = -EINVAL;
-	if (!rc && !strcmp(name, ".."))
-		rc = -ENOTEMPTY;
-	if (rc) {
-		fuse_reply_err(req, fs_err(rc));
-		return;
-	}
-	pthread_mutex_lock(&fs->mu);
-	rc = get_dir(fs, parent, &dp);
-	if (!rc)
-		rc = dentry_get(fs, parent, name, &ino);
-	if (!rc)
-		rc = inode_get(fs, ino, &ip);
-	if (rc)
-		goto out;
-	if (!S_ISDIR(ip->a.mode)) {
+	struct inode_tx tx;
+	struct op op;
+	int rc = op_begin(&op, req, parent, name, OP_WRITE | OP_NODOTS | OP_CHILD);
+	if (!rc && !S_ISDIR(op.ip->a.mode))
 		rc = -ENOTDIR;
-		goto out;
-	}
-	rc = dir_empty(fs, ino);
-	if (rc)
-		goto out;
-	struct engine_batch *b = fs_batch(fs);
-	if (!b) {
-		rc = -ENOMEM;
-		goto out;
-	}
-	dsaved = dp->a;
-	dp->a.nlink--;
-	fs_touch(&dp->a, false, true, true);
-	rc = dentry_del(b, parent, name);
 	if (!rc)
-		rc = inode_batch_drop(fs, b, ino);
+		rc = dir_empty(op.fs, op.ino);
 	if (!rc)
-		rc = inode_batch_put(fs, b, dp);
-	if (!rc)
-		rc = inode_commit(fs, b, &dp, 1);
-	if (rc) {
-		dp->a = dsaved;
-		goto out;
+		rc = inode_tx_begin(op.fs, &tx);
+	if (!rc) {
+		inode_tx_add(&tx, op.dp); /* the child's records are dropped, not written */
+		op.dp->a.nlink--;
+		fs_touch(&op.dp->a, false, true, true);
+		rc = dentry_del(tx.b, parent, name);
+		if (!rc)
+			rc = inode_batch_drop(op.fs, tx.b, op.ino);
+		rc = inode_tx_commit(&tx, rc);
 	}
-	ip->a.nlink = 0;
-	ip->gone = true;
-out:
-	inode_put(fs, ip);
-	inode_put(fs, dp);
-	pthread_mutex_unlock(&fs->mu);
-	fuse_reply_err(req, fs_err(rc));
+	if (!rc) {
+		op.ip->a.nlink = 0;
+		op.ip->gone = true;
+	}
+	fuse_reply_err(req, fs_err(op_end(&op, rc)));
+}
+
+/* A directory ip moving from directory from to directory to: fix the links. */
+static void reparent(struct inode *ip, struct inode *from, struct inode *to)
+{
+	if (from == to || !S_ISDIR(ip->a.mode))
+		return;
+	ip->a.parent = to->ino;
+	from->a.nlink--;
+	to->a.nlink++;
+}
+
+/* RENAME_EXCHANGE: swap the two entries (fs->mu held, inodes in tx). */
+static int rename_exchange(struct op *src, struct op *dst, struct inode_tx *tx)
+{
+	int rc = dentry_put(tx->b, src->parent, src->name, dst->ip);
+	if (!rc)
+		rc = dentry_put(tx->b, dst->parent, dst->name, src->ip);
+	reparent(src->ip, src->dp, dst->dp);
+	reparent(dst->ip, dst->dp, src->dp);
+	fs_touch(&dst->ip->a, false, false, true);
+	return rc;
+}
+
+/*
+ * Plain rename: move src's entry to dst, replacing dst's child if any
+ * (fs->mu held; both parents and the source in tx).  *dropped is set when
+ * the replaced child is an empty directory whose records the batch deletes.
+ */
+static int rename_replace(struct op *src, struct op *dst, struct inode_tx *tx, bool *dropped)
+{
+	struct inode *si = src->ip, *di = dst->ip;
+	int rc = 0;
+	if (di) {
+		if (S_ISDIR(si->a.mode) && !S_ISDIR(di->a.mode))
+			return -ENOTDIR;
+		if (!S_ISDIR(si->a.mode) && S_ISDIR(di->a.mode))
+			return -EISDIR;
+		if (S_ISDIR(di->a.mode)) {
+			rc = dir_empty(src->fs, di->ino);
+			if (rc)
+				return rc;
+			rc = inode_batch_drop(src->fs, tx->b, di->ino);
+			dst->dp->a.nlink--;
+			*dropped = true;
+		} else {
+			inode_tx_add(tx, di);
+			rc = unlink_one(tx->b, di);
+		}
+	}
+	if (!rc)
+		rc = dentry_del(tx->b, src->parent, src->name);
+	if (!rc)
+		rc = dentry_put(tx->b, dst->parent, dst->name, si);
+	reparent(si, src->dp, dst->dp);
+	return rc;
 }
 
 void dir_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
 		const char *newname, unsigned int flags)
 {
-	struct mwfs *fs = fuse_req_userdata(req);
-	struct inode *sp = NULL, *dp = NULL, *si = NULL, *di = NULL;
-	struct schema_inode sps, dps, sis, dis;
-	uint64_t sino, dino = 0;
-	bool exists, drop_di = false;
-	int rc = check_name(name);
+	struct op src, dst; /* src holds fs->mu for both */
+	struct inode_tx tx;
+	bool dropped = false;
+	int rc = op_check(&src, req, name, 0);
+	int rc2 = op_check(&dst, req, newname, OP_WRITE);
 	if (!rc)
-		rc = check_name(newname);
-	if (!rc && fs->o.read_only)
-		rc = -EROFS;
+		rc = rc2;
 	if (!rc && ((flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE)) ||
 		    (flags & RENAME_NOREPLACE && flags & RENAME_EXCHANGE)))
 		rc = -EINVAL;
@@ -414,181 +478,91 @@ void dir_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t 
 		fuse_reply_err(req, fs_err(rc));
 		return;
 	}
-	pthread_mutex_lock(&fs->mu);
-	rc = get_dir(fs, parent, &sp);
+	struct mwfs *fs = src.fs;
+	op_lock(&src);
+	src.parent = parent;
+	dst.parent = newparent;
+	rc = get_dir(fs, parent, &src.dp);
 	if (!rc)
-		rc = get_dir(fs, newparent, &dp);
+		rc = get_dir(fs, newparent, &dst.dp);
 	if (!rc)
-		rc = dentry_get(fs, parent, name, &sino);
+		rc = dentry_get(fs, parent, name, &src.ino);
 	if (rc)
 		goto out;
-	rc = dentry_get(fs, newparent, newname, &dino);
+	rc = dentry_get(fs, newparent, newname, &dst.ino);
 	if (rc && rc != -ENOENT)
 		goto out;
-	exists = rc == 0;
+	bool exists = rc == 0;
 	rc = 0;
-	if (exists && flags & RENAME_NOREPLACE) {
+	if (exists && flags & RENAME_NOREPLACE)
 		rc = -EEXIST;
-		goto out;
-	}
-	if (!exists && flags & RENAME_EXCHANGE) {
+	else if (!exists && flags & RENAME_EXCHANGE)
 		rc = -ENOENT;
-		goto out;
-	}
-	if (exists && dino == sino)
+	if (rc || (exists && dst.ino == src.ino))
 		goto out; /* two links to one file: POSIX says do nothing */
-	rc = inode_get(fs, sino, &si);
+	rc = inode_get(fs, src.ino, &src.ip);
 	if (!rc && exists)
-		rc = inode_get(fs, dino, &di);
+		rc = inode_get(fs, dst.ino, &dst.ip);
+	if (!rc)
+		rc = inode_tx_begin(fs, &tx);
 	if (rc)
 		goto out;
-	struct engine_batch *b = fs_batch(fs);
-	if (!b) {
-		rc = -ENOMEM;
-		goto out;
-	}
-	sps = sp->a;
-	dps = dp->a;
-	sis = si->a;
-	if (di)
-		dis = di->a;
-	bool moved = parent != newparent;
+	inode_tx_add(&tx, src.ip);
+	inode_tx_add(&tx, src.dp);
+	inode_tx_add(&tx, dst.dp); /* the same inode as src.dp within one directory */
 	if (flags & RENAME_EXCHANGE) {
-		rc = dentry_put(b, parent, name, di);
-		if (!rc)
-			rc = dentry_put(b, newparent, newname, si);
-		if (moved && S_ISDIR(si->a.mode)) {
-			si->a.parent = newparent;
-			sp->a.nlink--;
-			dp->a.nlink++;
-		}
-		if (moved && S_ISDIR(di->a.mode)) {
-			di->a.parent = parent;
-			dp->a.nlink--;
-			sp->a.nlink++;
-		}
-		fs_touch(&di->a, false, false, true);
+		inode_tx_add(&tx, dst.ip);
+		rc = rename_exchange(&src, &dst, &tx);
 	} else {
-		if (di) {
-			if (S_ISDIR(si->a.mode) && !S_ISDIR(di->a.mode))
-				rc = -ENOTDIR;
-			else if (!S_ISDIR(si->a.mode) && S_ISDIR(di->a.mode))
-				rc = -EISDIR;
-			else if (S_ISDIR(di->a.mode))
-				rc = dir_empty(fs, dino);
-			if (rc)
-				goto out;
-			if (S_ISDIR(di->a.mode)) {
-				rc = inode_batch_drop(fs, b, dino);
-				dp->a.nlink--;
-				drop_di = true;
-			} else {
-				rc = unlink_one(fs, b, di);
-			}
-		}
-		if (!rc)
-			rc = dentry_del(b, parent, name);
-		if (!rc)
-			rc = dentry_put(b, newparent, newname, si);
-		if (moved && S_ISDIR(si->a.mode)) {
-			si->a.parent = newparent;
-			sp->a.nlink--;
-			dp->a.nlink++;
-		}
+		rc = rename_replace(&src, &dst, &tx, &dropped);
 	}
-	fs_touch(&si->a, false, false, true);
-	fs_touch(&sp->a, false, true, true);
-	fs_touch(&dp->a, false, true, true);
-	if (!rc)
-		rc = inode_batch_put(fs, b, si);
-	if (!rc)
-		rc = inode_batch_put(fs, b, sp);
-	if (!rc && moved)
-		rc = inode_batch_put(fs, b, dp);
-	if (!rc && di && !drop_di && (flags & RENAME_EXCHANGE))
-		rc = inode_batch_put(fs, b, di);
-	struct inode *touched[4] = {si, sp, dp, di};
-	if (!rc)
-		rc = inode_commit(fs, b, touched, 4);
-	if (rc) {
-		sp->a = sps;
-		dp->a = dps;
-		si->a = sis;
-		if (di)
-			di->a = dis;
-		goto out;
-	}
-	if (drop_di) {
-		di->a.nlink = 0;
-		di->gone = true;
+	fs_touch(&src.ip->a, false, false, true);
+	fs_touch(&src.dp->a, false, true, true);
+	fs_touch(&dst.dp->a, false, true, true);
+	rc = inode_tx_commit(&tx, rc);
+	if (!rc && dropped) {
+		dst.ip->a.nlink = 0;
+		dst.ip->gone = true;
 	}
 out:
-	inode_put(fs, di);
-	inode_put(fs, si);
-	inode_put(fs, dp);
-	inode_put(fs, sp);
-	pthread_mutex_unlock(&fs->mu);
-	fuse_reply_err(req, fs_err(rc));
+	op_end(&dst, 0);
+	fuse_reply_err(req, fs_err(op_end(&src, rc)));
 }
 
 void dir_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
 {
-	struct mwfs *fs = fuse_req_userdata(req);
-	struct inode *dp = NULL, *ip = NULL;
-	struct schema_inode dsaved, isaved;
 	struct fuse_entry_param e;
-	uint64_t other;
-	int rc = check_name(newname);
-	if (!rc && fs->o.read_only)
-		rc = -EROFS;
+	struct inode_tx tx;
+	struct op op;
+	int rc = op_check(&op, req, newname, OP_WRITE);
 	if (rc) {
 		fuse_reply_err(req, fs_err(rc));
 		return;
 	}
-	pthread_mutex_lock(&fs->mu);
-	rc = inode_get(fs, ino, &ip);
-	if (!rc && S_ISDIR(ip->a.mode))
+	op_lock(&op);
+	rc = inode_get(op.fs, ino, &op.ip);
+	if (!rc && S_ISDIR(op.ip->a.mode))
 		rc = -EPERM;
-	if (!rc && ip->a.nlink == 0)
+	if (!rc && op.ip->a.nlink == 0)
 		rc = -ENOENT;
 	if (!rc)
-		rc = get_dir(fs, newparent, &dp);
-	if (rc)
-		goto out;
-	rc = dentry_get(fs, newparent, newname, &other);
+		rc = op_resolve(&op, newparent, newname, OP_ABSENT);
 	if (!rc)
-		rc = -EEXIST;
-	if (rc != -ENOENT)
-		goto out;
-	struct engine_batch *b = fs_batch(fs);
-	if (!b) {
-		rc = -ENOMEM;
-		goto out;
+		rc = inode_tx_begin(op.fs, &tx);
+	if (!rc) {
+		inode_tx_add(&tx, op.ip);
+		inode_tx_add(&tx, op.dp);
+		op.ip->a.nlink++;
+		fs_touch(&op.ip->a, false, false, true);
+		fs_touch(&op.dp->a, false, true, true);
+		rc = dentry_put(tx.b, newparent, newname, op.ip);
+		rc = inode_tx_commit(&tx, rc);
 	}
-	dsaved = dp->a;
-	isaved = ip->a;
-	ip->a.nlink++;
-	fs_touch(&ip->a, false, false, true);
-	fs_touch(&dp->a, false, true, true);
-	rc = dentry_put(b, newparent, newname, ip);
-	if (!rc)
-		rc = inode_batch_put(fs, b, ip);
-	if (!rc)
-		rc = inode_batch_put(fs, b, dp);
-	struct inode *touched[2] = {ip, dp};
-	if (!rc)
-		rc = inode_commit(fs, b, touched, 2);
-	if (rc) {
-		dp->a = dsaved;
-		ip->a = isaved;
-		goto out;
+	if (!rc) {
+		op.ip->nlookup++;
+		fs_fill_entry(op.fs, op.ip, &e);
 	}
-	ip->nlookup++;
-	fs_fill_entry(fs, ip, &e);
-out:
-	inode_put(fs, ip);
-	inode_put(fs, dp);
-	pthread_mutex_unlock(&fs->mu);
+	rc = op_end(&op, rc);
 	if (rc)
 		fuse_reply_err(req, fs_err(rc));
 	else
@@ -643,20 +617,30 @@ static int dirh_add(struct dirh *d, uint64_t ino, uint32_t type, const char *nam
 	return 0;
 }
 
-/* Snapshot the listing of directory ino into d (d->mu held). */
-static int dirh_load(struct mwfs *fs, struct dirh *d, uint64_t ino)
+/*
+ * Check that ino is a live directory and give its parent (itself for the
+ * root).  Takes fs->mu.  0, -ENOTDIR, -ENOENT or the error of loading it.
+ */
+static int dir_parent(struct mwfs *fs, uint64_t ino, uint64_t *parent)
 {
 	struct inode *dp;
-	uint64_t parent;
-	d->n = d->nlen = 0;
-	d->loaded = false;
 	pthread_mutex_lock(&fs->mu);
 	int rc = get_dir(fs, ino, &dp);
 	if (!rc) {
-		parent = dp->a.parent ? dp->a.parent : ino;
+		*parent = dp->a.parent ? dp->a.parent : ino;
 		inode_put(fs, dp);
 	}
 	pthread_mutex_unlock(&fs->mu);
+	return rc;
+}
+
+/* Snapshot the listing of directory ino into d (d->mu held). */
+static int dirh_load(struct mwfs *fs, struct dirh *d, uint64_t ino)
+{
+	uint64_t parent;
+	d->n = d->nlen = 0;
+	d->loaded = false;
+	int rc = dir_parent(fs, ino, &parent);
 	if (rc)
 		return rc;
 	rc = dirh_add(d, ino, S_IFDIR, ".", 1);
@@ -691,12 +675,8 @@ static int dirh_load(struct mwfs *fs, struct dirh *d, uint64_t ino)
 void dir_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct mwfs *fs = fuse_req_userdata(req);
-	struct inode *dp;
-	pthread_mutex_lock(&fs->mu);
-	int rc = get_dir(fs, ino, &dp);
-	if (!rc)
-		inode_put(fs, dp);
-	pthread_mutex_unlock(&fs->mu);
+	uint64_t parent;
+	int rc = dir_parent(fs, ino, &parent);
 	if (rc) {
 		fuse_reply_err(req, fs_err(rc));
 		return;

@@ -285,14 +285,13 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 		if (rc)
 			goto out;
 	}
-	struct engine_batch *b = fs_batch(fs);
-	if (!b) {
-		rc = -ENOMEM;
+	struct inode_tx tx;
+	rc = inode_tx_begin(fs, &tx);
+	if (rc)
 		goto out;
-	}
-	struct inode saved = *ip;
+	inode_tx_add(&tx, ip);
 	if (to_set & FUSE_SET_ATTR_SIZE) {
-		rc = file_truncate_locked(fs, ip, b, (uint64_t)attr->st_size);
+		rc = file_truncate_locked(fs, ip, tx.b, (uint64_t)attr->st_size);
 		if (rc)
 			goto out;
 		if (!(to_set & FUSE_SET_ATTR_MTIME))
@@ -314,15 +313,10 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 		set_time(&ip->a.ctime_sec, &ip->a.ctime_nsec, &attr->st_ctim, false);
 	else
 		fs_touch(&ip->a, false, false, true);
-	rc = inode_batch_put(fs, b, ip);
-	if (!rc)
-		rc = inode_commit(fs, b, &ip, 1);
-	if (rc) {
-		/* not applied: restore the attributes the kernel must keep seeing */
-		ip->a = saved.a;
-		ip->rec_size = saved.rec_size;
+	/* if not applied, the attributes the kernel must keep seeing are restored */
+	rc = inode_tx_commit(&tx, 0);
+	if (rc)
 		goto out;
-	}
 	fs_fill_stat(fs, ip, &st);
 out:
 	if (ip)

@@ -8,8 +8,10 @@
  * one create in MWFS_INO_RANGE writes the superblock; a crash skips at most
  * the rest of a range (numbers are never reused).
  *
- * Everything here runs with fs->mu held.
+ * Everything here runs with fs->mu held, except inode_check() and
+ * inode_table_flush_all(), which take it.
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -226,6 +228,64 @@ int inode_commit(struct mwfs *fs, struct engine_batch *b, struct inode **ips, si
 }
 
 /*
+ * Start a metadata change on the thread's batch (fs->mu held).  0 or
+ * -ENOMEM.  Nothing to free: an uncommitted tx is simply dropped, after
+ * inode_tx_undo() if its inodes were changed.
+ */
+int inode_tx_begin(struct mwfs *fs, struct inode_tx *tx)
+{
+	tx->fs = fs;
+	tx->n = 0;
+	tx->b = fs_batch(fs);
+	return tx->b ? 0 : -ENOMEM;
+}
+
+/*
+ * Snapshot ip's attributes and have its record written at commit (fs->mu
+ * held).  Call it before changing ip; adding an inode twice (e.g. source
+ * and target parent of a rename in one directory) or NULL does nothing.
+ */
+void inode_tx_add(struct inode_tx *tx, struct inode *ip)
+{
+	if (!ip)
+		return;
+	for (size_t i = 0; i < tx->n; i++)
+		if (tx->ip[i] == ip)
+			return;
+	assert(tx->n < INODE_TX_MAX);
+	tx->ip[tx->n] = ip;
+	tx->a[tx->n] = ip->a;
+	tx->rec_size[tx->n] = ip->rec_size;
+	tx->n++;
+}
+
+/* Put back the attributes of every added inode (fs->mu held). */
+void inode_tx_undo(struct inode_tx *tx)
+{
+	for (size_t i = tx->n; i-- > 0;) {
+		tx->ip[i]->a = tx->a[i];
+		tx->ip[i]->rec_size = tx->rec_size[i];
+	}
+}
+
+/*
+ * Finish tx (fs->mu held).  rc is the caller's result so far: when it is 0
+ * the records of the added inodes are queued and the batch applied
+ * (inode_commit(): each added inode remembers the ticket); when rc or the
+ * commit fails the snapshots are restored.  Returns the first error.
+ */
+int inode_tx_commit(struct inode_tx *tx, int rc)
+{
+	for (size_t i = 0; !rc && i < tx->n; i++)
+		rc = inode_batch_put(tx->fs, tx->b, tx->ip[i]);
+	if (!rc)
+		rc = inode_commit(tx->fs, tx->b, tx->ip, tx->n);
+	if (rc)
+		inode_tx_undo(tx);
+	return rc;
+}
+
+/*
  * Allocate a new inode number and an in-memory inode with one reference
  * (fs->mu held).  Queues a superblock update into b when a new range of
  * numbers is taken.  The caller fills ip->a and commits b; on failure it
@@ -288,6 +348,21 @@ int inode_put(struct mwfs *fs, struct inode *ip)
 		return 0;
 	ip->refs--;
 	return maybe_evict(fs, ip);
+}
+
+/*
+ * Does inode ino exist (fs->mu NOT held; takes it)?  0, -ENOENT, or the
+ * error of loading its record.  For handlers that read other records of
+ * ino without the lock.
+ */
+int inode_check(struct mwfs *fs, uint64_t ino)
+{
+	struct inode *ip = NULL;
+	pthread_mutex_lock(&fs->mu);
+	int rc = inode_get(fs, ino, &ip);
+	inode_put(fs, ip);
+	pthread_mutex_unlock(&fs->mu);
+	return rc;
 }
 
 /* Drop n kernel lookups of ino (fs->mu held). */

@@ -102,12 +102,34 @@ void fs_fill_entry(struct mwfs *fs, const struct inode *ip, struct fuse_entry_pa
 int inode_get(struct mwfs *fs, uint64_t ino, struct inode **out);
 struct inode *inode_find(struct mwfs *fs, uint64_t ino);
 int inode_put(struct mwfs *fs, struct inode *ip);
+int inode_check(struct mwfs *fs, uint64_t ino); /* takes fs->mu */
 void inode_forget(struct mwfs *fs, uint64_t ino, uint64_t n);
 int inode_new(struct mwfs *fs, struct engine_batch *b, uint32_t mode, struct inode **out);
 int inode_batch_put(struct mwfs *fs, struct engine_batch *b, const struct inode *ip);
 int inode_batch_drop(struct mwfs *fs, struct engine_batch *b, uint64_t ino);
 int inode_commit(struct mwfs *fs, struct engine_batch *b, struct inode **ips, size_t n);
 int inode_reclaim_orphans(struct mwfs *fs);
+
+/*
+ * One metadata change as one batch (fs->mu held from begin to commit):
+ * inode_tx_add() snapshots an inode's attributes BEFORE the caller changes
+ * them; inode_tx_commit() queues the record of every added inode, applies
+ * the batch and, if anything fails, puts the snapshots back so that the
+ * kernel keeps seeing what is stored.  See inode.c.
+ */
+#define INODE_TX_MAX 4
+struct inode_tx {
+	struct mwfs *fs;                    /* borrowed */
+	struct engine_batch *b;             /* the thread's batch (fs_batch()) */
+	size_t n;                           /* inodes in ip[] */
+	struct inode *ip[INODE_TX_MAX];     /* touched inodes, in record order */
+	struct schema_inode a[INODE_TX_MAX]; /* ip[i]->a before the change */
+	uint64_t rec_size[INODE_TX_MAX];    /* ip[i]->rec_size before the change */
+};
+int inode_tx_begin(struct mwfs *fs, struct inode_tx *tx);
+void inode_tx_add(struct inode_tx *tx, struct inode *ip);
+int inode_tx_commit(struct inode_tx *tx, int rc);
+void inode_tx_undo(struct inode_tx *tx);
 void inode_table_free(struct mwfs *fs);
 int inode_table_flush_all(struct mwfs *fs);
 

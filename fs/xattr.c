@@ -52,65 +52,81 @@ static void reply_value(fuse_req_t req, const void *val, size_t vn, size_t size)
 		fuse_reply_buf(req, val, vn);
 }
 
+/*
+ * Checks shared by setxattr and removexattr, in the order callers see
+ * them (removexattr passes size 0 and flags 0).  0 or negative errno.
+ */
+static int check_change(struct mwfs *fs, fuse_ino_t ino, const char *name, size_t size,
+			int flags)
+{
+	size_t nlen = strlen(name);
+	if (fs->o.read_only)
+		return -EROFS;
+	if (nlen == 0 || nlen > SCHEMA_XATTR_NAME_MAX)
+		return -ERANGE;
+	if (size > XATTR_VALUE_MAX)
+		return -E2BIG;
+	if (flags & ~(XATTR_CREATE | XATTR_REPLACE))
+		return -EINVAL;
+	if (is_stats(ino, name))
+		return -EPERM;
+	if (unsupported(name))
+		return -EOPNOTSUPP;
+	return 0;
+}
+
+/* Does the xattr under key exist?  0, or -EEXIST/-ENODATA as flags want. */
+static int check_exists(struct mwfs *fs, const uint8_t *key, size_t kn, int flags)
+{
+	size_t got;
+	uint8_t probe;
+	int rc = engine_get_range(fs->e, key, kn, 0, &probe, 0, &got);
+	if (rc && rc != -ENOENT)
+		return rc;
+	if (rc == 0 && (flags & XATTR_CREATE))
+		return -EEXIST;
+	if (rc == -ENOENT && (flags & XATTR_REPLACE))
+		return -ENODATA;
+	return 0;
+}
+
+/*
+ * Put (value) or delete (remove) xattr name of ino and touch ino's ctime,
+ * in one batch.  Takes fs->mu.  flags as in setxattr(2): remove passes
+ * XATTR_REPLACE, so a missing name is -ENODATA.  0 or negative errno.
+ */
+static int change(struct mwfs *fs, fuse_ino_t ino, const char *name, bool remove,
+		  const char *value, size_t size, int flags)
+{
+	uint8_t key[SCHEMA_KEY_MAX];
+	size_t kn = schema_key_xattr(key, ino, name, strlen(name));
+	struct inode *ip = NULL;
+	struct inode_tx tx;
+	pthread_mutex_lock(&fs->mu);
+	int rc = inode_get(fs, ino, &ip);
+	if (!rc)
+		rc = check_exists(fs, key, kn, flags);
+	if (!rc)
+		rc = inode_tx_begin(fs, &tx);
+	if (!rc) {
+		inode_tx_add(&tx, ip);
+		fs_touch(&ip->a, false, false, true);
+		rc = remove ? engine_batch_delete(tx.b, key, kn)
+			    : engine_batch_put(tx.b, key, kn, value, size);
+		rc = inode_tx_commit(&tx, rc);
+	}
+	inode_put(fs, ip);
+	pthread_mutex_unlock(&fs->mu);
+	return rc;
+}
+
 void xattr_set(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value, size_t size,
 	       int flags)
 {
 	struct mwfs *fs = fuse_req_userdata(req);
-	struct inode *ip = NULL;
-	uint8_t key[SCHEMA_KEY_MAX];
-	size_t nlen = strlen(name);
-	int rc = 0;
-	if (fs->o.read_only)
-		rc = -EROFS;
-	else if (nlen == 0 || nlen > SCHEMA_XATTR_NAME_MAX)
-		rc = -ERANGE;
-	else if (size > XATTR_VALUE_MAX)
-		rc = -E2BIG;
-	else if (flags & ~(XATTR_CREATE | XATTR_REPLACE))
-		rc = -EINVAL;
-	else if (is_stats(ino, name))
-		rc = -EPERM;
-	else if (unsupported(name))
-		rc = -EOPNOTSUPP;
-	if (rc) {
-		fuse_reply_err(req, fs_err(rc));
-		return;
-	}
-	size_t kn = schema_key_xattr(key, ino, name, nlen);
-	pthread_mutex_lock(&fs->mu);
-	rc = inode_get(fs, ino, &ip);
-	if (rc)
-		goto out;
-	size_t got;
-	uint8_t probe;
-	rc = engine_get_range(fs->e, key, kn, 0, &probe, 0, &got);
-	bool exists = rc == 0;
-	if (rc && rc != -ENOENT)
-		goto out;
-	rc = 0;
-	if (exists && (flags & XATTR_CREATE))
-		rc = -EEXIST;
-	else if (!exists && (flags & XATTR_REPLACE))
-		rc = -ENODATA;
-	if (rc)
-		goto out;
-	struct engine_batch *b = fs_batch(fs);
-	if (!b) {
-		rc = -ENOMEM;
-		goto out;
-	}
-	struct schema_inode saved = ip->a;
-	fs_touch(&ip->a, false, false, true);
-	rc = engine_batch_put(b, key, kn, value, size);
+	int rc = check_change(fs, ino, name, size, flags);
 	if (!rc)
-		rc = inode_batch_put(fs, b, ip);
-	if (!rc)
-		rc = inode_commit(fs, b, &ip, 1);
-	if (rc)
-		ip->a = saved;
-out:
-	inode_put(fs, ip);
-	pthread_mutex_unlock(&fs->mu);
+		rc = change(fs, ino, name, false, value, size, flags);
 	fuse_reply_err(req, fs_err(rc));
 }
 
@@ -152,13 +168,9 @@ void xattr_get(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 		reply_value(req, buf, n, size);
 		return;
 	}
-	struct inode *ip = NULL;
 	void *val = NULL;
 	size_t vn = 0;
-	pthread_mutex_lock(&fs->mu);
-	int rc = inode_get(fs, ino, &ip);
-	inode_put(fs, ip);
-	pthread_mutex_unlock(&fs->mu);
+	int rc = inode_check(fs, ino);
 	if (!rc) {
 		size_t kn = schema_key_xattr(key, ino, name, nlen);
 		rc = engine_get(fs->e, key, kn, &val, &vn);
@@ -176,13 +188,9 @@ void xattr_list(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
 	struct mwfs *fs = fuse_req_userdata(req);
 	uint8_t key[SCHEMA_KEY_MAX], end[SCHEMA_KEY_MAX];
-	struct inode *ip = NULL;
 	char *out = NULL;
 	size_t on = 0, ocap = 0;
-	pthread_mutex_lock(&fs->mu);
-	int rc = inode_get(fs, ino, &ip);
-	inode_put(fs, ip);
-	pthread_mutex_unlock(&fs->mu);
+	int rc = inode_check(fs, ino);
 	size_t kn = schema_key_xattr_prefix(key, ino);
 	size_t en = schema_prefix_end(key, kn, end);
 	struct engine_iter *it = NULL;
@@ -221,50 +229,8 @@ void xattr_list(fuse_req_t req, fuse_ino_t ino, size_t size)
 void xattr_remove(fuse_req_t req, fuse_ino_t ino, const char *name)
 {
 	struct mwfs *fs = fuse_req_userdata(req);
-	struct inode *ip = NULL;
-	uint8_t key[SCHEMA_KEY_MAX];
-	size_t nlen = strlen(name);
-	int rc = 0;
-	if (fs->o.read_only)
-		rc = -EROFS;
-	else if (nlen == 0 || nlen > SCHEMA_XATTR_NAME_MAX)
-		rc = -ERANGE;
-	else if (is_stats(ino, name))
-		rc = -EPERM;
-	else if (unsupported(name))
-		rc = -EOPNOTSUPP;
-	if (rc) {
-		fuse_reply_err(req, fs_err(rc));
-		return;
-	}
-	size_t kn = schema_key_xattr(key, ino, name, nlen);
-	pthread_mutex_lock(&fs->mu);
-	rc = inode_get(fs, ino, &ip);
-	if (rc)
-		goto out;
-	size_t got;
-	uint8_t probe;
-	rc = engine_get_range(fs->e, key, kn, 0, &probe, 0, &got);
-	if (rc == -ENOENT)
-		rc = -ENODATA;
-	if (rc)
-		goto out;
-	struct engine_batch *b = fs_batch(fs);
-	if (!b) {
-		rc = -ENOMEM;
-		goto out;
-	}
-	struct schema_inode saved = ip->a;
-	fs_touch(&ip->a, false, false, true);
-	rc = engine_batch_delete(b, key, kn);
+	int rc = check_change(fs, ino, name, 0, 0);
 	if (!rc)
-		rc = inode_batch_put(fs, b, ip);
-	if (!rc)
-		rc = inode_commit(fs, b, &ip, 1);
-	if (rc)
-		ip->a = saved;
-out:
-	inode_put(fs, ip);
-	pthread_mutex_unlock(&fs->mu);
+		rc = change(fs, ino, name, true, NULL, 0, XATTR_REPLACE);
 	fuse_reply_err(req, fs_err(rc));
 }
