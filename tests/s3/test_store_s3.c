@@ -48,28 +48,6 @@ static void base_opts(struct s3_opts *o)
 	o->region = getenv("S3_REGION");
 }
 
-/* Run fn with stderr captured into buf (NUL-terminated, truncated). */
-static int with_stderr(char *buf, size_t bufsz, int (*fn)(void *), void *arg)
-{
-	char path[] = "/tmp/memwalfs-s3-log-XXXXXX";
-	int fd = mkstemp(path), saved = dup(2), rc;
-	ssize_t n;
-
-	assert_true(fd >= 0 && saved >= 0);
-	unlink(path);
-	fflush(stderr);
-	dup2(fd, 2);
-	rc = fn(arg);
-	fflush(stderr);
-	dup2(saved, 2);
-	close(saved);
-	n = pread(fd, buf, bufsz - 1, 0);
-	buf[n > 0 ? n : 0] = '\0';
-	close(fd);
-	fputs(buf, stderr); /* keep it in the test log */
-	return rc;
-}
-
 static int open_with_secret(void *arg)
 {
 	struct s3_opts o;
@@ -86,7 +64,7 @@ static void test_wrong_secret(void **state)
 {
 	(void)state;
 	char log[4096];
-	int rc = with_stderr(log, sizeof(log), open_with_secret, (void *)"not-the-secret-0000");
+	int rc = tu_capture_stderr(log, sizeof(log), open_with_secret, (void *)"not-the-secret-0000");
 	assert_int_equal(rc, -EACCES);
 	assert_non_null(strstr(log, "HTTP 403"));
 	assert_non_null(strstr(log, "SignatureDoesNotMatch"));
@@ -111,7 +89,7 @@ static void test_missing_bucket(void **state)
 	(void)state;
 	char log[4096], name[64];
 	snprintf(name, sizeof(name), "memwalfs-nonexistent-%ld", (long)getpid());
-	assert_int_equal(with_stderr(log, sizeof(log), open_bucket, name), -ENOENT);
+	assert_int_equal(tu_capture_stderr(log, sizeof(log), open_bucket, name), -ENOENT);
 	assert_non_null(strstr(log, "NoSuchBucket"));
 	assert_int_equal(open_bucket((void *)"x"), -EINVAL); /* invalid name, no request */
 }
@@ -151,7 +129,7 @@ static void test_transport_retries(void **state)
 	(void)state;
 	char log[8192], ep[64];
 	/* Nothing listens on port 1: connection refused, retried, -EIO. */
-	assert_int_equal(with_stderr(log, sizeof(log), open_endpoint, (void *)"http://127.0.0.1:1"),
+	assert_int_equal(tu_capture_stderr(log, sizeof(log), open_endpoint, (void *)"http://127.0.0.1:1"),
 	                 -EIO);
 	assert_non_null(strstr(log, "no response after 3 attempts"));
 	/* Accepts but never answers: timeouts, retried, -ETIMEDOUT. */
@@ -166,7 +144,7 @@ static void test_transport_retries(void **state)
 	pthread_t th;
 	assert_int_equal(pthread_create(&th, NULL, silent_server, &lfd), 0);
 	double t0 = tu_now_sec();
-	assert_int_equal(with_stderr(log, sizeof(log), open_endpoint, ep), -ETIMEDOUT);
+	assert_int_equal(tu_capture_stderr(log, sizeof(log), open_endpoint, ep), -ETIMEDOUT);
 	double dt = tu_now_sec() - t0;
 	assert_non_null(strstr(log, "no response after 3 attempts"));
 	assert_true(dt >= 1.1 && dt < 10); /* 3 x 400 ms plus backoff */

@@ -68,28 +68,6 @@ static int open_store(const char *endpoint, struct store **out)
 	return store_open_s3(&o, out);
 }
 
-/* Run fn with stderr captured into buf (NUL-terminated, truncated). */
-static int with_stderr(char *buf, size_t bufsz, int (*fn)(void *), void *arg)
-{
-	char path[] = "/tmp/memwalfs-s3f-log-XXXXXX";
-	int fd = mkstemp(path), saved = dup(2), rc;
-	ssize_t n;
-
-	assert_true(fd >= 0 && saved >= 0);
-	unlink(path);
-	fflush(stderr);
-	dup2(fd, 2);
-	rc = fn(arg);
-	fflush(stderr);
-	dup2(saved, 2);
-	close(saved);
-	n = pread(fd, buf, bufsz - 1, 0);
-	buf[n > 0 ? n : 0] = '\0';
-	close(fd);
-	fputs(buf, stderr); /* keep it in the test log */
-	return rc;
-}
-
 /* The bytes of key on the server (read directly) must be want[0..len). */
 static void truth_eq(const char *key, const void *want, size_t len)
 {
@@ -286,7 +264,7 @@ static void test_not_retried(void **state)
 	size_t n = 0;
 
 	arm(&d, "403", 3, "PUT", NULL);
-	assert_int_equal(with_stderr(log, sizeof(log), put_via_proxy, (void *)"nr/403"), -EACCES);
+	assert_int_equal(tu_capture_stderr(log, sizeof(log), put_via_proxy, (void *)"nr/403"), -EACCES);
 	measure(&d);
 	assert_int_equal(retries(&d), 0);
 	assert_int_equal(sent(&d, STORE_OP_PUT), 1);
@@ -330,7 +308,7 @@ static void test_retries_exhausted(void **state)
 
 	assert_int_equal(store_put(D, "ex/k", "abc", 3), 0);
 	arm(&d, "503", 100, "GET", NULL);
-	assert_int_equal(with_stderr(log, sizeof(log), get_via_proxy, (void *)"ex/k"), -EIO);
+	assert_int_equal(tu_capture_stderr(log, sizeof(log), get_via_proxy, (void *)"ex/k"), -EIO);
 	measure(&d);
 	assert_int_equal(retries(&d), 4);
 	assert_int_equal(sent(&d, STORE_OP_GET), 5);

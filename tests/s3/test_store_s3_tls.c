@@ -63,28 +63,6 @@ static void restore_bundle(void)
 		unsetenv("AWS_CA_BUNDLE");
 }
 
-/* Run fn with stderr captured into buf (NUL-terminated, truncated). */
-static int with_stderr(char *buf, size_t bufsz, int (*fn)(void *), void *arg)
-{
-	char path[] = "/tmp/memwalfs-s3tls-log-XXXXXX";
-	int fd = mkstemp(path), saved = dup(2), rc;
-	ssize_t n;
-
-	assert_true(fd >= 0 && saved >= 0);
-	unlink(path);
-	fflush(stderr);
-	dup2(fd, 2);
-	rc = fn(arg);
-	fflush(stderr);
-	dup2(saved, 2);
-	close(saved);
-	n = pread(fd, buf, bufsz - 1, 0);
-	buf[n > 0 ? n : 0] = '\0';
-	close(fd);
-	fputs(buf, stderr); /* keep it in the test log */
-	return rc;
-}
-
 /* put, get (whole and ranged), head, list, delete of one key on s. */
 static void roundtrip(struct store *s, const char *key, size_t len, uint64_t seed)
 {
@@ -204,7 +182,7 @@ static void test_untrusted_fails_fast(void **state)
 		else
 			setenv("AWS_CA_BUNDLE", "/etc/ssl/certs/ca-certificates.crt", 1);
 		double t0 = tu_now_sec();
-		assert_int_equal(with_stderr(log, sizeof(log), try_open, &a), -EIO);
+		assert_int_equal(tu_capture_stderr(log, sizeof(log), try_open, &a), -EIO);
 		double dt = tu_now_sec() - t0;
 		assert_non_null(strstr(log, "no response after 1 attempt:"));
 		assert_non_null(strstr(log, "certificate"));
@@ -226,7 +204,7 @@ static void test_wrong_host(void **state)
 	 * 127.0.0.1, localhost, s3.localhost and *.s3.localhost only. */
 	snprintf(ep, sizeof(ep), "https://other.localhost%s", port);
 	struct open_args a = {.endpoint = ep, .ca = ca_file};
-	assert_int_equal(with_stderr(log, sizeof(log), try_open, &a), -EIO);
+	assert_int_equal(tu_capture_stderr(log, sizeof(log), try_open, &a), -EIO);
 	assert_non_null(strstr(log, "other.localhost"));
 	assert_non_null(strstr(log, "after 1 attempt:"));
 	assert_non_null(strstr(log, "does not name this host"));
@@ -249,7 +227,7 @@ static void test_aws_ca_bundle(void **state)
 	store_close(s);
 	/* An unreadable bundle is refused before any request, naming the variable. */
 	setenv("AWS_CA_BUNDLE", "/nonexistent/memwalfs-ca.pem", 1);
-	assert_int_equal(with_stderr(log, sizeof(log), try_open, &a), -EINVAL);
+	assert_int_equal(tu_capture_stderr(log, sizeof(log), try_open, &a), -EINVAL);
 	assert_non_null(strstr(log, "/nonexistent/memwalfs-ca.pem"));
 	assert_non_null(strstr(log, "AWS_CA_BUNDLE"));
 	/* Ignored for plain http. */

@@ -321,3 +321,29 @@ long tu_count_keys(struct store *s, const char *prefix)
 	int rc = store_list(s, prefix, NULL, 0, count_one, &n);
 	return rc < 0 ? rc : n;
 }
+
+int tu_capture_stderr(char *buf, size_t bufsz, int (*fn)(void *), void *arg)
+{
+	char path[] = "/tmp/memwalfs-test-log-XXXXXX";
+	int fd = mkstemp(path), saved = fd >= 0 ? dup(2) : -1, rc;
+	ssize_t n = 0;
+
+	buf[0] = '\0';
+	if (fd < 0 || saved < 0) {
+		if (fd >= 0)
+			close(fd);
+		return fn(arg);
+	}
+	unlink(path);
+	fflush(stderr);
+	dup2(fd, 2);
+	rc = fn(arg);
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	n = pread(fd, buf, bufsz - 1, 0);
+	buf[n > 0 ? n : 0] = '\0';
+	close(fd);
+	fputs(buf, stderr); /* keep it in the test log */
+	return rc;
+}

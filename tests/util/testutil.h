@@ -86,4 +86,13 @@ bool tu_have_s3(void);
 /* Exit with TU_SKIP (after printing why) when /dev/fuse cannot be opened. */
 void tu_require_fuse(void);
 
+/*
+ * Run fn(arg) with stderr captured into buf (NUL-terminated, truncated to
+ * bufsz), for tests that check what a failure logs.  The captured text is
+ * written to stderr again afterwards so it stays in the test log.  Returns
+ * fn's result (the capture itself cannot fail the call: if no temp file can
+ * be made, fn runs uncaptured and buf is empty).
+ */
+int tu_capture_stderr(char *buf, size_t bufsz, int (*fn)(void *), void *arg);
+
 #endif /* MEMWALFS_TESTUTIL_H */

@@ -233,14 +233,16 @@ def chart(docs, name, title, ylabel, res, cols, logscale=False):
 
 
 def kv_section(path):
+    """The engine sections of an existing BENCHMARKS.md ("## ... (engine)", written by
+    kvbench and the engine's space test, not by this harness), kept across runs."""
     if not os.path.exists(path):
         return None
     text = open(path).read()
-    i = text.find(KV_HEADING)
-    if i < 0:
-        return None
-    j = text.find("\n## ", i + len(KV_HEADING))
-    return text[i:j if j >= 0 else len(text)].rstrip() + "\n"
+    keep = []
+    for part in ("\n" + text).split("\n## ")[1:]:
+        if part.split("\n", 1)[0].rstrip().endswith("(engine)"):
+            keep.append("## " + part.rstrip() + "\n")
+    return "\n".join(keep) if keep else None
 
 
 def main():
@@ -249,8 +251,8 @@ def main():
     md = os.path.join(docs, "BENCHMARKS.md")
     kv = kv_section(md)
     out = ["# memwalfs benchmarks", "",
-           "Written by `tools/bench/run.sh%s` (do not edit by hand; the section \"KV seed protocol "
-           "(engine)\" is kept across runs). Raw results: `docs/bench-raw/results.tsv`." % (
+           "Written by `tools/bench/run.sh%s` (do not edit by hand; the sections marked "
+           "\"(engine)\" are kept across runs). Raw results: `docs/bench-raw/results.tsv`." % (
                " --quick" if meta.get("MODE") == "quick" else ""), "",
            "- run: %s, %s, %s s in all" % (meta.get("MODE", "?"), meta.get("DATE", "?"),
                                            meta.get("ELAPSED_S", "?")),
