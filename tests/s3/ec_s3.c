@@ -8,21 +8,12 @@
 
 #include "engine_check.h"
 #include "store.h"
+#include "testutil.h"
 
 int ec_open_s3(const char *prefix, struct store **out)
 {
 	struct s3_opts o;
-	const char *region = getenv("S3_REGION");
 
-	s3_opts_default(&o);
-	o.endpoint = getenv("S3_ENDPOINT");
-	o.bucket = getenv("S3_BUCKET");
-	if (!o.bucket || !*o.bucket)
-		o.bucket = "memwalfs-test";
-	o.region = region && *region ? region : "us-east-1";
-	o.access_key = getenv("AWS_ACCESS_KEY_ID");
-	o.secret_key = getenv("AWS_SECRET_ACCESS_KEY");
-	o.prefix = prefix;
-	o.path_style = true;
+	tu_s3_opts(&o, prefix);
 	return store_open_s3(&o, out);
 }

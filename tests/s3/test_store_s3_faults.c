@@ -53,14 +53,9 @@ static char prefix[96];
 static int open_store(const char *endpoint, struct store **out)
 {
 	struct s3_opts o;
-	const char *region = getenv("S3_REGION");
 
-	s3_opts_default(&o);
+	tu_s3_opts(&o, prefix);
 	o.endpoint = endpoint;
-	o.bucket = getenv("S3_BUCKET");
-	o.region = region && *region ? region : "us-east-1";
-	o.prefix = prefix;
-	o.path_style = true;
 	o.conditional_create = 1; /* RGW honours it (store_s3 checks the probe) */
 	o.timeout_ms = TIMEOUT_MS;
 	o.max_retries = 4;

@@ -44,13 +44,8 @@ static char *saved_bundle; /* AWS_CA_BUNDLE at start (restored after each test) 
 
 static void opts(struct s3_opts *o, const char *endpoint)
 {
-	const char *region = getenv("S3_REGION");
-	s3_opts_default(o);
+	tu_s3_opts(o, prefix);
 	o->endpoint = endpoint;
-	o->bucket = getenv("S3_BUCKET");
-	o->region = region && *region ? region : "us-east-1";
-	o->prefix = prefix;
-	o->path_style = true;
 	o->max_retries = 3;
 	o->part_size = 5 * MiB;
 }

@@ -44,12 +44,9 @@ static struct store *V; /* virtual-hosted */
 static int open_vhost(struct store **out)
 {
 	struct s3_opts o;
-	const char *region = getenv("S3_REGION");
-	s3_opts_default(&o);
+	tu_s3_opts(&o, prefix);
 	o.endpoint = endpoint;
-	o.bucket = getenv("S3_BUCKET");
-	o.region = region && *region ? region : "us-east-1";
-	o.prefix = prefix;
+	o.path_style = false;
 	o.virtual_hosted = true;
 	o.part_size = 5 * MiB;
 	return store_open_s3(&o, out);

@@ -160,23 +160,25 @@ void tu_require_fuse(void)
 	close(fd);
 }
 
+void tu_s3_opts(struct s3_opts *o, const char *prefix)
+{
+	const char *bucket = getenv("S3_BUCKET"), *region = getenv("S3_REGION");
+
+	s3_opts_default(o);
+	o->endpoint = getenv("S3_ENDPOINT");
+	o->bucket = bucket && *bucket ? bucket : "memwalfs-test";
+	o->region = region && *region ? region : "us-east-1";
+	o->access_key = getenv("AWS_ACCESS_KEY_ID");
+	o->secret_key = getenv("AWS_SECRET_ACCESS_KEY");
+	o->prefix = prefix;
+	o->path_style = true;
+}
+
 static int open_s3(struct tu_store *t)
 {
 	struct s3_opts o;
-	const char *region = getenv("S3_REGION");
 
-	s3_opts_default(&o);
-	o.endpoint = getenv("S3_ENDPOINT");
-	o.bucket = getenv("S3_BUCKET");
-	o.region = region && *region ? region : "us-east-1";
-	o.access_key = getenv("AWS_ACCESS_KEY_ID");
-	o.secret_key = getenv("AWS_SECRET_ACCESS_KEY");
-	o.prefix = t->prefix;
-	o.path_style = true;
-	if (!o.bucket) {
-		fprintf(stderr, "tu_store_open: S3_ENDPOINT set but S3_BUCKET is not\n");
-		return -EINVAL;
-	}
+	tu_s3_opts(&o, t->prefix);
 	return store_open_s3(&o, &t->store);
 }
 

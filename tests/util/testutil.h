@@ -87,6 +87,15 @@ bool tu_have_s3(void);
 void tu_require_fuse(void);
 
 /*
+ * Fill *o for the S3 test server named by the environment: s3_opts_default(),
+ * then S3_ENDPOINT, S3_BUCKET (default "memwalfs-test"), S3_REGION (default
+ * us-east-1), AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, path-style
+ * addressing, and the key prefix (may be NULL).  The strings are borrowed
+ * from the environment and from prefix.
+ */
+void tu_s3_opts(struct s3_opts *o, const char *prefix);
+
+/*
  * Run fn(arg) with stderr captured into buf (NUL-terminated, truncated to
  * bufsz), for tests that check what a failure logs.  The captured text is
  * written to stderr again afterwards so it stays in the test log.  Returns
