@@ -194,21 +194,56 @@ static int wb_write(struct mwfs *fs, struct inode *ip, uint64_t idx, uint32_t co
 	return 0;
 }
 
+/*
+ * Truncate ip to 0 for open(O_TRUNC), as one batch with its times (ip held by
+ * the caller, fs->mu not held).  The filesystem takes FUSE_CAP_ATOMIC_O_TRUNC
+ * (libfuse's default), so the kernel sends no setattr of its own: the
+ * truncation is ours to do, before the open is answered.  Bytes still in the
+ * write buffer lie beyond the new end and are dropped with the stored ones.
+ */
+static int open_truncate(struct mwfs *fs, struct inode *ip)
+{
+	pthread_rwlock_wrlock(&ip->dlock);
+	ip->wb.active = false;
+	ip->wb.base = false;
+	ip->wb.lo = ip->wb.hi = 0;
+	pthread_mutex_lock(&fs->mu);
+	struct inode_tx tx;
+	int rc = inode_tx_begin(fs, &tx);
+	if (!rc) {
+		inode_tx_add(&tx, ip);
+		rc = file_truncate_locked(fs, ip, tx.b, 0);
+		if (!rc)
+			fs_touch(&ip->a, false, true, true);
+		rc = inode_tx_commit(&tx, rc);
+	}
+	pthread_mutex_unlock(&fs->mu);
+	pthread_rwlock_unlock(&ip->dlock);
+	return rc;
+}
+
 void file_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct mwfs *fs = fuse_req_userdata(req);
-	struct inode *ip;
+	struct inode *ip = NULL;
+	bool trunc = fi->flags & O_TRUNC;
 	pthread_mutex_lock(&fs->mu);
-	int rc = inode_get(fs, ino, &ip);
-	if (!rc) {
-		if (S_ISDIR(ip->a.mode))
-			rc = -EISDIR;
-		else if (fs->o.read_only && (fi->flags & O_ACCMODE) != O_RDONLY)
-			rc = -EROFS;
-		else
-			ip->nopen++;
+	int rc = inode_get(fs, ino, &ip); /* holds a reference until inode_put */
+	if (rc)
+		ip = NULL;
+	else if (S_ISDIR(ip->a.mode))
+		rc = -EISDIR;
+	else if (fs->o.read_only && ((fi->flags & O_ACCMODE) != O_RDONLY || trunc))
+		rc = -EROFS;
+	trunc = trunc && ip && S_ISREG(ip->a.mode);
+	pthread_mutex_unlock(&fs->mu);
+	if (!rc && trunc)
+		rc = open_truncate(fs, ip);
+	pthread_mutex_lock(&fs->mu);
+	if (!rc)
+		ip->nopen++;
+	if (ip)
 		inode_put(fs, ip);
-	}
 	pthread_mutex_unlock(&fs->mu);
 	if (rc) {
 		fuse_reply_err(req, fs_err(rc));

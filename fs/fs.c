@@ -174,24 +174,55 @@ void fs_fill_entry(struct mwfs *fs, const struct inode *ip, struct fuse_entry_pa
 
 /* ---- attribute handlers ------------------------------------------------- */
 
+/*
+ * The FUSE capabilities the filesystem takes.  libfuse turns several on by
+ * default; every one is listed here with what honours it, and op_init()
+ * clears everything else, so a default added by a newer libfuse never
+ * reaches the kernel unhandled.
+ *
+ *   ASYNC_READ        reads run in parallel: ip->dlock is taken shared.
+ *   ATOMIC_O_TRUNC    open(O_TRUNC) is sent to file_open() with no setattr:
+ *                     it truncates in one batch before answering the open.
+ *   AUTO_INVAL_DATA   the kernel drops cached pages when mtime or size
+ *                     change: only ever more invalidation, always safe.
+ *   READDIRPLUS(_AUTO) both readdir and readdirplus are implemented.
+ *   ASYNC_DIO         parallel O_DIRECT requests: each takes ip->dlock.
+ *   PARALLEL_DIROPS   lookups and readdirs of one directory in parallel:
+ *                     fs->mu serialises what they share.
+ *   WRITEBACK_CACHE   only with the writeback option: the kernel keeps
+ *                     dirty pages, sets mtime/ctime (fs_touch is skipped
+ *                     then), may read through write-only handles (file_read
+ *                     does not check the access mode) and truncates the page
+ *                     cache itself on O_TRUNC.
+ * Declined: POSIX_LOCKS and FLOCK_LOCKS (no getlk/setlk/flock: the kernel
+ * locks locally, right for one mount per store), HANDLE_KILLPRIV (the
+ * kernel clears suid/sgid on write and chown), POSIX_ACL (not supported),
+ * EXPORT_SUPPORT (no "." / ".." lookups), DONT_MASK (the kernel applies the
+ * umask), SPLICE_* (no write_buf), IOCTL_DIR (no ioctl), CACHE_SYMLINKS,
+ * EXPLICIT_INVAL_DATA, EXPIRE_ONLY, NO_OPEN(DIR)_SUPPORT.
+ */
+#define MWFS_CAPS                                                                                 \
+	(FUSE_CAP_ASYNC_READ | FUSE_CAP_ATOMIC_O_TRUNC | FUSE_CAP_AUTO_INVAL_DATA |               \
+	 FUSE_CAP_READDIRPLUS | FUSE_CAP_READDIRPLUS_AUTO | FUSE_CAP_ASYNC_DIO |                  \
+	 FUSE_CAP_PARALLEL_DIROPS | FUSE_CAP_WRITEBACK_CACHE)
+
 static void op_init(void *userdata, struct fuse_conn_info *conn)
 {
 	struct mwfs *fs = userdata;
+	conn->want &= conn->capable & (MWFS_CAPS & ~(unsigned)FUSE_CAP_WRITEBACK_CACHE);
 	fs->writeback = false;
 	if (fs->o.writeback && !fs->o.read_only && (conn->capable & FUSE_CAP_WRITEBACK_CACHE)) {
 		conn->want |= FUSE_CAP_WRITEBACK_CACHE;
 		fs->writeback = true;
 	}
-	if (conn->capable & FUSE_CAP_READDIRPLUS)
-		conn->want |= FUSE_CAP_READDIRPLUS;
-	conn->want &= ~(unsigned)FUSE_CAP_HANDLE_KILLPRIV; /* the kernel clears suid/sgid */
-	if (conn->capable & FUSE_CAP_PARALLEL_DIROPS)
-		conn->want |= FUSE_CAP_PARALLEL_DIROPS;
+	conn->want |= conn->capable & (FUSE_CAP_ATOMIC_O_TRUNC | FUSE_CAP_READDIRPLUS |
+				       FUSE_CAP_PARALLEL_DIROPS);
 	conn->max_write = 1u << 20;
 	if (conn->max_readahead < (1u << 20))
 		conn->max_readahead = 1u << 20;
 	conn->max_background = 64;
-	log_info("fuse init: writeback=%d max_write=%u", fs->writeback, conn->max_write);
+	log_info("fuse init: writeback=%d max_write=%u want=%#x", fs->writeback, conn->max_write,
+		 conn->want);
 }
 
 static void op_destroy(void *userdata)
