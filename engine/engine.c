@@ -390,10 +390,12 @@ int engine_open(struct store *st, const struct engine_opts *o, struct engine **o
 			rc = -ENOTSUP;
 			goto fail;
 		}
+		uint64_t claim_us = engine_now_us();
 		rc = manifest_claim(st, e->conditional, &e->man);
 		if (rc)
 			goto fail;
 		e->epoch = e->man.epoch;
+		e->lease_from_us = claim_us; /* the claim is the first epoch check (writer.c) */
 	}
 	e->next_seq = e->man.last_seq + 1;
 	rc = flusher_open_ssts(e);

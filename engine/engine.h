@@ -60,7 +60,9 @@ struct engine_opts {
 	 * gc_grace_sec: objects a read-only follower may still use are kept this
 	 * long after they stop being referenced (default 600;
 	 * ENGINE_GC_NO_GRACE: none, for tests).  Abandoned uploads are aborted
-	 * after max(gc_grace_sec, 300 s).
+	 * after max(gc_grace_sec, 300 s).  A tenth of it is the writer's epoch
+	 * lease (docs/WAL.md): every host that writes or collects one store
+	 * must use a grace longer than a tenth of any other's.
 	 * repack_below_pct: a pack whose live fraction fell below this many
 	 * percent has its live blobs rewritten (default 50; ENGINE_GC_OFF: never).
 	 */

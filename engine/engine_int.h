@@ -71,6 +71,7 @@ struct engine {
 	uint64_t failed_pos;       /* position of the group that failed [mu] */
 	bool closing;              /* engine_close() asked the committer to stop [mu] */
 	bool has_committer;        /* committer thread started (const after open) */
+	uint64_t lease_from_us;    /* when the last epoch check that passed was sent (committer) */
 	pthread_t committer;       /* the committer thread */
 	struct engine_stats stats; /* counters [mu]; memtable fields computed on read */
 	uint64_t frozen_bytes;     /* bytes of frozen, unflushed MemTables [mu] */

@@ -631,6 +631,13 @@ int gc_plan_make(struct gc *g, const struct gc_opts *o, struct gc_plan *out)
 	rc = load_kept(&ps, latest);
 	if (rc)
 		goto out;
+	if (o->protect_epoch && ps.kept[0].epoch > o->protect_epoch) {
+		/* a newer writer owns the store: a fenced writer deletes nothing */
+		log_warn("gc: the store belongs to epoch %" PRIu64 ", not %" PRIu64 "; nothing deleted",
+			 ps.kept[0].epoch, o->protect_epoch);
+		rc = -ESTALE;
+		goto out;
+	}
 	plan.latest = latest;
 	plan.oldest_kept = latest - (ps.nkept - 1);
 	rc = collect_refs(&ps);

@@ -280,6 +280,8 @@ static int gc_pass(struct engine *e, struct engine_gc_result *res)
 out:
 	gc_plan_clear(&plan);
 	pthread_mutex_lock(&e->mu);
+	if (rc == -ESTALE && !e->sticky)
+		e->sticky = -ESTALE; /* GC found a newer epoch: stop writing too */
 	e->stats.gc_deleted += res->deleted;
 	e->stats.gc_bytes_reclaimed += res->deleted_bytes;
 	e->stats.repacked_blobs += res->repacked_blobs;

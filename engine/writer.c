@@ -27,6 +27,17 @@
  *   2. put_if_absent wal/<P> with the entry.
  * Only after step 2 returns 0 are P's waiters released (durable_upto = P+1).
  *
+ * Epoch lease (docs/WAL.md, "Fencing and GC").  A newer writer's fence entry
+ * at our next position stops us only while it exists, and GC deletes it
+ * once it is far enough below the covered floor.  So a successful step 2 is
+ * acknowledged only if an epoch check (the newest manifest is still of our
+ * epoch; the claim at open is the first) was sent less than the lease
+ * (gc_grace_sec / 10) before step 2's answer; otherwise a check is made
+ * right then, after the put, and a newer epoch turns the group into a
+ * sticky -ESTALE with nothing acknowledged.  A lease past its half is
+ * renewed before step 2, so only a put that stalls that long needs the
+ * check after it.
+ *
  * Failure.  -EEXIST at step 2 means another writer took position P: unless
  * the object holds exactly our bytes (our own earlier attempt), we have been
  * fenced: sticky -ESTALE.  Any other error leaves the outcome unknown (a
@@ -374,6 +385,73 @@ static bool store_holds(struct engine *e, const char *name, const void *buf, siz
 	return same;
 }
 
+/* The epoch lease in microseconds: a tenth of the GC grace (docs/WAL.md). */
+static uint64_t lease_us(const struct engine *e)
+{
+	if (e->o.gc_grace_sec == ENGINE_GC_NO_GRACE)
+		return 0;
+	return (uint64_t)e->o.gc_grace_sec * 100000u;
+}
+
+/*
+ * Is the store still ours?  Reads the newest manifest (a listing from the
+ * hint and one GET; the newest is never deleted, but a version found by the
+ * listing may be superseded and collected before the GET, hence the
+ * retries): 0 if it is of our epoch, and the lease then runs from this
+ * check's start; -ESTALE if a newer writer claimed the store; -EIO (or
+ * -ENOMEM) if it cannot be read.  Committer thread only.
+ */
+static int epoch_check(struct engine *e)
+{
+	uint64_t t = engine_now_us();
+	struct manifest m;
+	int rc = -ENOENT;
+
+	for (int i = 0; i < 3 && rc == -ENOENT; i++)
+		rc = manifest_load_latest(e->st, &m);
+	if (rc) {
+		log_err("engine: epoch check failed: %s; nothing more is acknowledged", strerror(-rc));
+		return rc == -ENOMEM ? rc : -EIO;
+	}
+	uint64_t newest = m.epoch;
+	manifest_clear(&m);
+	if (newest > e->epoch) {
+		log_err("engine: epoch %" PRIu64 " claimed the store after us (epoch %" PRIu64
+			"); writer stops, nothing more is acknowledged",
+			newest, e->epoch);
+		return -ESTALE;
+	}
+	e->lease_from_us = t;
+	return 0;
+}
+
+/* Does the lease cover a WAL put answered now?  Never with a zero lease. */
+static bool lease_holds(const struct engine *e)
+{
+	uint64_t lease = lease_us(e);
+	return lease && engine_now_us() - e->lease_from_us < lease;
+}
+
+/*
+ * Before a WAL put: renew a lease past its half, so that a put answered in
+ * time is acknowledged without a check after it (a check that found a newer
+ * epoch after our entry landed could not tell whether the newer writer's
+ * replay took the entry in: the failed write might then show up later).
+ */
+static int lease_renew(struct engine *e)
+{
+	uint64_t lease = lease_us(e);
+	if (!lease || engine_now_us() - e->lease_from_us < lease / 2)
+		return 0;
+	return epoch_check(e);
+}
+
+/* May the WAL put answered just now be acknowledged?  0 or the check's error. */
+static int lease_ack(struct engine *e)
+{
+	return lease_holds(e) ? 0 : epoch_check(e);
+}
+
 /* Write g's pack then its WAL entry.  Runs on the committer without e->mu. */
 static int commit_group(struct engine *e, struct group *g, uint64_t *pack_bytes)
 {
@@ -399,6 +477,9 @@ static int commit_group(struct engine *e, struct group *g, uint64_t *pack_bytes)
 			return rc == -ENOMEM ? -ENOMEM : -EIO;
 		}
 	}
+	rc = lease_renew(e);
+	if (rc)
+		return rc;
 	wal_entry_seal(&g->wal, &info);
 	fmt_wal_name(name, g->position);
 	if (e->conditional)
@@ -406,10 +487,10 @@ static int commit_group(struct engine *e, struct group *g, uint64_t *pack_bytes)
 	else
 		rc = store_put(e->st, name, g->wal.p, g->wal.len);
 	if (rc == 0)
-		return 0;
+		return lease_ack(e);
 	if (store_holds(e, name, g->wal.p, g->wal.len)) {
 		log_info("engine: %s: put returned %d but the store holds our entry", name, rc);
-		return 0;
+		return lease_ack(e);
 	}
 	if (rc == -EEXIST) {
 		log_err("engine: %s exists: another writer fenced epoch %" PRIu64 "; writer stops",

@@ -51,6 +51,10 @@ struct fault_store {
 	/* delay */
 	unsigned delay_ops;
 	unsigned delay_usec;
+	/* hold */
+	unsigned hold_ops;      /* class mask (0: nothing held) */
+	unsigned holding;       /* calls waiting in gate() right now */
+	pthread_cond_t hold_cv; /* broadcast when hold_ops changes */
 	/* cut_writer */
 	uint64_t cut_after;
 	int cut_err;            /* 0: disarmed */
@@ -94,6 +98,13 @@ static enum verdict gate(struct fault_store *f, enum fault_op op, int *err)
 
 	pthread_mutex_lock(&f->mu);
 	f->calls[op]++;
+	if (f->hold_ops & bit) {
+		f->holding++;
+		pthread_cond_broadcast(&f->hold_cv);
+		while (f->hold_ops & bit)
+			pthread_cond_wait(&f->hold_cv, &f->mu);
+		f->holding--;
+	}
 	if (f->crashed) {
 		*err = -EIO;
 		v = V_FAIL;
@@ -394,6 +405,7 @@ static void f_close(struct store *s)
 {
 	struct fault_store *f = (struct fault_store *)s;
 	store_close(f->inner);
+	pthread_cond_destroy(&f->hold_cv);
 	pthread_mutex_destroy(&f->mu);
 	free(f);
 }
@@ -422,6 +434,11 @@ int fault_store_new(struct store *inner, struct fault_store **out)
 		return -ENOMEM;
 	store_init(&f->base, &fault_ops);
 	if (pthread_mutex_init(&f->mu, NULL) != 0) {
+		free(f);
+		return -ENOMEM;
+	}
+	if (pthread_cond_init(&f->hold_cv, NULL) != 0) {
+		pthread_mutex_destroy(&f->mu);
 		free(f);
 		return -ENOMEM;
 	}
@@ -482,6 +499,35 @@ void fault_store_delay(struct fault_store *f, unsigned ops, unsigned usec)
 	f->delay_ops = usec ? ops : 0;
 	f->delay_usec = usec;
 	pthread_mutex_unlock(&f->mu);
+}
+
+void fault_store_hold(struct fault_store *f, unsigned ops)
+{
+	pthread_mutex_lock(&f->mu);
+	f->hold_ops = ops;
+	pthread_cond_broadcast(&f->hold_cv);
+	pthread_mutex_unlock(&f->mu);
+}
+
+bool fault_store_wait_held(struct fault_store *f, unsigned n, unsigned timeout_ms)
+{
+	struct timespec ts;
+	bool ok;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += timeout_ms / 1000;
+	ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
+	if (ts.tv_nsec >= 1000000000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000;
+	}
+	pthread_mutex_lock(&f->mu);
+	while (f->holding < n)
+		if (pthread_cond_timedwait(&f->hold_cv, &f->mu, &ts) != 0)
+			break;
+	ok = f->holding >= n;
+	pthread_mutex_unlock(&f->mu);
+	return ok;
 }
 
 void fault_store_cut_writer(struct fault_store *f, uint64_t after_bytes, int err)

@@ -28,6 +28,10 @@
  *                whose acknowledgement was lost, like an S3 timeout).
  *   fail_random  each matching call fails with probability p (seeded).
  *   delay        sleep before each matching call.
+ *   hold         matching calls wait, before reaching the inner store,
+ *                until the hold is lifted (a stalled writer: a paused VM,
+ *                a partition, SIGSTOP); fault_store_wait_held() waits until
+ *                that many calls are stuck.
  *   cut_writer   a streaming writer fails once it has passed K bytes: the
  *                bytes up to K reach the inner writer, then the write and
  *                every later call on that writer fail with err.
@@ -121,6 +125,16 @@ void fault_store_seed(struct fault_store *f, uint64_t seed);
 
 /* Sleep usec microseconds before each call of a class in ops (0: none). */
 void fault_store_delay(struct fault_store *f, unsigned ops, unsigned usec);
+
+/*
+ * Hold every call of a class in ops until a later fault_store_hold() whose
+ * mask no longer has its class (0 lifts every hold).  Not disarmed by
+ * fault_store_clear(): lift it explicitly.
+ */
+void fault_store_hold(struct fault_store *f, unsigned ops);
+
+/* Wait up to timeout_ms until at least n calls are held; true if they are. */
+bool fault_store_wait_held(struct fault_store *f, unsigned n, unsigned timeout_ms);
 
 /*
  * Every streaming writer opened from now on fails with err once it has been
