@@ -481,12 +481,47 @@ static int format(struct mwfs *fs)
 	return 0;
 }
 
-int mwfs_open(struct engine *e, const struct mwfs_opts *o, struct mwfs **out)
+/*
+ * Read and decode the superblock of e into *sb.  0, -ENOENT (no filesystem
+ * yet), -EPROTONOSUPPORT (a format version this code does not know; logged,
+ * sb->version filled), -EUCLEAN (corrupt; logged) or the engine's error.
+ */
+static int read_super(struct engine *e, struct schema_super *sb)
 {
-	struct mwfs *fs = calloc(1, sizeof(*fs));
 	uint8_t key[4];
 	void *val = NULL;
 	size_t vn = 0;
+	size_t kn = schema_key_super(key);
+	int rc = engine_get(e, key, kn, &val, &vn);
+	if (rc == -ENOENT)
+		return rc;
+	if (rc) {
+		log_err("reading the superblock: %s", strerror(-rc));
+		return rc;
+	}
+	rc = schema_super_decode(val, vn, sb);
+	if (rc == -EPROTONOSUPPORT)
+		log_err("the filesystem has format version %u; this memwalfs reads version %u "
+			"only: refusing to mount",
+			sb->version, SCHEMA_VERSION);
+	else if (rc)
+		log_err("the superblock is corrupt (%zu bytes)", vn);
+	free(val);
+	return rc;
+}
+
+int mwfs_check_format(struct engine *e, uint32_t *version)
+{
+	struct schema_super sb = {0};
+	int rc = read_super(e, &sb);
+	if (version)
+		*version = rc == 0 || rc == -EPROTONOSUPPORT ? sb.version : 0;
+	return rc;
+}
+
+int mwfs_open(struct engine *e, const struct mwfs_opts *o, struct mwfs **out)
+{
+	struct mwfs *fs = calloc(1, sizeof(*fs));
 	int rc;
 	if (!fs)
 		return -ENOMEM;
@@ -503,8 +538,8 @@ int mwfs_open(struct engine *e, const struct mwfs_opts *o, struct mwfs **out)
 		rc = -ENOMEM;
 		goto fail_mu;
 	}
-	size_t kn = schema_key_super(key);
-	rc = engine_get(e, key, kn, &val, &vn);
+	struct schema_super sb;
+	rc = read_super(e, &sb);
 	if (rc == -ENOENT) {
 		if (o->read_only) {
 			log_err("the store holds no filesystem (and it is opened read-only)");
@@ -514,20 +549,8 @@ int mwfs_open(struct engine *e, const struct mwfs_opts *o, struct mwfs **out)
 		if (rc)
 			goto fail;
 	} else if (rc) {
-		log_err("reading the superblock: %s", strerror(-rc));
 		goto fail;
 	} else {
-		struct schema_super sb;
-		rc = schema_super_decode(val, vn, &sb);
-		if (rc == -EPROTONOSUPPORT) {
-			log_err("the filesystem has format version %u; this memwalfs reads version %u "
-				"only: refusing to mount",
-				sb.version, SCHEMA_VERSION);
-			goto fail;
-		} else if (rc) {
-			log_err("the superblock is corrupt (%zu bytes)", vn);
-			goto fail;
-		}
 		fs->cs = sb.chunk_size;
 		fs->next_ino = fs->ino_limit = sb.next_ino;
 	}
@@ -552,17 +575,28 @@ int mwfs_open(struct engine *e, const struct mwfs_opts *o, struct mwfs **out)
 		fs->ra = NULL;
 		goto fail;
 	}
-	free(val);
 	*out = fs;
 	return 0;
 fail:
-	free(val);
 	inode_table_free(fs);
 	pthread_key_delete(fs->tkey);
 fail_mu:
 	pthread_mutex_destroy(&fs->mu);
 	free(fs);
 	return rc;
+}
+
+int mwfs_check_fuse_args(int argc, char **argv)
+{
+	static const struct fuse_lowlevel_ops none;
+	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
+	/* the same parse mwfs_mount() makes; nothing is opened or mounted */
+	struct fuse_session *se = fuse_session_new(&args, &none, sizeof(none), NULL);
+	fuse_opt_free_args(&args);
+	if (!se)
+		return -EINVAL;
+	fuse_session_destroy(se);
+	return 0;
 }
 
 int mwfs_mount(struct mwfs *fs, int argc, char **argv, const char *mountpoint)

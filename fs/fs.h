@@ -51,6 +51,26 @@ void mwfs_opts_default(struct mwfs_opts *o);
 int mwfs_open(struct engine *e, const struct mwfs_opts *o, struct mwfs **out);
 
 /*
+ * Check, without writing anything, that engine e (typically opened
+ * read-only) holds a filesystem this code can mount: reads the superblock.
+ * Returns 0 (a known format version), -ENOENT (no filesystem yet: the first
+ * writer mount formats it), -EPROTONOSUPPORT (a format version this code
+ * does not know, e.g. written by a newer memwalfs), -EUCLEAN (a corrupt
+ * superblock) or an engine error; failures other than -ENOENT are logged.
+ * *version (may be NULL) gets the superblock's format version, 0 if none.
+ * The mount command calls it before opening the store as writer, so that a
+ * refused store is left exactly as it was.
+ */
+int mwfs_check_format(struct engine *e, uint32_t *version);
+
+/*
+ * Check a FUSE command line (as mwfs_mount() takes it) the way libfuse
+ * parses it, without opening /dev/fuse or mounting anything.  Returns 0 or
+ * -EINVAL (libfuse has printed what it refused, e.g. an unknown -o option).
+ */
+int mwfs_check_fuse_args(int argc, char **argv);
+
+/*
  * Create the FUSE session from the FUSE command line argc/argv (argv[0] a
  * program name, then "-o opt,..." pairs as fuse_session_new() takes them)
  * and mount it at mountpoint.  Installs SIGTERM/SIGINT/SIGHUP handlers that

@@ -327,6 +327,18 @@ bool http_retryable(int curl_code, long status, const char *s3code)
 	return false;
 }
 
+int http_unreachable(int curl_code)
+{
+	switch ((CURLcode)curl_code) {
+	case CURLE_COULDNT_CONNECT:
+		return -ECONNREFUSED;
+	case CURLE_COULDNT_RESOLVE_HOST:
+		return -EHOSTUNREACH;
+	default:
+		return 0;
+	}
+}
+
 const char *http_error_hint(int curl_code)
 {
 	switch ((CURLcode)curl_code) {

@@ -84,6 +84,14 @@ void http_resp_free(struct http_resp *rs);
 bool http_retryable(int curl_code, long status, const char *s3code);
 
 /*
+ * Does curl_code say that nothing answers at that address at all (as
+ * opposed to a slow or failing server)?  -ECONNREFUSED for a refused or
+ * unroutable connection, -EHOSTUNREACH for a host name that does not
+ * resolve, 0 otherwise.
+ */
+int http_unreachable(int curl_code);
+
+/*
  * A short hint for the log line of a transport failure with curl_code:
  * what to check (TLS certificate not trusted or not matching the host, CA
  * file unreadable, handshake with a plain-http port, host not found,

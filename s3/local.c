@@ -808,13 +808,20 @@ static const struct store_ops local_ops = {
 
 int store_open_local(const char *dir, struct store **out)
 {
+	return store_open_local_flags(dir, 0, out);
+}
+
+int store_open_local_flags(const char *dir, int flags, struct store **out)
+{
 	struct local_store *ls;
 	struct walk *w;
 	int rc;
 
-	if (!dir || !*dir || !out)
+	if (!dir || !*dir || !out || (flags & ~(STORE_OPEN_EXISTING | STORE_OPEN_READ_ONLY)))
 		return -EINVAL;
-	if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
+	if (flags & STORE_OPEN_READ_ONLY)
+		flags |= STORE_OPEN_EXISTING;
+	if (!(flags & STORE_OPEN_EXISTING) && mkdir(dir, 0755) < 0 && errno != EEXIST) {
 		rc = -errno;
 		log_err("local open %s: mkdir: %s", dir, strerror(-rc));
 		return rc;
@@ -832,9 +839,15 @@ int store_open_local(const char *dir, struct store **out)
 	ls->root_fd = openat_retry(AT_FDCWD, dir, O_RDONLY | O_DIRECTORY, 0);
 	if (!ls->root || ls->root_fd < 0) {
 		rc = !ls->root ? -ENOMEM : ls->root_fd;
-		log_err("local open %s: %s", dir, strerror(-rc));
+		if (rc == -ENOENT && (flags & STORE_OPEN_EXISTING))
+			log_debug("local open %s: no such directory", dir); /* the caller says so */
+		else
+			log_err("local open %s: %s", dir, strerror(-rc));
 		goto fail;
 	}
+	ls->base.read_only = flags & STORE_OPEN_READ_ONLY;
+	if (ls->base.read_only)
+		goto done; /* look only: leave even the temp files of a crash alone */
 	/* Remove the temp files a crashed process left behind. */
 	w = calloc(1, sizeof(*w));
 	if (!w) {
@@ -853,6 +866,7 @@ int store_open_local(const char *dir, struct store **out)
 		log_err("local open %s: scanning for temp files: %s", dir, strerror(-rc));
 		goto fail;
 	}
+done:
 	*out = &ls->base;
 	return 0;
 fail:

@@ -222,6 +222,8 @@ int s3_call(struct s3 *s, const struct s3_call *c, struct s3_result *res)
 		bool again = transport ? http_retryable(res->r.curl_code, 0, NULL)
 		                       : http_retryable(0, res->r.status, res->code) ||
 		                             (c->retry_conflict && res->r.status == 409);
+		if (transport && c->fail_fast && http_unreachable(res->r.curl_code))
+			again = false;
 		if (!again || attempt >= s->max_retries)
 			break;
 		if (transport || res->r.status >= 500)
@@ -827,17 +829,30 @@ static bool bucket_name_ok(const char *b)
 	return true;
 }
 
-/* One listing request: checks that the bucket exists and the credentials work. */
+/*
+ * One listing request: checks that the bucket exists and the credentials
+ * work.  An endpoint where nothing listens (or whose name does not resolve)
+ * fails at once with -ECONNREFUSED / -EHOSTUNREACH: retrying for 15 s would
+ * only delay the error.  Slow or overloaded servers (timeouts, 5xx) are
+ * retried as always.
+ */
 static int check_bucket(struct s3 *s)
 {
 	struct sigv4_param q[] = {{"list-type", "2"}, {"max-keys", "1"}, {"prefix", s->prefix}};
-	struct s3_call c = {.op = STORE_OP_LIST, .method = "GET", .query = q, .nquery = 3};
+	struct s3_call c = {.op = STORE_OP_LIST, .method = "GET", .query = q, .nquery = 3,
+	                    .fail_fast = true};
 	struct s3_result res;
 	int rc = s3_call(s, &c, &res);
-	if (rc == 0 && res.r.status == 200)
+	if (rc == 0 && res.r.status == 200) {
 		rc = 0;
-	else
+	} else if (rc < 0 && http_unreachable(res.r.curl_code)) {
+		log_err("s3: open: cannot reach %s: %s%s", s->base_url,
+		        res.r.error[0] ? res.r.error : strerror(-rc),
+		        http_error_hint(res.r.curl_code));
+		rc = http_unreachable(res.r.curl_code);
+	} else {
 		rc = s3_fail(s, "open: LIST", s->bucket, &res, rc);
+	}
 	s3_result_free(&res);
 	return rc;
 }

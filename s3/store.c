@@ -52,6 +52,8 @@ int store_put(struct store *s, const char *key, const void *buf, size_t len)
 {
 	if (!store_key_valid(key) || (!buf && len))
 		return -EINVAL;
+	if (s->read_only)
+		return -EROFS;
 	return result(s, s->ops->put(s, key, buf, len));
 }
 
@@ -59,6 +61,8 @@ int store_put_if_absent(struct store *s, const char *key, const void *buf, size_
 {
 	if (!store_key_valid(key) || (!buf && len))
 		return -EINVAL;
+	if (s->read_only)
+		return -EROFS;
 	if (!s->caps.conditional_create)
 		return -ENOTSUP;
 	return result(s, s->ops->put_if_absent(s, key, buf, len));
@@ -93,6 +97,8 @@ int store_delete(struct store *s, const char *key)
 {
 	if (!store_key_valid(key))
 		return -EINVAL;
+	if (s->read_only)
+		return -EROFS;
 	return result(s, s->ops->del(s, key));
 }
 
@@ -103,6 +109,8 @@ int store_delete_many(struct store *s, const char *const *keys, size_t n)
 			return -EINVAL;
 	if (n == 0)
 		return 0;
+	if (s->read_only)
+		return -EROFS;
 	return result(s, s->ops->delete_many(s, keys, n));
 }
 
@@ -110,6 +118,8 @@ int store_writer_open(struct store *s, const char *key, int flags, struct store_
 {
 	if (!store_key_valid(key) || !out || (flags & ~STORE_W_IF_ABSENT))
 		return -EINVAL;
+	if (s->read_only)
+		return -EROFS;
 	if ((flags & STORE_W_IF_ABSENT) && !s->caps.conditional_finish)
 		return -ENOTSUP;
 	return result(s, s->ops->writer_open(s, key, flags, out));
@@ -140,6 +150,8 @@ int store_cleanup_uploads(struct store *s, const char *prefix, unsigned older_th
 			  unsigned *n)
 {
 	unsigned dummy;
+	if (s->read_only)
+		return -EROFS;
 	return result(s, s->ops->cleanup_uploads(s, prefix ? prefix : "", older_than_sec,
 						 n ? n : &dummy));
 }

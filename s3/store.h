@@ -23,6 +23,7 @@
  *               the backend has logged the operation, key, status and code
  *   -ENOSPC     the local disk is full
  *   -ETIMEDOUT  the operation timed out after retries
+ *   -EROFS      a write to a store opened with STORE_OPEN_READ_ONLY
  *
  * Keys: 1..STORE_KEY_MAX bytes of printable ASCII except backslash, made of
  * '/'-separated segments; no empty segment (no leading, trailing or double
@@ -180,11 +181,29 @@ void store_get_stats(struct store *s, struct store_stats *out);
 void store_close(struct store *s);
 
 /*
+ * Flags of the store_open_*_flags() functions.
+ *
+ * STORE_OPEN_EXISTING: the store must already exist.  A missing local
+ * directory is -ENOENT (and is not created).  On S3 the bucket must exist
+ * (it always must); a prefix cannot be told missing from empty.
+ *
+ * STORE_OPEN_READ_ONLY: for tools that only look.  Opening writes nothing
+ * (the local store leaves crash temp files alone; the S3 store does not
+ * probe conditional create, so caps.conditional_create is false unless the
+ * options say yes) and every write (put, put_if_absent, delete, streaming
+ * writer, cleanup of uploads) fails with -EROFS.  Implies EXISTING.
+ */
+#define STORE_OPEN_EXISTING 0x1
+#define STORE_OPEN_READ_ONLY 0x2
+
+/*
  * Backends.  Each writes *out only on success.
  *
  * store_open_local: objects are files under dir (created if missing).
+ * store_open_local_flags: the same with STORE_OPEN_* flags.
  */
 int store_open_local(const char *dir, struct store **out);
+int store_open_local_flags(const char *dir, int flags, struct store **out);
 
 /* Options of the S3 store (s3/s3.c).  Unset strings are NULL. */
 struct s3_opts {
@@ -211,13 +230,23 @@ struct s3_opts {
 /* Fill *o with defaults (all strings NULL, conditional_create -1, ...). */
 void s3_opts_default(struct s3_opts *o);
 
-/* Open an S3 store.  Does one request to check the bucket and credentials. */
+/*
+ * Open an S3 store.  Does one request to check the bucket and credentials
+ * (then, unless o->conditional_create says, the conditional-create probe).
+ * That first request fails at once, without retries, when the endpoint
+ * cannot be reached at all: -ECONNREFUSED (nothing listens, no route) or
+ * -EHOSTUNREACH (the host name does not resolve).  Once open, requests are
+ * retried patiently (max_retries with backoff).
+ */
 int store_open_s3(const struct s3_opts *o, struct store **out);
 
 /*
  * Open a store named by a URL: "s3://bucket/prefix" (the rest of the S3
  * options from *base, which may be NULL), or a local directory path.
+ * store_open_url_flags: the same with STORE_OPEN_* flags.
  */
 int store_open_url(const char *url, const struct s3_opts *base, struct store **out);
+int store_open_url_flags(const char *url, const struct s3_opts *base, int flags,
+			 struct store **out);
 
 #endif /* MEMWALFS_STORE_H */

@@ -45,6 +45,8 @@ struct store {
 	_Atomic uint64_t errors;                     /* errors returned to callers */
 	_Atomic uint64_t bytes_sent;                 /* payload bytes uploaded */
 	_Atomic uint64_t bytes_received;             /* payload bytes downloaded */
+	bool read_only;                              /* STORE_OPEN_READ_ONLY: writes are -EROFS
+							(const after open) */
 };
 
 struct store_writer {

@@ -11,8 +11,10 @@
  *       (fs/fsck.h); prints every problem.  Exit 0 clean, 1 problems found,
  *       2 could not run.
  *
- * Both only read: they are safe on a mounted (live) store, where objects
- * the daemon writes meanwhile may show as orphans or be missed.
+ * Both only read (the store is opened with STORE_OPEN_READ_ONLY: a missing
+ * store is an error, never created): they are safe on a mounted (live)
+ * store, where objects the daemon writes meanwhile may show as orphans or
+ * be missed.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -158,9 +160,11 @@ static void print_count(const char *what, const struct check_count *c)
 
 static int open_store(const struct args *a, const char *cmd, struct store **st)
 {
-	int rc = store_open_url(a->store, &a->so, st);
+	/* only reads: a missing store is an error, and nothing is written */
+	int rc = store_open_url_flags(a->store, &a->so, STORE_OPEN_READ_ONLY, st);
 	if (rc)
-		fprintf(stderr, "memwalfs %s: cannot open %s: %s\n", cmd, a->store, strerror(-rc));
+		fprintf(stderr, "memwalfs %s: cannot open %s: %s\n", cmd, a->store,
+			storeopt_strerror(rc));
 	return rc;
 }
 

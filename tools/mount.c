@@ -19,8 +19,20 @@
  * /sbin/mount.fuse.memwalfs) turns "mount -t fuse.memwalfs STORE DIR -o
  * opts" and fstab lines into this command; memwalfs' own settings may then
  * come as -o options (endpoint=, region=, cadence=, cache=, memtable=,
- * chunk=, single_writer).
+ * chunk=, single_writer, format, stack).
+ *
+ * Bad input changes nothing.  Everything that can be checked without the
+ * store is checked before the fork: every option (the FUSE ones by a dry
+ * parse in libfuse, mwfs_check_fuse_args()), the mount point (a directory,
+ * not a dead FUSE mount, not already a live memwalfs mount unless --stack)
+ * and a local store path (a directory if it exists).  Then the store is
+ * opened and, before anything is written to it: a store that is neither
+ * empty nor a memwalfs store is refused unless --format; and a writer mount
+ * first opens the engine read-only and reads the superblock, so that a
+ * store of a newer format version (manifest, WAL, SSTable or filesystem) or
+ * a damaged one is refused before the writer open claims an epoch.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -29,6 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <sys/xattr.h>
 #include <unistd.h>
@@ -50,6 +63,11 @@ struct mount_args {
 	const char *mountpoint;   /* MOUNTPOINT argument */
 	bool foreground;          /* -f */
 	bool debug;               /* -d: FUSE debug output (implies -f) */
+	bool format;              /* --format: format a non-empty STORE that holds no memwalfs */
+	bool stack;               /* --stack: mount on top of a live memwalfs mount point */
+	bool local;               /* STORE is a local directory (not s3://) */
+	char mnt[PATH_MAX];       /* real path of MOUNTPOINT (checked before the fork) */
+	char abs_store[PATH_MAX]; /* STORE made absolute, for a local store */
 	struct s3_opts s3;        /* store options */
 	struct engine_opts eo;    /* engine options */
 	struct mwfs_opts fo;      /* filesystem options */
@@ -65,7 +83,10 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: memwalfs mount [options] STORE MOUNTPOINT\n\n"
 		"Mount STORE (a local directory, created on first use, or s3://bucket/prefix)\n"
-		"at MOUNTPOINT.  The first mount of an empty store formats it.\n\n"
+		"at MOUNTPOINT, a directory.  The first mount of an empty store formats it; a\n"
+		"store that holds other things is refused (see --format), and so are a store\n"
+		"of a newer format version and a MOUNTPOINT that is a live memwalfs mount\n"
+		"(see --stack).  Refused input changes nothing: not the store, not the mounts.\n\n"
 		"options:\n"
 		"  -f, --foreground       stay in the foreground (default: background once mounted)\n"
 		"  -d, --debug            FUSE debug output (implies -f)\n"
@@ -73,7 +94,7 @@ static void usage(FILE *f)
 		"                         default; no_default_permissions turns it off), noatime,\n"
 		"                         ...; memwalfs settings as endpoint=, region=, cadence=,\n"
 		"                         cache=, memtable=, chunk=, readahead=,\n"
-		"                         single_writer (for fstab)\n"
+		"                         single_writer, format, stack (for fstab)\n"
 		"  --cadence MS           group-commit interval (default 100)\n"
 		"  --cache-size BYTES     blob and block cache (default 256M)\n"
 		"  --memtable-size BYTES  MemTable size before a flush (default 64M)\n"
@@ -83,10 +104,18 @@ static void usage(FILE *f)
 		"                         (default 8M; 0 turns read-ahead off)\n"
 		"  --no-writeback-cache   do not use the kernel writeback cache\n"
 		"  --single-writer        accept a store without conditional create\n"
+		"  --format               format STORE even though it is not empty and holds no\n"
+		"                         memwalfs filesystem (a memwalfs store is never reformatted)\n"
+		"  --stack                mount even if MOUNTPOINT is a live memwalfs mount (the new\n"
+		"                         mount hides it)\n"
 		"  --pidfile FILE         write the id of the serving process to FILE\n"
 		"  -v, --verbose          log more (repeat for debug)\n\n");
 	storeopt_usage(f);
-	fprintf(f, "\nUnmount with: memwalfs umount MOUNTPOINT (waits for the final commit and\n"
+	fprintf(f, "\nAn S3 endpoint that does not answer at all (connection refused, unknown\n"
+		   "host) fails the mount at once; once mounted, requests are retried patiently.\n"
+		   "Exit status: 0 mounted; 1 refused or failed (the message says why); 2 a bad\n"
+		   "option or argument.\n"
+		   "\nUnmount with: memwalfs umount MOUNTPOINT (waits for the final commit and\n"
 		   "reports its status), or fusermount3 -u / umount / SIGTERM (return at once;\n"
 		   "a new mount of the same store then waits for the closing daemon).\n");
 }
@@ -168,6 +197,10 @@ static int set_option(struct mount_args *a, const char *name, const char *val)
 		a->eo.single_writer_ok = true;
 	} else if (!strcmp(name, "no_writeback_cache")) {
 		a->fo.writeback = false;
+	} else if (!strcmp(name, "format") && !val) {
+		a->format = true;
+	} else if (!strcmp(name, "stack") && !val) {
+		a->stack = true;
 	} else {
 		return 0;
 	}
@@ -261,6 +294,10 @@ static int parse_args(struct mount_args *a, int argc, char **argv)
 			a->eo.single_writer_ok = true;
 		} else if (!strcmp(s, "--no-writeback-cache")) {
 			a->fo.writeback = false;
+		} else if (!strcmp(s, "--format")) {
+			a->format = true;
+		} else if (!strcmp(s, "--stack")) {
+			a->stack = true;
 		} else if (!strcmp(s, "-o") || !strncmp(s, "-o", 2)) {
 			const char *v = s[2] ? s + 2 : (i + 1 < argc ? argv[++i] : NULL);
 			if (!v) {
@@ -330,47 +367,275 @@ static void report(int *fd, unsigned char status)
 	*fd = -1;
 }
 
+/* ---- checks before anything changes -------------------------------------- */
+
+/*
+ * The mount point must be a directory that is not a dead FUSE mount, and not
+ * a live memwalfs mount unless --stack.  Fills a->mnt.  0 or -1 (printed).
+ */
+static int check_mountpoint(struct mount_args *a)
+{
+	struct stat sb;
+	struct statvfs vfs;
+	char type[64], src[PATH_MAX];
+
+	/* statvfs asks a FUSE daemon (stat may be answered from the kernel's cache) */
+	if (stat(a->mountpoint, &sb) || statvfs(a->mountpoint, &vfs)) {
+		int err = errno;
+		if (err == ENOTCONN)
+			fprintf(stderr,
+				"memwalfs: mount point %s is a dead FUSE mount (its daemon is gone): "
+				"unmount it first with fusermount3 -u %s\n",
+				a->mountpoint, a->mountpoint);
+		else
+			fprintf(stderr, "memwalfs: mount point %s: %s\n", a->mountpoint,
+				strerror(err));
+		return -1;
+	}
+	if (!S_ISDIR(sb.st_mode)) {
+		fprintf(stderr, "memwalfs: mount point %s is not a directory\n", a->mountpoint);
+		return -1;
+	}
+	if (!realpath(a->mountpoint, a->mnt)) {
+		fprintf(stderr, "memwalfs: mount point %s: %s\n", a->mountpoint, strerror(errno));
+		return -1;
+	}
+	if (!a->stack && mwd_top_mount(a->mnt, type, sizeof(type), src, sizeof(src)) &&
+	    !strcmp(type, "fuse.memwalfs")) {
+		fprintf(stderr,
+			"memwalfs: %s is already a memwalfs mount point (of %s): unmount it first, "
+			"or give --stack (-o stack) to mount on top of it\n",
+			a->mnt, src);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * A local STORE: made absolute (the daemon changes to "/"), and a directory
+ * if it exists.  A read-only mount never creates it.  0 or -1 (printed).
+ */
+static int check_local_store(struct mount_args *a)
+{
+	struct stat sb;
+	const char *path = strncmp(a->store, "file://", 7) ? a->store : a->store + 7;
+
+	if (!stat(path, &sb)) {
+		if (!S_ISDIR(sb.st_mode)) {
+			fprintf(stderr, "memwalfs: store %s is not a directory\n", path);
+			return -1;
+		}
+		if (!realpath(path, a->abs_store)) {
+			fprintf(stderr, "memwalfs: store %s: %s\n", path, strerror(errno));
+			return -1;
+		}
+	} else if (errno != ENOENT || a->eo.read_only) {
+		fprintf(stderr, "memwalfs: store %s: %s%s\n", path, strerror(errno),
+			errno == ENOENT ? " (a read-only mount does not create it)" : "");
+		return -1;
+	} else if (path[0] == '/') {
+		if (snprintf(a->abs_store, sizeof(a->abs_store), "%s", path) >=
+		    (int)sizeof(a->abs_store))
+			goto too_long;
+	} else {
+		char cwd[PATH_MAX];
+		if (!getcwd(cwd, sizeof(cwd)))
+			goto too_long;
+		while (!strncmp(path, "./", 2))
+			path += 2;
+		if (snprintf(a->abs_store, sizeof(a->abs_store), "%s/%s", cwd, path) >=
+		    (int)sizeof(a->abs_store))
+			goto too_long;
+	}
+	a->store = a->abs_store;
+	return 0;
+too_long:
+	fprintf(stderr, "memwalfs: store path %s is too long\n", path);
+	return -1;
+}
+
+/*
+ * The FUSE command line of the mount (a->fuse_opts completed with
+ * default_permissions and fsname), checked by a dry parse in libfuse.
+ * 0 or -1 (printed).
+ */
+static int check_fuse_opts(struct mount_args *a)
+{
+	char fsname[PATH_MAX + 64];
+	char prog[] = "memwalfs", dash_o[] = "-o";
+
+	snprintf(fsname, sizeof(fsname), "fsname=%s,subtype=memwalfs", a->store);
+	if (a->default_permissions && add_fuse_opt(a, "default_permissions"))
+		return -1;
+	if (add_fuse_opt(a, fsname))
+		return -1;
+	/* without -d, which changes nothing here but prints the library version */
+	char *fargv[] = {prog, dash_o, a->fuse_opts, NULL};
+	if (mwfs_check_fuse_args(3, fargv)) {
+		fprintf(stderr, "memwalfs: bad mount option (see above); nothing was mounted or "
+				"changed\n");
+		return -1;
+	}
+	return 0;
+}
+
+/* --pidfile FILE: its directory must exist and be writable (FILE is written once mounted). */
+static int check_pidfile(struct mount_args *a)
+{
+	char dir[PATH_MAX];
+	if (!a->pidfile)
+		return 0;
+	const char *slash = strrchr(a->pidfile, '/');
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else
+		snprintf(dir, sizeof(dir), "%.*s", (int)(slash == a->pidfile ? 1 : slash - a->pidfile),
+			 a->pidfile);
+	if (access(dir, W_OK | X_OK)) {
+		fprintf(stderr, "memwalfs: --pidfile %s: %s: %s\n", a->pidfile, dir, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* Listing callback: note that there is a key, and stop. */
+static int any_key(void *arg, const char *key, uint64_t size)
+{
+	(void)key;
+	(void)size;
+	*(bool *)arg = true;
+	return 1;
+}
+
+/* Does the local directory dir hold anything (lost+found of a fresh disk aside)? */
+static int dir_has_entries(const char *dir, bool *any)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return -errno;
+	*any = false;
+	for (struct dirent *de; !*any && (de = readdir(d));)
+		*any = strcmp(de->d_name, ".") && strcmp(de->d_name, "..") &&
+		       strcmp(de->d_name, "lost+found");
+	closedir(d);
+	return 0;
+}
+
+/*
+ * Refuse a store that is not empty and holds no memwalfs engine (a
+ * manifest/ object exists from the first mount on, docs/MANIFEST.md),
+ * unless --format.  0, or -1 (printed).
+ */
+static int check_store_kind(struct mount_args *a, struct store *st)
+{
+	bool ours = false, other = false;
+	int rc = store_list(st, "manifest/", NULL, 1, any_key, &ours);
+	if (rc == 0 && !ours)
+		rc = a->local ? dir_has_entries(a->store, &other)
+			      : store_list(st, "", NULL, 1, any_key, &other);
+	if (rc < 0) {
+		fprintf(stderr, "memwalfs: listing %s: %s\n", a->store, strerror(-rc));
+		return -1;
+	}
+	if (ours || !other)
+		return 0;
+	if (a->format && !a->eo.read_only) {
+		fprintf(stderr, "memwalfs: %s is not empty and holds no memwalfs filesystem: "
+				"formatting it anyway (--format)\n",
+			a->store);
+		return 0;
+	}
+	fprintf(stderr,
+		"memwalfs: %s is not empty and holds no memwalfs filesystem: refusing to %s "
+		"(nothing was changed)%s\n",
+		a->store, a->eo.read_only ? "mount it" : "format it",
+		a->eo.read_only ? ""
+				: "; give --format (-o format) to format it anyway, beside what is "
+				  "there");
+	return -1;
+}
+
+/* Progress of the read-only check before a writer open: on a terminal only. */
+static void progress_check(void *arg, const char *phase, uint64_t done, uint64_t total)
+{
+	(void)phase;
+	if (isatty(2))
+		progress(arg, "checking the WAL (read-only)", done, total);
+}
+
+/*
+ * Before a writer open claims an epoch (which writes a manifest, a fence
+ * entry and, at close, an SSTable): open the engine read-only, which reads
+ * and checks the manifest, every SSTable it lists and every WAL entry to
+ * replay, and read the filesystem's superblock.  A newer format version or
+ * a damaged object is refused here, with the store untouched.  0 or -1.
+ */
+static int check_formats(struct mount_args *a, struct store *st)
+{
+	struct engine_opts o = a->eo;
+	struct engine *e = NULL;
+	uint32_t version = 0;
+
+	o.read_only = true;
+	o.progress = progress_check;
+	int rc = engine_open(st, &o, &e);
+	if (rc) {
+		fprintf(stderr, "memwalfs: refusing to mount %s: %s%s; nothing was changed\n",
+			a->store, strerror(-rc),
+			rc == -EUCLEAN ? " (an object is damaged or of a format version newer than "
+					 "this memwalfs reads: see above)"
+				       : "");
+		return -1;
+	}
+	rc = mwfs_check_format(e, &version);
+	engine_close(e);
+	if (rc == 0 || rc == -ENOENT)
+		return 0; /* a filesystem this code reads, or none yet (formatted next) */
+	if (rc == -EPROTONOSUPPORT)
+		fprintf(stderr,
+			"memwalfs: refusing to mount %s: its filesystem has format version %u, "
+			"which this memwalfs does not read (written by a newer memwalfs?); nothing "
+			"was changed\n",
+			a->store, version);
+	else
+		fprintf(stderr, "memwalfs: refusing to mount %s: %s%s; nothing was changed\n",
+			a->store, strerror(-rc),
+			rc == -EUCLEAN ? " (the superblock is damaged)" : "");
+	return -1;
+}
+
+/* ---- the daemon ----------------------------------------------------------- */
+
 static int serve(struct mount_args *a, int report_fd)
 {
 	struct store *st = NULL;
 	struct engine *e = NULL;
 	struct mwfs *fs = NULL;
-	char mnt[PATH_MAX];
 	char spath[PATH_MAX] = "", info[PATH_MAX + 32], final[512] = "ok";
 	int rc, status = 1, lock_fd = -1;
-	bool serving = false;
+	bool serving = false, fenced = false;
 
-	if (!realpath(a->mountpoint, mnt)) {
-		fprintf(stderr, "memwalfs: mount point %s: %s\n", a->mountpoint, strerror(errno));
-		goto out;
-	}
-	char abs_store[PATH_MAX];
-	if (strncmp(a->store, "s3://", 5) && a->store[0] != '/') {
-		/* the daemon changes to "/": make a local store path absolute */
-		char cwd[PATH_MAX];
-		if (!getcwd(cwd, sizeof(cwd)) ||
-		    snprintf(abs_store, sizeof(abs_store), "%s/%s", cwd, a->store) >=
-			    (int)sizeof(abs_store)) {
-			fprintf(stderr, "memwalfs: store path %s is too long\n", a->store);
-			goto out;
-		}
-		a->store = abs_store;
-	}
-	rc = store_open_url(a->store, &a->s3, &st);
+	/* a read-only mount never creates a local store directory */
+	rc = store_open_url_flags(a->store, &a->s3, a->eo.read_only ? STORE_OPEN_EXISTING : 0,
+				  &st);
 	if (rc) {
-		fprintf(stderr, "memwalfs: cannot open store %s: %s\n", a->store, strerror(-rc));
+		fprintf(stderr, "memwalfs: cannot open store %s: %s\n", a->store, storeopt_strerror(rc));
 		goto out;
 	}
+	if (check_store_kind(a, st))
+		goto out;
 	if (!a->eo.read_only) {
 		/* wait for a closing daemon of this store instead of fencing it (umount.h) */
 		char name[PATH_MAX + 64];
 		rc = mwd_store_name(a->store, &a->s3, name, sizeof(name));
 		if (!rc)
-			rc = mwd_lock(name, mnt, a->store, MOUNT_LOCK_WAIT_SEC, &lock_fd);
+			rc = mwd_lock(name, a->mnt, a->store, MOUNT_LOCK_WAIT_SEC, &lock_fd);
 		if (rc)
 			log_warn("no per-store lock (%s): a closing daemon of this store is not "
 				 "waited for",
 				 strerror(-rc));
+		if (check_formats(a, st))
+			goto out;
 	}
 	mwd_status_gc();
 	if (!mwd_status_path(getpid(), spath, sizeof(spath))) {
@@ -392,18 +657,12 @@ static int serve(struct mount_args *a, int report_fd)
 			rc == -EPROTONOSUPPORT ? "unknown format version" : strerror(-rc));
 		goto out;
 	}
-	char fsname[PATH_MAX + 64];
-	snprintf(fsname, sizeof(fsname), "fsname=%s,subtype=memwalfs", a->store);
-	if (a->default_permissions && add_fuse_opt(a, "default_permissions"))
-		goto out;
-	if (add_fuse_opt(a, fsname))
-		goto out;
 	char prog[] = "memwalfs", dash_o[] = "-o", dash_d[] = "-d";
 	char *fargv[] = {prog, dash_o, a->fuse_opts, a->debug ? dash_d : NULL, NULL};
 	int fargc = a->debug ? 4 : 3;
-	rc = mwfs_mount(fs, fargc, fargv, mnt);
+	rc = mwfs_mount(fs, fargc, fargv, a->mnt);
 	if (rc) {
-		fprintf(stderr, "memwalfs: cannot mount %s at %s\n", a->store, mnt);
+		fprintf(stderr, "memwalfs: cannot mount %s at %s\n", a->store, a->mnt);
 		goto out;
 	}
 	/* mounted: let the parent go, detach from the terminal */
@@ -438,17 +697,31 @@ static int serve(struct mount_args *a, int report_fd)
 	status = 0;
 out:
 	rc = mwfs_close(fs);
-	if (rc) {
+	if (rc == -ESTALE) {
+		fenced = true;
+	} else if (rc) {
 		log_err("writing out buffered data at unmount: %s", strerror(-rc));
 		snprintf(final, sizeof(final), "error: writing out buffered data: %s",
 			 strerror(-rc));
 		status = 1;
 	}
 	rc = engine_close(e);
-	if (rc) {
+	if (rc == -ESTALE) {
+		fenced = true;
+	} else if (rc) {
 		log_err("final commit: %s", strerror(-rc));
 		if (!strcmp(final, "ok"))
 			snprintf(final, sizeof(final), "error: final commit: %s", strerror(-rc));
+		status = 1;
+	}
+	if (fenced) {
+		/* a newer writer claimed the store (engine.c: fencing); umount.c reads this */
+		log_err("another mount of %s took the filesystem over: this mount was fenced, and "
+			"the writes made here after that were refused (they are not in the store)",
+			a->store);
+		snprintf(final, sizeof(final),
+			 "fenced: another mount took the filesystem over; writes made here after "
+			 "that were refused");
 		status = 1;
 	}
 	store_close(st);
@@ -464,7 +737,7 @@ out:
 	return status;
 }
 
-/* Parse, then serve in the foreground or fork and wait for the child's verdict. */
+/* Parse and check, then serve in the foreground or fork and wait for the child's verdict. */
 static int run_mount(struct mount_args *a, int argc, char **argv)
 {
 	if (parse_args(a, argc, argv))
@@ -474,6 +747,11 @@ static int run_mount(struct mount_args *a, int argc, char **argv)
 			strerror(errno));
 		return 1;
 	}
+	a->local = strncmp(a->store, "s3://", 5) != 0;
+	if (check_mountpoint(a) || (a->local && check_local_store(a)))
+		return 1;
+	if (check_fuse_opts(a) || check_pidfile(a))
+		return 2;
 	if (a->foreground)
 		return serve(a, -1);
 

@@ -10,10 +10,14 @@
  *   memwalfs objects rm    [opts] STORE KEY...     delete objects
  *   memwalfs objects cleanup [opts] STORE [PREFIX] remove abandoned uploads / temp files
  *
- * STORE is a local directory or s3://bucket/prefix (see storeopt.h).
+ * STORE is a local directory or s3://bucket/prefix (see storeopt.h).  It
+ * must exist: no subcommand creates a store, and ls, du, stat and cat open
+ * it read-only (STORE_OPEN_READ_ONLY: nothing is written, not even the
+ * conditional-create probe of S3).
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,7 +37,8 @@ static void usage(FILE *f)
 		   "  put STORE KEY [FILE]   store FILE (default: stdin) as KEY\n"
 		   "  rm STORE KEY...        delete objects\n"
 		   "  cleanup STORE [PREFIX] remove abandoned uploads and temp files\n"
-		   "STORE is a directory or s3://bucket/prefix.\n");
+		   "STORE is a directory or s3://bucket/prefix; it must exist (nothing here\n"
+		   "creates a store, and ls, du, stat and cat never write).\n");
 	storeopt_usage(f);
 }
 
@@ -134,9 +139,14 @@ int cmd_objects(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	rc = store_open_url(pos[0], &o, &st);
+	/* never creates a store; ls, du, stat and cat write nothing at all */
+	bool looks = !strcmp(sub, "ls") || !strcmp(sub, "du") || !strcmp(sub, "stat") ||
+		     !strcmp(sub, "cat");
+	rc = store_open_url_flags(pos[0], &o, looks ? STORE_OPEN_READ_ONLY : STORE_OPEN_EXISTING,
+				  &st);
 	if (rc) {
-		fprintf(stderr, "memwalfs objects: cannot open %s: %s\n", pos[0], strerror(-rc));
+		fprintf(stderr, "memwalfs objects: cannot open %s: %s\n", pos[0],
+			storeopt_strerror(rc));
 		return 1;
 	}
 	if (!strcmp(sub, "ls")) {

@@ -1,6 +1,7 @@
 /*
  * storeopt.c - parsing of the store options shared by all subcommands.
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -86,6 +87,20 @@ int storeopt_parse(struct s3_opts *o, int argc, char **argv, int *i)
 		return 1;
 	}
 	return 0;
+}
+
+const char *storeopt_strerror(int rc)
+{
+	switch (rc) {
+	case -ECONNREFUSED:
+		return "nothing answers at the endpoint (connection refused)";
+	case -EHOSTUNREACH:
+		return "the endpoint's host name does not resolve";
+	case -ENOENT:
+		return "no such store (No such file or directory)";
+	default:
+		return strerror(-rc);
+	}
 }
 
 void storeopt_usage(FILE *f)

@@ -31,6 +31,13 @@
  */
 int storeopt_parse(struct s3_opts *o, int argc, char **argv, int *i);
 
+/*
+ * Why a store did not open, for people: strerror(-rc), or a plainer text
+ * for the errors store_open_*() gives an unreachable endpoint
+ * (-ECONNREFUSED, -EHOSTUNREACH) and a missing store (-ENOENT).
+ */
+const char *storeopt_strerror(int rc);
+
 /* Print the option list above (for --help). */
 void storeopt_usage(FILE *f);
 

@@ -7,7 +7,8 @@
  * reads the daemon's pid and status path from the root xattr, unmounts
  * (umount2 as root, else fusermount3 -u), waits until the daemon has
  * written out its buffers, committed (engine_close) and exited, and exits 0
- * only if its final status is "ok".  Plain "fusermount3 -u" or "umount"
+ * only if its final status is "ok" (a fenced daemon's "fenced: ..." is
+ * told apart from a failed commit).  Plain "fusermount3 -u" or "umount"
  * return before the final commit; the lock makes a mount that follows them
  * at once wait for that commit instead of fencing it.
  */
@@ -184,16 +185,22 @@ static void unescape(char *s)
 	*d = 0;
 }
 
-/* Is a fuse.memwalfs mount of fsname at mountpoint visible here? */
-static bool is_mounted(const char *mountpoint, const char *fsname)
+/*
+ * Walk /proc/self/mountinfo for mounts at mountpoint.  Each match (in mount
+ * order, so the last one is on top) is copied into type/src (unescaped).
+ * Stops at the first match when src_want is given and equals its source.
+ * Returns the number of matches seen (0 if unreadable).
+ */
+static int scan_mounts(const char *mountpoint, const char *src_want, char *type, size_t tn,
+		       char *srcbuf, size_t sn)
 {
 	FILE *f = fopen("/proc/self/mountinfo", "re");
 	char *line = NULL;
 	size_t cap = 0;
-	bool found = false;
+	int found = 0;
 	if (!f)
-		return false;
-	while (!found && getline(&line, &cap, f) > 0) {
+		return 0;
+	while (getline(&line, &cap, f) > 0) {
 		/* id parent maj:min root MOUNTPOINT opts [optional...] - FSTYPE SOURCE superopts */
 		char *save = NULL, *mp = NULL, *tok;
 		int i = 0;
@@ -202,17 +209,38 @@ static bool is_mounted(const char *mountpoint, const char *fsname)
 		mp = tok;
 		while (tok && strcmp(tok, "-"))
 			tok = strtok_r(NULL, " ", &save);
-		char *type = tok ? strtok_r(NULL, " ", &save) : NULL;
-		char *src = type ? strtok_r(NULL, " ", &save) : NULL;
-		if (!mp || !src || strcmp(type, "fuse.memwalfs"))
+		char *ty = tok ? strtok_r(NULL, " ", &save) : NULL;
+		char *src = ty ? strtok_r(NULL, " ", &save) : NULL;
+		if (!mp || !src)
 			continue;
 		unescape(mp);
+		if (strcmp(mp, mountpoint))
+			continue;
 		unescape(src);
-		found = !strcmp(mp, mountpoint) && !strcmp(src, fsname);
+		if (src_want && (strcmp(ty, "fuse.memwalfs") || strcmp(src, src_want)))
+			continue;
+		found++;
+		if (type)
+			snprintf(type, tn, "%s", ty);
+		if (srcbuf)
+			snprintf(srcbuf, sn, "%s", src);
+		if (src_want)
+			break;
 	}
 	free(line);
 	fclose(f);
 	return found;
+}
+
+/* Is a fuse.memwalfs mount of fsname at mountpoint visible here? */
+static bool is_mounted(const char *mountpoint, const char *fsname)
+{
+	return scan_mounts(mountpoint, fsname, NULL, 0, NULL, 0) > 0;
+}
+
+bool mwd_top_mount(const char *mountpoint, char *type, size_t tn, char *src, size_t sn)
+{
+	return scan_mounts(mountpoint, NULL, type, tn, src, sn) > 0;
 }
 
 /* Read the holder's "pid\nmountpoint\nfsname\n" from fd (0 or -1). */
@@ -388,8 +416,12 @@ static void umount_usage(FILE *f)
 {
 	fprintf(f, "usage: memwalfs umount [--timeout SEC] MOUNTPOINT\n\n"
 		   "Unmount the memwalfs filesystem at MOUNTPOINT and wait until its daemon has\n"
-		   "committed every write and exited.  Exit status 0 only if the final commit\n"
-		   "succeeded.  --timeout: give up waiting after SEC seconds (default: wait).\n");
+		   "committed every write and exited.  --timeout: give up waiting after SEC\n"
+		   "seconds (default: wait).\n\n"
+		   "Exit status: 0 the final commit succeeded; 1 it failed, or another mount of\n"
+		   "the same store took the filesystem over while it was mounted here (fenced:\n"
+		   "writes made here after that were refused with EIO and are not in the store),\n"
+		   "or MOUNTPOINT is not a memwalfs mount, or the wait timed out; 2 bad usage.\n");
 }
 
 int cmd_umount(int argc, char **argv)
@@ -469,7 +501,15 @@ int cmd_umount(int argc, char **argv)
 		unlink(spath);
 		return 0;
 	}
-	if (!strncmp(st, "error", 5)) {
+	if (!strncmp(st, "fenced", 6)) {
+		/* mount.c: engine_close() or the buffer write-out ended with -ESTALE */
+		fprintf(stderr,
+			"memwalfs: %s: another mount of this filesystem took it over while it was "
+			"mounted here (this mount was fenced); writes made here after that were "
+			"refused with EIO and are not in the store\n",
+			mnt);
+		unlink(spath);
+	} else if (!strncmp(st, "error", 5)) {
 		fprintf(stderr, "memwalfs: %s: the daemon's final commit failed: %s\n", mnt, st);
 		unlink(spath);
 	} else {

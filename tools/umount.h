@@ -11,7 +11,8 @@
  *                     path of a local store; endpoint + bucket/prefix of S3).
  *                     Its text is "pid\nmountpoint\nfsname\n" of the holder.
  *   daemon-PID.status one line written by the daemon: "serving" once mounted,
- *                     then "ok" or "error: ..." after its final commit.
+ *                     then "ok", "error: ..." or (fenced by a newer writer)
+ *                     "fenced: ..." after its final commit.
  *
  * The root directory answers getxattr(MWFS_DAEMON_XATTR) with "PID STATUSPATH"
  * so that "memwalfs umount" can find both before it unmounts.
@@ -24,6 +25,7 @@
 #ifndef MEMWALFS_TOOLS_UMOUNT_H
 #define MEMWALFS_TOOLS_UMOUNT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -62,6 +64,13 @@ int mwd_status_write(const char *path, const char *text);
  * (nobody ran "memwalfs umount" for them).  Best effort.
  */
 void mwd_status_gc(void);
+
+/*
+ * Is mountpoint (a real path) a mount point here?  If so, copies the type
+ * ("fuse.memwalfs", "ext4", ...) and source of the mount on top into
+ * type/src (tn/sn bytes) and returns true.
+ */
+bool mwd_top_mount(const char *mountpoint, char *type, size_t tn, char *src, size_t sn);
 
 /* memwalfs umount (tools/commands.h). */
 int cmd_umount(int argc, char **argv);

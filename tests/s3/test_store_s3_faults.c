@@ -16,7 +16,8 @@
  * store_get_stats; a conditional create whose first attempt landed but whose
  * answer was lost resolves to success, not -EEXIST (and to -EEXIST when the
  * object is really someone else's); exhausted retries give -EIO with the
- * status in the log.
+ * status in the log; a server that goes away after the open (connection
+ * refused) is retried patiently, unlike at open.
  *
  * Arguments: the path of faultproxy.py.  Needs S3_ENDPOINT (http://),
  * S3_BUCKET, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY; exits 77 (SKIP)
@@ -394,6 +395,29 @@ static void test_multipart_faults(void **state)
 	free(data);
 }
 
+/*
+ * The server goes away after the open (the proxy stops: connections are
+ * refused).  Unlike the first request of an open, which gives up at once,
+ * requests of an open store are retried max_retries times, then -EIO.  Runs
+ * last: the proxy stays down.
+ */
+static void test_refused_after_open(void **state)
+{
+	(void)state;
+	struct store_stats s0, s1;
+	void *b = NULL;
+	size_t n = 0;
+
+	assert_int_equal(store_put(P, "gone/obj", "x", 1), 0);
+	faultproxy_stop(&FP);
+	store_get_stats(P, &s0);
+	assert_int_equal(store_get(P, "gone/obj", 0, STORE_TO_END, &b, &n), -EIO);
+	store_get_stats(P, &s1);
+	assert_int_equal(s1.retries - s0.retries, 4); /* open_store: max_retries 4 */
+	assert_int_equal(s1.requests[STORE_OP_GET] - s0.requests[STORE_OP_GET], 5);
+	truth_eq("gone/obj", "x", 1);
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -431,6 +455,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_retries_exhausted),
 	    cmocka_unit_test(test_conditional_lost_answer),
 	    cmocka_unit_test(test_multipart_faults),
+	    cmocka_unit_test(test_refused_after_open), /* last: stops the proxy */
 	};
 	const char *ep = getenv("S3_ENDPOINT");
 

@@ -3,8 +3,9 @@
  * and of key validation (store_key_valid): the on-disk layout, temp files
  * (never listed, removed at open when their process is gone, removed by age
  * by cleanup_uploads), symlinks planted in the root never followed, keys that
- * are both an object and a prefix, capabilities and counters.  The general
- * store contract is in store_conformance.c.
+ * are both an object and a prefix, capabilities and counters, the open flags
+ * (EXISTING: never creates; READ_ONLY: writes nothing, every write -EROFS).
+ * The general store contract is in store_conformance.c.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -169,6 +170,57 @@ static void test_open_errors(void **state)
 	free(dir);
 }
 
+/* STORE_OPEN_EXISTING and STORE_OPEN_READ_ONLY (issue 9: looking never changes a store). */
+static void test_open_flags(void **state)
+{
+	(void)state;
+	char *dir = tu_tempdir(), path[PATH_MAX / 2]; /* room for a name below it */
+	struct store *s = (struct store *)0x1, *w = NULL;
+	struct store_writer *wr = (struct store_writer *)0x1;
+	void *data = NULL;
+	size_t n = 0;
+
+	assert_non_null(dir);
+	/* a missing directory is -ENOENT and stays missing, with either flag */
+	snprintf(path, sizeof(path), "%s/missing", dir);
+	assert_int_equal(store_open_local_flags(path, STORE_OPEN_EXISTING, &s), -ENOENT);
+	assert_int_equal(store_open_local_flags(path, STORE_OPEN_READ_ONLY, &s), -ENOENT);
+	assert_int_equal(store_open_url_flags(path, NULL, STORE_OPEN_READ_ONLY, &s), -ENOENT);
+	assert_ptr_equal(s, (struct store *)0x1);
+	assert_false(file_exists(dir, "missing"));
+	assert_int_equal(store_open_local_flags(path, 0x80, &s), -EINVAL);
+
+	/* read-only: reads work, every write is -EROFS, a crash's temp file is left alone */
+	snprintf(path, sizeof(path), "%s/st", dir);
+	assert_int_equal(store_open_local(path, &w), 0);
+	assert_int_equal(store_put(w, "k", "v", 1), 0);
+	store_close(w);
+	write_file(path, "\\tmp.999999999.1", "crash");
+	assert_int_equal(store_open_local_flags(path, STORE_OPEN_READ_ONLY, &s), 0);
+	assert_true(file_exists(path, "\\tmp.999999999.1"));
+	assert_int_equal(store_get(s, "k", 0, STORE_TO_END, &data, &n), 0);
+	assert_int_equal(n, 1);
+	free(data);
+	assert_int_equal(tu_count_keys(s, ""), 1);
+	assert_int_equal(store_put(s, "k2", "v", 1), -EROFS);
+	assert_int_equal(store_put_if_absent(s, "k2", "v", 1), -EROFS);
+	assert_int_equal(store_delete(s, "k"), -EROFS);
+	const char *keys[] = {"k"};
+	assert_int_equal(store_delete_many(s, keys, 1), -EROFS);
+	assert_int_equal(store_writer_open(s, "k3", 0, &wr), -EROFS);
+	assert_ptr_equal(wr, (struct store_writer *)0x1);
+	assert_int_equal(store_cleanup_uploads(s, "", 0, NULL), -EROFS);
+	store_close(s);
+	assert_true(file_exists(path, "k"));
+	assert_false(file_exists(path, "k2"));
+	assert_true(file_exists(path, "\\tmp.999999999.1"));
+	/* EXISTING alone opens an existing store for writing */
+	assert_int_equal(store_open_local_flags(path, STORE_OPEN_EXISTING, &s), 0);
+	assert_int_equal(store_put(s, "k2", "v", 1), 0);
+	store_close(s);
+	free(dir);
+}
+
 static void test_symlinks_never_followed(void **state)
 {
 	(void)state;
@@ -307,6 +359,7 @@ int main(void)
 		cmocka_unit_test(test_key_valid),
 		cmocka_unit_test(test_layout_and_caps),
 		cmocka_unit_test(test_open_errors),
+		cmocka_unit_test(test_open_flags),
 		cmocka_unit_test(test_symlinks_never_followed),
 		cmocka_unit_test(test_temp_files),
 		cmocka_unit_test(test_foreign_files),
