@@ -60,6 +60,24 @@ uint64_t ec_mix(uint64_t x)
 	return x ^ (x >> 31);
 }
 
+uint64_t ec_seed(const char *name)
+{
+	const char *env = getenv("MEMWALFS_SEED");
+	struct timespec ts;
+	uint64_t seed;
+
+	if (env && *env) {
+		seed = strtoull(env, NULL, 0);
+	} else {
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		seed = ((uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec) ^
+		       ((uint64_t)getpid() << 32);
+	}
+	fprintf(stderr, "%s: seed %" PRIu64 " (replay with MEMWALFS_SEED=%" PRIu64 ")\n", name,
+		seed, seed);
+	return seed;
+}
+
 struct rng {
 	uint64_t s; /* state */
 };
@@ -857,9 +875,11 @@ int ec_crash_seed(enum ec_kind kind, uint64_t seed, bool verbose)
 	int rc, ret = -1;
 	bool clean, crashed_mid = false, open_crash;
 	static struct ec_found found[EC_MAXT][EC_KEYS];
+	struct timespec t0, t1;
 
 	if (!run)
 		return fail_seed(seed, "out of memory");
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	current_seed = seed;
 	signal(SIGALRM, alarm_handler);
 	signal(SIGSEGV, fatal_handler);
@@ -1022,9 +1042,11 @@ int ec_crash_seed(enum ec_kind kind, uint64_t seed, bool verbose)
 
 		for (unsigned t = 0; t < run->nthreads; t++)
 			n += run->th[t].n;
-		printf("seed %" PRIu64 ": ok, %u threads, %u writes, %s\n", seed, run->nthreads, n,
-		       clean ? "clean close" : crashed_mid ? "crash during workload" :
-		       "crash after workload");
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		printf("seed %" PRIu64 ": ok, %u threads, %u writes, %s (%.1f s)\n", seed,
+		       run->nthreads, n, clean ? "clean close" : crashed_mid ? "crash during workload" :
+		       "crash after workload", (double)(t1.tv_sec - t0.tv_sec) +
+		       (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
 	}
 out:
 	alarm(0);

@@ -91,4 +91,11 @@ int ec_open_race(enum ec_kind kind);
 /* Deterministic 64-bit mixer (splitmix64). */
 uint64_t ec_mix(uint64_t x);
 
+/*
+ * A seed for a randomized test, as tu_seed() (tests/util/testutil.h) gives
+ * it to the tests that link testutil: $MEMWALFS_SEED if set, else from the
+ * clock; printed to stderr with name so that a failure can be replayed.
+ */
+uint64_t ec_seed(const char *name);
+
 #endif /* MEMWALFS_ENGINE_CHECK_H */

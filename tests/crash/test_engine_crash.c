@@ -4,9 +4,12 @@
  *
  *   test_engine_crash [--seeds FIRST-LAST] [--s3] [--quiet]
  *
- * Seeds default to 0-199 (or $EC_SEEDS, e.g. "1000-1099").  Each seed runs
- * a random multi-threaded workload over the fault wrapper, crashes it at a
- * random store call (or after the workload, or closes cleanly), reopens and
+ * Seeds default to 0-199 (or $EC_SEEDS, e.g. "1000-1099").  With
+ * $MEMWALFS_SEED=S (as for every randomized test, tests/util/testutil.h) the
+ * range is shifted by S: seeds S+FIRST .. S+LAST, so a run with a fresh S
+ * covers fresh seeds and MEMWALFS_SEED=S replays the whole run.  Each seed
+ * runs a random multi-threaded workload over the fault wrapper, crashes it at
+ * a random store call (or after the workload, or closes cleanly), reopens and
  * checks the reference model: see tests/crash/engine_check.c.  Every seed is
  * printed when it starts, and again with FAIL on a violation; reproduce one
  * with --seeds N-N (EC_KEEP_FAILED=1 keeps its objects).  Exit 0 when every
@@ -37,7 +40,8 @@ int main(int argc, char **argv)
 	uint64_t lo = 0, hi = 199;
 	enum ec_kind kind = EC_LOCAL;
 	bool quiet = false;
-	const char *env = getenv("EC_SEEDS");
+	const char *env = getenv("EC_SEEDS"), *shift = getenv("MEMWALFS_SEED");
+	uint64_t base = 0, count;
 	unsigned failed = 0;
 	struct timespec t0, t1;
 
@@ -64,10 +68,27 @@ int main(int argc, char **argv)
 		printf("S3_ENDPOINT unset: skip\n");
 		return 77;
 	}
+	count = hi - lo + 1;
+	if (shift && *shift) {
+		char *end;
+
+		base = strtoull(shift, &end, 0);
+		if (*end || base > UINT64_MAX - hi) {
+			fprintf(stderr, "bad MEMWALFS_SEED '%s' (a number, at most %" PRIu64 ")\n",
+				shift, UINT64_MAX - hi);
+			return 2;
+		}
+		lo += base;
+		hi += base;
+		printf("crash campaign: MEMWALFS_SEED %" PRIu64 " shifts the seeds by %" PRIu64
+		       " (replay with MEMWALFS_SEED=%" PRIu64 ")\n", base, base, base);
+	}
 	printf("crash campaign: seeds %" PRIu64 "-%" PRIu64 " on the %s store\n", lo, hi,
 	       kind == EC_S3 ? "s3" : "local");
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	for (uint64_t s = lo; s <= hi; s++) {
+	for (uint64_t i = 0; i < count; i++) {
+		uint64_t s = lo + i;
+
 		if (!quiet) {
 			printf("seed %" PRIu64 "\n", s);
 			fflush(stdout);
@@ -78,8 +99,9 @@ int main(int argc, char **argv)
 			return 77;
 		if (rc) {
 			failed++;
-			fprintf(stderr, "FAIL seed %" PRIu64 " (rerun: --seeds %" PRIu64 "-%" PRIu64
-				"%s)\n", s, s, s, kind == EC_S3 ? " --s3" : "");
+			fprintf(stderr, "FAIL seed %" PRIu64 " (rerun: %s--seeds %" PRIu64 "-%" PRIu64
+				"%s)\n", s, base ? "env -u MEMWALFS_SEED " : "", s, s,
+				kind == EC_S3 ? " --s3" : "");
 		}
 		fflush(stdout);
 		fflush(stderr);
@@ -93,7 +115,7 @@ int main(int argc, char **argv)
 	       "workload, %u after it, %u clean closes, %u recovery opens crashed; writes "
 	       "issued %" PRIu64 ", acknowledged %" PRIu64 ", found after reopen %" PRIu64
 	       "; MemTables frozen %" PRIu64 ", flushed %" PRIu64 "\n",
-	       t.seeds, hi - lo + 1,
+	       t.seeds, count,
 	       (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9,
 	       t.crashed_mid, t.crashed_end, t.clean, t.open_crashes, t.ops, t.acked,
 	       t.survived, t.frozen, t.flushes);

@@ -559,17 +559,29 @@ static void test_delay_counters_clear(void **state)
 	assert_string_equal(store_caps(t->store)->name, "fault(local)");
 	assert_true(store_caps(t->store)->conditional_create);
 	assert_int_equal(store_put(t->store, "d/x", "abc", 3), 0);
-	fault_store_delay(t->fault, FAULT_M(FAULT_OP_GET), 30000);
+	fault_store_delay(t->fault, FAULT_M(FAULT_OP_GET), 300000);
 	double t0 = tu_now_sec();
 	assert_int_equal(store_get(t->store, "d/x", 0, STORE_TO_END, &p, &n), 0);
 	free(p);
-	assert_true(tu_now_sec() - t0 >= 0.029);
-	t0 = tu_now_sec();
-	assert_int_equal(store_head(t->store, "d/x", &st), 0); /* not delayed */
-	assert_true(tu_now_sec() - t0 < 0.029);
+	assert_true(tu_now_sec() - t0 >= 0.299);
+	/*
+	 * A head is not delayed.  A delayed call always takes 300 ms or more,
+	 * while an undelayed one may too on a loaded machine (preemption, a
+	 * slow disk), so a single slow head proves nothing: the head is not
+	 * delayed if any of five takes less than the delay.
+	 */
+	bool fast = false;
+	uint64_t heads = 0;
+
+	for (int i = 0; i < 5 && !fast; i++, heads++) {
+		t0 = tu_now_sec();
+		assert_int_equal(store_head(t->store, "d/x", &st), 0);
+		fast = tu_now_sec() - t0 < 0.299;
+	}
+	assert_true(fast);
 	assert_int_equal(fault_store_calls(t->fault, FAULT_OP_PUT), 1);
 	assert_int_equal(fault_store_calls(t->fault, FAULT_OP_GET), 1);
-	assert_int_equal(fault_store_calls(t->fault, FAULT_OP_HEAD), 1);
+	assert_int_equal(fault_store_calls(t->fault, FAULT_OP_HEAD), heads);
 	fault_store_reset_calls(t->fault);
 	assert_int_equal(fault_store_calls(t->fault, FAULT_OP_GET), 0);
 

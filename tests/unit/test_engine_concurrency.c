@@ -17,6 +17,14 @@
  *   - engine_get_range of a value returns the right slice.
  * At the end the engine is closed and reopened: every writer's last round is
  * there (a == b == last version).
+ *
+ * What varies is the interleaving, which no seed replays; the seed (printed,
+ * MEMWALFS_SEED replays it) picks the value lengths, the MemTable size and
+ * the inline limit, so that repeated runs also cover different shapes.
+ * Readers check only what is true at every instant of a run without faults:
+ * a bound taken before the read (published) and the snapshot's own
+ * consistency, never "the latest value", which a writer may change at any
+ * time.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -35,6 +43,7 @@
 
 #include "engine.h"
 #include "store.h"
+#include "testutil.h"
 
 #define NW 8
 #define NR 4
@@ -47,6 +56,7 @@ static _Atomic uint64_t published[NW]; /* last complete round per writer */
 static char failure[512];              /* first violation (protected by fail_mu) */
 static pthread_mutex_t fail_mu = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic uint64_t n_reads, n_scans, n_rounds;
+static uint64_t salt; /* from the seed: varies the values (set before the threads start) */
 
 static void record_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void record_fail(const char *fmt, ...)
@@ -73,7 +83,7 @@ static uint64_t mix(uint64_t x)
 
 static size_t vlen_of(unsigned w, uint64_t v, char which)
 {
-	uint64_t h = mix((uint64_t)w << 48 ^ v << 8 ^ (uint64_t)which);
+	uint64_t h = mix((uint64_t)w << 48 ^ v << 8 ^ (uint64_t)which ^ salt);
 
 	return h % 4 == 0 ? 600 + h % 3000 : HDR + h % 64;
 }
@@ -82,7 +92,7 @@ static size_t vlen_of(unsigned w, uint64_t v, char which)
 static size_t make_val(uint8_t *buf, unsigned w, uint64_t v, char which)
 {
 	size_t n = vlen_of(w, v, which);
-	uint64_t x = mix((uint64_t)w * 7919 + v * 31 + (uint64_t)which);
+	uint64_t x = mix((uint64_t)w * 7919 + v * 31 + (uint64_t)which + salt);
 
 	memcpy(buf, &v, 8);
 	buf[8] = (uint8_t)w;
@@ -254,8 +264,8 @@ static void reader_scan(uint64_t seen_scan[NW])
 	}
 	if (!rc && it && engine_iter_status(it))
 		record_fail("scan status %d", engine_iter_status(it));
-	if (rc && !failure[0])
-		record_fail("engine_iter_new: %d", rc);
+	if (rc)
+		record_fail("engine_iter_new: %d", rc); /* keeps the first failure */
 	engine_iter_free(it);
 	if (atomic_load(&stop))
 		return;
@@ -300,14 +310,19 @@ static void test_concurrency(void **state)
 	pthread_t wt[NW], rt[NR];
 	const char *env = getenv("EC_CONC_SECONDS");
 	unsigned secs = env ? (unsigned)atoi(env) : 4;
+	uint64_t seed = tu_seed("engine_concurrency");
+	static const size_t inl[] = { 256, 512, 1024 };
 	char cmd[128];
 
+	salt = mix(seed);
 	assert_non_null(mkdtemp(dir));
 	assert_int_equal(store_open_local(dir, &st), 0);
 	engine_opts_default(&o);
 	o.cadence_ms = 10;
-	o.inline_max = 512;
-	o.memtable_max_bytes = 1 << 20; /* freezes during the run */
+	o.inline_max = inl[seed % 3];
+	o.memtable_max_bytes = (seed >> 2) % 2 ? 1 << 20 : 256 << 10; /* freezes during the run */
+	print_message("concurrency: inline_max %zu, MemTable %zu KiB\n", o.inline_max,
+		      o.memtable_max_bytes >> 10);
 	assert_int_equal(engine_open(st, &o, &eng), 0);
 	for (unsigned i = 0; i < NW; i++)
 		assert_int_equal(pthread_create(&wt[i], NULL, writer_main, (void *)(uintptr_t)i),
@@ -324,8 +339,8 @@ static void test_concurrency(void **state)
 		pthread_join(rt[i], NULL);
 	print_message("concurrency: %" PRIu64 " rounds, %" PRIu64 " gets, %" PRIu64 " scans\n",
 		      atomic_load(&n_rounds), atomic_load(&n_reads), atomic_load(&n_scans));
-	if (failure[0])
-		fail_msg("%s", failure);
+	if (failure[0]) /* every thread is joined: no lock needed */
+		fail_msg("%s (seed %" PRIu64 ")", failure, seed);
 	assert_true(atomic_load(&n_scans) > 0);
 	assert_int_equal(engine_close(eng), 0);
 
@@ -374,7 +389,10 @@ static void *cad_put(void *arg)
 /*
  * A waiting put without ENGINE_URGENT on an idle engine is committed by the
  * cadence (engine.h: "a group is committed when the cadence fires"): with a
- * 10 ms cadence it must return well within 2 s.
+ * 10 ms cadence it returns within milliseconds.  The bound is 20 s, not a
+ * tight one: the bug this catches waits for an urgent commit that never
+ * comes (forever), while a loaded machine under ASan can take a second or
+ * more to schedule the committer and write the entry.
  */
 static void test_cadence_commits_idle_group(void **state)
 {
@@ -395,14 +413,14 @@ static void test_cadence_commits_idle_group(void **state)
 	usleep(50000); /* let the committer go idle */
 	a.e = e;
 	assert_int_equal(pthread_create(&tid, NULL, cad_put, &a), 0);
-	for (int i = 0; i < 200 && !atomic_load(&a.done); i++)
+	for (int i = 0; i < 2000 && !atomic_load(&a.done); i++)
 		usleep(10000);
 	if (!atomic_load(&a.done)) {
 		/* unstick it so the test can finish, then report */
 		engine_sync(e);
 		pthread_join(tid, NULL);
 		fail_msg("a non-urgent ENGINE_WAIT put on an idle engine was not committed by the "
-			 "10 ms cadence within 2 s (it waited for the next urgent commit)");
+			 "10 ms cadence within 20 s (it waited for the next urgent commit)");
 	}
 	pthread_join(tid, NULL);
 	assert_int_equal(a.rc, 0);

@@ -10,6 +10,18 @@
  *
  * The seed is printed (MEMWALFS_SEED replays it); MEMWALFS_MODEL_STEPS sets
  * the number of operations (default 20000, about 10 s here).
+ *
+ * When checks run: a check compares reads with the model, so it runs only
+ * while no fault is armed.  An armed crash fires at the nth store write of
+ * any thread - the committer, the flusher or compaction, not only the test
+ * thread - and from then on every store call fails, so a read during an
+ * armed window may get -EIO however correct the engine is.  The periodic
+ * check that falls due while a crash is armed waits until the crash has
+ * been recovered (or the arm expired).  Background threads that remain
+ * while nothing is armed (committer, flusher, compaction after a flush; GC
+ * is off, passes are run by the test) move data between MemTables and
+ * SSTables but never change what a read returns, so checks need not wait
+ * for them.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -106,8 +118,11 @@ static void settle(unsigned upto)
 	npend = 0;
 }
 
-/* Does the engine hold exactly v for key k?  Returns 1 yes, 0 no; fails on errors. */
-static int matches(struct engine *e, unsigned k, const struct mval *v)
+/*
+ * Does the engine hold exactly v for key k?  Returns 1 yes, 0 no; fails on
+ * errors (no fault is armed when this runs: see the file header).
+ */
+static int matches(struct engine *e, unsigned k, const struct mval *v, const char *when)
 {
 	char key[16];
 	void *got = NULL;
@@ -119,7 +134,8 @@ static int matches(struct engine *e, unsigned k, const struct mval *v)
 	if (rc == -ENOENT)
 		return !v->present;
 	if (rc)
-		fail_msg("get %s: %d (a referenced object is gone or corrupt)", key, rc);
+		fail_msg("%s: get %s: %d (a referenced object is gone or corrupt)", when, key,
+			 rc);
 	ok = v->present && n == v->len;
 	if (ok) {
 		tu_random_bytes(vbuf, n, v->ver);
@@ -135,7 +151,7 @@ static void check_all(struct engine *e, const char *when)
 	for (unsigned k = 0; k < NKEYS; k++) {
 		struct mval v = current(k);
 
-		if (!matches(e, k, &v))
+		if (!matches(e, k, &v, when))
 			fail_msg("%s: key %u differs from the model (present %d len %u ver %" PRIu64
 				 ")", when, k, v.present, v.len, v.ver);
 	}
@@ -227,7 +243,7 @@ static void check_after_crash(struct engine *e)
 		for (unsigned key = 0; key < NKEYS && ok; key++) {
 			struct mval v = at_prefix(key, (unsigned)k);
 
-			ok = matches(e, key, &v);
+			ok = matches(e, key, &v, "after a crash");
 		}
 		if (ok)
 			break;
@@ -265,7 +281,8 @@ static void test_model(void **state)
 	unsigned steps = env ? (unsigned)atoi(env) : 20000;
 	unsigned crashes = 0, reopens = 0, gcs = 0, flushes = 0, compactions = 0;
 	uint64_t deleted = 0, repacked = 0;
-	bool armed = false;
+	bool armed = false;      /* a crash is armed: no check may run (file header) */
+	bool check_due = false;  /* the periodic check fell due while armed */
 	unsigned armed_for = 0;
 	int rc;
 	(void)state;
@@ -287,8 +304,24 @@ static void test_model(void **state)
 			rc = engine_flush_now(e);
 			flushes += rc == 0;
 		} else if (r < 970) {
-			rc = engine_compact_now(e);
-			compactions += rc == 0;
+			/*
+			 * Engine bug (issue 9, reported to the engine owners):
+			 * engine_compact_now() waits until the flusher serves
+			 * the request, which it does only once no MemTable is
+			 * frozen; when the flush of a frozen MemTable keeps
+			 * failing (the store crashed) the flusher retries it
+			 * every second for ever and the call never returns.
+			 * So while a crash is armed, compact only when nothing
+			 * is frozen (only this thread writes, so nothing
+			 * freezes meanwhile).
+			 */
+			engine_get_stats(e, &s);
+			if (armed && s.frozen_count) {
+				rc = 0;
+			} else {
+				rc = engine_compact_now(e);
+				compactions += rc == 0;
+			}
 		} else if (r < 985) {
 			struct engine_gc_result g;
 
@@ -339,7 +372,11 @@ static void test_model(void **state)
 		if (rc)
 			fail_msg("step %u: unexpected error %d without a fault", step, rc);
 		if (step % 250 == 0)
+			check_due = true;
+		if (check_due && !armed) {
 			check_all(e, "periodic");
+			check_due = false;
+		}
 	}
 	if (armed)
 		e = crash_and_recover(t, e, &o);
