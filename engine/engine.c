@@ -46,6 +46,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cache.h"
 #include "dbiter.h"
@@ -368,9 +369,9 @@ int engine_open(struct store *st, const struct engine_opts *o, struct engine **o
 	pthread_cond_init(&e->commit_cv, &ca);
 	pthread_cond_init(&e->flush_cv, &ca);
 	pthread_cond_init(&e->gc_cv, &ca);
+	pthread_cond_init(&e->durable_cv, &ca);
 	pthread_condattr_destroy(&ca);
 	pthread_mutex_init(&e->gc_mu, NULL);
-	pthread_cond_init(&e->durable_cv, NULL);
 	e->stats.read_only = e->o.read_only;
 
 	/* the cache budget is shared: half blobs, half SSTable blocks */
@@ -912,6 +913,14 @@ size_t engine_stats_format(struct engine *e, char *buf, size_t len)
 	U64(repacked_bytes);
 	U64(store_pack_bytes);
 	U64(store_live_pack_bytes);
+	EMIT("outage_since %" PRId64 "\n", s.outage_since);
+	EMIT("outage_seconds %" PRId64 "\n",
+	     s.outage_since ? (int64_t)time(NULL) - s.outage_since : 0);
+	EMIT("outage_error %d\n", s.outage_error);
+	U64(outages);
+	U64(commit_retries);
+	U64(writers_waiting);
+	U64(sync_timeouts);
 	for (int i = 0; i < STORE_OP__COUNT; i++)
 		EMIT("store_requests_%s %" PRIu64 "\n", op_names[i], ss.requests[i]);
 	EMIT("store_retries %" PRIu64 "\n", ss.retries);

@@ -69,7 +69,26 @@ struct engine_opts {
 	unsigned gc_interval_ms;
 	unsigned gc_grace_sec;
 	unsigned repack_below_pct;
+	/*
+	 * A commit that fails for a transient reason (unreachable or throttling
+	 * store, timeouts, a full local disk) stays pending and is sent again
+	 * with backoff until it lands (docs/WAL.md, "Outages").  sync_timeout_ms:
+	 * how long engine_wait()/engine_sync() wait for it before they return
+	 * -ETIMEDOUT (0, the default: wait, like a hard NFS mount).  A full
+	 * store (-ENOSPC) is reported at once instead, to waiters and to new
+	 * writes.  Either way the data still commits once the store is back.
+	 */
+	unsigned sync_timeout_ms;
+	/*
+	 * commit_retry_ms: give a failing commit up after retrying it this long
+	 * (the writer then stops with -EIO, as it does for good at the first
+	 * failure with ENGINE_NO_RETRY, which fault tests use); 0, the default:
+	 * retry until it lands, except at close (60 s).
+	 */
+	unsigned commit_retry_ms;
 };
+
+#define ENGINE_NO_RETRY 0xFFFFFFFFu /* commit_retry_ms: a failed commit stops the writer */
 
 /* Values of the GC options above. */
 #define ENGINE_GC_OFF 0xFFFFFFFFu      /* gc_interval_ms, repack_below_pct: disabled */
@@ -207,6 +226,12 @@ struct engine_stats {
 	uint64_t repacked_bytes;     /* their bytes */
 	uint64_t store_pack_bytes;   /* pack bytes in the store at the last GC pass */
 	uint64_t store_live_pack_bytes; /* of which referenced by the newest manifest */
+	int64_t outage_since;        /* unix time commits began failing (0: store reachable) */
+	int outage_error;            /* the last transient commit error (0: none) */
+	uint64_t outages;            /* outages ridden out (or going on) */
+	uint64_t commit_retries;     /* commit attempts that failed and were retried */
+	uint64_t writers_waiting;    /* writes held by backpressure right now */
+	uint64_t sync_timeouts;      /* waits that gave up after sync_timeout_ms */
 };
 
 void engine_get_stats(struct engine *e, struct engine_stats *out);

@@ -49,6 +49,8 @@ struct group {
 	size_t bytes;       /* bytes counted in e->pending_bytes */
 	bool urgent;        /* someone waits: commit as soon as possible */
 	uint64_t opened_us; /* monotonic time the first op joined */
+	bool pack_sealed;   /* pack_seal() done (committer; kept across retries) */
+	bool pack_durable;  /* the pack is in the store: a retry sends only the entry */
 };
 
 struct engine {

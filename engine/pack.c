@@ -164,8 +164,8 @@ int pack_write(struct pack *p, struct store *st, uint64_t *bytes)
 		rc = store_put(st, name, p->buf.p, len);
 	}
 out:
-	if (rc)
-		log_err("pack: put %s (%zu bytes) failed: %d", name, len, rc);
+	if (rc) /* the writer says what follows (retried, or the writer stops) */
+		log_debug("pack: put %s (%zu bytes) failed: %s", name, len, strerror(-rc));
 	else if (bytes)
 		*bytes = len;
 	return rc;

@@ -154,18 +154,64 @@ static int ticket_state_locked(struct engine *e, uint64_t ticket)
 	return 0;
 }
 
+/* The absolute CLOCK_MONOTONIC deadline ms from now (durable_cv runs on it). */
+static struct timespec deadline_ms(unsigned ms)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	uint64_t ns = (uint64_t)ts.tv_nsec + (uint64_t)ms * 1000000u;
+	ts.tv_sec += (time_t)(ns / 1000000000u);
+	ts.tv_nsec = (long)(ns % 1000000000u);
+	return ts;
+}
+
+/*
+ * Is the store still full (the last commit attempt failed with -ENOSPC)?
+ * Asks the committer for one more attempt now, cutting its backoff short,
+ * and waits for its outcome, so that a write or fsync right after space
+ * was freed goes through.  Caller holds e->mu.
+ */
+static bool still_full_locked(struct engine *e)
+{
+	if (e->stats.outage_error != -ENOSPC)
+		return false;
+	uint64_t r0 = e->stats.commit_retries;
+	pthread_cond_signal(&e->commit_cv);
+	while (e->stats.outage_error == -ENOSPC && e->stats.commit_retries == r0 && !e->sticky)
+		pthread_cond_wait(&e->durable_cv, &e->mu);
+	return e->stats.outage_error == -ENOSPC;
+}
+
+/*
+ * Wait until ticket is settled (caller holds e->mu).  While the store is
+ * full the wait ends at once with -ENOSPC; with opts.sync_timeout_ms it
+ * ends with -ETIMEDOUT after that long.  Neither gives up the write: its
+ * group stays pending and commits when the store takes it.
+ */
 static int wait_locked(struct engine *e, uint64_t ticket, bool urgent)
 {
+	struct timespec until = deadline_ms(e->o.sync_timeout_ms);
 	int st;
 
 	while ((st = ticket_state_locked(e, ticket)) == 0) {
 		if (ticket >= e->next_pos)
 			return 0; /* never issued: nothing to wait for */
+		if (e->stats.outage_error == -ENOSPC) {
+			if (still_full_locked(e))
+				return -ENOSPC;
+			continue; /* it waited: look at the ticket again */
+		}
 		if (urgent && e->open && ticket >= e->open->position && !e->open->urgent) {
 			e->open->urgent = true;
 			pthread_cond_signal(&e->commit_cv);
 		}
-		pthread_cond_wait(&e->durable_cv, &e->mu);
+		if (!e->o.sync_timeout_ms) {
+			pthread_cond_wait(&e->durable_cv, &e->mu);
+		} else if (pthread_cond_timedwait(&e->durable_cv, &e->mu, &until) == ETIMEDOUT &&
+			   ticket_state_locked(e, ticket) == 0) {
+			e->stats.sync_timeouts++;
+			return -ETIMEDOUT;
+		}
 	}
 	return st < 0 ? st : 0;
 }
@@ -253,7 +299,7 @@ int writer_write_if(struct engine *e, struct engine_batch *b, int flags, uint64_
 		return -EROFS;
 	pthread_mutex_lock(&e->mu);
 	/* backpressure: wait while too much is not yet durable */
-	while (!e->sticky && e->stats.pending_bytes > 0 &&
+	while (!e->sticky && e->stats.outage_error != -ENOSPC && e->stats.pending_bytes > 0 &&
 	       e->stats.pending_bytes + b->bytes > e->o.max_pending_bytes) {
 		if (!waited)
 			e->stats.backpressure_waits++;
@@ -262,17 +308,25 @@ int writer_write_if(struct engine *e, struct engine_batch *b, int flags, uint64_
 			e->open->urgent = true;
 			pthread_cond_signal(&e->commit_cv);
 		}
+		e->stats.writers_waiting++;
 		pthread_cond_wait(&e->durable_cv, &e->mu);
+		e->stats.writers_waiting--;
 	}
 	/* backpressure: wait while too much is frozen and not yet flushed */
 	while (!e->sticky && e->has_flusher && e->frozen_bytes > e->o.max_frozen_bytes) {
 		if (!waited)
 			e->stats.backpressure_waits++;
 		waited = true;
+		e->stats.writers_waiting++;
 		pthread_cond_wait(&e->durable_cv, &e->mu);
+		e->stats.writers_waiting--;
 	}
 	if (e->sticky) {
 		rc = e->sticky;
+		goto out;
+	}
+	if (still_full_locked(e)) {
+		rc = -ENOSPC; /* the store is full: refuse new data until a commit lands */
 		goto out;
 	}
 	if (b->count == 0) {
@@ -372,17 +426,22 @@ int engine_sync(struct engine *e)
 	return rc;
 }
 
-/* Does wal/<name> hold exactly buf?  (Resolves our own retried or timed-out put.) */
-static bool store_holds(struct engine *e, const char *name, const void *buf, size_t len)
+/*
+ * Does wal/<name> hold exactly buf (our own retried or timed-out put)?
+ * 1 yes, 0 no (absent or other bytes), or the read's error.
+ */
+static int store_holds(struct engine *e, const char *name, const void *buf, size_t len)
 {
 	void *got = NULL;
 	size_t n = 0;
-	bool same = false;
+	int rc = store_get(e->st, name, 0, STORE_TO_END, &got, &n);
 
-	if (store_get(e->st, name, 0, STORE_TO_END, &got, &n) == 0)
-		same = n == len && memcmp(got, buf, len) == 0;
+	if (rc == 0)
+		rc = n == len && memcmp(got, buf, len) == 0;
+	else if (rc == -ENOENT)
+		rc = 0;
 	free(got);
-	return same;
+	return rc;
 }
 
 /* The epoch lease in microseconds: a tenth of the GC grace (docs/WAL.md). */
@@ -398,8 +457,8 @@ static uint64_t lease_us(const struct engine *e)
  * hint and one GET; the newest is never deleted, but a version found by the
  * listing may be superseded and collected before the GET, hence the
  * retries): 0 if it is of our epoch, and the lease then runs from this
- * check's start; -ESTALE if a newer writer claimed the store; -EIO (or
- * -ENOMEM) if it cannot be read.  Committer thread only.
+ * check's start; -ESTALE if a newer writer claimed the store; or the read's
+ * error.  Committer thread only.
  */
 static int epoch_check(struct engine *e)
 {
@@ -409,10 +468,8 @@ static int epoch_check(struct engine *e)
 
 	for (int i = 0; i < 3 && rc == -ENOENT; i++)
 		rc = manifest_load_latest(e->st, &m);
-	if (rc) {
-		log_err("engine: epoch check failed: %s; nothing more is acknowledged", strerror(-rc));
-		return rc == -ENOMEM ? rc : -EIO;
-	}
+	if (rc)
+		return rc; /* transient: the commit is retried, check included */
 	uint64_t newest = m.epoch;
 	manifest_clear(&m);
 	if (newest > e->epoch) {
@@ -452,8 +509,15 @@ static int lease_ack(struct engine *e)
 	return lease_holds(e) ? 0 : epoch_check(e);
 }
 
-/* Write g's pack then its WAL entry.  Runs on the committer without e->mu. */
-static int commit_group(struct engine *e, struct group *g, uint64_t *pack_bytes)
+/*
+ * One attempt at committing g: its pack (once durable, never again), then
+ * its WAL entry.  Runs on the committer without e->mu.  0 durable; -ESTALE
+ * fenced; any other error leaves g pending for another attempt of the same
+ * bytes at the same position: the pack's name is ours alone and the entry
+ * is written with put_if_absent, so whichever attempt lands, the store
+ * holds exactly these bytes, and a later attempt finds them (docs/WAL.md).
+ */
+static int commit_once(struct engine *e, struct group *g, uint64_t *pack_bytes)
 {
 	char name[FMT_NAME_MAX];
 	struct wal_info info = {
@@ -464,18 +528,19 @@ static int commit_group(struct engine *e, struct group *g, uint64_t *pack_bytes)
 		.op_count = g->ops,
 		.batch_count = g->batches,
 	};
-	int rc;
+	int rc, held;
 
-	*pack_bytes = 0;
-	if (g->pack && pack_count(g->pack) > 0) {
-		rc = pack_seal(g->pack);
-		if (rc == 0)
-			rc = pack_write(g->pack, e->st, pack_bytes);
-		if (rc) {
-			log_err("engine: group %" PRIu64 ": pack write failed (%d); writer stops",
-				g->position, rc);
-			return rc == -ENOMEM ? -ENOMEM : -EIO;
+	if (g->pack && pack_count(g->pack) > 0 && !g->pack_durable) {
+		if (!g->pack_sealed) {
+			rc = pack_seal(g->pack);
+			if (rc)
+				return rc;
+			g->pack_sealed = true;
 		}
+		rc = pack_write(g->pack, e->st, pack_bytes);
+		if (rc)
+			return rc;
+		g->pack_durable = true;
 	}
 	rc = lease_renew(e);
 	if (rc)
@@ -488,18 +553,93 @@ static int commit_group(struct engine *e, struct group *g, uint64_t *pack_bytes)
 		rc = store_put(e->st, name, g->wal.p, g->wal.len);
 	if (rc == 0)
 		return lease_ack(e);
-	if (store_holds(e, name, g->wal.p, g->wal.len)) {
-		log_info("engine: %s: put returned %d but the store holds our entry", name, rc);
+	held = store_holds(e, name, g->wal.p, g->wal.len);
+	if (held == 1) {
+		log_info("engine: %s: put returned %s but the store holds our entry", name,
+			 strerror(-rc));
 		return lease_ack(e);
 	}
-	if (rc == -EEXIST) {
+	if (rc == -EEXIST && held == 0) {
 		log_err("engine: %s exists: another writer fenced epoch %" PRIu64 "; writer stops",
 			name, e->epoch);
 		return -ESTALE;
 	}
-	log_err("engine: put %s failed (%d), outcome unknown; writer stops (reopen decides)",
-		name, rc);
-	return -EIO;
+	return held < 0 ? held : rc;
+}
+
+/* Errors no retry can cure: a newer writer, corruption, a refused format. */
+static bool permanent(int rc)
+{
+	return rc == -ESTALE || rc == -EUCLEAN || rc == -EBADMSG || rc == -EINVAL ||
+	       rc == -ENOTSUP || rc == -EPROTONOSUPPORT;
+}
+
+/* Give up a close that waits this long for an unreachable store. */
+#define CLOSE_OUTAGE_MS 60000u
+#define RETRY_MIN_MS 50u
+#define RETRY_MAX_MS 5000u
+
+/*
+ * Commit g, retrying transient failures with backoff (capped, jittered)
+ * until it lands; only a permanent error ends the loop, or a close that has
+ * waited CLOSE_OUTAGE_MS (then nothing of g was acknowledged and the error
+ * is returned).  The first failure of an outage is logged once, and so is
+ * the end; meanwhile the stats say since when (outage_since).  Committer
+ * thread, without e->mu.
+ */
+static int commit_group(struct engine *e, struct group *g, uint64_t *pack_bytes)
+{
+	unsigned wait_ms = RETRY_MIN_MS;
+	uint64_t closing_since = 0, started = engine_now_us();
+	uint64_t jitter = g->position * 0x9e3779b97f4a7c15ull;
+
+	for (;;) {
+		int rc = commit_once(e, g, pack_bytes);
+
+		pthread_mutex_lock(&e->mu);
+		if (rc == 0 || permanent(rc)) {
+			if (e->stats.outage_since) {
+				log_warn("engine: the store takes commits again, after %" PRId64
+					 " s and %" PRIu64 " retries",
+					 (int64_t)time(NULL) - e->stats.outage_since,
+					 e->stats.commit_retries);
+				e->stats.outage_since = 0;
+				e->stats.outage_error = 0;
+			}
+			pthread_mutex_unlock(&e->mu);
+			return rc;
+		}
+		uint64_t now = engine_now_us();
+		if (e->closing && !closing_since)
+			closing_since = now;
+		if (e->o.commit_retry_ms == ENGINE_NO_RETRY ||
+		    (e->o.commit_retry_ms && now - started >= (uint64_t)e->o.commit_retry_ms * 1000u) ||
+		    (closing_since && now - closing_since >= (uint64_t)CLOSE_OUTAGE_MS * 1000u)) {
+			log_err("engine: group %" PRIu64 " not committed (%s); the writer stops, "
+				"none of it was acknowledged (a reopen decides whether it landed)",
+				g->position, strerror(-rc));
+			pthread_mutex_unlock(&e->mu);
+			return -EIO;
+		}
+		if (!e->stats.outage_since) {
+			e->stats.outage_since = (int64_t)time(NULL);
+			e->stats.outages++;
+			log_warn("engine: group %" PRIu64 " could not be committed (%s); it stays "
+				 "pending and is retried until the store takes it",
+				 g->position, strerror(-rc));
+		}
+		if (rc != e->stats.outage_error && e->stats.outage_error)
+			log_warn("engine: commits now fail with: %s", strerror(-rc));
+		e->stats.outage_error = rc;
+		e->stats.commit_retries++;
+		pthread_cond_broadcast(&e->durable_cv); /* -ENOSPC waiters return */
+		jitter = jitter * 6364136223846793005ull + 1442695040888963407ull;
+		unsigned ms = wait_ms / 2 + (unsigned)((jitter >> 33) % (wait_ms / 2 + 1));
+		struct timespec until = deadline_ms(ms);
+		pthread_cond_timedwait(&e->commit_cv, &e->mu, &until);
+		pthread_mutex_unlock(&e->mu);
+		wait_ms = wait_ms * 2 > RETRY_MAX_MS ? RETRY_MAX_MS : wait_ms * 2;
+	}
 }
 
 static void *committer_main(void *arg)

@@ -899,6 +899,8 @@ int ec_crash_seed(enum ec_kind kind, uint64_t seed, bool verbose)
 	engine_opts_default(&eo);
 	eo.cadence_ms = (unsigned)rnd_range(&r, 5, 20);
 	eo.inline_max = run->inline_max;
+	/* transient faults are retried for a moment; a crashed store gives up soon */
+	eo.commit_retry_ms = chance(&r, 50) ? ENGINE_NO_RETRY : 100;
 	if (chance(&r, 30))
 		eo.group_max_bytes = 32 * 1024;
 	bool small_mem = chance(&r, 40);

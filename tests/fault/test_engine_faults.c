@@ -129,6 +129,7 @@ static struct engine_opts quick_opts(void)
 	engine_opts_default(&o);
 	o.cadence_ms = 10;
 	o.inline_max = 1024;
+	o.commit_retry_ms = ENGINE_NO_RETRY; /* these check that a failed commit stops the writer */
 	return o;
 }
 

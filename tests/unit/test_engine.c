@@ -63,6 +63,7 @@ static struct engine *open_engine(struct store *st, unsigned cadence_ms)
 	o.cadence_ms = cadence_ms;
 	o.inline_max = 1024;
 	o.cache_bytes = 1 << 20;
+	o.commit_retry_ms = ENGINE_NO_RETRY; /* the tests of retries set their own */
 	assert_int_equal(engine_open(st, &o, &e), 0);
 	return e;
 }
@@ -417,6 +418,199 @@ static void test_pack_failure(void **state)
 	assert_int_equal(engine_close(e), -EIO);
 	e = open_engine(st, 50);
 	check_absent(e, "big");
+	assert_int_equal(engine_close(e), 0);
+	store_close(st);
+}
+
+/* ---- outages: transient failures are retried (docs/WAL.md, "Outages") ---- */
+
+static struct engine *open_retrying(struct store *st, unsigned sync_timeout_ms)
+{
+	struct engine_opts o;
+	struct engine *e = NULL;
+	engine_opts_default(&o);
+	o.cadence_ms = 20;
+	o.inline_max = 1024;
+	o.cache_bytes = 1 << 20;
+	o.sync_timeout_ms = sync_timeout_ms;
+	assert_int_equal(engine_open(st, &o, &e), 0);
+	return e;
+}
+
+struct bg_put {
+	struct engine *e;
+	const char *key;
+	size_t vlen;
+	int rc;
+	bool done;
+};
+
+static void *bg_put_main(void *arg)
+{
+	struct bg_put *p = arg;
+	static uint8_t v[20000];
+	fill(v, sizeof(v), 3);
+	p->rc = engine_put(p->e, p->key, strlen(p->key), v, p->vlen, ENGINE_WAIT | ENGINE_URGENT,
+			   NULL);
+	__atomic_store_n(&p->done, true, __ATOMIC_SEQ_CST);
+	return NULL;
+}
+
+/* Wait (up to 10 s) until the engine has retried a commit n times. */
+static void wait_retries(struct engine *e, uint64_t n)
+{
+	struct engine_stats s;
+	for (int i = 0; i < 1000; i++) {
+		engine_get_stats(e, &s);
+		if (s.commit_retries >= n)
+			return;
+		usleep(10000);
+	}
+	fail_msg("the engine retried %llu times, want %llu", (unsigned long long)s.commit_retries,
+		 (unsigned long long)n);
+}
+
+/*
+ * The store fails every WAL put (or every pack put) for a while: the waiting
+ * write stays pending, the stats show the outage, and once the store takes
+ * puts again the same group commits, the waiter gets 0 and the writer goes on.
+ */
+static void outage_case(unsigned op, size_t vlen)
+{
+	struct store *inner = open_store(), *st;
+	struct fault_store *f;
+	struct engine_stats s;
+	struct bg_put p = { 0 };
+	pthread_t tid;
+
+	assert_int_equal(fault_store_new(inner, &f), 0);
+	st = fault_store_as_store(f);
+	struct engine *e = open_retrying(st, 0);
+	assert_int_equal(engine_put(e, "before", 6, "1", 1, ENGINE_WAIT | ENGINE_URGENT, NULL), 0);
+	fault_store_fail_nth(f, FAULT_M(op), 1, -ECONNREFUSED, FAULT_PERSIST);
+	p = (struct bg_put){ e, "during", vlen, 0, false };
+	assert_int_equal(pthread_create(&tid, NULL, bg_put_main, &p), 0);
+	wait_retries(e, 3);
+	assert_false(__atomic_load_n(&p.done, __ATOMIC_SEQ_CST)); /* still waiting */
+	engine_get_stats(e, &s);
+	assert_true(s.outage_since > 0);
+	assert_int_equal(s.outage_error, -ECONNREFUSED);
+	assert_int_equal(s.sticky_error, 0);
+	check_value(e, "before", "1", 1); /* reads keep working */
+	fault_store_clear(f);
+	pthread_join(tid, NULL);
+	assert_int_equal(p.rc, 0);
+	engine_get_stats(e, &s);
+	assert_int_equal(s.outage_since, 0);
+	assert_int_equal(s.outages, 1);
+	assert_int_equal(engine_put(e, "after", 5, "3", 1, ENGINE_WAIT | ENGINE_URGENT, NULL), 0);
+	assert_int_equal(engine_close(e), 0);
+	e = open_engine(st, 50);
+	check_value(e, "before", "1", 1);
+	check_value(e, "after", "3", 1);
+	void *v = NULL;
+	size_t n = 0;
+	assert_int_equal(engine_get(e, "during", 6, &v, &n), 0);
+	assert_int_equal(n, vlen);
+	free(v);
+	assert_int_equal(engine_close(e), 0);
+	store_close(st);
+}
+
+static void test_outage_wal(void **state)
+{
+	(void)state;
+	outage_case(FAULT_OP_PUT_IF_ABSENT, 10);
+}
+
+static void test_outage_pack(void **state)
+{
+	(void)state;
+	outage_case(FAULT_OP_PUT, 20000); /* a blob: its pack put fails first */
+}
+
+/* A WAL put whose answer is lost while the store stays down is settled by a retry. */
+static void test_outage_lost_ack(void **state)
+{
+	struct store *inner = open_store(), *st;
+	struct fault_store *f;
+	(void)state;
+
+	assert_int_equal(fault_store_new(inner, &f), 0);
+	st = fault_store_as_store(f);
+	struct engine *e = open_retrying(st, 0);
+	/* the put lands but its answer is lost, and the read-back fails too */
+	fault_store_fail_nth(f, FAULT_M(FAULT_OP_PUT_IF_ABSENT), 1, -ETIMEDOUT, FAULT_LAND);
+	fault_store_fail_random(f, FAULT_M(FAULT_OP_GET), 1.0, -ECONNRESET, 0);
+	struct bg_put p = { e, "landed", 10, 0, false };
+	pthread_t tid;
+	assert_int_equal(pthread_create(&tid, NULL, bg_put_main, &p), 0);
+	wait_retries(e, 2);
+	fault_store_fail_random(f, FAULT_M(FAULT_OP_GET), 0.0, 0, 0);
+	pthread_join(tid, NULL);
+	assert_int_equal(p.rc, 0); /* the retry found our own entry (-EEXIST, same bytes) */
+	assert_int_equal(engine_close(e), 0);
+	e = open_engine(st, 50);
+	void *v = NULL;
+	size_t n = 0;
+	assert_int_equal(engine_get(e, "landed", 6, &v, &n), 0);
+	free(v);
+	assert_int_equal(engine_close(e), 0);
+	store_close(st);
+}
+
+/* A full store: -ENOSPC at once to waiters and new writes; it all commits once space is back. */
+static void test_outage_enospc(void **state)
+{
+	struct store *inner = open_store(), *st;
+	struct fault_store *f;
+	uint64_t t = 0;
+	(void)state;
+
+	assert_int_equal(fault_store_new(inner, &f), 0);
+	st = fault_store_as_store(f);
+	struct engine *e = open_retrying(st, 0);
+	fault_store_fail_nth(f, FAULT_M(FAULT_OP_PUT_IF_ABSENT), 1, -ENOSPC, FAULT_PERSIST);
+	assert_int_equal(engine_put(e, "full", 4, "1", 1, 0, &t), 0);
+	assert_int_equal(engine_wait(e, t, true), -ENOSPC);
+	assert_int_equal(engine_put(e, "refused", 7, "2", 1, 0, NULL), -ENOSPC);
+	check_value(e, "full", "1", 1);
+	fault_store_clear(f);
+	assert_int_equal(engine_wait(e, t, true), 0); /* the same group, committed */
+	assert_int_equal(engine_put(e, "again", 5, "3", 1, ENGINE_WAIT | ENGINE_URGENT, NULL), 0);
+	assert_int_equal(engine_close(e), 0);
+	e = open_engine(st, 50);
+	check_value(e, "full", "1", 1);
+	check_value(e, "again", "3", 1);
+	check_absent(e, "refused");
+	assert_int_equal(engine_close(e), 0);
+	store_close(st);
+}
+
+/* sync_timeout_ms bounds a wait; the write still commits later and nothing is fenced. */
+static void test_outage_sync_timeout(void **state)
+{
+	struct store *inner = open_store(), *st;
+	struct fault_store *f;
+	struct engine_stats s;
+	uint64_t t = 0;
+	(void)state;
+
+	assert_int_equal(fault_store_new(inner, &f), 0);
+	st = fault_store_as_store(f);
+	struct engine *e = open_retrying(st, 200);
+	fault_store_fail_nth(f, FAULT_M(FAULT_OP_PUT_IF_ABSENT), 1, -EIO, FAULT_PERSIST);
+	assert_int_equal(engine_put(e, "slow", 4, "1", 1, 0, &t), 0);
+	assert_int_equal(engine_wait(e, t, true), -ETIMEDOUT);
+	assert_int_equal(engine_sync(e), -ETIMEDOUT);
+	engine_get_stats(e, &s);
+	assert_int_equal(s.sync_timeouts, 2);
+	assert_int_equal(s.sticky_error, 0);
+	fault_store_clear(f);
+	assert_int_equal(engine_wait(e, t, true), 0);
+	assert_int_equal(engine_close(e), 0);
+	e = open_engine(st, 50);
+	check_value(e, "slow", "1", 1);
 	assert_int_equal(engine_close(e), 0);
 	store_close(st);
 }
@@ -785,6 +979,7 @@ static void test_crash_during_flush(void **state)
 		o.cadence_ms = 5;
 		o.memtable_max_bytes = 128 << 10;
 		o.inline_max = 200;
+		o.commit_retry_ms = ENGINE_NO_RETRY; /* a crashed store never answers again */
 		assert_int_equal(engine_open(st, &o, &e), 0);
 		fault_store_crash_at(f, FAULT_ALL, 5 + x % 200, (enum fault_land)(x % 3));
 		for (i = 0; i < 3000; i++) {
@@ -890,6 +1085,11 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_sticky_error, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lost_ack_resolved, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pack_failure, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_outage_wal, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_outage_pack, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_outage_lost_ack, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_outage_enospc, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_outage_sync_timeout, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fencing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_scan_snapshot, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_read_only, setup, teardown),

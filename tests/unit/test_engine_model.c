@@ -197,6 +197,7 @@ static void opts(struct engine_opts *o)
 	o->gc_interval_ms = ENGINE_GC_OFF; /* passes are run by the test */
 	o->gc_grace_sec = ENGINE_GC_NO_GRACE;
 	o->repack_below_pct = 60;
+	o->commit_retry_ms = ENGINE_NO_RETRY; /* a crash fences at once, as the model expects */
 }
 
 /* A random batch; returns engine_write()'s result and records it when applied. */
