@@ -93,9 +93,12 @@ static void usage(FILE *f)
 		"  -o OPT[,OPT...]        mount options: ro, allow_other, default_permissions (on by\n"
 		"                         default; no_default_permissions turns it off), noatime,\n"
 		"                         ...; memwalfs settings as endpoint=, region=, cadence=,\n"
-		"                         cache=, memtable=, chunk=, readahead=,\n"
+		"                         cache=, memtable=, chunk=, readahead=, fsync_timeout=,\n"
 		"                         single_writer, format, stack (for fstab)\n"
 		"  --cadence MS           group-commit interval (default 100)\n"
+		"  --fsync-timeout SEC    while the store is unreachable, fsync waits this long,\n"
+		"                         then fails with EIO (default 0: wait until it is back,\n"
+		"                         like a hard NFS mount); the data still commits later\n"
 		"  --cache-size BYTES     blob and block cache (default 256M)\n"
 		"  --memtable-size BYTES  MemTable size before a flush (default 64M)\n"
 		"  --chunk-size BYTES     data chunk size when formatting (default 1M)\n"
@@ -112,7 +115,11 @@ static void usage(FILE *f)
 		"  -v, --verbose          log more (repeat for debug)\n\n");
 	storeopt_usage(f);
 	fprintf(f, "\nAn S3 endpoint that does not answer at all (connection refused, unknown\n"
-		   "host) fails the mount at once; once mounted, requests are retried patiently.\n"
+		   "host) fails the mount at once; once mounted, requests are retried patiently\n"
+		   "and commits that fail are sent again until the store takes them: an outage\n"
+		   "holds writers (fsync waits; see --fsync-timeout), a full local disk gives\n"
+		   "ENOSPC, and the mount carries on by itself afterwards (memwalfs stats shows\n"
+		   "outage_since while it lasts).\n"
 		   "Exit status: 0 mounted; 1 refused or failed (the message says why); 2 a bad\n"
 		   "option or argument.\n"
 		   "\nUnmount with: memwalfs umount MOUNTPOINT (waits for the final commit and\n"
@@ -164,6 +171,10 @@ static int set_option(struct mount_args *a, const char *name, const char *val)
 			goto bad;
 		a->eo.cadence_ms = (unsigned)sz;
 		a->fo.wb_flush_ms = (unsigned)sz;
+	} else if (!strcmp(name, "fsync_timeout")) {
+		if (!val || !parse_size(val, &sz) || sz > 86400)
+			goto bad;
+		a->eo.sync_timeout_ms = (unsigned)sz * 1000u;
 	} else if (!strcmp(name, "cache")) {
 		if (!val || !parse_size(val, &sz))
 			goto bad;
@@ -253,6 +264,7 @@ static int parse_args(struct mount_args *a, int argc, char **argv)
 	static const char *const long_set[][2] = {
 		{"--cadence", "cadence"},   {"--cache-size", "cache"}, {"--memtable-size", "memtable"},
 		{"--chunk-size", "chunk"}, {"--threads", "threads"}, {"--readahead", "readahead"},
+		{"--fsync-timeout", "fsync_timeout"},
 	};
 	int verbose = 0;
 	for (int i = 1; i < argc;) {
