@@ -224,6 +224,9 @@ int s3_call(struct s3 *s, const struct s3_call *c, struct s3_result *res)
 		                             (c->retry_conflict && res->r.status == 409);
 		if (transport && c->fail_fast && http_unreachable(res->r.curl_code))
 			again = false;
+		if (!transport && res->r.status < 500 && res->r.status != 429 &&
+		    __atomic_exchange_n(&s->down, 0, __ATOMIC_RELAXED))
+			log_warn("s3: %s answers again", s->base_url);
 		if (!again || attempt >= s->max_retries)
 			break;
 		if (transport || res->r.status >= 500)
@@ -244,12 +247,15 @@ int s3_fail(struct s3 *s, const char *op, const char *key, const struct s3_resul
 	const char *hint = "";
 	long st = res->r.status;
 
-	(void)s;
+	/* an outage fails every request alike: say so once, until one gets an answer */
+	bool outage = (rc < 0 && rc != -ENOMEM) || st >= 500 || st == 429;
+	bool first = outage && !__atomic_exchange_n(&s->down, 1, __ATOMIC_RELAXED);
 	if (rc < 0 && rc != -ENOMEM) {
-		log_err("s3: %s %s: no response after %u attempt%s: %s%s", op, key, res->attempts,
-		        res->attempts == 1 ? "" : "s",
-		        res->r.error[0] ? res->r.error : strerror(-rc),
-		        http_error_hint(res->r.curl_code));
+		mw_log(first ? MW_LOG_ERR : MW_LOG_DEBUG, __FILE__, __LINE__,
+			"s3: %s %s: no response after %u attempt%s: %s%s%s", op, key, res->attempts,
+			res->attempts == 1 ? "" : "s", res->r.error[0] ? res->r.error : strerror(-rc),
+			http_error_hint(res->r.curl_code),
+			first ? " (further failures are logged at debug level until it answers)" : "");
 		return rc;
 	}
 	if (rc == -ENOMEM) {
@@ -268,7 +274,8 @@ int s3_fail(struct s3 *s, const char *op, const char *key, const struct s3_resul
 		hint = " (credentials refused: check the access key and secret key)";
 	else if (!strcmp(res->code, "NoSuchBucket"))
 		hint = " (the bucket does not exist)";
-	log_err("s3: %s %s: HTTP %ld %s%s%s%s after %u attempt%s", op, key, st,
+	mw_log(!outage || first ? MW_LOG_ERR : MW_LOG_DEBUG, __FILE__, __LINE__,
+	       "s3: %s %s: HTTP %ld %s%s%s%s after %u attempt%s", op, key, st,
 	        res->code[0] ? res->code : "(no code)", res->msg[0] ? ": " : "", res->msg, hint,
 	        res->attempts, res->attempts == 1 ? "" : "s");
 	if (st == 401 || st == 403)

@@ -17,6 +17,7 @@
 /* The S3 store.  Every field is constant after store_open_s3() except rng. */
 struct s3 {
 	struct store base;      /* must be first */
+	int down;               /* requests fail for want of an answer (atomic): log once */
 	struct http_pool *pool; /* keep-alive connections */
 	char *base_url;         /* "http://h:p/bucket" (path) or "https://bucket.h" (virtual) */
 	char *base_path;        /* canonical URI of the bucket: "/bucket" or "" */
