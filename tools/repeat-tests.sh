@@ -19,7 +19,7 @@
 # run one at a time with meson's timeouts, so a run that is too slow on a loaded machine counts
 # as a failure too.  To load the machine meanwhile: stress-ng --cpu 2 (or a parallel build).
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 
 usage() {
 	echo "usage: tools/repeat-tests.sh [-n N] [--asan] TEST..." >&2
@@ -59,7 +59,7 @@ dir=${BUILD:-build-test}
 opts=(-Dwerror=true)
 if [ $asan = 1 ]; then
 	dir=$dir-asan
-	opts+=(-Db_sanitize=address,undefined -Db_lundef=false)
+	opts+=('-Db_sanitize=address,undefined' -Db_lundef=false)
 	export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 	export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 fi
