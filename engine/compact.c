@@ -36,7 +36,7 @@ struct compact_job {
 	uint32_t out_level;          /* level written */
 	bool trivial;                /* one input, nothing overlaps: move, no rewrite */
 	bool executed;               /* compact_execute() was called */
-	uint64_t next_id;            /* default id allocator (manifest next_sst on) */
+	uint64_t next_id;            /* past every id handed out (default allocator: the next) */
 	struct manifest_sst *in;     /* inputs: level tables, then out_level tables */
 	size_t nin;
 	struct manifest_sst *older;  /* tables of levels > out_level (key ranges only) */
@@ -388,7 +388,9 @@ static int start_output(struct merge_state *ms)
 	const struct compact_opts *o = ms->o;
 	int rc;
 
-	ms->b_id = o->alloc_id ? o->alloc_id(o->alloc_arg) : ms->j->next_id++;
+	ms->b_id = o->alloc_id ? o->alloc_id(o->alloc_arg) : ms->j->next_id;
+	if (ms->b_id >= ms->j->next_id)
+		ms->j->next_id = ms->b_id + 1;
 	sst_flush_name(ms->b_name, o->epoch, ms->b_id);
 	rc = sst_builder_new(ms->st, ms->b_name, &ms->bopts, &ms->b);
 	if (rc)
@@ -651,6 +653,8 @@ int compact_apply(const struct manifest *cur, const struct compact_job *j, struc
 				goto fail;
 		}
 	}
+	if (j->next_id > m.next_sst)
+		m.next_sst = j->next_id; /* even ids of outputs that were not kept */
 	m.version = cur->version + 1;
 	*next = m;
 	return 0;
@@ -669,8 +673,10 @@ int compact_commit(struct store *st, bool conditional, const struct manifest *cu
 		return rc;
 	rc = manifest_commit(st, &m, conditional);
 	if (rc == -EEXIST) {
-		log_warn("compact: manifest version %" PRIu64 " already exists: fenced; "
-			 "deleting %zu unreferenced outputs", m.version, j->nout);
+		/* the outputs have this job's fresh names: no manifest references them */
+		log_warn("compact: manifest version %" PRIu64 " already exists (a newer writer, "
+			 "or a late landing of an earlier attempt): stopping; deleting %zu "
+			 "unreferenced outputs", m.version, j->nout);
 		if (!j->trivial)
 			for (size_t i = 0; i < j->nout; i++)
 				store_delete(st, j->out[i].name);

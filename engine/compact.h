@@ -58,7 +58,12 @@ struct compact_opts {
 	unsigned levels;              /* levels in use, 2..COMPACT_MAX_LEVELS (default 7) */
 	uint64_t target_file_bytes;   /* split outputs at about this size (default 8 MiB) */
 	uint64_t epoch;               /* writer epoch for output names (required) */
-	compact_alloc_id_fn alloc_id; /* NULL: ids from the job's manifest next_sst on */
+	/*
+	 * NULL: ids from the job's manifest next_sst on.  Then two jobs picked
+	 * from one manifest (a retry) write the same names, so a caller that
+	 * may retry must hand out fresh ids (the engine does: flush.c).
+	 */
+	compact_alloc_id_fn alloc_id;
 	void *alloc_arg;              /* passed to alloc_id */
 	const struct sst_builder_opts *builder; /* NULL: defaults + sst_flush_blob_ref */
 	const struct sst_reader_opts *reader;   /* NULL: no cache, own counters */
@@ -120,7 +125,7 @@ int compact_execute(struct store *st, struct compact_job *j, const struct compac
 /*
  * Build manifest cur->version + 1 from cur: the job's inputs removed, its
  * outputs added (list order as in the header comment), next_sst raised
- * past every output id.  cur may be newer than the manifest the job was
+ * past every id the job handed out.  cur may be newer than the manifest the job was
  * picked from (flushes add L0 tables).  Pure.  On success *next is a new
  * manifest (free with manifest_clear()).  -EAGAIN when an input is no
  * longer in cur (someone else compacted it: drop the job), -ENOMEM.

@@ -83,6 +83,7 @@ struct engine {
 	bool has_flusher;          /* flusher thread started (const after open) */
 	pthread_t flusher;         /* the flusher thread */
 	uint64_t sst_gen;          /* bumped whenever e->ssts changes [mu] */
+	uint64_t sst_next_id;      /* next SSTable id to hand out, only grows (flusher thread; flush.c) */
 	uint64_t flush_failures;   /* failed flush attempts since open [mu] */
 	int flush_last_error;      /* error of the last failed flush attempt [mu] */
 	uint64_t compact_req;      /* forced compaction rounds asked for [mu] */

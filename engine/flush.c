@@ -7,6 +7,30 @@
  * then swaps the result in under e->mu and e->mem_mu, so that a reader that
  * takes its table references under mem_mu sees either F or its SSTable,
  * never both missing.  e->man is only written by this thread after open.
+ *
+ * SSTable names.  Every attempt, a flush or one output of a compaction,
+ * writes "sst/<epoch>-<id>" under an id of its own: take_sst_id() hands
+ * out e->sst_next_id, which starts at the claimed manifest's next_sst and
+ * only grows, so a retry never reuses the name of an earlier attempt, even
+ * one whose upload reported failure and may still land (an S3 multipart
+ * completion after a timeout).  No other engine can take these names: the
+ * epoch is ours alone (claimed by a conditional manifest create at open),
+ * which is also why a reopen needs no margin or listing, whatever the
+ * previous process left in flight under its own epoch.  The manifests
+ * this thread commits persist the allocator: a flush sets next_sst to
+ * e->sst_next_id (past every id handed out so far), a compaction raises it
+ * past its outputs (the newest ids).  Hence e->man.next_sst <=
+ * e->sst_next_id always, and:
+ *   - GC (maint.c, gc.c plan_ssts) protects every table of our epoch with
+ *     id >= e->man.next_sst.  An attempt in flight has such an id: it took
+ *     it when e->man.next_sst <= e->sst_next_id, and e->man changes only
+ *     on this thread, which commits nothing while the attempt runs;
+ *   - a table of a failed attempt falls below next_sst at the next flush
+ *     commit, is referenced by no manifest, and GC deletes it after the
+ *     grace period (a late landing gets a new mtime and another period);
+ *   - deletes of an attempt's own table (fenced commit, discarded job)
+ *     name only that attempt's object, so even a late or repeated delete
+ *     cannot remove a table that a manifest references.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -23,6 +47,18 @@
 
 /* Seconds to wait before retrying a failed flush. */
 #define FLUSH_RETRY_SEC 1
+
+/* A fresh SSTable id, never handed out before in this epoch (flusher thread only). */
+static uint64_t take_sst_id(struct engine *e)
+{
+	return e->sst_next_id++;
+}
+
+/* compact_alloc_id_fn over take_sst_id(): compaction outputs get fresh ids too. */
+static uint64_t compact_take_id(void *arg)
+{
+	return take_sst_id(arg);
+}
 
 static int open_reader(struct engine *e, const struct manifest_sst *s, struct sst_reader **out)
 {
@@ -139,6 +175,8 @@ static void compact_some_locked(struct engine *e, bool force)
 	compact_opts_default(&co);
 	co.epoch = e->epoch;
 	co.reader = &ro;
+	co.alloc_id = compact_take_id; /* a retried job never reuses an output name */
+	co.alloc_arg = e;
 	/* forced: compact L0 whatever its size (a full merge when only L0/L1 exist) */
 	if (force)
 		co.l0_trigger = 1;
@@ -240,12 +278,16 @@ static void *flusher_main(void *arg)
 		struct manifest_sst sst = { 0 };
 		struct sst_reader *r = NULL;
 		uint64_t t0 = engine_now_us();
+		uint64_t id = take_sst_id(e); /* this attempt's own name */
 		int rc = manifest_copy(&cur, &e->man);
 		memtable_ref(f.mem);
 		pthread_mutex_unlock(&e->mu);
 
+		/* persist the allocator: the next manifest covers every id handed out */
+		if (cur.next_sst < e->sst_next_id)
+			cur.next_sst = e->sst_next_id;
 		if (rc == 0)
-			rc = sst_flush_build(e->st, f.mem, e->epoch, cur.next_sst, NULL, &sst);
+			rc = sst_flush_build(e->st, f.mem, e->epoch, id, NULL, &sst);
 		if (rc == -ENODATA) {
 			/*
 			 * An empty MemTable: nothing to write.  Every op of the WAL
@@ -322,7 +364,11 @@ failed:
 
 int flusher_start(struct engine *e)
 {
-	int rc = pthread_create(&e->flusher, NULL, flusher_main, e);
+	int rc;
+
+	/* ids of our epoch start at the claimed manifest's; see "SSTable names" */
+	e->sst_next_id = e->man.next_sst;
+	rc = pthread_create(&e->flusher, NULL, flusher_main, e);
 
 	if (rc) {
 		log_err("engine: cannot start the flusher thread: %d", rc);

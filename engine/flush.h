@@ -6,7 +6,9 @@
  * Protocol, one frozen MemTable F at a time, oldest first:
  *   1. wait until the WAL group that was open when F was frozen is durable
  *      (F never carries bytes a crash could take back out of order);
- *   2. build "sst/<epoch>-<id>" from F (id = manifest.next_sst);
+ *   2. build "sst/<epoch>-<id>" from F under a fresh id (every attempt
+ *      takes its own: a retry never writes the name of an earlier attempt,
+ *      which may still land late; see "SSTable names" in flush.c);
  *   3. manifest N+1 = N + the SSTable, wal_covered = F.wal_end, by
  *      put_if_absent (the commit point; -EEXIST: fenced, sticky -ESTALE);
  *   4. under mem_mu, drop F from the frozen list and add the SSTable reader

@@ -139,7 +139,7 @@ int blob_desc_decode(const void *p, size_t n, struct blob_desc *d);
 #define MAN_OFF_LAST_SEQ 32    /* u64 highest sequence number in the SSTables */
 #define MAN_OFF_NEXT_SST 40    /* u64 next SSTable id to allocate */
 #define MAN_OFF_REC_COUNT 48   /* u32 number of body records */
-#define MAN_OFF_RESERVED 52    /* u32 0 */
+#define MAN_OFF_CLAIM 52       /* u32 claim nonce (random per epoch claim; was reserved 0) */
 #define MAN_OFF_BODY_LEN 56    /* u64 body length */
 #define MAN_OFF_BODY_HASH 64   /* u64 XXH3_64 of the body */
 #define MAN_OFF_HEAD_HASH 72   /* u64 XXH3_64 of header bytes [0, 72) */

@@ -11,9 +11,10 @@
  *
  *   1. snapshot, under e->mu, what protects in-flight work: our epoch and
  *      e->man.next_sst (every SSTable the flusher or the compactor is
- *      writing has an id >= it, since both take ids from e->man, and both
- *      run on the one flusher thread, one job at a time, so no shared id
- *      allocator is needed), and e->man.wal_covered;
+ *      writing has an id >= it: both take fresh ids from e->sst_next_id,
+ *      which never falls below e->man.next_sst, and both run on the one
+ *      flusher thread, which commits no manifest while an attempt is in
+ *      flight; flush.c, "SSTable names"), and e->man.wal_covered;
  *   2. gc_plan_make() + gc_plan_execute() without any engine lock (gc.c
  *      decides from the store alone).  No live_packs are passed: every
  *      MemTable entry and unflushed WAL entry references the pack of its

@@ -15,7 +15,11 @@
  * writer.  Every later manifest commit by that writer is again a conditional
  * create of its own last version + 1: if a newer writer has claimed that
  * number, the commit fails with -EEXIST and the writer is fenced.  (The WAL
- * fence entry, docs/WAL.md, fences its WAL writes.)
+ * fence entry, docs/WAL.md, fences its WAL writes.)  A claim also draws a
+ * random nonce into the header: the claims of two writers racing from the
+ * same version would otherwise be byte-identical, and a store that resolves
+ * a retried conditional create by comparing bytes (the S3 store does, after
+ * an ambiguous attempt) would then tell both that they won the epoch.
  *
  * Discovery.  hint/manifest holds the latest version its writer knew of.  It
  * is overwritten after each commit and may be stale (a crash between the
@@ -28,6 +32,9 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "coding.h"
 #include "format.h"
@@ -166,7 +173,7 @@ int manifest_encode(const struct manifest *m, struct mw_buf *out)
 	put_be64(h + MAN_OFF_LAST_SEQ, m->last_seq);
 	put_be64(h + MAN_OFF_NEXT_SST, m->next_sst);
 	put_be32(h + MAN_OFF_REC_COUNT, (uint32_t)(m->nssts + m->ngc));
-	put_be32(h + MAN_OFF_RESERVED, 0);
+	put_be32(h + MAN_OFF_CLAIM, m->claim);
 	put_be64(h + MAN_OFF_BODY_LEN, out->len - body);
 	put_be64(h + MAN_OFF_BODY_HASH, fmt_hash(out->p + body, out->len - body));
 	put_be64(h + MAN_OFF_HEAD_HASH, fmt_hash(h, MAN_OFF_HEAD_HASH));
@@ -267,6 +274,7 @@ int manifest_decode(const char *name, const void *buf, size_t len, struct manife
 	m.wal_covered = get_be64(h + MAN_OFF_WAL_COVERED);
 	m.last_seq = get_be64(h + MAN_OFF_LAST_SEQ);
 	m.next_sst = get_be64(h + MAN_OFF_NEXT_SST);
+	m.claim = get_be32(h + MAN_OFF_CLAIM);
 	nrec = get_be32(h + MAN_OFF_REC_COUNT);
 	if (nrec > blen / 2) {
 		log_err("manifest: %s: %u records cannot fit in %" PRIu64 " bytes", name, nrec, blen);
@@ -462,6 +470,25 @@ out:
 	return rc;
 }
 
+/* A claim nonce: random, or (without getrandom) from the clock and the pid. */
+static uint32_t claim_nonce(void)
+{
+	struct {
+		struct timespec ts;
+		pid_t pid;
+		const void *where;
+	} seed;
+	uint32_t n = 0;
+
+	if (getrandom(&n, sizeof(n), GRND_NONBLOCK) == (ssize_t)sizeof(n))
+		return n;
+	memset(&seed, 0, sizeof(seed));
+	clock_gettime(CLOCK_REALTIME, &seed.ts);
+	seed.pid = getpid();
+	seed.where = &seed;
+	return (uint32_t)fmt_hash(&seed, sizeof(seed));
+}
+
 int manifest_claim(struct store *st, bool conditional, struct manifest *out)
 {
 	struct manifest m = { 0 };
@@ -473,6 +500,7 @@ int manifest_claim(struct store *st, bool conditional, struct manifest *out)
 			return rc;
 		m.version++;
 		m.epoch++;
+		m.claim = claim_nonce(); /* our claim's bytes are ours alone */
 		rc = manifest_commit(st, &m, conditional);
 		if (rc == 0) {
 			*out = m;

@@ -43,6 +43,7 @@ struct manifest {
 	uint64_t wal_covered;       /* first WAL position not covered by SSTables */
 	uint64_t last_seq;          /* highest sequence number inside the SSTables */
 	uint64_t next_sst;          /* next SSTable id to allocate */
+	uint32_t claim;             /* nonce of the epoch claim, copied by later versions */
 	struct manifest_sst *ssts;  /* live SSTables (malloc()ed array) */
 	size_t nssts;
 	struct manifest_gc *gc;     /* objects awaiting deletion (malloc()ed array) */

@@ -146,8 +146,15 @@ int sst_flush_promote(struct store *st, bool conditional, const struct manifest 
 		m.next_sst = add->id + 1;
 	rc = manifest_commit(st, &m, conditional);
 	if (rc == -EEXIST) {
-		log_warn("flush: manifest version %" PRIu64 " already exists: fenced; "
-			 "deleting unreferenced %s", m.version, add->name);
+		/*
+		 * A newer writer took the version, or an earlier commit of ours
+		 * whose outcome was unknown landed late: either way we stop.  The
+		 * table is this attempt's alone (a fresh name), so deleting it
+		 * cannot touch what the existing version references.
+		 */
+		log_warn("flush: manifest version %" PRIu64 " already exists (a newer writer, or "
+			 "a late landing of an earlier attempt): stopping; deleting unreferenced %s",
+			 m.version, add->name);
 		store_delete(st, add->name);
 		rc = -ESTALE;
 	}

@@ -6,9 +6,11 @@
  * The engine's flusher thread (writer side, h4) calls them in order:
  *
  *   1. sst_flush_build(): streams every entry of the frozen MemTable into
- *      "sst/<epoch:20>-<id:20>" (id from manifest.next_sst; the epoch in the
- *      name makes it unique even if a fenced writer races us).  Nothing is
- *      referenced yet: a crash here leaves an orphan object that GC removes.
+ *      "sst/<epoch:20>-<id:20>".  The caller gives every attempt an id of
+ *      its own (the engine: flush.c, "SSTable names"), so an earlier
+ *      attempt that lands late can never overwrite a referenced table; the
+ *      epoch in the name keeps other writers out.  Nothing is referenced
+ *      yet: a crash here leaves an orphan object that GC removes.
  *   2. sst_flush_promote(): manifest N+1 = N + this SSTable (level 0),
  *      wal_covered advanced to the first WAL position NOT in the MemTable,
  *      last_seq and next_sst raised, committed with put_if_absent.  This is

@@ -1,7 +1,7 @@
 /*
  * test_manifest.c - manifests (engine/manifest.c): encode/decode with SSTs
  * and GC records, corruption, discovery with and without the hint (stale,
- * missing, corrupt), conditional commit and epoch-claim races.
+ * missing, corrupt), conditional commit and epoch-claim races, claim nonces.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -211,12 +211,57 @@ static void test_claim_race(void **state)
 	store_close(st);
 }
 
+/*
+ * Two claims from the same version (the second after the first's object is
+ * gone, as if it had raced the first) get the same epoch but different
+ * bytes, so comparing bytes can never hand one epoch to two writers; the
+ * nonce round-trips and later versions keep it.
+ */
+static void test_claim_bytes_unique(void **state)
+{
+	struct store *st;
+	struct manifest a, b, d;
+	void *ba = NULL, *bb = NULL;
+	size_t na = 0, nb = 0;
+	(void)state;
+
+	assert_int_equal(store_open_local(g_dir, &st), 0);
+	assert_int_equal(manifest_claim(st, true, &a), 0);
+	assert_int_equal(a.version, 1);
+	assert_int_equal(store_get(st, "manifest/00000000000000000001", 0, STORE_TO_END, &ba, &na),
+			 0);
+	assert_int_equal(store_delete(st, "manifest/00000000000000000001"), 0);
+	assert_int_equal(manifest_claim(st, true, &b), 0);
+	assert_int_equal(b.version, 1);
+	assert_int_equal(b.epoch, a.epoch);
+	assert_int_equal(store_get(st, "manifest/00000000000000000001", 0, STORE_TO_END, &bb, &nb),
+			 0);
+	assert_int_equal(na, nb);
+	assert_true(a.claim != b.claim); /* 2^-32 to collide */
+	assert_true(memcmp(ba, bb, na) != 0);
+	assert_int_equal(manifest_load(st, 1, &d), 0);
+	assert_int_equal(d.claim, b.claim);
+	manifest_clear(&d);
+	/* a later version copies the claim */
+	b.version = 2;
+	assert_int_equal(manifest_commit(st, &b, true), 0);
+	assert_int_equal(manifest_load(st, 2, &d), 0);
+	assert_int_equal(d.claim, b.claim);
+	manifest_clear(&d);
+	free(ba);
+	free(bb);
+	manifest_clear(&a);
+	manifest_clear(&b);
+	store_close(st);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_roundtrip_and_corruption),
 		cmocka_unit_test_setup_teardown(test_discovery, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_claim_race, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_claim_bytes_unique, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
