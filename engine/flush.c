@@ -228,9 +228,9 @@ static void compact_some_locked(struct engine *e, bool force)
 		manifest_clear(&next);
 		if (rc == -EAGAIN)
 			continue;
-		if (rc == -ESTALE || rc == -EIO) {
-			if (rc == -ESTALE)
-				log_err("compact: fenced by a newer writer; writer stops");
+		if (rc == -ESTALE) {
+			/* other failures (an outage) are retried after the next flush */
+			log_err("compact: fenced by a newer writer; writer stops");
 			if (!e->sticky) {
 				e->sticky = rc;
 				e->failed_pos = e->durable_upto;
