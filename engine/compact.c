@@ -671,7 +671,7 @@ int compact_commit(struct store *st, bool conditional, const struct manifest *cu
 
 	if (rc)
 		return rc;
-	rc = manifest_commit(st, &m, conditional);
+	rc = manifest_commit_ours(st, &m, conditional);
 	if (rc == -EEXIST) {
 		/* the outputs have this job's fresh names: no manifest references them */
 		log_warn("compact: manifest version %" PRIu64 " already exists (a newer writer, "

@@ -302,7 +302,7 @@ static void *flusher_main(void *arg)
 				if (rc == 0) {
 					next.version = cur.version + 1;
 					next.wal_covered = f.wal_end;
-					rc = manifest_commit(e->st, &next, e->conditional);
+					rc = manifest_commit_ours(e->st, &next, e->conditional);
 					if (rc == -EEXIST)
 						rc = -ESTALE;
 				}

@@ -489,6 +489,45 @@ static uint32_t claim_nonce(void)
 	return (uint32_t)fmt_hash(&seed, sizeof(seed));
 }
 
+int manifest_commit_ours(struct store *st, struct manifest *m, bool conditional)
+{
+	for (int i = 0; i < CLAIM_TRIES; i++) {
+		int rc = manifest_commit(st, m, conditional);
+		if (rc != -EEXIST)
+			return rc;
+		char name[FMT_NAME_MAX];
+		struct manifest got = { 0 };
+		struct mw_buf b = { 0 };
+		void *buf = NULL;
+		size_t len = 0;
+		fmt_manifest_name(name, m->version);
+		rc = store_get(st, name, 0, STORE_TO_END, &buf, &len);
+		if (rc == 0)
+			rc = manifest_decode(name, buf, len, &got);
+		if (rc == 0 && got.epoch == m->epoch && (rc = manifest_encode(m, &b)) == 0 &&
+		    b.len == len && memcmp(b.p, buf, len) == 0) {
+			rc = 1; /* our own bytes: this very commit landed */
+		} else if (rc == 0 && got.epoch == m->epoch) {
+			log_warn("manifest: %s is an earlier attempt of ours that landed late; "
+				 "committing at the next version", name);
+			m->version++;
+			rc = 2;
+		} else if (rc == 0) {
+			rc = -EEXIST; /* a newer writer */
+		}
+		mw_buf_free(&b);
+		manifest_clear(&got);
+		free(buf);
+		if (rc == 1) {
+			write_hint(st, m->version);
+			return 0;
+		}
+		if (rc != 2)
+			return rc;
+	}
+	return -EEXIST;
+}
+
 int manifest_claim(struct store *st, bool conditional, struct manifest *out)
 {
 	struct manifest m = { 0 };

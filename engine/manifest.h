@@ -88,6 +88,19 @@ int manifest_load_latest(struct store *st, struct manifest *m);
 int manifest_commit(struct store *st, const struct manifest *m, bool conditional);
 
 /*
+ * The running writer's commit of m (its own epoch): as manifest_commit(),
+ * except that a version already taken by a manifest of the SAME epoch is an
+ * earlier attempt of ours whose outcome was unknown and which landed late
+ * (only this writer writes manifests of its epoch).  Holding exactly m's
+ * bytes, it is this commit; otherwise m is committed at the next version on
+ * top of it (both descend from the same state and carry the same covered
+ * data; what the late one added is dropped, and GC collects it), and
+ * m->version says where.  -EEXIST only for a newer writer.  Never for the
+ * claim, where an equal epoch is a racing claimer.
+ */
+int manifest_commit_ours(struct store *st, struct manifest *m, bool conditional);
+
+/*
  * Claim a new writer epoch: load the latest manifest, write version+1 with
  * epoch+1 (all else unchanged); on -EEXIST re-read and retry a bounded number
  * of times.  On success *m is the manifest just written.

@@ -144,7 +144,7 @@ int sst_flush_promote(struct store *st, bool conditional, const struct manifest 
 		m.last_seq = add->seq_max;
 	if (add->id + 1 > m.next_sst)
 		m.next_sst = add->id + 1;
-	rc = manifest_commit(st, &m, conditional);
+	rc = manifest_commit_ours(st, &m, conditional);
 	if (rc == -EEXIST) {
 		/*
 		 * A newer writer took the version, or an earlier commit of ours

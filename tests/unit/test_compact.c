@@ -629,9 +629,10 @@ static void test_manifest_edit(void **state)
 	cur.version++;
 	assert_int_equal(manifest_commit(f->s, &cur, true), 0);
 
-	/* someone else took version cur+1: fenced, outputs deleted */
+	/* a newer writer took version cur+1: fenced, outputs deleted */
 	assert_int_equal(manifest_copy(&raced, &cur), 0);
 	raced.version++;
+	raced.epoch++;
 	assert_int_equal(manifest_commit(f->s, &raced, true), 0);
 	assert_int_equal(compact_commit(f->s, true, &cur, j, &next), -ESTALE);
 	{

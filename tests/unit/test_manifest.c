@@ -183,6 +183,45 @@ static void *claimer(void *arg)
 	return NULL;
 }
 
+/*
+ * The writer's commit over a version already taken: its own bytes are this
+ * commit; another manifest of its epoch (an earlier attempt that landed
+ * late) is skipped to the next version; a newer epoch is -EEXIST.
+ */
+static void test_commit_ours(void **state)
+{
+	struct store *st;
+	struct manifest m = { 0 }, l;
+	(void)state;
+
+	assert_int_equal(store_open_local(g_dir, &st), 0);
+	m.version = 1;
+	m.epoch = 3;
+	m.wal_covered = 10;
+	assert_int_equal(manifest_commit(st, &m, true), 0);
+	/* the same bytes again (our retried put): success at the same version */
+	assert_int_equal(manifest_commit_ours(st, &m, true), 0);
+	assert_int_equal(m.version, 1);
+	/* an earlier attempt of epoch 3 holds version 1: ours goes to version 2 */
+	m.wal_covered = 20;
+	assert_int_equal(manifest_commit_ours(st, &m, true), 0);
+	assert_int_equal(m.version, 2);
+	assert_int_equal(manifest_load_latest(st, &l), 0);
+	assert_int_equal(l.version, 2);
+	assert_int_equal(l.wal_covered, 20);
+	manifest_clear(&l);
+	/* a newer writer (epoch 4) at version 3: fenced, nothing written */
+	struct manifest n = { .version = 3, .epoch = 4 };
+	assert_int_equal(manifest_commit(st, &n, true), 0);
+	m.version = 3;
+	assert_int_equal(manifest_commit_ours(st, &m, true), -EEXIST);
+	assert_int_equal(m.version, 3);
+	assert_int_equal(manifest_load_latest(st, &l), 0);
+	assert_int_equal(l.epoch, 4);
+	manifest_clear(&l);
+	store_close(st);
+}
+
 static void test_claim_race(void **state)
 {
 	struct store *st;
@@ -260,6 +299,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_roundtrip_and_corruption),
 		cmocka_unit_test_setup_teardown(test_discovery, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_commit_ours, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_claim_race, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_claim_bytes_unique, setup, teardown),
 	};

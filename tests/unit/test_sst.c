@@ -915,10 +915,16 @@ static void test_flush_promote(void **state)
 	assert_int_equal(back.ssts[0].size, add.size);
 	manifest_clear(&back);
 
-	/* a second flush promoted against the stale m0 loses: fenced, orphan removed */
+	/*
+	 * A second flush promoted against the stale m0 skips m1 (same epoch: an
+	 * earlier attempt of ours) and meets a newer writer's version: fenced,
+	 * orphan removed.
+	 */
 	if (cond) {
 		struct store_stat st;
+		struct manifest nw = { .version = m1.version + 1, .epoch = m0.epoch + 1 };
 
+		assert_int_equal(manifest_commit(f->s, &nw, true), 0);
 		assert_int_equal(sst_flush_build(f->s, mt, m0.epoch, m1.next_sst, NULL, &add2), 0);
 		assert_int_equal(sst_flush_promote(f->s, cond, &m0, &add2, 50, &m2), -ESTALE);
 		assert_int_equal(store_head(f->s, add2.name, &st), -ENOENT);
