@@ -66,10 +66,10 @@ fi
 if command -v fio >/dev/null; then
 	step "fio with verify"
 	fio --name=v --directory="$mnt" --size=32M --bs=64k --rw=randwrite --ioengine=psync \
-		--verify=crc32c --do_verify=1 --fallocate=none --output="$WORK/fio.out" ||
+		--verify=crc32c --do_verify=1 --verify_state_save=0 --fallocate=none --output="$WORK/fio.out" ||
 		{ cat "$WORK/fio.out"; exit 1; }
 	fio --name=s --directory="$mnt" --size=16M --bs=4k --rw=write --ioengine=psync \
-		--verify=md5 --fallocate=none --output="$WORK/fio2.out" ||
+		--verify=md5 --verify_state_save=0 --fallocate=none --output="$WORK/fio2.out" ||
 		{ cat "$WORK/fio2.out"; exit 1; }
 	rm -f "$mnt"/v.* "$mnt"/s.*
 fi
