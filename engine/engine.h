@@ -144,6 +144,16 @@ int engine_put(struct engine *e, const void *key, size_t klen, const void *val, 
 int engine_delete(struct engine *e, const void *key, size_t klen, int flags, uint64_t *ticket);
 
 /*
+ * Wait, without writing anything, until a write of about bytes would not
+ * wait for backpressure (pending or frozen bytes over their bounds).  A
+ * caller that holds a lock other threads need (the filesystem's) calls
+ * this first, so that a slow or unreachable store holds only the writers,
+ * not everyone behind the lock.  Returns 0, the sticky error, -ENOSPC
+ * while the store is full, -EROFS on a read-only engine.
+ */
+int engine_wait_room(struct engine *e, size_t bytes);
+
+/*
  * Wait until the write with this ticket is durable.  urgent: commit the
  * open group now rather than at the next tick.  Returns 0 or the error that
  * failed its group.

@@ -286,6 +286,52 @@ int engine_write(struct engine *e, struct engine_batch *b, int flags, uint64_t *
 	return writer_write_if(e, b, flags, ticket, NULL, NULL);
 }
 
+/*
+ * Backpressure (caller holds e->mu): wait while a write of bytes would push
+ * the pending bytes past max_pending_bytes, or while too much is frozen and
+ * not yet flushed.  *waited tells whether it waited (counted once).
+ */
+static void room_wait_locked(struct engine *e, size_t bytes, bool *waited)
+{
+	while (!e->sticky && e->stats.outage_error != -ENOSPC && e->stats.pending_bytes > 0 &&
+	       e->stats.pending_bytes + bytes > e->o.max_pending_bytes) {
+		if (!*waited)
+			e->stats.backpressure_waits++;
+		*waited = true;
+		if (e->open && !e->open->urgent) {
+			e->open->urgent = true;
+			pthread_cond_signal(&e->commit_cv);
+		}
+		e->stats.writers_waiting++;
+		pthread_cond_wait(&e->durable_cv, &e->mu);
+		e->stats.writers_waiting--;
+	}
+	while (!e->sticky && e->has_flusher && e->frozen_bytes > e->o.max_frozen_bytes) {
+		if (!*waited)
+			e->stats.backpressure_waits++;
+		*waited = true;
+		e->stats.writers_waiting++;
+		pthread_cond_wait(&e->durable_cv, &e->mu);
+		e->stats.writers_waiting--;
+	}
+}
+
+int engine_wait_room(struct engine *e, size_t bytes)
+{
+	bool waited = false;
+	int rc;
+
+	if (!e)
+		return -EINVAL;
+	if (e->o.read_only)
+		return -EROFS;
+	pthread_mutex_lock(&e->mu);
+	room_wait_locked(e, bytes, &waited);
+	rc = e->sticky ? e->sticky : e->stats.outage_error == -ENOSPC ? -ENOSPC : 0;
+	pthread_mutex_unlock(&e->mu);
+	return rc;
+}
+
 int writer_write_if(struct engine *e, struct engine_batch *b, int flags, uint64_t *ticket,
 		    writer_cond_fn cond, void *arg)
 {
@@ -298,29 +344,7 @@ int writer_write_if(struct engine *e, struct engine_batch *b, int flags, uint64_
 	if (e->o.read_only)
 		return -EROFS;
 	pthread_mutex_lock(&e->mu);
-	/* backpressure: wait while too much is not yet durable */
-	while (!e->sticky && e->stats.outage_error != -ENOSPC && e->stats.pending_bytes > 0 &&
-	       e->stats.pending_bytes + b->bytes > e->o.max_pending_bytes) {
-		if (!waited)
-			e->stats.backpressure_waits++;
-		waited = true;
-		if (e->open && !e->open->urgent) {
-			e->open->urgent = true;
-			pthread_cond_signal(&e->commit_cv);
-		}
-		e->stats.writers_waiting++;
-		pthread_cond_wait(&e->durable_cv, &e->mu);
-		e->stats.writers_waiting--;
-	}
-	/* backpressure: wait while too much is frozen and not yet flushed */
-	while (!e->sticky && e->has_flusher && e->frozen_bytes > e->o.max_frozen_bytes) {
-		if (!waited)
-			e->stats.backpressure_waits++;
-		waited = true;
-		e->stats.writers_waiting++;
-		pthread_cond_wait(&e->durable_cv, &e->mu);
-		e->stats.writers_waiting--;
-	}
+	room_wait_locked(e, b->bytes, &waited);
 	if (e->sticky) {
 		rc = e->sticky;
 		goto out;

@@ -142,6 +142,9 @@ static int op_check(struct op *op, fuse_req_t req, const char *name, int how)
 	int rc = check_name(name);
 	if (!rc && (how & OP_WRITE) && op->fs->o.read_only)
 		rc = -EROFS;
+	/* backpressure (a slow or unreachable store) holds this writer, not fs->mu */
+	if (!rc && (how & OP_WRITE))
+		rc = engine_wait_room(op->fs->e, FS_META_ROOM);
 	if (!rc && (how & OP_NODOTS) && !strcmp(name, "."))
 		rc = -EINVAL;
 	if (!rc && (how & OP_NODOTS) && !strcmp(name, ".."))

@@ -83,10 +83,14 @@ static int put_chunk(struct mwfs *fs, struct inode *ip, uint64_t idx, const uint
 {
 	uint8_t key[SCHEMA_KEY_MAX];
 	size_t kn = chunk_key(key, ip->ino, idx);
+	/* wait for backpressure here, not under fs->mu (every lookup needs it) */
+	int rc = engine_wait_room(fs->e, vlen + FS_META_ROOM);
+	if (rc)
+		return rc;
 	pthread_mutex_lock(&fs->mu);
 	struct engine_batch *b = fs_batch(fs);
 	uint64_t saved = ip->rec_size;
-	int rc = b ? 0 : -ENOMEM;
+	rc = b ? 0 : -ENOMEM;
 	if (!rc)
 		rc = all_zero(data, vlen) ? engine_batch_delete(b, key, kn)
 					  : engine_batch_put(b, key, kn, data, vlen);
@@ -203,13 +207,16 @@ static int wb_write(struct mwfs *fs, struct inode *ip, uint64_t idx, uint32_t co
  */
 static int open_truncate(struct mwfs *fs, struct inode *ip)
 {
+	int rc = engine_wait_room(fs->e, FS_META_ROOM);
+	if (rc)
+		return rc;
 	pthread_rwlock_wrlock(&ip->dlock);
 	ip->wb.active = false;
 	ip->wb.base = false;
 	ip->wb.lo = ip->wb.hi = 0;
 	pthread_mutex_lock(&fs->mu);
 	struct inode_tx tx;
-	int rc = inode_tx_begin(fs, &tx);
+	rc = inode_tx_begin(fs, &tx);
 	if (!rc) {
 		inode_tx_add(&tx, ip);
 		rc = file_truncate_locked(fs, ip, tx.b, 0);
@@ -623,6 +630,17 @@ void file_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, struct fu
 	(void)ino;
 	if (whence != SEEK_DATA && whence != SEEK_HOLE) {
 		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	if (fs->writeback) {
+		/*
+		 * The kernel sends FUSE_LSEEK without writing its dirty pages
+		 * back first, so the daemon's view misses them (cp of a log being
+		 * appended would copy its unflushed tail as a hole).  ENOSYS makes
+		 * the kernel answer from i_size for the rest of the mount: all
+		 * data, no holes, which is always correct.
+		 */
+		fuse_reply_err(req, ENOSYS);
 		return;
 	}
 	pthread_rwlock_wrlock(&ip->dlock);

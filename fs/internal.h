@@ -30,6 +30,12 @@
 #include "wbflush.h"
 #include "schema.h"
 
+/*
+ * Room a metadata batch asks for before it takes fs->mu (engine_wait_room):
+ * the backpressure wait of a slow store then holds the writer, not the lock.
+ */
+#define FS_META_ROOM 4096
+
 /* Inode numbers are handed out from the superblock in ranges of this many. */
 #define MWFS_INO_RANGE 1024
 

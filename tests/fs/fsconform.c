@@ -353,9 +353,17 @@ static void t_big_sparse(void)
 	CHECK(pread(fd, buf, 8, far / 2) == 8 && !memcmp(buf, "\0\0\0\0\0\0\0\0", 8));
 	CHECK(lseek(fd, 0, SEEK_DATA) == 0);
 	off_t h = lseek(fd, 0, SEEK_HOLE);
-	CHECK(h > 0 && h < far);
-	off_t d = lseek(fd, h, SEEK_DATA);
-	CHECK(d > h && d <= far);
+	if (getenv("FSCONFORM_NO_HOLES")) {
+		/* a filesystem may report the whole file as data (memwalfs does
+		 * with the kernel writeback cache, which keeps dirty pages the
+		 * daemon cannot see): then the only hole is the end */
+		CHECK(h == far + 4);
+		CHECK(lseek(fd, far / 2, SEEK_DATA) == far / 2);
+	} else {
+		CHECK(h > 0 && h < far);
+		off_t d = lseek(fd, h, SEEK_DATA);
+		CHECK(d > h && d <= far);
+	}
 	CHECK(lseek(fd, far, SEEK_HOLE) == far + 4);
 	CHECK_ERR(lseek(fd, far + 4, SEEK_DATA), ENXIO);
 	close(fd);

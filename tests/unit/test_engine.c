@@ -615,6 +615,69 @@ static void test_outage_sync_timeout(void **state)
 	store_close(st);
 }
 
+struct room_waiter {
+	struct engine *e;
+	int rc;
+	bool done;
+};
+
+static void *room_main(void *arg)
+{
+	struct room_waiter *w = arg;
+	w->rc = engine_wait_room(w->e, 60000); /* 9 KB + 60000 > the 64 KiB bound */
+	__atomic_store_n(&w->done, true, __ATOMIC_SEQ_CST);
+	return NULL;
+}
+
+/*
+ * engine_wait_room() waits for backpressure without writing: while the
+ * store holds every WAL put, pending bytes pass the bound and a caller
+ * waits (counted in writers_waiting); once the store answers it returns 0.
+ */
+static void test_wait_room(void **state)
+{
+	struct store *inner = open_store(), *st;
+	struct fault_store *f;
+	struct engine_opts o;
+	struct engine_stats s;
+	struct engine *e = NULL;
+	static uint8_t v[3000];
+	(void)state;
+
+	assert_int_equal(fault_store_new(inner, &f), 0);
+	st = fault_store_as_store(f);
+	engine_opts_default(&o);
+	o.cadence_ms = 10;
+	o.max_pending_bytes = 64 << 10;
+	assert_int_equal(engine_open(st, &o, &e), 0);
+	assert_int_equal(engine_wait_room(e, 1000), 0); /* nothing pending */
+	fault_store_hold(f, FAULT_M(FAULT_OP_PUT_IF_ABSENT) | FAULT_M(FAULT_OP_PUT));
+	for (int i = 0; i < 3; i++) { /* 9 KB pending, held in the store */
+		char k[16];
+		snprintf(k, sizeof(k), "r%02d", i);
+		assert_int_equal(engine_put(e, k, strlen(k), v, sizeof(v), ENGINE_URGENT, NULL), 0);
+	}
+	assert_true(fault_store_wait_held(f, 1, 10000));
+	struct room_waiter w = { e, 0, false };
+	pthread_t tid;
+	assert_int_equal(pthread_create(&tid, NULL, room_main, &w), 0);
+	for (int i = 0; i < 500; i++) {
+		engine_get_stats(e, &s);
+		if (s.writers_waiting == 1)
+			break;
+		usleep(10000);
+	}
+	assert_int_equal(s.writers_waiting, 1);
+	assert_false(__atomic_load_n(&w.done, __ATOMIC_SEQ_CST));
+	fault_store_hold(f, 0);
+	pthread_join(tid, NULL);
+	assert_int_equal(w.rc, 0);
+	engine_get_stats(e, &s);
+	assert_int_equal(s.writers_waiting, 0);
+	assert_int_equal(engine_close(e), 0);
+	store_close(st);
+}
+
 /* A second writer fences the first; the first writes nothing more. */
 static void test_fencing(void **state)
 {
@@ -1090,6 +1153,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_outage_lost_ack, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_outage_enospc, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_outage_sync_timeout, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_wait_room, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fencing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_scan_snapshot, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_read_only, setup, teardown),
