@@ -120,13 +120,17 @@ int engine_compact_now(struct engine *e)
 		return -EROFS;
 	pthread_mutex_lock(&e->mu);
 	req = ++e->compact_req;
+	uint64_t failures = e->flush_failures;
 	pthread_cond_signal(&e->flush_cv);
-	while (!e->sticky && e->has_flusher && e->compact_done < req)
+	/* a flush failing meanwhile (an outage) keeps the flusher from the round: say so */
+	while (!e->sticky && e->has_flusher && e->compact_done < req &&
+	       e->flush_failures == failures)
 		pthread_cond_wait(&e->durable_cv, &e->mu);
 	if (e->sticky)
 		rc = e->sticky;
 	else if (e->compact_done < req)
-		rc = -EIO;
+		rc = e->flush_failures != failures && e->flush_last_error ? e->flush_last_error
+									     : -EIO;
 	pthread_mutex_unlock(&e->mu);
 	return rc;
 }

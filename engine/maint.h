@@ -32,7 +32,9 @@ int engine_flush_now(struct engine *e);
 /*
  * Ask the flusher for a full round of compaction (L0 compacted even below
  * its trigger, then every level over its target) and wait for it.
- * Returns 0, the sticky error, or -EROFS.
+ * Returns 0, the sticky error, -EROFS, or the error of a flush attempt that
+ * failed meanwhile (the flusher serves frozen MemTables first; the round is
+ * still done once flushes succeed again).
  */
 int engine_compact_now(struct engine *e);
 
