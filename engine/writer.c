@@ -327,7 +327,7 @@ int engine_wait_room(struct engine *e, size_t bytes)
 		return -EROFS;
 	pthread_mutex_lock(&e->mu);
 	room_wait_locked(e, bytes, &waited);
-	rc = e->sticky ? e->sticky : e->stats.outage_error == -ENOSPC ? -ENOSPC : 0;
+	rc = e->sticky ? e->sticky : still_full_locked(e) ? -ENOSPC : 0;
 	pthread_mutex_unlock(&e->mu);
 	return rc;
 }
