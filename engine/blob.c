@@ -4,7 +4,10 @@
  * Order of sources: (1) the pack of the open or in-flight group, in memory
  * (a blob that is not durable yet is only there; reads never wait for a
  * commit); (2) the blob cache (cache.h, budget opts.cache_bytes), keyed by
- * (epoch, position, offset); (3) a ranged store_get of exactly the blob's
+ * (epoch, position, offset), which the committer fills with the blobs of
+ * every pack it committed (entries that share the sealed pack's memory, so
+ * that what this mount wrote is read back without the store, during an
+ * outage too) and reads fill with what they fetched; (3) a ranged store_get of exactly the blob's
  * bytes from pack/<epoch>-<position>, verified against the descriptor's
  * checksum and then cached.  A missing pack or a checksum failure is
  * -EUCLEAN with a log line naming the pack.
@@ -21,17 +24,32 @@
 #include "pack.h"
 #include "store.h"
 
-/* A cached blob: its bytes (owned). */
+/* A cached blob: its bytes, owned, or a range of a sealed pack it holds a reference on. */
 struct blob_val {
-	size_t len;      /* bytes in data */
-	uint8_t data[];  /* the blob */
+	size_t len;        /* bytes of the blob */
+	struct pack *pack; /* NULL: the bytes are in data */
+	uint64_t off;      /* object offset in pack */
+	uint8_t data[];    /* the blob (pack == NULL) */
 };
 
 static void blob_val_free(const void *key, size_t klen, void *value)
 {
+	struct blob_val *bv = value;
+
 	(void)key;
 	(void)klen;
-	free(value);
+	pack_unref(bv->pack);
+	free(bv);
+}
+
+/* Copy n bytes at off of a cached blob (off + n <= bv->len). */
+static int blob_val_read(const struct blob_val *bv, uint64_t off, void *buf, size_t n)
+{
+	if (!bv->pack) {
+		memcpy(buf, bv->data + off, n);
+		return 0;
+	}
+	return pack_read(bv->pack, bv->off + off, buf, n);
 }
 
 static void cache_key(uint8_t k[24], const struct blob_desc *d)
@@ -97,6 +115,8 @@ static int load_from_store(struct engine *e, const struct blob_desc *d, struct b
 		return -ENOMEM;
 	}
 	bv->len = n;
+	bv->pack = NULL;
+	bv->off = d->offset;
 	memcpy(bv->data, buf, n);
 	free(buf);
 	*out = bv;
@@ -134,13 +154,12 @@ int blob_read_range(struct engine *e, const struct blob_desc *d, uint64_t off, v
 	h = e->blob_cache ? cache_lookup(e->blob_cache, key, sizeof(key)) : NULL;
 	if (h) {
 		bv = cache_value(h);
-		if (bv->len == d->length) {
-			memcpy(buf, bv->data + off, n);
-			cache_release(e->blob_cache, h);
+		rc = bv->len == d->length ? blob_val_read(bv, off, buf, n) : -ERANGE;
+		cache_release(e->blob_cache, h);
+		if (rc == 0) {
 			*got = n;
 			return 0;
 		}
-		cache_release(e->blob_cache, h);
 	}
 	rc = load_from_store(e, d, &bv);
 	if (rc)
@@ -171,4 +190,31 @@ int blob_fetch(struct engine *e, const struct blob_desc *d, void **out)
 	}
 	*out = buf;
 	return 0;
+}
+
+void blob_cache_pack(struct engine *e, struct pack *p)
+{
+	struct blob_desc d = {.epoch = pack_epoch(p), .position = pack_position(p)};
+	uint32_t n = pack_count(p);
+	uint8_t key[24];
+
+	if (!e->blob_cache)
+		return;
+	for (uint32_t i = 0; i < n; i++) {
+		struct blob_val *bv = malloc(sizeof(*bv));
+		if (!bv || pack_blob(p, i, &d.offset, &d.length)) {
+			free(bv);
+			return;
+		}
+		bv->len = (size_t)d.length;
+		bv->pack = p;
+		bv->off = d.offset;
+		pack_ref(p);
+		cache_key(key, &d);
+		if (cache_insert(e->blob_cache, key, sizeof(key), bv, bv->len, blob_val_free,
+				 NULL) != 0) {
+			blob_val_free(NULL, 0, bv);
+			return;
+		}
+	}
 }

@@ -159,6 +159,13 @@ int engine_newest_seq_locked(struct engine *e, const void *key, size_t klen, boo
  * when it comes from the store.  -EUCLEAN (missing pack, checksum), -EIO...
  */
 int blob_fetch(struct engine *e, const struct blob_desc *d, void **out);
+
+/*
+ * Enter every blob of p, a pack that was just committed, into the blob
+ * cache, each entry holding a reference on p (no copy; p is freed when its
+ * last blob leaves the cache).  Best effort: stops quietly on -ENOMEM.
+ */
+void blob_cache_pack(struct engine *e, struct pack *p);
 int blob_read_range(struct engine *e, const struct blob_desc *d, uint64_t off, void *buf,
 		    size_t len, size_t *got);
 

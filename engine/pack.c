@@ -29,6 +29,8 @@ struct pack {
 	uint64_t epoch;      /* writer epoch (const) */
 	uint64_t position;   /* WAL position of the group (const) */
 	uint32_t count;      /* blobs appended; writer only */
+	uint64_t *spans;     /* offset, length of each blob (2 * count); writer, then const */
+	uint32_t span_cap;   /* blobs spans has room for */
 	int sealed;          /* trailer written; writer only */
 	atomic_int refs;     /* references */
 };
@@ -64,6 +66,7 @@ void pack_unref(struct pack *p)
 		return;
 	pthread_mutex_destroy(&p->mu);
 	mw_buf_free(&p->buf);
+	free(p->spans);
 	free(p);
 }
 
@@ -73,6 +76,14 @@ int pack_append(struct pack *p, const void *data, size_t len, struct blob_desc *
 
 	if (p->sealed)
 		return -EINVAL;
+	if (p->count == p->span_cap) {
+		uint32_t cap = p->span_cap ? 2 * p->span_cap : 16;
+		uint64_t *sp = realloc(p->spans, 2 * sizeof(*sp) * cap);
+		if (!sp)
+			return -ENOMEM;
+		p->spans = sp;
+		p->span_cap = cap;
+	}
 	pthread_mutex_lock(&p->mu);
 	d->offset = p->buf.len;
 	rc = mw_buf_append(&p->buf, data, len);
@@ -83,7 +94,18 @@ int pack_append(struct pack *p, const void *data, size_t len, struct blob_desc *
 	d->position = p->position;
 	d->length = len;
 	d->hash = fmt_hash(data, len);
+	p->spans[2 * p->count] = d->offset;
+	p->spans[2 * p->count + 1] = len;
 	p->count++;
+	return 0;
+}
+
+int pack_blob(const struct pack *p, uint32_t i, uint64_t *off, uint64_t *len)
+{
+	if (i >= p->count)
+		return -ERANGE;
+	*off = p->spans[2 * i];
+	*len = p->spans[2 * i + 1];
 	return 0;
 }
 
@@ -130,6 +152,14 @@ int pack_seal(struct pack *p)
 	put_be32(t + PACK_TOFF_MAGIC, PACK_TAIL_MAGIC);
 	put_be64(t + PACK_TOFF_DATA_HASH, fmt_hash(h + PACK_HEADER_SIZE, dlen));
 	rc = mw_buf_append(&p->buf, t, sizeof(t));
+	if (rc == 0 && p->buf.cap > p->buf.len + p->buf.len / 8) {
+		/* a sealed pack may live on in the blob cache: give back the slack */
+		uint8_t *q = realloc(p->buf.p, p->buf.len);
+		if (q) {
+			p->buf.p = q;
+			p->buf.cap = p->buf.len;
+		}
+	}
 	pthread_mutex_unlock(&p->mu);
 	if (rc == 0)
 		p->sealed = 1;

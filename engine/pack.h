@@ -9,7 +9,8 @@
  * and put under pack/<epoch>-<position>, a name only that writer can use.
  *
  * Reference counted: the group holds one reference, readers that found it in
- * the pending list take their own.
+ * the pending list take their own, and so does each entry of the blob cache
+ * made from a committed pack (blob.c, blob_cache_pack()).
  */
 #ifndef MEMWALFS_PACK_H
 #define MEMWALFS_PACK_H
@@ -34,6 +35,12 @@ void pack_unref(struct pack *p);
  * are fine.  -ENOMEM.
  */
 int pack_append(struct pack *p, const void *data, size_t len, struct blob_desc *d);
+
+/*
+ * Object offset and length of the i-th blob appended (i < pack_count()).
+ * Writer thread, or any thread once the pack is sealed.  -ERANGE.
+ */
+int pack_blob(const struct pack *p, uint32_t i, uint64_t *off, uint64_t *len);
 
 /* Number of blobs and bytes of blob data appended so far. */
 uint32_t pack_count(const struct pack *p);

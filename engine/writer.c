@@ -708,6 +708,8 @@ static void *committer_main(void *arg)
 		t0 = engine_now_us();
 		rc = commit_group(e, g, &pb);
 		dt = engine_now_us() - t0;
+		if (rc == 0 && g->pack) /* before readers stop finding it in flight */
+			blob_cache_pack(e, g->pack);
 		pthread_mutex_lock(&e->mu);
 		e->inflight = NULL;
 		e->stats.pending_bytes -= g->bytes;

@@ -559,6 +559,39 @@ static void test_outage_lost_ack(void **state)
 	store_close(st);
 }
 
+/*
+ * What this engine committed is read back from its blob cache with no store
+ * read at all: while the store is down, and with several blobs of one pack
+ * (each cache entry shares the pack's memory).
+ */
+static void test_committed_blobs_cached(void **state)
+{
+	struct store *inner = open_store(), *st;
+	struct fault_store *f;
+	static uint8_t a[3000], b[5000];
+	(void)state;
+
+	for (size_t i = 0; i < sizeof(b); i++)
+		b[i] = (uint8_t)(i * 7 + 1);
+	memset(a, 0xa5, sizeof(a));
+	assert_int_equal(fault_store_new(inner, &f), 0);
+	st = fault_store_as_store(f);
+	struct engine *e = open_engine(st, 1000);
+	assert_int_equal(engine_put(e, "a", 1, a, sizeof(a), 0, NULL), 0);
+	assert_int_equal(engine_put(e, "b", 1, b, sizeof(b), ENGINE_WAIT | ENGINE_URGENT, NULL), 0);
+	fault_store_fail_nth(f, FAULT_M(FAULT_OP_GET), 1, -ECONNREFUSED, FAULT_PERSIST);
+	uint64_t gets = fault_store_calls(f, FAULT_OP_GET);
+	check_value(e, "a", a, sizeof(a));
+	check_value(e, "b", b, sizeof(b));
+	assert_int_equal(fault_store_calls(f, FAULT_OP_GET), gets);
+	fault_store_clear(f);
+	assert_int_equal(engine_close(e), 0);
+	e = open_engine(st, 50); /* a new engine has a cold cache: the store serves it */
+	check_value(e, "b", b, sizeof(b));
+	assert_int_equal(engine_close(e), 0);
+	store_close(st);
+}
+
 /* A full store: -ENOSPC at once to waiters and new writes; it all commits once space is back. */
 static void test_outage_enospc(void **state)
 {
@@ -1151,6 +1184,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_outage_wal, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_outage_pack, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_outage_lost_ack, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_committed_blobs_cached, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_outage_enospc, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_outage_sync_timeout, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_wait_room, setup, teardown),
