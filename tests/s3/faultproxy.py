@@ -12,7 +12,9 @@ breaks itself.  This is not a mock: whatever is forwarded is really stored.
 prints "PORT <n>" on stdout once it listens on 127.0.0.1:<n>, and exits when its stdin reaches
 EOF (so a test that dies does not leave it behind) or on SIGTERM.
 
-Faults (arm one at a time; count requests matching method/path get it, then pass-through):
+Faults (arm one at a time; count requests matching method/path get it, then pass-through;
+with seconds=SEC instead, every matching request gets it for SEC seconds from the arm, then
+pass-through: an outage or a throttling storm of a fixed length):
     500 502 503 504 429 403 400   answer this status with an S3 XML error body, do not forward
                                   (503: SlowDown, 500: InternalError, 429: SlowDown,
                                   403: AccessDenied, 400: InvalidArgument)
@@ -27,6 +29,7 @@ Faults (arm one at a time; count requests matching method/path get it, then pass
 
 Control requests (plain HTTP GET on the same port, never forwarded, never counted):
     /__faultproxy/arm?fault=F&count=N[&method=M][&path=SUBSTRING][&stall=SEC]
+    /__faultproxy/arm?fault=F&seconds=SEC[&method=M][&path=SUBSTRING][&stall=SEC]
     /__faultproxy/clear            disarm and zero the counters
     /__faultproxy/stats            "seen=S faulted=F forwarded=W armed=A"
 
@@ -69,6 +72,7 @@ class State:
         self.method = None  # only requests of this method (None: any)
         self.path = None  # only requests whose target contains this (None: any)
         self.stall = 5.0  # seconds to hold a stalled connection
+        self.until = None  # time.monotonic() the fault ends (seconds= mode; None: by count)
         self.seen = 0  # requests received (control requests excluded)
         self.faulted = 0  # requests that got the fault
         self.forwarded = 0  # requests sent to the upstream server
@@ -77,12 +81,21 @@ class State:
         """Count a request and return the fault it gets (None: pass through)."""
         with self.mu:
             self.seen += 1
+            if self.until is not None and time.monotonic() >= self.until:
+                self.fault, self.count, self.until = None, 0, None  # the storm is over
             if (self.fault and self.count > 0 and (not self.method or self.method == method)
                     and (not self.path or self.path in target)):
-                self.count -= 1
+                if self.until is None:
+                    self.count -= 1
                 self.faulted += 1
                 return self.fault
             return None
+
+    def armed(self):
+        """Faults still to inject (seconds= mode: 1 while it lasts).  Caller holds mu."""
+        if self.until is not None:
+            return 1 if time.monotonic() < self.until else 0
+        return self.count if self.fault else 0
 
 
 ST = State()
@@ -160,6 +173,10 @@ def control(c, target):
                 status, text = 400, "unknown fault %r\n" % f
             else:
                 ST.fault, ST.count = f, int(q.get("count", "1"))
+                ST.until = None
+                if "seconds" in q:
+                    ST.count = 1
+                    ST.until = time.monotonic() + float(q["seconds"])
                 ST.method, ST.path = q.get("method"), q.get("path")
                 ST.stall = float(q.get("stall", "5"))
         elif cmd == "clear":
@@ -168,7 +185,7 @@ def control(c, target):
             status, text = 404, "unknown command %r\n" % cmd
         if not text:
             text = "seen=%d faulted=%d forwarded=%d armed=%d\n" % (
-                ST.seen, ST.faulted, ST.forwarded, ST.count if ST.fault else 0)
+                ST.seen, ST.faulted, ST.forwarded, ST.armed())
     body = text.encode()
     send(c, status, "OK" if status == 200 else "Error",
          [("Content-Type", "text/plain"), ("Content-Length", str(len(body)))], body)
