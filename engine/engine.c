@@ -606,6 +606,33 @@ int engine_get_range(struct engine *e, const void *key, size_t klen, uint64_t of
 	return 0;
 }
 
+int engine_get_range_wait(struct engine *e, const void *key, size_t klen, uint64_t off,
+			  void *buf, size_t len, size_t *got)
+{
+	uint64_t start = engine_now_us();
+	unsigned wait_ms = RETRY_MIN_MS;
+	int rc;
+
+	for (int tries = 1;; tries++) {
+		rc = engine_get_range(e, key, klen, off, buf, len, got);
+		if (rc == 0 || rc == -ENOENT || rc == -ENOMEM || rc == -EINVAL ||
+		    err_permanent(rc))
+			break;
+		uint64_t waited_ms = (engine_now_us() - start) / 1000u;
+		if (e->o.sync_timeout_ms && waited_ms >= e->o.sync_timeout_ms)
+			break;
+		if (tries == 1)
+			log_warn("engine: a read that a write waits on failed (%s); it is retried "
+				 "until the store answers",
+				 strerror(-rc));
+		struct timespec ts = { .tv_sec = wait_ms / 1000u,
+				       .tv_nsec = (long)(wait_ms % 1000u) * 1000000L };
+		nanosleep(&ts, NULL);
+		wait_ms = wait_ms * 2 > RETRY_MAX_MS ? RETRY_MAX_MS : wait_ms * 2;
+	}
+	return rc;
+}
+
 int engine_merged_iter(struct engine *e, struct kv_iter **out, uint64_t *gen)
 {
 	struct view w = { 0 };

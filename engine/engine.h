@@ -180,6 +180,17 @@ int engine_get_range(struct engine *e, const void *key, size_t klen, uint64_t of
 		     size_t len, size_t *got);
 
 /*
+ * engine_get_range() for a read that a write depends on (the read-modify-write
+ * of a chunk, whose new bytes wait in memory): a transient store failure (an
+ * outage, throttling) is retried with the commits' backoff until the read
+ * succeeds or fails for good (-ENOENT, corruption, a newer writer), or until
+ * opts.sync_timeout_ms, when set, has passed; then the last error.  Like an
+ * fsync on a hard mount, it waits out an outage.
+ */
+int engine_get_range_wait(struct engine *e, const void *key, size_t klen, uint64_t off,
+			  void *buf, size_t len, size_t *got);
+
+/*
  * Ordered scan of [start, end) (end NULL: unbounded) over one consistent
  * snapshot taken at creation.  Typical loop:
  *

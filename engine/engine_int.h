@@ -111,6 +111,13 @@ struct engine {
 /* Monotonic clock in microseconds. */
 uint64_t engine_now_us(void);
 
+/* Errors no retry can cure: a newer writer, corruption, a refused format (writer.c). */
+bool err_permanent(int rc);
+
+/* Backoff between retries of a transient store failure: first wait, cap (milliseconds). */
+#define RETRY_MIN_MS 50u
+#define RETRY_MAX_MS 5000u
+
 /* writer.c: start / stop the committer thread.  Stop commits what is open. */
 int writer_start(struct engine *e);
 void writer_stop(struct engine *e);

@@ -591,8 +591,7 @@ static int commit_once(struct engine *e, struct group *g, uint64_t *pack_bytes)
 	return held < 0 ? held : rc;
 }
 
-/* Errors no retry can cure: a newer writer, corruption, a refused format. */
-static bool permanent(int rc)
+bool err_permanent(int rc)
 {
 	return rc == -ESTALE || rc == -EUCLEAN || rc == -EBADMSG || rc == -EINVAL ||
 	       rc == -ENOTSUP || rc == -EPROTONOSUPPORT;
@@ -600,8 +599,6 @@ static bool permanent(int rc)
 
 /* Give up a close that waits this long for an unreachable store. */
 #define CLOSE_OUTAGE_MS 60000u
-#define RETRY_MIN_MS 50u
-#define RETRY_MAX_MS 5000u
 
 /*
  * Commit g, retrying transient failures with backoff (capped, jittered)
@@ -621,7 +618,7 @@ static int commit_group(struct engine *e, struct group *g, uint64_t *pack_bytes)
 		int rc = commit_once(e, g, pack_bytes);
 
 		pthread_mutex_lock(&e->mu);
-		if (rc == 0 || permanent(rc)) {
+		if (rc == 0 || err_permanent(rc)) {
 			if (e->stats.outage_since) {
 				log_warn("engine: the store takes commits again, after %" PRId64
 					 " s and %" PRIu64 " retries",

@@ -50,13 +50,18 @@ static size_t chunk_key(uint8_t *key, uint64_t ino, uint64_t idx)
 	return schema_key_chunk(key, ino, idx);
 }
 
-/* Read n bytes at offset co of chunk idx into dst; holes and the tail past the value read as 0. */
+/*
+ * Read n bytes at offset co of chunk idx into dst; holes and the tail past the
+ * value read as 0.  wait: a write depends on the bytes, so wait out an outage
+ * of the store (engine_get_range_wait()) instead of failing.
+ */
 static int read_chunk(struct mwfs *fs, uint64_t ino, uint64_t idx, uint32_t co, uint8_t *dst,
-		      size_t n)
+		      size_t n, bool wait)
 {
 	uint8_t key[SCHEMA_KEY_MAX];
 	size_t kn = chunk_key(key, ino, idx), got = 0;
-	int rc = engine_get_range(fs->e, key, kn, co, dst, n, &got);
+	int rc = wait ? engine_get_range_wait(fs->e, key, kn, co, dst, n, &got)
+		      : engine_get_range(fs->e, key, kn, co, dst, n, &got);
 	if (rc == -ENOENT) {
 		rc = 0;
 		got = 0;
@@ -107,14 +112,17 @@ static int put_chunk(struct mwfs *fs, struct inode *ip, uint64_t idx, const uint
 	return rc;
 }
 
-/* Merge the stored bytes of the buffer's chunk under its dirty range. */
+/*
+ * Merge the stored bytes of the buffer's chunk under its dirty range.  The
+ * buffer's bytes depend on this read: it waits out an outage of the store.
+ */
 static int wb_load_base(struct mwfs *fs, struct inode *ip)
 {
 	struct wbuf *w = &ip->wb;
 	struct tls *t = fs_tls(fs);
 	if (!t)
 		return -ENOMEM;
-	int rc = read_chunk(fs, ip->ino, w->idx, 0, t->chunk, fs->cs);
+	int rc = read_chunk(fs, ip->ino, w->idx, 0, t->chunk, fs->cs, true);
 	if (rc)
 		return rc;
 	memcpy(t->chunk + w->lo, w->data + w->lo, w->hi - w->lo);
@@ -288,7 +296,7 @@ static int read_locked(struct mwfs *fs, struct inode *ip, uint64_t off, size_t s
 		} else {
 			/* one load per chunk: wait for a prefetch or reader already on it */
 			int slot = ra_begin(fs->ra, ip->ino, idx);
-			rc = read_chunk(fs, ip->ino, idx, co, buf + pos, n);
+			rc = read_chunk(fs, ip->ino, idx, co, buf + pos, n, false);
 			ra_end(fs->ra, slot);
 			if (!rc && w->active && w->idx == idx) {
 				/* lay the buffered bytes over the stored ones */

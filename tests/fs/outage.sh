@@ -14,7 +14,8 @@
 #     after the server is back, none that started during the outage returns 0 before its end,
 #     the loop goes on on the same mount; after a remount every acknowledged file is
 #     byte-exact. In the same outage, mount F: 20 MiB appended (dd conv=fsync) to a file whose
-#     first 500,000 bytes (a partial chunk) were fsynced before it: the fsync returns 0 after
+#     first 500,000 bytes (a partial chunk) were fsynced before it by an earlier mount (so the
+#     chunk is not in the daemon's cache: the append waits to read it): the fsync returns 0 after
 #     the server is back, reads on F answer meanwhile, and the file is byte-exact after a
 #     remount. Then a 200 MiB sequential write (dd conv=fsync, paced at 20 MiB/s so that
 #     it is written during the outage) across a DD_OUTAGE_SEC (20) outage completes and is
@@ -353,13 +354,17 @@ s3_main() {
 	head -c 500000 /dev/urandom >"$WORK/cref/p1"
 	cp "$WORK/cref/p1" "$mC/p1" # written before the outage, never fsynced
 	# 1: a log file on mount F: its first 500,000 bytes (a partial chunk) fsynced before the
-	# outage, 20 MiB appended and fsynced during it
+	# outage, 20 MiB appended and fsynced during it.  The 500,000 bytes were written before the
+	# outage, by an earlier mount, so that the append must read that chunk from the store (the
+	# daemon's cache is cold): it waits for the server instead of failing
 	om "$mF" "$pfx-f" "${S3O[@]}"
-	prepare_seen "$mF"
 	head -c 500000 /dev/urandom >"$WORK/log.ref"
 	head -c $((20 << 20)) /dev/urandom >"$WORK/log.more"
 	dd if="$WORK/log.ref" of="$mF/log" bs=500000 conv=fsync status=none
 	cat "$WORK/log.more" >>"$WORK/log.ref"
+	ou "$mF"
+	om "$mF" "$pfx-f" "${S3O[@]}"
+	prepare_seen "$mF"
 	loop_start "$mA"
 	sampler "$mA" "$WORK/a.samples"
 	loop_wait_acks "$mA" 10

@@ -592,6 +592,69 @@ static void test_committed_blobs_cached(void **state)
 	store_close(st);
 }
 
+struct lift_later {
+	struct fault_store *f;
+	unsigned ms;
+};
+
+static void *lift_main(void *arg)
+{
+	struct lift_later *l = arg;
+	struct timespec ts = { .tv_sec = l->ms / 1000u, .tv_nsec = (long)(l->ms % 1000u) * 1000000L };
+	nanosleep(&ts, NULL);
+	fault_store_clear(l->f);
+	return NULL;
+}
+
+/*
+ * engine_get_range_wait() waits out failing store reads (a cold cache during
+ * an outage) and gives up after sync_timeout_ms when that is set; a missing
+ * key is -ENOENT at once.
+ */
+static void test_get_range_wait(void **state)
+{
+	struct store *inner = open_store(), *st;
+	struct fault_store *f;
+	static uint8_t b[5000], got[5000];
+	size_t n = 0;
+	(void)state;
+
+	for (size_t i = 0; i < sizeof(b); i++)
+		b[i] = (uint8_t)(i * 13 + 5);
+	assert_int_equal(fault_store_new(inner, &f), 0);
+	st = fault_store_as_store(f);
+	struct engine *e = open_engine(st, 10);
+	assert_int_equal(engine_put(e, "b", 1, b, sizeof(b), ENGINE_WAIT | ENGINE_URGENT, NULL), 0);
+	assert_int_equal(engine_close(e), 0);
+	e = open_engine(st, 10); /* cold caches: the value is in an SSTable and a pack */
+	fault_store_fail_nth(f, FAULT_M(FAULT_OP_GET), 1, -ECONNREFUSED, FAULT_PERSIST);
+	assert_int_equal(engine_get_range(e, "b", 1, 0, got, sizeof(got), &n), -ECONNREFUSED);
+	struct lift_later l = { f, 400 };
+	pthread_t tid;
+	uint64_t t0 = now_ms();
+	assert_int_equal(pthread_create(&tid, NULL, lift_main, &l), 0);
+	assert_int_equal(engine_get_range_wait(e, "b", 1, 100, got, sizeof(got), &n), 0);
+	pthread_join(tid, NULL);
+	assert_true(now_ms() - t0 >= 400);
+	assert_int_equal(n, sizeof(b) - 100);
+	assert_memory_equal(got, b + 100, n);
+	assert_int_equal(engine_get_range_wait(e, "none", 4, 0, got, sizeof(got), &n), -ENOENT);
+	assert_int_equal(engine_close(e), 0);
+
+	struct engine_opts o;
+	engine_opts_default(&o);
+	o.inline_max = 1024;
+	o.sync_timeout_ms = 300;
+	assert_int_equal(engine_open(st, &o, &e), 0);
+	fault_store_fail_nth(f, FAULT_M(FAULT_OP_GET), 1, -ECONNREFUSED, FAULT_PERSIST);
+	t0 = now_ms();
+	assert_int_equal(engine_get_range_wait(e, "b", 1, 0, got, sizeof(got), &n), -ECONNREFUSED);
+	assert_true(now_ms() - t0 >= 300);
+	fault_store_clear(f);
+	assert_int_equal(engine_close(e), 0);
+	store_close(st);
+}
+
 /* A full store: -ENOSPC at once to waiters and new writes; it all commits once space is back. */
 static void test_outage_enospc(void **state)
 {
@@ -1185,6 +1248,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_outage_pack, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_outage_lost_ack, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_committed_blobs_cached, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_get_range_wait, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_outage_enospc, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_outage_sync_timeout, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_wait_room, setup, teardown),
