@@ -51,17 +51,41 @@ static size_t chunk_key(uint8_t *key, uint64_t ino, uint64_t idx)
 }
 
 /*
+ * A read that failed because the store does not answer waits for it (like a
+ * hard NFS mount; the kernel's read of a partial page before a write is such
+ * a read, and failing it fails the write) while fewer than half the
+ * request threads are waiting so; beyond that it fails at once, so that
+ * threads are left to answer from the caches.
+ */
+static bool outage_reader_enter(struct mwfs *fs)
+{
+	unsigned cap = (fs->o.max_threads ? fs->o.max_threads : 8) / 2;
+	unsigned cur = atomic_load(&fs->outage_readers);
+	do {
+		if (cur >= (cap ? cap : 1))
+			return false;
+	} while (!atomic_compare_exchange_weak(&fs->outage_readers, &cur, cur + 1));
+	return true;
+}
+
+/*
  * Read n bytes at offset co of chunk idx into dst; holes and the tail past the
- * value read as 0.  wait: a write depends on the bytes, so wait out an outage
- * of the store (engine_get_range_wait()) instead of failing.
+ * value read as 0.  A store that does not answer is waited for
+ * (engine_get_range_wait()): always when wait is set (a write buffer's bytes
+ * depend on the read), else within outage_reader_enter()'s bound.
  */
 static int read_chunk(struct mwfs *fs, uint64_t ino, uint64_t idx, uint32_t co, uint8_t *dst,
 		      size_t n, bool wait)
 {
 	uint8_t key[SCHEMA_KEY_MAX];
 	size_t kn = chunk_key(key, ino, idx), got = 0;
-	int rc = wait ? engine_get_range_wait(fs->e, key, kn, co, dst, n, &got)
-		      : engine_get_range(fs->e, key, kn, co, dst, n, &got);
+	int rc = engine_get_range(fs->e, key, kn, co, dst, n, &got);
+	if (rc && rc != -ENOENT && rc != -ENOMEM && rc != -EUCLEAN &&
+	    (wait || outage_reader_enter(fs))) {
+		rc = engine_get_range_wait(fs->e, key, kn, co, dst, n, &got);
+		if (!wait)
+			atomic_fetch_sub(&fs->outage_readers, 1);
+	}
 	if (rc == -ENOENT) {
 		rc = 0;
 		got = 0;

@@ -21,6 +21,7 @@
 
 #include <fuse_lowlevel.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -84,6 +85,7 @@ struct mwfs {
 	pthread_key_t tkey;        /* per-thread scratch buffers (struct tls) */
 	struct readahead *ra;      /* read-ahead threads and in-flight loads (readahead.c) */
 	struct wbflush *wbf;       /* puts write buffers left partly filled (wbflush.c) */
+	atomic_uint outage_readers; /* reads waiting out a store outage (file.c read_chunk) */
 };
 
 /* Per-thread scratch, reused across requests (avoids a malloc per read). */

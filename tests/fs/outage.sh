@@ -15,7 +15,8 @@
 #     the loop goes on on the same mount; after a remount every acknowledged file is
 #     byte-exact. In the same outage, mount F: 20 MiB appended (dd conv=fsync) to a file whose
 #     first 500,000 bytes (a partial chunk) were fsynced before it by an earlier mount (so the
-#     chunk is not in the daemon's cache: the append waits to read it): the fsync returns 0 after
+#     chunk is not in the daemon's cache: the append waits to read it), and a read of a file
+#     that daemon has not cached waits for the server and is right: the fsync returns 0 after
 #     the server is back, reads on F answer meanwhile, and the file is byte-exact after a
 #     remount. Then a 200 MiB sequential write (dd conv=fsync, paced at 20 MiB/s so that
 #     it is written during the outage) across a DD_OUTAGE_SEC (20) outage completes and is
@@ -362,6 +363,8 @@ s3_main() {
 	head -c $((20 << 20)) /dev/urandom >"$WORK/log.more"
 	dd if="$WORK/log.ref" of="$mF/log" bs=500000 conv=fsync status=none
 	cat "$WORK/log.more" >>"$WORK/log.ref"
+	head -c 100000 /dev/urandom >"$WORK/cold.ref" # read during the outage, not in the cache
+	dd if="$WORK/cold.ref" of="$mF/cold" bs=100000 conv=fsync status=none
 	ou "$mF"
 	om "$mF" "$pfx-f" "${S3O[@]}"
 	prepare_seen "$mF"
@@ -381,6 +384,13 @@ s3_main() {
 	) &
 	local app=$!
 	BGPIDS+=("$app")
+	# 1: a read of a file F's daemon has not cached waits for the server, then is right
+	(
+		rc=0
+		cat "$mF/cold" >"$WORK/cold.got" 2>"$WORK/cold.err" || rc=$?
+		echo "$rc $(now)" >"$WORK/cold.rc"
+	) &
+	BGPIDS+=("$!")
 	# 3: fsync with --fsync-timeout 3, right at the start of the outage
 	python3 "$PY" fsync1 "$mB/t1" 200000 "$WORK/b.t1" "$WORK/b.t1.ref" &
 	local bt1=$!
@@ -465,6 +475,17 @@ s3_main() {
 	fi
 	wait "$app" || true
 	local arc at0 at1
+	for _ in $(seq 600); do [ -s "$WORK/cold.rc" ] && break; sleep 0.1; done
+	if [ ! -s "$WORK/cold.rc" ]; then
+		LATE_FAILS+=("1: a read of an uncached file started during the outage still hangs 60 s after the server was back")
+	else
+		read -r crc ct1 <"$WORK/cold.rc"
+		if [ "$crc" = 0 ] && cmp -s "$WORK/cold.got" "$WORK/cold.ref"; then
+			echo "   1: a read of an uncached file waited for the server: right, $(awk -v a="$ct1" -v u="$t_up" 'BEGIN{printf "%.1f", a - u}') s after it was back"
+		else
+			LATE_FAILS+=("1: a read of an uncached file during the outage: exit $crc, $(cat "$WORK/cold.err"), $(stat -c %s "$WORK/cold.got") bytes")
+		fi
+	fi
 	read -r arc at0 at1 <"$WORK/append.rc"
 	if [ "$arc" = 0 ]; then
 		echo "   1: appending 20 MiB + fsync during the outage returned 0 $(awk -v a="$at1" -v u="$t_up" 'BEGIN{printf "%.1f", a - u}') s after the server was back"
