@@ -67,7 +67,7 @@ static struct pack *pending_pack(struct engine *e, const struct blob_desc *d)
 
 	if (e->o.read_only || d->epoch != e->epoch)
 		return NULL;
-	pthread_mutex_lock(&e->mu);
+	mw_mutex_lock(&e->mu);
 	gs[0] = e->open;
 	gs[1] = e->inflight;
 	for (int i = 0; i < 2 && !p; i++) {
@@ -76,7 +76,7 @@ static struct pack *pending_pack(struct engine *e, const struct blob_desc *d)
 			pack_ref(p);
 		}
 	}
-	pthread_mutex_unlock(&e->mu);
+	mw_mutex_unlock(&e->mu);
 	return p;
 }
 

@@ -1,7 +1,7 @@
 /*
  * engine.c - the MemWAL engine: open (epoch claim, replay, fencing),
- * close, point reads, scans and statistics.  The write path is writer.c,
- * blob reads blob.c, formats wal.c / pack.c / manifest.c.
+ * close and statistics.  The read path is read.c, the write path
+ * writer.c, blob reads blob.c, formats wal.c / pack.c / manifest.c.
  *
  * DESIGN
  *
@@ -27,18 +27,11 @@
  * (flush.c) adds more as frozen MemTables are written out, and a writer
  * starts the GC thread (maint.c, docs/GC.md).
  *
- * Close (writer): stop the GC thread, then engine_flush_now(): commit the
+ * Close (writer): stop the GC thread, then maint_flush_now(): commit the
  * open group, freeze the MemTable with no group open and wait until the
  * manifest covers the whole WAL, so the next open replays nothing; then
  * stop the flusher and the committer.  A failed final flush only costs the
  * next open a replay.
- *
- * Reads take a snapshot (e->visible_seq: the last sequence of a batch that
- * is entirely in the MemTable), take references on the active MemTable, the
- * frozen ones and the SSTables in one critical section (mem_mu), then
- * consult them newest first: MemTables, then SSTables from the newest.  A
- * KV_BLOB value is resolved through blob.c.  Reads never take the writer lock except
- * for a moment to find a pending pack.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -79,6 +72,36 @@ void engine_opts_default(struct engine_opts *o)
 	o->repack_below_pct = 50;
 }
 
+/*
+ * Replace each option left 0 by its default from engine_opts_default()
+ * (cache_bytes excepted: 0 means no cache), and raise a MemTable size
+ * below what the arena needs.
+ */
+static void opts_resolve(struct engine_opts *o)
+{
+	struct engine_opts def;
+
+	engine_opts_default(&def);
+#define DEFAULT_IF_ZERO(field) \
+	do { \
+		if (!o->field) \
+			o->field = def.field; \
+	} while (0)
+	DEFAULT_IF_ZERO(cadence_ms);
+	DEFAULT_IF_ZERO(group_max_bytes);
+	DEFAULT_IF_ZERO(inline_max);
+	DEFAULT_IF_ZERO(memtable_max_bytes);
+	DEFAULT_IF_ZERO(max_pending_bytes);
+	DEFAULT_IF_ZERO(max_frozen_bytes);
+	DEFAULT_IF_ZERO(gc_interval_ms);
+	DEFAULT_IF_ZERO(gc_grace_sec);
+	DEFAULT_IF_ZERO(repack_below_pct);
+#undef DEFAULT_IF_ZERO
+	/* the MemTable allocates 64 KiB arena blocks: below a few of them every insert would freeze */
+	if (o->memtable_max_bytes < MEMTABLE_MIN_BYTES)
+		o->memtable_max_bytes = MEMTABLE_MIN_BYTES;
+}
+
 /* ------------------------------------------------------------------ */
 /* Replay                                                              */
 /* ------------------------------------------------------------------ */
@@ -115,7 +138,10 @@ struct replay {
 	uint64_t max_epoch; /* highest epoch replayed so far */
 };
 
-/* Apply one decoded entry to the MemTable (e->mu not needed: open is single-threaded). */
+/*
+ * Apply one decoded entry to the MemTable.  Open is single-threaded; e->mu
+ * is taken only around the freeze, whose callers must hold it.
+ */
 static int replay_apply(struct engine *e, const char *name, const struct wal_info *info,
 			const uint8_t *body, size_t blen)
 {
@@ -143,8 +169,13 @@ static int replay_apply(struct engine *e, const char *name, const struct wal_inf
 		else
 			e->stats.puts++;
 		ops++;
-		if (memtable_bytes(e->mem) >= e->o.memtable_max_bytes && (rc = writer_freeze_locked(e)))
-			return rc;
+		if (memtable_bytes(e->mem) >= e->o.memtable_max_bytes) {
+			mw_mutex_lock(&e->mu);
+			rc = writer_freeze_locked(e);
+			mw_mutex_unlock(&e->mu);
+			if (rc)
+				return rc;
+		}
 	}
 	if (rc < 0 || ops != info->op_count) {
 		log_err("wal: %s: malformed body (%u ops decoded, header says %u)", name, ops,
@@ -206,7 +237,7 @@ static int replay_wal(struct engine *e, struct replay *r, uint64_t *tip)
 {
 	char after[FMT_NAME_MAX];
 	struct poslist pl = { 0 };
-	uint64_t t0 = engine_now_us();
+	uint64_t t0 = mw_now_us();
 	size_t i;
 	int rc;
 
@@ -239,7 +270,7 @@ static int replay_wal(struct engine *e, struct replay *r, uint64_t *tip)
 	}
 	rc = 0;
 out:
-	e->stats.replay_usec = engine_now_us() - t0;
+	e->stats.replay_usec = mw_now_us() - t0;
 	free(pl.v);
 	return rc;
 }
@@ -314,7 +345,7 @@ static void engine_free(struct engine *e)
 	pthread_cond_destroy(&e->commit_cv);
 	pthread_cond_destroy(&e->durable_cv);
 	pthread_cond_destroy(&e->flush_cv);
-	pthread_mutex_destroy(&e->mu);
+	mw_mutex_destroy(&e->mu);
 	pthread_mutex_destroy(&e->mem_mu);
 	free(e);
 }
@@ -339,30 +370,9 @@ int engine_open(struct store *st, const struct engine_opts *o, struct engine **o
 		return -ENOMEM;
 	e->st = st;
 	e->o = *o;
-	engine_opts_default(&def);
-	if (!e->o.cadence_ms)
-		e->o.cadence_ms = def.cadence_ms;
-	if (!e->o.group_max_bytes)
-		e->o.group_max_bytes = def.group_max_bytes;
-	if (!e->o.inline_max)
-		e->o.inline_max = def.inline_max;
-	if (!e->o.memtable_max_bytes)
-		e->o.memtable_max_bytes = def.memtable_max_bytes;
-	/* the MemTable allocates 64 KiB arena blocks: below a few of them every insert would freeze */
-	if (e->o.memtable_max_bytes < MEMTABLE_MIN_BYTES)
-		e->o.memtable_max_bytes = MEMTABLE_MIN_BYTES;
-	if (!e->o.max_pending_bytes)
-		e->o.max_pending_bytes = def.max_pending_bytes;
-	if (!e->o.max_frozen_bytes)
-		e->o.max_frozen_bytes = def.max_frozen_bytes;
-	if (!e->o.gc_interval_ms)
-		e->o.gc_interval_ms = def.gc_interval_ms;
-	if (!e->o.gc_grace_sec)
-		e->o.gc_grace_sec = def.gc_grace_sec;
-	if (!e->o.repack_below_pct)
-		e->o.repack_below_pct = def.repack_below_pct;
+	opts_resolve(&e->o);
 	e->conditional = store_caps(st)->conditional_create;
-	pthread_mutex_init(&e->mu, NULL);
+	mw_mutex_init(&e->mu);
 	pthread_mutex_init(&e->mem_mu, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -391,7 +401,7 @@ int engine_open(struct store *st, const struct engine_opts *o, struct engine **o
 			rc = -ENOTSUP;
 			goto fail;
 		}
-		uint64_t claim_us = engine_now_us();
+		uint64_t claim_us = mw_now_us();
 		rc = manifest_claim(st, e->conditional, &e->man);
 		if (rc)
 			goto fail;
@@ -448,7 +458,7 @@ int engine_close(struct engine *e)
 	 */
 	gc_thread_stop(e);
 	if (!e->o.read_only && !e->sticky) {
-		rc = engine_flush_now(e);
+		rc = maint_flush_now(e);
 		if (rc && rc != e->sticky)
 			log_warn("engine: close: final flush failed (%d); the next open replays "
 				 "the WAL", rc);
@@ -461,382 +471,6 @@ int engine_close(struct engine *e)
 }
 
 /* ------------------------------------------------------------------ */
-/* Reads                                                               */
-/* ------------------------------------------------------------------ */
-
-/* What a read consults, each with a reference: MemTables newest first, SSTables oldest first. */
-struct view {
-	struct memtable **mems;   /* active, then frozen newest first */
-	size_t nmems;
-	struct sst_reader **ssts; /* manifest order: walk backwards for newest first */
-	size_t nssts;
-};
-
-static int view_get(struct engine *e, struct view *v)
-{
-	size_t k = 0;
-
-	pthread_mutex_lock(&e->mem_mu);
-	v->mems = malloc((e->nfrozen + 1) * sizeof(*v->mems));
-	v->ssts = malloc((e->nssts + 1) * sizeof(*v->ssts));
-	if (!v->mems || !v->ssts) {
-		pthread_mutex_unlock(&e->mem_mu);
-		free(v->mems);
-		free(v->ssts);
-		return -ENOMEM;
-	}
-	v->mems[k++] = e->mem;
-	memtable_ref(e->mem);
-	for (size_t i = e->nfrozen; i-- > 0;) {
-		v->mems[k++] = e->frozen[i].mem;
-		memtable_ref(e->frozen[i].mem);
-	}
-	v->nmems = k;
-	for (size_t i = 0; i < e->nssts; i++) {
-		v->ssts[i] = e->ssts[i];
-		sst_reader_ref(e->ssts[i]);
-	}
-	v->nssts = e->nssts;
-	pthread_mutex_unlock(&e->mem_mu);
-	return 0;
-}
-
-static void view_put(struct view *v)
-{
-	for (size_t i = 0; i < v->nmems; i++)
-		memtable_unref(v->mems[i]);
-	for (size_t i = 0; i < v->nssts; i++)
-		sst_reader_unref(v->ssts[i]);
-	free(v->mems);
-	free(v->ssts);
-}
-
-/*
- * Find the newest visible entry of key.  Returns 0 and either copies the
- * inline value (*val malloc()ed) or the descriptor (*is_blob), -ENOENT.
- */
-static int lookup(struct engine *e, const void *key, size_t klen, void **val, size_t *vlen,
-		  bool *is_blob, struct blob_desc *d)
-{
-	uint64_t snap = atomic_load_explicit(&e->visible_seq, memory_order_acquire);
-	struct view w;
-	enum kv_type type = KV_DELETE;
-	const void *v = NULL;
-	void *owned = NULL;
-	size_t vn = 0;
-	uint64_t seq;
-	int found = 0, rc = view_get(e, &w);
-
-	if (rc)
-		return rc;
-	for (size_t i = 0; i < w.nmems && !found; i++)
-		found = memtable_get(w.mems[i], key, klen, snap, &type, &v, &vn, &seq);
-	for (size_t i = w.nssts; i-- > 0 && !found;) {
-		found = sst_reader_get(w.ssts[i], key, klen, snap, &type, &seq, &owned, &vn);
-		v = owned;
-	}
-	if (found < 0) {
-		rc = found;
-	} else if (!found || type == KV_DELETE) {
-		rc = -ENOENT;
-	} else if (type == KV_BLOB) {
-		*is_blob = true;
-		rc = blob_desc_decode(v, vn, d);
-		if (rc)
-			log_err("engine: corrupt blob descriptor for a key");
-	} else {
-		*is_blob = false;
-		*val = malloc(vn ? vn : 1);
-		rc = *val ? 0 : -ENOMEM;
-		if (*val && vn)
-			memcpy(*val, v, vn);
-		*vlen = vn;
-	}
-	free(owned);
-	view_put(&w);
-	return rc;
-}
-
-int engine_get(struct engine *e, const void *key, size_t klen, void **val, size_t *vlen)
-{
-	struct blob_desc d;
-	bool is_blob = false;
-	void *v = NULL;
-	size_t n = 0;
-	int rc;
-
-	if (!e || !key || !val || !vlen)
-		return -EINVAL;
-	rc = lookup(e, key, klen, &v, &n, &is_blob, &d);
-	if (rc)
-		return rc;
-	if (is_blob) {
-		rc = blob_fetch(e, &d, &v);
-		if (rc)
-			return rc;
-		n = (size_t)d.length;
-	}
-	*val = v;
-	*vlen = n;
-	return 0;
-}
-
-int engine_get_range(struct engine *e, const void *key, size_t klen, uint64_t off, void *buf,
-		     size_t len, size_t *got)
-{
-	struct blob_desc d;
-	bool is_blob = false;
-	void *v = NULL;
-	size_t n = 0;
-	int rc;
-
-	if (!e || !key || (!buf && len) || !got)
-		return -EINVAL;
-	rc = lookup(e, key, klen, &v, &n, &is_blob, &d);
-	if (rc)
-		return rc;
-	if (is_blob)
-		return blob_read_range(e, &d, off, buf, len, got);
-	*got = 0;
-	if (off < n) {
-		*got = n - off < len ? n - off : len;
-		memcpy(buf, (uint8_t *)v + off, *got);
-	}
-	free(v);
-	return 0;
-}
-
-int engine_get_range_wait(struct engine *e, const void *key, size_t klen, uint64_t off,
-			  void *buf, size_t len, size_t *got)
-{
-	uint64_t start = engine_now_us();
-	unsigned wait_ms = RETRY_MIN_MS;
-	int rc;
-
-	for (int tries = 1;; tries++) {
-		rc = engine_get_range(e, key, klen, off, buf, len, got);
-		if (rc == 0 || rc == -ENOENT || rc == -ENOMEM || rc == -EINVAL ||
-		    err_permanent(rc))
-			break;
-		uint64_t waited_ms = (engine_now_us() - start) / 1000u;
-		if (e->o.sync_timeout_ms && waited_ms >= e->o.sync_timeout_ms)
-			break;
-		if (tries == 1)
-			log_warn("engine: a read that a write waits on failed (%s); it is retried "
-				 "until the store answers",
-				 strerror(-rc));
-		struct timespec ts = { .tv_sec = wait_ms / 1000u,
-				       .tv_nsec = (long)(wait_ms % 1000u) * 1000000L };
-		nanosleep(&ts, NULL);
-		wait_ms = wait_ms * 2 > RETRY_MAX_MS ? RETRY_MAX_MS : wait_ms * 2;
-	}
-	return rc;
-}
-
-int engine_merged_iter(struct engine *e, struct kv_iter **out, uint64_t *gen)
-{
-	struct view w = { 0 };
-	struct kv_iter **kids = NULL;
-	size_t nk = 0;
-	int rc;
-
-	pthread_mutex_lock(&e->mu);
-	*gen = e->sst_gen;
-	rc = view_get(e, &w);
-	pthread_mutex_unlock(&e->mu);
-	if (rc)
-		return rc;
-	kids = calloc(w.nmems + w.nssts, sizeof(*kids));
-	if (!kids) {
-		rc = -ENOMEM;
-		goto out;
-	}
-	for (size_t i = 0; i < w.nmems; i++, nk++)
-		if ((rc = memtable_iter_new(w.mems[i], &kids[nk])))
-			goto out;
-	for (size_t i = w.nssts; i-- > 0; nk++)
-		if ((rc = sst_reader_iter_new(w.ssts[i], &kids[nk])))
-			goto out;
-	rc = kv_merge_iter_new(kids, nk, out);
-	if (rc == 0)
-		nk = 0; /* the merger owns them */
-out:
-	for (size_t i = 0; i < nk; i++)
-		kv_iter_destroy(kids[i]);
-	free(kids);
-	view_put(&w);
-	return rc;
-}
-
-int engine_newest_seq_locked(struct engine *e, const void *key, size_t klen, bool with_ssts,
-			     uint64_t *seq)
-{
-	enum kv_type type;
-	const void *v;
-	void *owned = NULL;
-	size_t vn;
-	int found;
-
-	/* e->mu is held: neither the MemTable list nor the SSTable list can change */
-	if (memtable_get(e->mem, key, klen, UINT64_MAX, &type, &v, &vn, seq))
-		return 1;
-	for (size_t i = e->nfrozen; i-- > 0;)
-		if (memtable_get(e->frozen[i].mem, key, klen, UINT64_MAX, &type, &v, &vn, seq))
-			return 1;
-	if (!with_ssts)
-		return 0;
-	for (size_t i = e->nssts; i-- > 0;) {
-		found = sst_reader_get(e->ssts[i], key, klen, UINT64_MAX, &type, seq, &owned, &vn);
-		free(owned);
-		owned = NULL;
-		if (found)
-			return found;
-	}
-	return 0;
-}
-
-/* ------------------------------------------------------------------ */
-/* Scans                                                               */
-/* ------------------------------------------------------------------ */
-
-struct engine_iter {
-	struct engine *e;  /* the engine (borrowed) */
-	struct dbiter *d;  /* user view over the merged MemTables (owned) */
-	void *blob;        /* the current blob's bytes, fetched on demand (owned) */
-	size_t blob_len;   /* bytes in blob */
-	bool have_blob;    /* blob holds the current entry's value */
-	int status;        /* 0, or the error that ended the scan */
-};
-
-int engine_iter_new(struct engine *e, const void *start, size_t slen, const void *end,
-		    size_t elen, struct engine_iter **out)
-{
-	uint64_t snap = atomic_load_explicit(&e->visible_seq, memory_order_acquire);
-	struct view w = { 0 };
-	struct kv_iter **kids = NULL, *mi = NULL;
-	struct engine_iter *it;
-	size_t n, nk = 0;
-	bool have_view = false;
-	int rc;
-
-	it = calloc(1, sizeof(*it));
-	if (!it)
-		return -ENOMEM;
-	it->e = e;
-	if ((rc = view_get(e, &w)))
-		goto fail;
-	have_view = true;
-	n = w.nmems + w.nssts;
-	kids = calloc(n, sizeof(*kids));
-	if (!kids) {
-		rc = -ENOMEM;
-		goto fail;
-	}
-	/* newest sources first: MemTables, then SSTables newest first */
-	for (size_t i = 0; i < w.nmems; i++, nk++)
-		if ((rc = memtable_iter_new(w.mems[i], &kids[nk])))
-			goto fail;
-	for (size_t i = w.nssts; i-- > 0; nk++)
-		if ((rc = sst_reader_iter_new(w.ssts[i], &kids[nk])))
-			goto fail;
-	rc = kv_merge_iter_new(kids, nk, &mi);
-	if (rc)
-		goto fail;
-	nk = 0; /* the merger owns them */
-	rc = dbiter_new(mi, snap, start, start ? slen : 0, end, end ? elen : 0, &it->d);
-	if (rc)
-		goto fail;
-	mi = NULL;
-	dbiter_seek_first(it->d);
-	it->status = dbiter_status(it->d);
-	free(kids);
-	view_put(&w);
-	*out = it;
-	return 0;
-fail:
-	kv_iter_destroy(mi);
-	for (size_t i = 0; i < nk; i++)
-		kv_iter_destroy(kids[i]);
-	free(kids);
-	if (have_view)
-		view_put(&w);
-	free(it);
-	return rc;
-}
-
-static void drop_blob(struct engine_iter *it)
-{
-	free(it->blob);
-	it->blob = NULL;
-	it->have_blob = false;
-}
-
-void engine_iter_seek(struct engine_iter *it, const void *key, size_t klen)
-{
-	drop_blob(it);
-	dbiter_seek(it->d, key, klen);
-	it->status = dbiter_status(it->d);
-}
-
-bool engine_iter_valid(const struct engine_iter *it)
-{
-	return it && it->status == 0 && dbiter_valid(it->d);
-}
-
-void engine_iter_next(struct engine_iter *it)
-{
-	drop_blob(it);
-	dbiter_next(it->d);
-	it->status = dbiter_status(it->d);
-}
-
-const void *engine_iter_key(const struct engine_iter *it, size_t *klen)
-{
-	return dbiter_key(it->d, klen);
-}
-
-int engine_iter_value(struct engine_iter *it, const void **val, size_t *vlen)
-{
-	struct blob_desc d;
-	const void *v;
-	size_t vn;
-	int rc;
-
-	v = dbiter_value(it->d, &vn);
-	if (dbiter_type(it->d) != KV_BLOB) {
-		*val = v;
-		*vlen = vn;
-		return 0;
-	}
-	if (!it->have_blob) {
-		rc = blob_desc_decode(v, vn, &d);
-		if (rc == 0)
-			rc = blob_fetch(it->e, &d, &it->blob);
-		if (rc)
-			return rc;
-		it->blob_len = (size_t)d.length;
-		it->have_blob = true;
-	}
-	*val = it->blob;
-	*vlen = it->blob_len;
-	return 0;
-}
-
-int engine_iter_status(const struct engine_iter *it)
-{
-	return it->status;
-}
-
-void engine_iter_free(struct engine_iter *it)
-{
-	if (!it)
-		return;
-	drop_blob(it);
-	dbiter_free(it->d);
-	free(it);
-}
-
-/* ------------------------------------------------------------------ */
 /* Statistics                                                          */
 /* ------------------------------------------------------------------ */
 
@@ -844,7 +478,7 @@ void engine_get_stats(struct engine *e, struct engine_stats *out)
 {
 	struct cache_stats cs;
 
-	pthread_mutex_lock(&e->mu);
+	mw_mutex_lock(&e->mu);
 	*out = e->stats;
 	out->epoch = e->epoch;
 	out->wal_next = e->next_pos;
@@ -852,7 +486,7 @@ void engine_get_stats(struct engine *e, struct engine_stats *out)
 	out->frozen_bytes = e->frozen_bytes;
 	out->sticky_error = e->sticky;
 	out->read_only = e->o.read_only;
-	pthread_mutex_unlock(&e->mu);
+	mw_mutex_unlock(&e->mu);
 	pthread_mutex_lock(&e->mem_mu);
 	out->memtable_bytes = memtable_bytes(e->mem);
 	out->frozen_count = e->nfrozen;

@@ -13,11 +13,12 @@
 
 #include "buf.h"
 #include "engine.h"
+#include "flush.h"
 #include "format.h"
 #include "manifest.h"
-#include "flush.h"
 #include "memtable.h"
 #include "sst.h"
+#include "thread.h"
 
 struct pack;
 struct cache;
@@ -60,7 +61,7 @@ struct engine {
 	uint64_t epoch;            /* our writer epoch (const after open) */
 	struct cache *blob_cache;  /* decoded blobs, keyed by descriptor (thread-safe) */
 
-	pthread_mutex_t mu;        /* the writer lock: fields marked [mu] */
+	struct mw_mutex mu;        /* the writer lock: fields marked [mu] (checked, thread.h) */
 	pthread_cond_t commit_cv;  /* wakes the committer [mu] */
 	pthread_cond_t durable_cv; /* wakes waiters after a commit or failure [mu] */
 	struct manifest man;       /* the manifest we last wrote or read [mu] */
@@ -71,17 +72,13 @@ struct engine {
 	uint64_t next_seq;         /* next sequence number [mu] */
 	int sticky;                /* 0 or the error that fenced the writer [mu] */
 	uint64_t failed_pos;       /* position of the group that failed [mu] */
-	bool closing;              /* engine_close() asked the committer to stop [mu] */
-	bool has_committer;        /* committer thread started (const after open) */
 	uint64_t lease_from_us;    /* when the last epoch check that passed was sent (committer) */
-	pthread_t committer;       /* the committer thread */
+	struct mw_thread committer; /* the committer; .stop: engine_close() asked it to stop [mu] */
 	struct engine_stats stats; /* counters [mu]; memtable fields computed on read */
 	uint64_t frozen_bytes;     /* bytes of frozen, unflushed MemTables [mu] */
 	uint64_t freeze_pos;       /* WAL position at the last freeze (replay length bound) [mu] */
 	pthread_cond_t flush_cv;   /* wakes the flusher [mu] */
-	bool flush_stop;           /* flusher_stop() asked the flusher to exit [mu] */
-	bool has_flusher;          /* flusher thread started (const after open) */
-	pthread_t flusher;         /* the flusher thread */
+	struct mw_thread flusher;  /* the flusher (flush.c); .stop: asked to exit [mu] */
 	uint64_t sst_gen;          /* bumped whenever e->ssts changes [mu] */
 	uint64_t sst_next_id;      /* next SSTable id to hand out, only grows (flusher thread; flush.c) */
 	uint64_t flush_failures;   /* failed flush attempts since open [mu] */
@@ -91,9 +88,7 @@ struct engine {
 	struct gc *gc;             /* the collector (writers; used under gc_mu) */
 	pthread_mutex_t gc_mu;     /* serialises GC passes (taken before mu) */
 	pthread_cond_t gc_cv;      /* wakes the GC thread [mu] */
-	bool gc_stop;              /* gc_thread_stop() asked the GC thread to exit [mu] */
-	bool has_gc_thread;        /* GC thread started (const after open) */
-	pthread_t gc_thread;       /* the GC thread */
+	struct mw_thread gc_thread; /* the GC thread (maint.c); .stop: asked to exit [mu] */
 	struct cache *block_cache; /* SSTable data blocks (thread-safe) */
 	struct sst_counters sst_counters; /* read costs of all SSTables (atomic) */
 
@@ -107,9 +102,6 @@ struct engine {
 	struct sst_reader **ssts;  /* live SSTables, manifest order (oldest first) [mem_mu] */
 	size_t nssts;              /* entries in ssts [mem_mu] */
 };
-
-/* Monotonic clock in microseconds. */
-uint64_t engine_now_us(void);
 
 /* Errors no retry can cure: a newer writer, corruption, a refused format (writer.c). */
 bool err_permanent(int rc);
@@ -147,7 +139,7 @@ int writer_write_if(struct engine *e, struct engine_batch *b, int flags, uint64_
  * SSTables, with references of its own.  *gen gets e->sst_gen of that SSTable set.
  * Caller destroys it with kv_iter_destroy().  -ENOMEM...
  */
-int engine_merged_iter(struct engine *e, struct kv_iter **out, uint64_t *gen);
+int read_merged_iter(struct engine *e, struct kv_iter **out, uint64_t *gen);
 
 /*
  * engine.c: the sequence of the newest version (of any type) of key,
@@ -156,7 +148,7 @@ int engine_merged_iter(struct engine *e, struct kv_iter **out, uint64_t *gen);
  * when with_ssts and the key is in no MemTable.  Returns 1 and *seq, 0 when
  * no consulted source has the key, or a negative errno.
  */
-int engine_newest_seq_locked(struct engine *e, const void *key, size_t klen, bool with_ssts,
+int read_newest_seq_locked(struct engine *e, const void *key, size_t klen, bool with_ssts,
 			     uint64_t *seq);
 
 /*

@@ -91,16 +91,18 @@ int flusher_open_ssts(struct engine *e)
 /* Timed wait on flush_cv (caller holds e->mu). */
 static void nap_locked(struct engine *e, unsigned sec)
 {
+	mw_mutex_assert_held(&e->mu);
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	ts.tv_sec += sec;
-	pthread_cond_timedwait(&e->flush_cv, &e->mu, &ts);
+	mw_cond_timedwait(&e->flush_cv, &e->mu, &ts);
 }
 
 /* Swap F (frozen[0]) for reader r and next manifest (caller holds e->mu). */
 static int install_locked(struct engine *e, struct sst_reader *r, struct manifest *next)
 {
+	mw_mutex_assert_held(&e->mu);
 	struct sst_reader **v = NULL, **oldv = NULL;
 	struct memtable *old;
 
@@ -169,6 +171,7 @@ static int readers_for(struct engine *e, const struct manifest *m, struct sst_re
  */
 static void compact_some_locked(struct engine *e, bool force)
 {
+	mw_mutex_assert_held(&e->mu);
 	struct sst_reader_opts ro = { .counters = &e->sst_counters, .cache = e->block_cache };
 	struct compact_opts co;
 
@@ -180,12 +183,12 @@ static void compact_some_locked(struct engine *e, bool force)
 	/* forced: compact L0 whatever its size (a full merge when only L0/L1 exist) */
 	if (force)
 		co.l0_trigger = 1;
-	for (int round = 0; round < 8 && !e->flush_stop && !e->sticky; round++) {
+	for (int round = 0; round < 8 && !e->flusher.stop && !e->sticky; round++) {
 		struct compact_job *j = NULL;
 		struct manifest next = { 0 };
 		struct sst_reader **v = NULL, **oldv;
 		size_t oldn;
-		uint64_t t0 = engine_now_us();
+		uint64_t t0 = mw_now_us();
 		int rc = compact_pick(&e->man, &co, &j);
 
 		if (rc) {
@@ -193,7 +196,7 @@ static void compact_some_locked(struct engine *e, bool force)
 				log_warn("compact: pick failed: %d", rc);
 			return;
 		}
-		pthread_mutex_unlock(&e->mu);
+		mw_mutex_unlock(&e->mu);
 		/* e->man and e->ssts change only on this thread: read them unlocked */
 		rc = compact_execute(e->st, j, &co, UINT64_MAX);
 		if (rc == 0)
@@ -206,7 +209,7 @@ static void compact_some_locked(struct engine *e, bool force)
 			rc = -EIO;
 		}
 		compact_job_free(j);
-		pthread_mutex_lock(&e->mu);
+		mw_mutex_lock(&e->mu);
 		if (rc == 0) {
 			pthread_mutex_lock(&e->mem_mu);
 			oldv = e->ssts;
@@ -222,7 +225,7 @@ static void compact_some_locked(struct engine *e, bool force)
 			e->man = next;
 			e->stats.compactions++;
 			log_info("compact: manifest %" PRIu64 ", %zu tables (%" PRIu64 " us)",
-				 e->man.version, e->man.nssts, engine_now_us() - t0);
+				 e->man.version, e->man.nssts, mw_now_us() - t0);
 			continue;
 		}
 		manifest_clear(&next);
@@ -247,10 +250,10 @@ static void *flusher_main(void *arg)
 {
 	struct engine *e = arg;
 
-	pthread_mutex_lock(&e->mu);
+	mw_mutex_lock(&e->mu);
 	compact_some_locked(e, false);
 	for (;;) {
-		if (e->flush_stop || e->sticky)
+		if (e->flusher.stop || e->sticky)
 			break;
 		if (e->nfrozen == 0 && e->compact_done < e->compact_req) {
 			uint64_t req = e->compact_req;
@@ -261,7 +264,7 @@ static void *flusher_main(void *arg)
 			continue;
 		}
 		if (e->nfrozen == 0) {
-			pthread_cond_wait(&e->flush_cv, &e->mu);
+			mw_cond_wait(&e->flush_cv, &e->mu);
 			continue;
 		}
 		struct frozen_mem f = e->frozen[0];
@@ -277,11 +280,11 @@ static void *flusher_main(void *arg)
 		struct manifest cur = { 0 }, next = { 0 };
 		struct manifest_sst sst = { 0 };
 		struct sst_reader *r = NULL;
-		uint64_t t0 = engine_now_us();
+		uint64_t t0 = mw_now_us();
 		uint64_t id = take_sst_id(e); /* this attempt's own name */
 		int rc = manifest_copy(&cur, &e->man);
 		memtable_ref(f.mem);
-		pthread_mutex_unlock(&e->mu);
+		mw_mutex_unlock(&e->mu);
 
 		/* persist the allocator: the next manifest covers every id handed out */
 		if (cur.next_sst < e->sst_next_id)
@@ -308,7 +311,7 @@ static void *flusher_main(void *arg)
 				}
 			}
 			manifest_clear(&cur);
-			pthread_mutex_lock(&e->mu);
+			mw_mutex_lock(&e->mu);
 			if (rc == 0) {
 				install_locked(e, NULL, next.version ? &next : NULL);
 				pthread_cond_broadcast(&e->durable_cv);
@@ -322,14 +325,14 @@ static void *flusher_main(void *arg)
 		if (rc == 0 && (rc = open_reader(e, &sst, &r)) != 0)
 			log_err("flush: %s committed but unreadable: %d", sst.name, rc);
 		memtable_unref(f.mem);
-		pthread_mutex_lock(&e->mu);
+		mw_mutex_lock(&e->mu);
 		if (rc == 0)
 			rc = install_locked(e, r, &next);
 		if (rc == 0) {
 			e->stats.flushes++;
 			log_info("flush: %s covers the WAL before %" PRIu64 " (manifest %" PRIu64
 				 ", %" PRIu64 " us)", sst.name, f.wal_end, e->man.version,
-				 engine_now_us() - t0);
+				 mw_now_us() - t0);
 			pthread_cond_broadcast(&e->durable_cv);
 			compact_some_locked(e, false);
 		} else {
@@ -358,38 +361,25 @@ failed:
 			nap_locked(e, FLUSH_RETRY_SEC);
 		}
 	}
-	pthread_mutex_unlock(&e->mu);
+	mw_mutex_unlock(&e->mu);
 	return NULL;
 }
 
 int flusher_start(struct engine *e)
 {
-	int rc;
-
 	/* ids of our epoch start at the claimed manifest's; see "SSTable names" */
 	e->sst_next_id = e->man.next_sst;
-	rc = pthread_create(&e->flusher, NULL, flusher_main, e);
-
-	if (rc) {
-		log_err("engine: cannot start the flusher thread: %d", rc);
-		return -rc;
-	}
-	e->has_flusher = true;
-	return 0;
+	return mw_thread_start(&e->flusher, "engine flusher", flusher_main, e, &e->mu,
+			       &e->flush_cv);
 }
 
 void flusher_stop(struct engine *e)
 {
-	if (!e->has_flusher)
+	if (!e->flusher.running)
 		return;
-	pthread_mutex_lock(&e->mu);
-	e->flush_stop = true;
-	pthread_cond_broadcast(&e->flush_cv);
-	pthread_mutex_unlock(&e->mu);
-	pthread_join(e->flusher, NULL);
-	e->has_flusher = false;
+	mw_thread_stop(&e->flusher);
 	/* writers waiting for frozen space must not wait forever */
-	pthread_mutex_lock(&e->mu);
+	mw_mutex_lock(&e->mu);
 	pthread_cond_broadcast(&e->durable_cv);
-	pthread_mutex_unlock(&e->mu);
+	mw_mutex_unlock(&e->mu);
 }

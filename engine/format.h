@@ -3,7 +3,7 @@
  *
  * This header mirrors docs/WAL.md, docs/PACKS.md and docs/MANIFEST.md; if
  * the two disagree, it is a bug in both.  Every integer is big-endian
- * (engine/coding.h), every object starts with a 4-byte magic and a 2-byte
+ * (util/coding.h), every object starts with a 4-byte magic and a 2-byte
  * version, every fixed-size header/trailer is pinned by _Static_assert, and
  * every checksum is XXH3_64 (libxxhash) of the bytes it names.
  *

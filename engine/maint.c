@@ -6,7 +6,7 @@
  * DESIGN
  *
  * The GC thread wakes every opts.gc_interval_ms and runs one pass; tests
- * and tools run the same pass with engine_gc_now().  Passes are serialised
+ * and tools run the same pass with maint_gc_now().  Passes are serialised
  * by e->gc_mu (taken before e->mu, never while holding it).  A pass:
  *
  *   1. snapshot, under e->mu, what protects in-flight work: our epoch and
@@ -61,7 +61,7 @@
 /* Flush and compaction on demand                                      */
 /* ------------------------------------------------------------------ */
 
-int engine_flush_now(struct engine *e)
+int maint_flush_now(struct engine *e)
 {
 	uint64_t failures, target;
 	int rc = 0;
@@ -77,7 +77,7 @@ int engine_flush_now(struct engine *e)
 	rc = engine_sync(e);
 	if (rc)
 		return rc;
-	pthread_mutex_lock(&e->mu);
+	mw_mutex_lock(&e->mu);
 	if (e->sticky) {
 		rc = e->sticky;
 		goto out;
@@ -92,24 +92,24 @@ int engine_flush_now(struct engine *e)
 		e->open->urgent = true;
 		pthread_cond_signal(&e->commit_cv);
 	}
-	while (!e->sticky && e->has_flusher &&
+	while (!e->sticky && e->flusher.running &&
 	       (e->nfrozen > 0 || e->man.wal_covered < target)) {
 		if (e->flush_failures != failures) {
 			rc = e->flush_last_error ? e->flush_last_error : -EIO;
 			goto out;
 		}
-		pthread_cond_wait(&e->durable_cv, &e->mu);
+		mw_cond_wait(&e->durable_cv, &e->mu);
 	}
 	if (e->sticky)
 		rc = e->sticky;
 	else if (e->nfrozen > 0)
 		rc = -EIO; /* the flusher stopped */
 out:
-	pthread_mutex_unlock(&e->mu);
+	mw_mutex_unlock(&e->mu);
 	return rc;
 }
 
-int engine_compact_now(struct engine *e)
+int maint_compact_now(struct engine *e)
 {
 	uint64_t req;
 	int rc = 0;
@@ -118,20 +118,20 @@ int engine_compact_now(struct engine *e)
 		return -EINVAL;
 	if (e->o.read_only)
 		return -EROFS;
-	pthread_mutex_lock(&e->mu);
+	mw_mutex_lock(&e->mu);
 	req = ++e->compact_req;
 	uint64_t failures = e->flush_failures;
 	pthread_cond_signal(&e->flush_cv);
 	/* a flush failing meanwhile (an outage) keeps the flusher from the round: say so */
-	while (!e->sticky && e->has_flusher && e->compact_done < req &&
+	while (!e->sticky && e->flusher.running && e->compact_done < req &&
 	       e->flush_failures == failures)
-		pthread_cond_wait(&e->durable_cv, &e->mu);
+		mw_cond_wait(&e->durable_cv, &e->mu);
 	if (e->sticky)
 		rc = e->sticky;
 	else if (e->compact_done < req)
 		rc = e->flush_failures != failures && e->flush_last_error ? e->flush_last_error
 									     : -EIO;
-	pthread_mutex_unlock(&e->mu);
+	mw_mutex_unlock(&e->mu);
 	return rc;
 }
 
@@ -151,9 +151,10 @@ struct repack {
 /* Under e->mu: does the key still have the newest sequence rp->seq?  0 yes, 1 no. */
 static int still_newest(struct engine *e, void *arg, const void *key, size_t klen)
 {
+	mw_mutex_assert_held(&e->mu);
 	struct repack *rp = arg;
 	uint64_t seq = 0;
-	int found = engine_newest_seq_locked(e, key, klen, e->sst_gen != rp->sst_gen, &seq);
+	int found = read_newest_seq_locked(e, key, klen, e->sst_gen != rp->sst_gen, &seq);
 
 	if (found < 0)
 		return found;
@@ -215,11 +216,11 @@ out:
 }
 
 /* Rewrite the live blobs of the plan's repack packs, then sync. */
-static int repack_run(struct engine *e, const struct gc_plan *plan, struct engine_gc_result *res)
+static int repack_run(struct engine *e, const struct gc_plan *plan, struct maint_gc_result *res)
 {
 	struct repack rp = { .e = e };
 	struct kv_iter *it = NULL;
-	int rc = engine_merged_iter(e, &it, &rp.sst_gen);
+	int rc = read_merged_iter(e, &it, &rp.sst_gen);
 
 	if (rc)
 		return rc;
@@ -244,7 +245,7 @@ static int repack_run(struct engine *e, const struct gc_plan *plan, struct engin
 /* ------------------------------------------------------------------ */
 
 /* Caller holds e->gc_mu. */
-static int gc_pass(struct engine *e, struct engine_gc_result *res)
+static int gc_pass(struct engine *e, struct maint_gc_result *res)
 {
 	struct gc_opts o;
 	struct gc_plan plan = { 0 };
@@ -258,12 +259,12 @@ static int gc_pass(struct engine *e, struct engine_gc_result *res)
 	o.repack_below = e->o.repack_below_pct == ENGINE_GC_OFF ? 0.0 :
 			 (double)e->o.repack_below_pct / 100.0;
 	o.cleanup_uploads = false; /* below, with a floor on the age */
-	pthread_mutex_lock(&e->mu);
+	mw_mutex_lock(&e->mu);
 	rc = e->sticky;
 	o.protect_epoch = e->epoch;
 	o.protect_sst_from = e->man.next_sst;
 	o.protect_wal_from = e->man.wal_covered;
-	pthread_mutex_unlock(&e->mu);
+	mw_mutex_unlock(&e->mu);
 	if (rc)
 		return rc;
 	rc = gc_plan_make(e->gc, &o, &plan);
@@ -284,7 +285,7 @@ static int gc_pass(struct engine *e, struct engine_gc_result *res)
 		rc = repack_run(e, &plan, res);
 out:
 	gc_plan_clear(&plan);
-	pthread_mutex_lock(&e->mu);
+	mw_mutex_lock(&e->mu);
 	if (rc == -ESTALE && !e->sticky)
 		e->sticky = -ESTALE; /* GC found a newer epoch: stop writing too */
 	e->stats.gc_deleted += res->deleted;
@@ -298,15 +299,15 @@ out:
 		e->stats.store_pack_bytes = res->pack_bytes;
 		e->stats.store_live_pack_bytes = res->live_pack_bytes;
 	}
-	pthread_mutex_unlock(&e->mu);
+	mw_mutex_unlock(&e->mu);
 	if (rc)
 		log_warn("gc: pass failed (%d); retried at the next interval", rc);
 	return rc;
 }
 
-int engine_gc_now(struct engine *e, struct engine_gc_result *res)
+int maint_gc_now(struct engine *e, struct maint_gc_result *res)
 {
-	struct engine_gc_result r;
+	struct maint_gc_result r;
 	int rc;
 
 	if (!e)
@@ -328,9 +329,9 @@ int engine_gc_now(struct engine *e, struct engine_gc_result *res)
 static void *gc_main(void *arg)
 {
 	struct engine *e = arg;
-	struct engine_gc_result r;
+	struct maint_gc_result r;
 
-	pthread_mutex_lock(&e->mu);
+	mw_mutex_lock(&e->mu);
 	for (;;) {
 		struct timespec ts;
 		uint64_t ns;
@@ -339,44 +340,29 @@ static void *gc_main(void *arg)
 		ns = (uint64_t)ts.tv_nsec + (uint64_t)e->o.gc_interval_ms * 1000000u;
 		ts.tv_sec += (time_t)(ns / 1000000000u);
 		ts.tv_nsec = (long)(ns % 1000000000u);
-		while (!e->gc_stop && !e->sticky &&
-		       pthread_cond_timedwait(&e->gc_cv, &e->mu, &ts) != ETIMEDOUT)
+		while (!e->gc_thread.stop && !e->sticky &&
+		       mw_cond_timedwait(&e->gc_cv, &e->mu, &ts) != ETIMEDOUT)
 			;
-		if (e->gc_stop || e->sticky)
+		if (e->gc_thread.stop || e->sticky)
 			break;
-		pthread_mutex_unlock(&e->mu);
+		mw_mutex_unlock(&e->mu);
 		pthread_mutex_lock(&e->gc_mu);
 		gc_pass(e, &r);
 		pthread_mutex_unlock(&e->gc_mu);
-		pthread_mutex_lock(&e->mu);
+		mw_mutex_lock(&e->mu);
 	}
-	pthread_mutex_unlock(&e->mu);
+	mw_mutex_unlock(&e->mu);
 	return NULL;
 }
 
 int gc_thread_start(struct engine *e)
 {
-	int rc;
-
 	if (e->o.read_only || e->o.gc_interval_ms == ENGINE_GC_OFF)
 		return 0;
-	rc = pthread_create(&e->gc_thread, NULL, gc_main, e);
-	if (rc) {
-		log_err("engine: cannot start the GC thread: %d", rc);
-		return -rc;
-	}
-	e->has_gc_thread = true;
-	return 0;
+	return mw_thread_start(&e->gc_thread, "engine GC", gc_main, e, &e->mu, &e->gc_cv);
 }
 
 void gc_thread_stop(struct engine *e)
 {
-	if (!e->has_gc_thread)
-		return;
-	pthread_mutex_lock(&e->mu);
-	e->gc_stop = true;
-	pthread_cond_broadcast(&e->gc_cv);
-	pthread_mutex_unlock(&e->mu);
-	pthread_join(e->gc_thread, NULL);
-	e->has_gc_thread = false;
+	mw_thread_stop(&e->gc_thread);
 }

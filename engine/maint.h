@@ -27,7 +27,7 @@ struct engine;
  * writer's sticky error, -EIO when a flush attempt failed (the flusher
  * retries by itself later), -EROFS on a read-only engine.
  */
-int engine_flush_now(struct engine *e);
+int maint_flush_now(struct engine *e);
 
 /*
  * Ask the flusher for a full round of compaction (L0 compacted even below
@@ -36,10 +36,10 @@ int engine_flush_now(struct engine *e);
  * failed meanwhile (the flusher serves frozen MemTables first; the round is
  * still done once flushes succeed again).
  */
-int engine_compact_now(struct engine *e);
+int maint_compact_now(struct engine *e);
 
 /* What one GC pass did (also added to the engine's stats). */
-struct engine_gc_result {
+struct maint_gc_result {
 	uint64_t deleted;        /* objects deleted (incl. aborted uploads) */
 	uint64_t deleted_bytes;  /* bytes of the objects deleted */
 	uint64_t pack_bytes;     /* pack bytes that stay in the store */
@@ -58,7 +58,7 @@ struct engine_gc_result {
  * descriptors.  res may be NULL.  Returns 0, -EROFS, the store's error
  * (the pass stops; what was deleted stays deleted), the sticky error.
  */
-int engine_gc_now(struct engine *e, struct engine_gc_result *res);
+int maint_gc_now(struct engine *e, struct maint_gc_result *res);
 
 /* maint.c, for engine.c: start / stop the GC thread (writer engines). */
 int gc_thread_start(struct engine *e);

@@ -73,13 +73,6 @@
 #include "store.h"
 #include "wal.h"
 
-uint64_t engine_now_us(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
 static void group_free(struct group *g)
 {
 	if (!g)
@@ -92,6 +85,7 @@ static void group_free(struct group *g)
 /* Open a new group at the next position (caller holds e->mu). */
 static int group_open_locked(struct engine *e)
 {
+	mw_mutex_assert_held(&e->mu);
 	struct group *g = calloc(1, sizeof(*g));
 	int rc;
 
@@ -104,7 +98,7 @@ static int group_open_locked(struct engine *e)
 	}
 	g->position = e->next_pos++;
 	g->first_seq = e->next_seq;
-	g->opened_us = engine_now_us();
+	g->opened_us = mw_now_us();
 	e->open = g;
 	pthread_cond_signal(&e->commit_cv); /* start the cadence clock */
 	return 0;
@@ -112,6 +106,7 @@ static int group_open_locked(struct engine *e)
 
 int writer_freeze_locked(struct engine *e)
 {
+	mw_mutex_assert_held(&e->mu);
 	struct memtable *m;
 	int rc = memtable_new(&m);
 
@@ -147,6 +142,7 @@ int writer_freeze_locked(struct engine *e)
 /* Is the write with this ticket settled?  1 durable, <0 failed, 0 not yet. */
 static int ticket_state_locked(struct engine *e, uint64_t ticket)
 {
+	mw_mutex_assert_held(&e->mu);
 	if (ticket < e->durable_upto)
 		return 1;
 	if (e->sticky && ticket >= e->failed_pos)
@@ -173,12 +169,13 @@ static struct timespec deadline_ms(unsigned ms)
  */
 static bool still_full_locked(struct engine *e)
 {
+	mw_mutex_assert_held(&e->mu);
 	if (e->stats.outage_error != -ENOSPC)
 		return false;
 	uint64_t r0 = e->stats.commit_retries;
 	pthread_cond_signal(&e->commit_cv);
 	while (e->stats.outage_error == -ENOSPC && e->stats.commit_retries == r0 && !e->sticky)
-		pthread_cond_wait(&e->durable_cv, &e->mu);
+		mw_cond_wait(&e->durable_cv, &e->mu);
 	return e->stats.outage_error == -ENOSPC;
 }
 
@@ -190,6 +187,7 @@ static bool still_full_locked(struct engine *e)
  */
 static int wait_locked(struct engine *e, uint64_t ticket, bool urgent)
 {
+	mw_mutex_assert_held(&e->mu);
 	struct timespec until = deadline_ms(e->o.sync_timeout_ms);
 	int st;
 
@@ -206,8 +204,8 @@ static int wait_locked(struct engine *e, uint64_t ticket, bool urgent)
 			pthread_cond_signal(&e->commit_cv);
 		}
 		if (!e->o.sync_timeout_ms) {
-			pthread_cond_wait(&e->durable_cv, &e->mu);
-		} else if (pthread_cond_timedwait(&e->durable_cv, &e->mu, &until) == ETIMEDOUT &&
+			mw_cond_wait(&e->durable_cv, &e->mu);
+		} else if (mw_cond_timedwait(&e->durable_cv, &e->mu, &until) == ETIMEDOUT &&
 			   ticket_state_locked(e, ticket) == 0) {
 			e->stats.sync_timeouts++;
 			return -ETIMEDOUT;
@@ -219,6 +217,7 @@ static int wait_locked(struct engine *e, uint64_t ticket, bool urgent)
 /* Encode batch b into the open group and the MemTable (caller holds e->mu). */
 static int apply_locked(struct engine *e, const struct engine_batch *b)
 {
+	mw_mutex_assert_held(&e->mu);
 	struct group *g = e->open;
 	struct wal_cursor c;
 	size_t wal_mark = g->wal.len, bytes = 0;
@@ -293,6 +292,7 @@ int engine_write(struct engine *e, struct engine_batch *b, int flags, uint64_t *
  */
 static void room_wait_locked(struct engine *e, size_t bytes, bool *waited)
 {
+	mw_mutex_assert_held(&e->mu);
 	while (!e->sticky && e->stats.outage_error != -ENOSPC && e->stats.pending_bytes > 0 &&
 	       e->stats.pending_bytes + bytes > e->o.max_pending_bytes) {
 		if (!*waited)
@@ -303,15 +303,15 @@ static void room_wait_locked(struct engine *e, size_t bytes, bool *waited)
 			pthread_cond_signal(&e->commit_cv);
 		}
 		e->stats.writers_waiting++;
-		pthread_cond_wait(&e->durable_cv, &e->mu);
+		mw_cond_wait(&e->durable_cv, &e->mu);
 		e->stats.writers_waiting--;
 	}
-	while (!e->sticky && e->has_flusher && e->frozen_bytes > e->o.max_frozen_bytes) {
+	while (!e->sticky && e->flusher.running && e->frozen_bytes > e->o.max_frozen_bytes) {
 		if (!*waited)
 			e->stats.backpressure_waits++;
 		*waited = true;
 		e->stats.writers_waiting++;
-		pthread_cond_wait(&e->durable_cv, &e->mu);
+		mw_cond_wait(&e->durable_cv, &e->mu);
 		e->stats.writers_waiting--;
 	}
 }
@@ -325,10 +325,10 @@ int engine_wait_room(struct engine *e, size_t bytes)
 		return -EINVAL;
 	if (e->o.read_only)
 		return -EROFS;
-	pthread_mutex_lock(&e->mu);
+	mw_mutex_lock(&e->mu);
 	room_wait_locked(e, bytes, &waited);
 	rc = e->sticky ? e->sticky : still_full_locked(e) ? -ENOSPC : 0;
-	pthread_mutex_unlock(&e->mu);
+	mw_mutex_unlock(&e->mu);
 	return rc;
 }
 
@@ -343,7 +343,7 @@ int writer_write_if(struct engine *e, struct engine_batch *b, int flags, uint64_
 		return -EINVAL;
 	if (e->o.read_only)
 		return -EROFS;
-	pthread_mutex_lock(&e->mu);
+	mw_mutex_lock(&e->mu);
 	room_wait_locked(e, b->bytes, &waited);
 	if (e->sticky) {
 		rc = e->sticky;
@@ -388,7 +388,7 @@ done:
 	if (flags & ENGINE_WAIT)
 		rc = wait_locked(e, t, flags & ENGINE_URGENT);
 out:
-	pthread_mutex_unlock(&e->mu);
+	mw_mutex_unlock(&e->mu);
 	return rc;
 }
 
@@ -423,9 +423,9 @@ int engine_wait(struct engine *e, uint64_t ticket, bool urgent)
 		return -EINVAL;
 	if (e->o.read_only)
 		return 0;
-	pthread_mutex_lock(&e->mu);
+	mw_mutex_lock(&e->mu);
 	rc = wait_locked(e, ticket, urgent);
-	pthread_mutex_unlock(&e->mu);
+	mw_mutex_unlock(&e->mu);
 	return rc;
 }
 
@@ -437,7 +437,7 @@ int engine_sync(struct engine *e)
 		return -EINVAL;
 	if (e->o.read_only)
 		return 0;
-	pthread_mutex_lock(&e->mu);
+	mw_mutex_lock(&e->mu);
 	if (e->sticky)
 		rc = e->sticky;
 	else if (e->open)
@@ -446,7 +446,7 @@ int engine_sync(struct engine *e)
 		rc = wait_locked(e, e->inflight->position, true);
 	else
 		rc = 0;
-	pthread_mutex_unlock(&e->mu);
+	mw_mutex_unlock(&e->mu);
 	return rc;
 }
 
@@ -486,7 +486,7 @@ static uint64_t lease_us(const struct engine *e)
  */
 static int epoch_check(struct engine *e)
 {
-	uint64_t t = engine_now_us();
+	uint64_t t = mw_now_us();
 	struct manifest m;
 	int rc = -ENOENT;
 
@@ -510,7 +510,7 @@ static int epoch_check(struct engine *e)
 static bool lease_holds(const struct engine *e)
 {
 	uint64_t lease = lease_us(e);
-	return lease && engine_now_us() - e->lease_from_us < lease;
+	return lease && mw_now_us() - e->lease_from_us < lease;
 }
 
 /*
@@ -522,7 +522,7 @@ static bool lease_holds(const struct engine *e)
 static int lease_renew(struct engine *e)
 {
 	uint64_t lease = lease_us(e);
-	if (!lease || engine_now_us() - e->lease_from_us < lease / 2)
+	if (!lease || mw_now_us() - e->lease_from_us < lease / 2)
 		return 0;
 	return epoch_check(e);
 }
@@ -611,13 +611,13 @@ bool err_permanent(int rc)
 static int commit_group(struct engine *e, struct group *g, uint64_t *pack_bytes)
 {
 	unsigned wait_ms = RETRY_MIN_MS;
-	uint64_t closing_since = 0, started = engine_now_us();
+	uint64_t closing_since = 0, started = mw_now_us();
 	uint64_t jitter = g->position * 0x9e3779b97f4a7c15ull;
 
 	for (;;) {
 		int rc = commit_once(e, g, pack_bytes);
 
-		pthread_mutex_lock(&e->mu);
+		mw_mutex_lock(&e->mu);
 		if (rc == 0 || err_permanent(rc)) {
 			if (e->stats.outage_since) {
 				log_warn("engine: the store takes commits again, after %" PRId64
@@ -627,11 +627,11 @@ static int commit_group(struct engine *e, struct group *g, uint64_t *pack_bytes)
 				e->stats.outage_since = 0;
 				e->stats.outage_error = 0;
 			}
-			pthread_mutex_unlock(&e->mu);
+			mw_mutex_unlock(&e->mu);
 			return rc;
 		}
-		uint64_t now = engine_now_us();
-		if (e->closing && !closing_since)
+		uint64_t now = mw_now_us();
+		if (e->committer.stop && !closing_since)
 			closing_since = now;
 		if (e->o.commit_retry_ms == ENGINE_NO_RETRY ||
 		    (e->o.commit_retry_ms && now - started >= (uint64_t)e->o.commit_retry_ms * 1000u) ||
@@ -639,7 +639,7 @@ static int commit_group(struct engine *e, struct group *g, uint64_t *pack_bytes)
 			log_err("engine: group %" PRIu64 " not committed (%s); the writer stops, "
 				"none of it was acknowledged (a reopen decides whether it landed)",
 				g->position, strerror(-rc));
-			pthread_mutex_unlock(&e->mu);
+			mw_mutex_unlock(&e->mu);
 			return -EIO;
 		}
 		if (!e->stats.outage_since) {
@@ -657,8 +657,8 @@ static int commit_group(struct engine *e, struct group *g, uint64_t *pack_bytes)
 		jitter = jitter * 6364136223846793005ull + 1442695040888963407ull;
 		unsigned ms = wait_ms / 2 + (unsigned)((jitter >> 33) % (wait_ms / 2 + 1));
 		struct timespec until = deadline_ms(ms);
-		pthread_cond_timedwait(&e->commit_cv, &e->mu, &until);
-		pthread_mutex_unlock(&e->mu);
+		mw_cond_timedwait(&e->commit_cv, &e->mu, &until);
+		mw_mutex_unlock(&e->mu);
 		wait_ms = wait_ms * 2 > RETRY_MAX_MS ? RETRY_MAX_MS : wait_ms * 2;
 	}
 }
@@ -670,7 +670,7 @@ static void *committer_main(void *arg)
 	uint64_t t0, dt, pb;
 	int rc;
 
-	pthread_mutex_lock(&e->mu);
+	mw_mutex_lock(&e->mu);
 	for (;;) {
 		g = e->open;
 		if (e->sticky && g) {
@@ -682,32 +682,32 @@ static void *committer_main(void *arg)
 			continue;
 		}
 		if (!g) {
-			if (e->closing)
+			if (e->committer.stop)
 				break;
-			pthread_cond_wait(&e->commit_cv, &e->mu);
+			mw_cond_wait(&e->commit_cv, &e->mu);
 			continue;
 		}
 		uint64_t due = g->opened_us + (uint64_t)e->o.cadence_ms * 1000u;
-		uint64_t now = engine_now_us();
-		if (!g->urgent && !e->closing && now < due) {
+		uint64_t now = mw_now_us();
+		if (!g->urgent && !e->committer.stop && now < due) {
 			struct timespec ts;
 			clock_gettime(CLOCK_MONOTONIC, &ts);
 			uint64_t ns = (uint64_t)ts.tv_nsec + (due - now) * 1000u;
 			ts.tv_sec += (time_t)(ns / 1000000000u);
 			ts.tv_nsec = (long)(ns % 1000000000u);
-			pthread_cond_timedwait(&e->commit_cv, &e->mu, &ts);
+			mw_cond_timedwait(&e->commit_cv, &e->mu, &ts);
 			continue;
 		}
 		/* commit g; later writes open the next group */
 		e->open = NULL;
 		e->inflight = g;
-		pthread_mutex_unlock(&e->mu);
-		t0 = engine_now_us();
+		mw_mutex_unlock(&e->mu);
+		t0 = mw_now_us();
 		rc = commit_group(e, g, &pb);
-		dt = engine_now_us() - t0;
+		dt = mw_now_us() - t0;
 		if (rc == 0 && g->pack) /* before readers stop finding it in flight */
 			blob_cache_pack(e, g->pack);
-		pthread_mutex_lock(&e->mu);
+		mw_mutex_lock(&e->mu);
 		e->inflight = NULL;
 		e->stats.pending_bytes -= g->bytes;
 		if (rc == 0) {
@@ -726,34 +726,21 @@ static void *committer_main(void *arg)
 		if (dt > e->stats.commit_usec_max)
 			e->stats.commit_usec_max = dt;
 		pthread_cond_broadcast(&e->durable_cv);
-		pthread_mutex_unlock(&e->mu);
+		mw_mutex_unlock(&e->mu);
 		group_free(g);
-		pthread_mutex_lock(&e->mu);
+		mw_mutex_lock(&e->mu);
 	}
-	pthread_mutex_unlock(&e->mu);
+	mw_mutex_unlock(&e->mu);
 	return NULL;
 }
 
 int writer_start(struct engine *e)
 {
-	int rc = pthread_create(&e->committer, NULL, committer_main, e);
-
-	if (rc) {
-		log_err("engine: cannot start the committer thread: %d", rc);
-		return -rc;
-	}
-	e->has_committer = true;
-	return 0;
+	return mw_thread_start(&e->committer, "engine committer", committer_main, e, &e->mu,
+			       &e->commit_cv);
 }
 
 void writer_stop(struct engine *e)
 {
-	if (!e->has_committer)
-		return;
-	pthread_mutex_lock(&e->mu);
-	e->closing = true;
-	pthread_cond_signal(&e->commit_cv);
-	pthread_mutex_unlock(&e->mu);
-	pthread_join(e->committer, NULL);
-	e->has_committer = false;
+	mw_thread_stop(&e->committer);
 }

@@ -125,8 +125,8 @@ static void *worker(void *arg)
 		if (slot < 0)
 			continue;
 		pthread_mutex_unlock(&ra->mu);
-		size_t kn = schema_key_chunk(key, j.ino, j.idx), got;
-		int rc = engine_get_range(ra->fs->e, key, kn, 0, NULL, 0, &got);
+		size_t kn = schema_key_chunk(key, j.ino, j.idx);
+		int rc = engine_prefetch(ra->fs->e, key, kn);
 		if (rc && rc != -ENOENT)
 			log_debug("read-ahead of inode %llu chunk %llu: %s",
 				  (unsigned long long)j.ino, (unsigned long long)j.idx, strerror(-rc));

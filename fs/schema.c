@@ -1,6 +1,6 @@
 /*
  * schema.c - key and record coding of the filesystem (see schema.h and
- * docs/SCHEMA.md).  All integers go through engine/coding.h (big-endian).
+ * docs/SCHEMA.md).  All integers go through util/coding.h (big-endian).
  */
 #include <errno.h>
 #include <string.h>

@@ -152,9 +152,9 @@ static int run(enum ec_kind kind)
 			if ((rc = put_key(eb, key, i == 4 ? ENGINE_WAIT | ENGINE_URGENT : 0)))
 				FAIL("B put %s: %d", key, rc);
 		}
-		if ((rc = engine_flush_now(eb)))
+		if ((rc = maint_flush_now(eb)))
 			FAIL("B flush: %d", rc);
-		if ((rc = engine_gc_now(eb, NULL)))
+		if ((rc = maint_gc_now(eb, NULL)))
 			FAIL("B gc: %d", rc);
 		rc = store_head(sb, wal, &ss);
 		if (rc == -ENOENT)

@@ -712,7 +712,7 @@ static void finish_one_table(struct fx *x, const char *want, const char *gone, c
 /* What the GC hook saw while the retry's table was uploaded, not committed. */
 struct gc_probe {
 	struct fx *x;                 /* the fixture */
-	int rc;                       /* engine_gc_now() */
+	int rc;                       /* maint_gc_now() */
 	uint64_t deleted;             /* objects it deleted */
 	bool ran;                     /* the hook ran */
 	bool first_kept, second_kept; /* each table existed after it */
@@ -721,9 +721,9 @@ struct gc_probe {
 static void gc_hook(void *arg)
 {
 	struct gc_probe *p = arg;
-	struct engine_gc_result res;
+	struct maint_gc_result res;
 
-	p->rc = engine_gc_now(p->x->e, &res);
+	p->rc = maint_gc_now(p->x->e, &res);
 	p->deleted = res.deleted;
 	p->ran = true;
 	p->first_kept = nth_sst(p->x->ls, 0) && exists(p->x->ls, nth_sst(p->x->ls, 0));
@@ -739,7 +739,7 @@ static void test_flush_upload_landed_then_retry(void **state)
 {
 	struct fx x;
 	struct gc_probe probe = { .x = &x };
-	struct engine_gc_result res;
+	struct maint_gc_result res;
 	char first[64], second[64];
 
 	(void)state;
@@ -749,9 +749,9 @@ static void test_flush_upload_landed_then_retry(void **state)
 	x.ls->hook_arg = &probe;
 	x.ls->hook_at = 2; /* after the retry's upload, before its manifest commit */
 	fault_store_fail_nth(x.f, FAULT_M(FAULT_OP_WRITER_FINISH), 1, -EIO, FAULT_LAND);
-	assert_int_equal(engine_flush_now(x.e), -EIO);
+	assert_int_equal(maint_flush_now(x.e), -EIO);
 	assert_int_equal(fault_store_fired(x.f), 1);
-	assert_int_equal(engine_flush_now(x.e), 0); /* the flusher's retry */
+	assert_int_equal(maint_flush_now(x.e), 0); /* the flusher's retry */
 
 	assert_int_equal(check_sst_names_unique(x.ls, "flush retry"), 2);
 	snprintf(first, sizeof(first), "%s", nth_sst(x.ls, 0));
@@ -765,7 +765,7 @@ static void test_flush_upload_landed_then_retry(void **state)
 	assert_true(probe.first_kept);
 	assert_true(probe.second_kept);
 	/* after the commit the failed attempt's table is an orphan: GC removes it */
-	assert_int_equal(engine_gc_now(x.e, &res), 0);
+	assert_int_equal(maint_gc_now(x.e, &res), 0);
 	assert_false(exists(x.ls, first));
 	assert_true(exists(x.ls, second));
 	assert_int_equal(deletes_of(x.ls, second), 0);
@@ -785,10 +785,10 @@ static void test_flush_upload_lands_late(void **state)
 	fx_open(&x);
 	put_round(&x, 0, NKEYS, 1);
 	late_arm(x.ls, LK_FINISH, SST_PFX, -ETIMEDOUT, LK_FINISH, SST_PFX, false);
-	assert_int_equal(engine_flush_now(x.e), -ETIMEDOUT);
+	assert_int_equal(maint_flush_now(x.e), -ETIMEDOUT);
 	assert_true(x.ls->held);
 	assert_false(x.ls->landed);
-	assert_int_equal(engine_flush_now(x.e), 0);
+	assert_int_equal(maint_flush_now(x.e), 0);
 	assert_true(x.ls->landed);
 	assert_int_equal(x.ls->landed_rc, 0);
 
@@ -818,9 +818,9 @@ static void test_manifest_lands_before_retry(void **state)
 	fx_open(&x);
 	put_round(&x, 0, NKEYS, 1);
 	late_arm(x.ls, LK_PIA, MAN_PFX, -ETIMEDOUT, LK_PIA, MAN_PFX, true);
-	assert_int_equal(engine_flush_now(x.e), -ETIMEDOUT);
+	assert_int_equal(maint_flush_now(x.e), -ETIMEDOUT);
 	assert_true(x.ls->held);
-	rc = engine_flush_now(x.e);
+	rc = maint_flush_now(x.e);
 	assert_true(x.ls->landed);
 	assert_int_equal(x.ls->landed_rc, 0);
 	/* the retry found its version taken by its own epoch: it went on */
@@ -852,8 +852,8 @@ static void test_manifest_lands_after_retry(void **state)
 	fx_open(&x);
 	put_round(&x, 0, NKEYS, 1);
 	late_arm(x.ls, LK_PIA, MAN_PFX, -ETIMEDOUT, LK_PIA, MAN_PFX, false);
-	assert_int_equal(engine_flush_now(x.e), -ETIMEDOUT);
-	assert_int_equal(engine_flush_now(x.e), 0);
+	assert_int_equal(maint_flush_now(x.e), -ETIMEDOUT);
+	assert_int_equal(maint_flush_now(x.e), 0);
 	assert_true(x.ls->landed);
 	assert_int_equal(x.ls->landed_rc, -EEXIST);
 
@@ -876,11 +876,11 @@ static void test_compaction_output_lands_late(void **state)
 	(void)state;
 	fx_open(&x);
 	put_round(&x, 0, NKEYS / 2, 1);
-	assert_int_equal(engine_flush_now(x.e), 0);
+	assert_int_equal(maint_flush_now(x.e), 0);
 	put_round(&x, NKEYS / 4, NKEYS, 2);
-	assert_int_equal(engine_flush_now(x.e), 0);
+	assert_int_equal(maint_flush_now(x.e), 0);
 	late_arm(x.ls, LK_FINISH, SST_PFX, -ETIMEDOUT, LK_FINISH, SST_PFX, false);
-	assert_int_equal(engine_compact_now(x.e), 0); /* the failure waits for the next flush */
+	assert_int_equal(maint_compact_now(x.e), 0); /* the failure waits for the next flush */
 	assert_true(x.ls->held);
 	assert_false(x.ls->landed);
 	engine_get_stats(x.e, &es);
@@ -888,11 +888,11 @@ static void test_compaction_output_lands_late(void **state)
 	assert_int_equal(es.sst_count, 2);
 
 	put_round(&x, 0, NKEYS / 2, 3); /* new values for the oldest keys */
-	assert_int_equal(engine_flush_now(x.e), 0);
+	assert_int_equal(maint_flush_now(x.e), 0);
 	assert_true(x.ls->landed); /* right after the flush's upload */
 	assert_int_equal(x.ls->landed_rc, 0);
 	check_data(x.e, x.round, "late compaction output, after the flush");
-	assert_int_equal(engine_compact_now(x.e), 0);
+	assert_int_equal(maint_compact_now(x.e), 0);
 	engine_get_stats(x.e, &es);
 	assert_true(es.compactions >= 1);
 

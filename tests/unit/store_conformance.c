@@ -1,5 +1,5 @@
 /*
- * store_conformance.c - the store contract (s3/store.h), checked the same
+ * store_conformance.c - the store contract (s3/include/store.h), checked the same
  * way on every store: round trips (empty, small, 100 MiB), ranges at the
  * edges, head, listing 1,500 keys with prefix / start_after / max_keys and
  * byte order across '/' boundaries, delete and delete-many (with missing

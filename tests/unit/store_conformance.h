@@ -3,7 +3,7 @@
  *
  * run_store_conformance(kind) opens a fresh test store of kind ("local",
  * "fault", "s3"; see tests/util/testutil.h), runs every check of the store
- * contract (s3/store.h) against it with cmocka and wipes what it wrote.
+ * contract (s3/include/store.h) against it with cmocka and wipes what it wrote.
  * Returns the number of failed tests (0: all passed), TU_SKIP (77) when the
  * kind cannot run here, so a runner can `return run_store_conformance(k);`
  * from main.

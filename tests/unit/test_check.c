@@ -100,7 +100,7 @@ static int setup(void **state)
 	o.repack_below_pct = ENGINE_GC_OFF;
 	assert_int_equal(engine_open(fx->st, &o, &e), 0);
 	put_many(e, "a", 60, 5);
-	assert_int_equal(engine_flush_now(e), 0);
+	assert_int_equal(maint_flush_now(e), 0);
 	put_many(e, "b", 20, 3);
 	engine_get_stats(e, &es);
 	assert_true(es.wal_next > es.wal_covered);

@@ -168,7 +168,7 @@ static void test_space(void **state)
 	struct engine *e = NULL;
 	struct engine_opts o;
 	struct engine_stats s;
-	struct engine_gc_result g;
+	struct maint_gc_result g;
 	struct usage before, after, packs;
 	uint8_t *buf = malloc(CHUNK);
 	char key[32];
@@ -221,9 +221,9 @@ static void test_space(void **state)
 	t0 = tu_now_sec();
 	for (int round = 0; round < 6; round++) {
 		assert_int_equal(engine_put(e, "tick", 4, &round, sizeof(round), 0, NULL), 0);
-		assert_int_equal(engine_flush_now(e), 0);
-		assert_int_equal(engine_compact_now(e), 0);
-		assert_int_equal(engine_gc_now(e, &g), 0);
+		assert_int_equal(maint_flush_now(e), 0);
+		assert_int_equal(maint_compact_now(e), 0);
+		assert_int_equal(maint_gc_now(e, &g), 0);
 	}
 	t_reclaim = tu_now_sec() - t0;
 	after = store_usage(t->store, "");

@@ -267,7 +267,7 @@ static struct engine *crash_and_recover(struct tu_store *t, struct engine *e,
 	check_after_crash(e);
 	check_all(e, "after a crash");
 	/* GC right after recovery must not take anything still referenced */
-	assert_int_equal(engine_gc_now(e, NULL), 0);
+	assert_int_equal(maint_gc_now(e, NULL), 0);
 	check_all(e, "after GC following a crash");
 	return e;
 }
@@ -302,17 +302,17 @@ static void test_model(void **state)
 			if (rc == 0)
 				settle(npend);
 		} else if (r < 962) {
-			rc = engine_flush_now(e);
+			rc = maint_flush_now(e);
 			flushes += rc == 0;
 		} else if (r < 970) {
 			/* with a frozen MemTable whose flush fails (armed, crashed) this
 			 * returns the flush's error (it used to wait for ever) */
-			rc = engine_compact_now(e);
+			rc = maint_compact_now(e);
 			compactions += rc == 0;
 		} else if (r < 985) {
-			struct engine_gc_result g;
+			struct maint_gc_result g;
 
-			rc = engine_gc_now(e, &g);
+			rc = maint_gc_now(e, &g);
 			if (rc == 0) {
 				gcs++;
 				deleted += g.deleted;
@@ -372,11 +372,11 @@ static void test_model(void **state)
 	check_all(e, "end");
 	check_scan(e);
 	/* the end: flush, compact, two GC passes; all still readable */
-	assert_int_equal(engine_flush_now(e), 0);
-	assert_int_equal(engine_compact_now(e), 0);
-	assert_int_equal(engine_gc_now(e, NULL), 0);
-	assert_int_equal(engine_flush_now(e), 0);
-	assert_int_equal(engine_gc_now(e, NULL), 0);
+	assert_int_equal(maint_flush_now(e), 0);
+	assert_int_equal(maint_compact_now(e), 0);
+	assert_int_equal(maint_gc_now(e, NULL), 0);
+	assert_int_equal(maint_flush_now(e), 0);
+	assert_int_equal(maint_gc_now(e, NULL), 0);
 	check_all(e, "after the final GC");
 	engine_get_stats(e, &s);
 	assert_int_equal(engine_close(e), 0);

@@ -180,6 +180,16 @@ int engine_get_range(struct engine *e, const void *key, size_t klen, uint64_t of
 		     size_t len, size_t *got);
 
 /*
+ * Bring the value of key into memory so that a later engine_get() or
+ * engine_get_range() of it does not wait for the store: a blob is read
+ * whole (one ranged GET, checked) into the blob cache, unless it is there
+ * already; an inline value is in memory anyway.  For read-ahead: the caller
+ * does not wait for the bytes, only for the load.  Returns 0, -ENOENT (no
+ * such key), or the error of the store read (-EIO, -EUCLEAN...).
+ */
+int engine_prefetch(struct engine *e, const void *key, size_t klen);
+
+/*
  * engine_get_range() for a read that a write depends on (the read-modify-write
  * of a chunk, whose new bytes wait in memory): a transient store failure (an
  * outage, throttling) is retried with the commits' backoff until the read

@@ -1,6 +1,9 @@
 /*
- * log.h - one logging path for every layer (the lowest layer owns it so that
- * stores, engine and filesystem can all use it).
+ * log.h - one logging path for every layer.  It lives in util/, below the
+ * stores, so that s3/, engine/, fs/ and tools/ can all include it without
+ * seeing each other's headers.  (LevelDB hangs its Logger on the Env, the
+ * storage seam; memwalfs has one process-wide log, so it needs no handle
+ * and sits beside the other shared helpers: coding.h, thread.h.)
  *
  * Log where an error starts, with the operation, the object key and the
  * errno or HTTP status.  Never log secrets.  Lines go to stderr (or syslog

@@ -1,0 +1,415 @@
+/*
+ * read.c - the engine's read path: point reads (engine_get, engine_get_range,
+ * engine_get_range_wait, engine_prefetch), scans (engine_iter_*) and the
+ * merged iterators the flusher, compaction and GC use.  Open, replay and
+ * close are engine.c, the write path writer.c, blob reads blob.c.
+ *
+ * A read takes a snapshot (e->visible_seq: the last sequence of a batch that
+ * is entirely in the MemTable), then a view: references on the active
+ * MemTable, the frozen ones and the SSTables, taken in one critical section
+ * (e->mem_mu).  It consults them newest first: MemTables, then SSTables
+ * from the newest.  A KV_BLOB value is resolved through blob.c.  Reads never
+ * take the writer lock except for a moment to find a pending pack (blob.c)
+ * and to read e->sst_gen with a merged iterator.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "dbiter.h"
+#include "engine_int.h"
+#include "iter.h"
+#include "log.h"
+#include "memtable.h"
+#include "sst.h"
+
+/* ------------------------------------------------------------------ */
+/* Views                                                               */
+/* ------------------------------------------------------------------ */
+
+/* What a read consults, each with a reference: MemTables newest first, SSTables oldest first. */
+struct view {
+	struct memtable **mems;   /* active, then frozen newest first */
+	size_t nmems;
+	struct sst_reader **ssts; /* manifest order: walk backwards for newest first */
+	size_t nssts;
+};
+
+static int view_get(struct engine *e, struct view *v)
+{
+	size_t k = 0;
+
+	pthread_mutex_lock(&e->mem_mu);
+	v->mems = malloc((e->nfrozen + 1) * sizeof(*v->mems));
+	v->ssts = malloc((e->nssts + 1) * sizeof(*v->ssts));
+	if (!v->mems || !v->ssts) {
+		pthread_mutex_unlock(&e->mem_mu);
+		free(v->mems);
+		free(v->ssts);
+		return -ENOMEM;
+	}
+	v->mems[k++] = e->mem;
+	memtable_ref(e->mem);
+	for (size_t i = e->nfrozen; i-- > 0;) {
+		v->mems[k++] = e->frozen[i].mem;
+		memtable_ref(e->frozen[i].mem);
+	}
+	v->nmems = k;
+	for (size_t i = 0; i < e->nssts; i++) {
+		v->ssts[i] = e->ssts[i];
+		sst_reader_ref(e->ssts[i]);
+	}
+	v->nssts = e->nssts;
+	pthread_mutex_unlock(&e->mem_mu);
+	return 0;
+}
+
+static void view_put(struct view *v)
+{
+	for (size_t i = 0; i < v->nmems; i++)
+		memtable_unref(v->mems[i]);
+	for (size_t i = 0; i < v->nssts; i++)
+		sst_reader_unref(v->ssts[i]);
+	free(v->mems);
+	free(v->ssts);
+}
+
+/*
+ * One iterator per source of view v, newest first (MemTables, then
+ * SSTables from the newest), merged into *out (internal order, every
+ * version).  The iterators hold references of their own, so v may be put
+ * afterwards.  Returns 0 or a negative errno (nothing to free then).
+ */
+static int view_merged_iter(const struct view *v, struct kv_iter **out)
+{
+	struct kv_iter **kids;
+	size_t nk = 0;
+	int rc = 0;
+
+	kids = calloc(v->nmems + v->nssts + 1, sizeof(*kids));
+	if (!kids)
+		return -ENOMEM;
+	for (size_t i = 0; i < v->nmems && !rc; i++)
+		if ((rc = memtable_iter_new(v->mems[i], &kids[nk])) == 0)
+			nk++;
+	for (size_t i = v->nssts; i-- > 0 && !rc;)
+		if ((rc = sst_reader_iter_new(v->ssts[i], &kids[nk])) == 0)
+			nk++;
+	if (rc == 0 && (rc = kv_merge_iter_new(kids, nk, out)) == 0)
+		nk = 0; /* the merger owns them */
+	for (size_t i = 0; i < nk; i++)
+		kv_iter_destroy(kids[i]);
+	free(kids);
+	return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* Point reads                                                         */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Find the newest visible entry of key.  Returns 0 and either copies the
+ * inline value (*val malloc()ed) or the descriptor (*is_blob), -ENOENT.
+ */
+static int lookup(struct engine *e, const void *key, size_t klen, void **val, size_t *vlen,
+		  bool *is_blob, struct blob_desc *d)
+{
+	uint64_t snap = atomic_load_explicit(&e->visible_seq, memory_order_acquire);
+	struct view w;
+	enum kv_type type = KV_DELETE;
+	const void *v = NULL;
+	void *owned = NULL;
+	size_t vn = 0;
+	uint64_t seq;
+	int found = 0, rc = view_get(e, &w);
+
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < w.nmems && !found; i++)
+		found = memtable_get(w.mems[i], key, klen, snap, &type, &v, &vn, &seq);
+	for (size_t i = w.nssts; i-- > 0 && !found;) {
+		found = sst_reader_get(w.ssts[i], key, klen, snap, &type, &seq, &owned, &vn);
+		v = owned;
+	}
+	if (found < 0) {
+		rc = found;
+	} else if (!found || type == KV_DELETE) {
+		rc = -ENOENT;
+	} else if (type == KV_BLOB) {
+		*is_blob = true;
+		rc = blob_desc_decode(v, vn, d);
+		if (rc)
+			log_err("engine: corrupt blob descriptor for a key");
+	} else {
+		*is_blob = false;
+		*val = malloc(vn ? vn : 1);
+		rc = *val ? 0 : -ENOMEM;
+		if (*val && vn)
+			memcpy(*val, v, vn);
+		*vlen = vn;
+	}
+	free(owned);
+	view_put(&w);
+	return rc;
+}
+
+int engine_get(struct engine *e, const void *key, size_t klen, void **val, size_t *vlen)
+{
+	struct blob_desc d;
+	bool is_blob = false;
+	void *v = NULL;
+	size_t n = 0;
+	int rc;
+
+	if (!e || !key || !val || !vlen)
+		return -EINVAL;
+	rc = lookup(e, key, klen, &v, &n, &is_blob, &d);
+	if (rc)
+		return rc;
+	if (is_blob) {
+		rc = blob_fetch(e, &d, &v);
+		if (rc)
+			return rc;
+		n = (size_t)d.length;
+	}
+	*val = v;
+	*vlen = n;
+	return 0;
+}
+
+int engine_get_range(struct engine *e, const void *key, size_t klen, uint64_t off, void *buf,
+		     size_t len, size_t *got)
+{
+	struct blob_desc d;
+	bool is_blob = false;
+	void *v = NULL;
+	size_t n = 0;
+	int rc;
+
+	if (!e || !key || (!buf && len) || !got)
+		return -EINVAL;
+	rc = lookup(e, key, klen, &v, &n, &is_blob, &d);
+	if (rc)
+		return rc;
+	if (is_blob)
+		return blob_read_range(e, &d, off, buf, len, got);
+	*got = 0;
+	if (off < n) {
+		*got = n - off < len ? n - off : len;
+		memcpy(buf, (uint8_t *)v + off, *got);
+	}
+	free(v);
+	return 0;
+}
+
+int engine_prefetch(struct engine *e, const void *key, size_t klen)
+{
+	struct blob_desc d;
+	bool is_blob = false;
+	void *v = NULL;
+	uint8_t none;
+	size_t n = 0, got;
+	int rc;
+
+	if (!e || !key)
+		return -EINVAL;
+	rc = lookup(e, key, klen, &v, &n, &is_blob, &d);
+	if (rc)
+		return rc;
+	if (!is_blob) {
+		free(v); /* inline: already in memory */
+		return 0;
+	}
+	/* a read of no bytes still loads the whole blob into the cache */
+	return blob_read_range(e, &d, 0, &none, 0, &got);
+}
+
+int engine_get_range_wait(struct engine *e, const void *key, size_t klen, uint64_t off,
+			  void *buf, size_t len, size_t *got)
+{
+	uint64_t start = mw_now_us();
+	unsigned wait_ms = RETRY_MIN_MS;
+	int rc;
+
+	for (int tries = 1;; tries++) {
+		rc = engine_get_range(e, key, klen, off, buf, len, got);
+		if (rc == 0 || rc == -ENOENT || rc == -ENOMEM || rc == -EINVAL ||
+		    err_permanent(rc))
+			break;
+		uint64_t waited_ms = (mw_now_us() - start) / 1000u;
+		if (e->o.sync_timeout_ms && waited_ms >= e->o.sync_timeout_ms)
+			break;
+		if (tries == 1)
+			log_warn("engine: a read that a write waits on failed (%s); it is retried "
+				 "until the store answers",
+				 strerror(-rc));
+		struct timespec ts = { .tv_sec = wait_ms / 1000u,
+				       .tv_nsec = (long)(wait_ms % 1000u) * 1000000L };
+		nanosleep(&ts, NULL);
+		wait_ms = wait_ms * 2 > RETRY_MAX_MS ? RETRY_MAX_MS : wait_ms * 2;
+	}
+	return rc;
+}
+
+int read_merged_iter(struct engine *e, struct kv_iter **out, uint64_t *gen)
+{
+	struct view w = { 0 };
+	int rc;
+
+	mw_mutex_lock(&e->mu);
+	*gen = e->sst_gen;
+	rc = view_get(e, &w);
+	mw_mutex_unlock(&e->mu);
+	if (rc)
+		return rc;
+	rc = view_merged_iter(&w, out);
+	view_put(&w);
+	return rc;
+}
+
+int read_newest_seq_locked(struct engine *e, const void *key, size_t klen, bool with_ssts,
+			     uint64_t *seq)
+{
+	enum kv_type type;
+	const void *v;
+	void *owned = NULL;
+	size_t vn;
+	int found;
+
+	/* e->mu is held: neither the MemTable list nor the SSTable list can change */
+	mw_mutex_assert_held(&e->mu);
+	if (memtable_get(e->mem, key, klen, UINT64_MAX, &type, &v, &vn, seq))
+		return 1;
+	for (size_t i = e->nfrozen; i-- > 0;)
+		if (memtable_get(e->frozen[i].mem, key, klen, UINT64_MAX, &type, &v, &vn, seq))
+			return 1;
+	if (!with_ssts)
+		return 0;
+	for (size_t i = e->nssts; i-- > 0;) {
+		found = sst_reader_get(e->ssts[i], key, klen, UINT64_MAX, &type, seq, &owned, &vn);
+		free(owned);
+		owned = NULL;
+		if (found)
+			return found;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Scans                                                               */
+/* ------------------------------------------------------------------ */
+
+struct engine_iter {
+	struct engine *e;  /* the engine (borrowed) */
+	struct dbiter *d;  /* user view over the merged MemTables (owned) */
+	void *blob;        /* the current blob's bytes, fetched on demand (owned) */
+	size_t blob_len;   /* bytes in blob */
+	bool have_blob;    /* blob holds the current entry's value */
+	int status;        /* 0, or the error that ended the scan */
+};
+
+int engine_iter_new(struct engine *e, const void *start, size_t slen, const void *end,
+		    size_t elen, struct engine_iter **out)
+{
+	uint64_t snap = atomic_load_explicit(&e->visible_seq, memory_order_acquire);
+	struct view w = { 0 };
+	struct kv_iter *mi = NULL;
+	struct engine_iter *it;
+	int rc;
+
+	it = calloc(1, sizeof(*it));
+	if (!it)
+		return -ENOMEM;
+	it->e = e;
+	if ((rc = view_get(e, &w)))
+		goto fail;
+	rc = view_merged_iter(&w, &mi);
+	view_put(&w);
+	if (rc)
+		goto fail;
+	rc = dbiter_new(mi, snap, start, start ? slen : 0, end, end ? elen : 0, &it->d);
+	if (rc)
+		goto fail;
+	mi = NULL;
+	dbiter_seek_first(it->d);
+	it->status = dbiter_status(it->d);
+	*out = it;
+	return 0;
+fail:
+	kv_iter_destroy(mi);
+	free(it);
+	return rc;
+}
+
+static void drop_blob(struct engine_iter *it)
+{
+	free(it->blob);
+	it->blob = NULL;
+	it->have_blob = false;
+}
+
+void engine_iter_seek(struct engine_iter *it, const void *key, size_t klen)
+{
+	drop_blob(it);
+	dbiter_seek(it->d, key, klen);
+	it->status = dbiter_status(it->d);
+}
+
+bool engine_iter_valid(const struct engine_iter *it)
+{
+	return it && it->status == 0 && dbiter_valid(it->d);
+}
+
+void engine_iter_next(struct engine_iter *it)
+{
+	drop_blob(it);
+	dbiter_next(it->d);
+	it->status = dbiter_status(it->d);
+}
+
+const void *engine_iter_key(const struct engine_iter *it, size_t *klen)
+{
+	return dbiter_key(it->d, klen);
+}
+
+int engine_iter_value(struct engine_iter *it, const void **val, size_t *vlen)
+{
+	struct blob_desc d;
+	const void *v;
+	size_t vn;
+	int rc;
+
+	v = dbiter_value(it->d, &vn);
+	if (dbiter_type(it->d) != KV_BLOB) {
+		*val = v;
+		*vlen = vn;
+		return 0;
+	}
+	if (!it->have_blob) {
+		rc = blob_desc_decode(v, vn, &d);
+		if (rc == 0)
+			rc = blob_fetch(it->e, &d, &it->blob);
+		if (rc)
+			return rc;
+		it->blob_len = (size_t)d.length;
+		it->have_blob = true;
+	}
+	*val = it->blob;
+	*vlen = it->blob_len;
+	return 0;
+}
+
+int engine_iter_status(const struct engine_iter *it)
+{
+	return it->status;
+}
+
+void engine_iter_free(struct engine_iter *it)
+{
+	if (!it)
+		return;
+	drop_blob(it);
+	dbiter_free(it->d);
+	free(it);
+}
