@@ -99,8 +99,8 @@ static int load_from_store(struct engine *e, const struct blob_desc *d, struct b
 		return -EUCLEAN;
 	}
 	if (rc) {
-		log_err("blob: get %s [%" PRIu64 "+%" PRIu64 "] failed: %d", name, d->offset,
-			d->length, rc);
+		log_err("blob: get %s [%" PRIu64 "+%" PRIu64 "] failed: %s", name, d->offset,
+			d->length, strerror(-rc));
 		return rc;
 	}
 	if (n != d->length || fmt_hash(buf, n) != d->hash) {

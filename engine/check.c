@@ -352,7 +352,7 @@ static void check_pack(struct ck *c, struct obj *ob)
 	    get_be32(t + PACK_TOFF_MAGIC) != PACK_TAIL_MAGIC) {
 		problem(c, ob->name, -EUCLEAN, "bad pack magic");
 	} else if (get_be16(h + PACK_OFF_VERSION) > PACK_VERSION) {
-		problem(c, ob->name, -EUCLEAN, "pack version %u is newer than this program",
+		problem(c, ob->name, -EPROTONOSUPPORT, "pack version %u is newer than this program",
 			get_be16(h + PACK_OFF_VERSION));
 	} else if (fmt_hash(h, PACK_OFF_HEAD_HASH) != get_be64(h + PACK_OFF_HEAD_HASH)) {
 		problem(c, ob->name, -EUCLEAN, "pack header checksum mismatch");

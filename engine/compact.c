@@ -340,7 +340,7 @@ static int finish_output(struct merge_state *ms)
 	rc = sst_builder_finish(ms->b, &p);
 	ms->b = NULL;
 	if (rc) {
-		log_err("compact: writing %s failed: %d", ms->b_name, rc);
+		log_err("compact: writing %s failed: %s", ms->b_name, strerror(-rc));
 		return rc;
 	}
 	if (j->nout == j->outcap) {
@@ -394,7 +394,7 @@ static int start_output(struct merge_state *ms)
 	sst_flush_name(ms->b_name, o->epoch, ms->b_id);
 	rc = sst_builder_new(ms->st, ms->b_name, &ms->bopts, &ms->b);
 	if (rc)
-		log_err("compact: cannot start %s: %d", ms->b_name, rc);
+		log_err("compact: cannot start %s: %s", ms->b_name, strerror(-rc));
 	return rc;
 }
 
@@ -460,7 +460,7 @@ static int merge_one(struct merge_state *ms, struct kv_iter *it, uint64_t snapsh
 	v = kv_iter_value(it, &vl);
 	rc = sst_builder_add(ms->b, k, kl, seq, type, v, vl);
 	if (rc) {
-		log_err("compact: add to %s failed: %d", ms->b_name, rc);
+		log_err("compact: add to %s failed: %s", ms->b_name, strerror(-rc));
 		return rc;
 	}
 	j->stats.entries_out++;
@@ -476,7 +476,7 @@ static int open_inputs(struct store *st, struct compact_job *j, const struct com
 		int rc = sst_reader_open(st, j->in[i].name, j->in[i].size, o->reader, &r);
 
 		if (rc) {
-			log_err("compact: cannot open input %s: %d", j->in[i].name, rc);
+			log_err("compact: cannot open input %s: %s", j->in[i].name, strerror(-rc));
 			return rc;
 		}
 		rc = sst_reader_iter_new(r, &its[i]);
@@ -537,7 +537,7 @@ int compact_execute(struct store *st, struct compact_job *j, const struct compac
 	}
 	rc = kv_iter_status(merged);
 	if (rc) {
-		log_err("compact: reading inputs failed: %d", rc);
+		log_err("compact: reading inputs failed: %s", strerror(-rc));
 		goto out;
 	}
 	if (ms.b)

@@ -97,7 +97,7 @@ static void opts_resolve(struct engine_opts *o)
 	DEFAULT_IF_ZERO(gc_grace_sec);
 	DEFAULT_IF_ZERO(repack_below_pct);
 #undef DEFAULT_IF_ZERO
-	/* the MemTable allocates 64 KiB arena blocks: below a few of them every insert would freeze */
+	/* the MemTable allocates 64 KiB arena blocks: below a few, every insert would freeze */
 	if (o->memtable_max_bytes < MEMTABLE_MIN_BYTES)
 		o->memtable_max_bytes = MEMTABLE_MIN_BYTES;
 }
@@ -202,7 +202,7 @@ static int replay_one(struct engine *e, struct replay *r, uint64_t pos)
 	rc = store_get(e->st, name, 0, STORE_TO_END, &buf, &len);
 	if (rc) {
 		if (rc != -ENOENT)
-			log_err("engine: replay: get %s failed: %d", name, rc);
+			log_err("engine: replay: get %s failed: %s", name, strerror(-rc));
 		return rc;
 	}
 	rc = wal_entry_decode(name, buf, len, pos, &info, &body, &blen);
@@ -246,7 +246,7 @@ static int replay_wal(struct engine *e, struct replay *r, uint64_t *tip)
 		fmt_wal_name(after, r->next - 1);
 	rc = store_list(e->st, FMT_WAL_PREFIX, r->next ? after : NULL, 0, list_wal, &pl);
 	if (rc) {
-		log_err("engine: list %s failed: %d", FMT_WAL_PREFIX, rc);
+		log_err("engine: list %s failed: %s", FMT_WAL_PREFIX, strerror(-rc));
 		goto out;
 	}
 	for (i = 0; i < pl.n; i++) {
@@ -304,7 +304,7 @@ static int fence_wal(struct engine *e, struct replay *r, uint64_t tip)
 			goto out;
 		}
 		if (rc != -EEXIST) {
-			log_err("engine: put fence %s failed: %d", name, rc);
+			log_err("engine: put fence %s failed: %s", name, strerror(-rc));
 			goto out;
 		}
 		/* an older writer won this position: replay it if it continues the log */
@@ -440,7 +440,7 @@ int engine_open(struct store *st, const struct engine_opts *o, struct engine **o
 	*out = e;
 	return 0;
 fail:
-	log_err("engine: open failed: %d (%s)", rc, strerror(-rc));
+	log_err("engine: open failed: %s", strerror(-rc));
 	engine_free(e);
 	return rc;
 }
@@ -460,8 +460,8 @@ int engine_close(struct engine *e)
 	if (!e->o.read_only && !e->sticky) {
 		rc = maint_flush_now(e);
 		if (rc && rc != e->sticky)
-			log_warn("engine: close: final flush failed (%d); the next open replays "
-				 "the WAL", rc);
+			log_warn("engine: close: final flush failed (%s); the next open replays "
+				 "the WAL", strerror(-rc));
 	}
 	flusher_stop(e);
 	writer_stop(e);

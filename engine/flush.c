@@ -66,7 +66,7 @@ static int open_reader(struct engine *e, const struct manifest_sst *s, struct ss
 	int rc = sst_reader_open(e->st, s->name, s->size, &ro, out);
 
 	if (rc)
-		log_err("flush: cannot open SSTable %s: %d", s->name, rc);
+		log_err("flush: cannot open SSTable %s: %s", s->name, strerror(-rc));
 	return rc;
 }
 
@@ -193,7 +193,7 @@ static void compact_some_locked(struct engine *e, bool force)
 
 		if (rc) {
 			if (rc != -ENODATA)
-				log_warn("compact: pick failed: %d", rc);
+				log_warn("compact: pick failed: %s", strerror(-rc));
 			return;
 		}
 		mw_mutex_unlock(&e->mu);
@@ -205,7 +205,7 @@ static void compact_some_locked(struct engine *e, bool force)
 			compact_job_discard(e->st, j);
 		if (rc == 0 && (rc = readers_for(e, &next, &v)) != 0) {
 			log_err("compact: manifest %" PRIu64 " committed but its tables cannot be "
-				"opened (%d); writer stops", next.version, rc);
+				"opened (%s); writer stops", next.version, strerror(-rc));
 			rc = -EIO;
 		}
 		compact_job_free(j);
@@ -240,7 +240,8 @@ static void compact_some_locked(struct engine *e, bool force)
 			}
 			pthread_cond_broadcast(&e->durable_cv);
 		} else {
-			log_warn("compact: failed (%d); will retry after the next flush", rc);
+			log_warn("compact: failed (%s); will retry after the next flush",
+				 strerror(-rc));
 		}
 		return;
 	}
@@ -323,7 +324,7 @@ static void *flusher_main(void *arg)
 		if (rc == 0)
 			rc = sst_flush_promote(e->st, e->conditional, &cur, &sst, f.wal_end, &next);
 		if (rc == 0 && (rc = open_reader(e, &sst, &r)) != 0)
-			log_err("flush: %s committed but unreadable: %d", sst.name, rc);
+			log_err("flush: %s committed but unreadable: %s", sst.name, strerror(-rc));
 		memtable_unref(f.mem);
 		mw_mutex_lock(&e->mu);
 		if (rc == 0)
@@ -357,7 +358,8 @@ failed:
 			}
 			pthread_cond_broadcast(&e->durable_cv);
 		} else {
-			log_warn("flush: failed (%d); retrying in %d s", rc, FLUSH_RETRY_SEC);
+			log_warn("flush: failed (%s); retrying in %d s", strerror(-rc),
+				 FLUSH_RETRY_SEC);
 			nap_locked(e, FLUSH_RETRY_SEC);
 		}
 	}

@@ -178,7 +178,7 @@ static int list_prefix(struct store *st, const char *prefix, struct listing *l)
 	int rc = store_list(st, prefix, NULL, 0, list_cb, l);
 
 	if (rc)
-		log_err("gc: listing %s failed: %d", prefix, rc);
+		log_err("gc: listing %s failed: %s", prefix, strerror(-rc));
 	return rc;
 }
 
@@ -190,7 +190,7 @@ static int object_age(struct store *st, const char *name, int64_t now, int64_t *
 
 	if (rc) {
 		if (rc != -ENOENT)
-			log_err("gc: head %s failed: %d", name, rc);
+			log_err("gc: head %s failed: %s", name, strerror(-rc));
 		return rc;
 	}
 	*age = s.mtime > 0 ? now - s.mtime : 0;
@@ -304,7 +304,8 @@ static int read_refs(struct gc *g, const struct manifest_sst *t, struct sst_refs
 
 	memset(r, 0, sizeof(*r));
 	if (rc) {
-		log_err("gc: cannot read live table %s: %d; no pack is collected", t->name, rc);
+		log_err("gc: cannot read live table %s: %s; no pack is collected", t->name,
+			strerror(-rc));
 		return rc;
 	}
 	p = sst_reader_props(rd);
@@ -439,8 +440,8 @@ static int load_kept(struct pass *ps, uint64_t latest)
 		if (rc == -ENOENT && v < latest)
 			return 0; /* an earlier pass deleted it: history starts after */
 		if (rc) {
-			log_err("gc: cannot load manifest %" PRIu64 ": %d; nothing is collected", v,
-				rc);
+			log_err("gc: cannot load manifest %" PRIu64 ": %s; nothing is collected", v,
+				strerror(-rc));
 			return rc;
 		}
 		ps->nkept++;
@@ -682,8 +683,8 @@ int gc_plan_execute(struct gc *g, const struct gc_opts *o, const struct gc_plan 
 
 		rc = store_delete_many(g->st, (const char *const *)plan->deletes + i, n);
 		if (rc) {
-			log_err("gc: deleting %zu objects from %s failed: %d", n, plan->deletes[i],
-				rc);
+			log_err("gc: deleting %zu objects from %s failed: %s", n, plan->deletes[i],
+				strerror(-rc));
 			if (!first)
 				first = rc;
 			continue;
@@ -695,7 +696,7 @@ int gc_plan_execute(struct gc *g, const struct gc_opts *o, const struct gc_plan 
 
 		rc = store_cleanup_uploads(g->st, "", o->grace_sec, &n);
 		if (rc && rc != -ENOTSUP) {
-			log_warn("gc: cleaning abandoned uploads failed: %d", rc);
+			log_warn("gc: cleaning abandoned uploads failed: %s", strerror(-rc));
 			if (!first)
 				first = rc;
 		}

@@ -193,8 +193,8 @@ static int repack_one(void *arg, const void *key, size_t klen, uint64_t seq, con
 		return 0; /* the scan skips these already */
 	rc = blob_fetch(e, &d, &val);
 	if (rc) {
-		log_err("gc: repack: reading a blob of pack %" PRIu64 "-%" PRIu64 " failed: %d",
-			d.epoch, d.position, rc);
+		log_err("gc: repack: reading a blob of pack %" PRIu64 "-%" PRIu64 " failed: %s",
+			d.epoch, d.position, strerror(-rc));
 		return rc;
 	}
 	rc = engine_batch_put(&b, key, klen, val, (size_t)d.length);
@@ -235,8 +235,8 @@ static int repack_run(struct engine *e, const struct gc_plan *plan, struct maint
 	res->repacked_blobs = rp.blobs;
 	res->repacked_bytes = rp.bytes;
 	log_info("gc: repacked %" PRIu64 " blobs (%" PRIu64 " bytes) out of %zu packs, %" PRIu64
-		 " keys rewritten meanwhile left alone (%d)",
-		 rp.blobs, rp.bytes, plan->nrepack, rp.skipped, rc);
+		 " keys rewritten meanwhile left alone (%s)",
+		 rp.blobs, rp.bytes, plan->nrepack, rp.skipped, rc ? strerror(-rc) : "done");
 	return rc;
 }
 
@@ -279,7 +279,7 @@ static int gc_pass(struct engine *e, struct maint_gc_result *res)
 	age = o.grace_sec > MAINT_UPLOAD_MIN_AGE_SEC ? o.grace_sec : MAINT_UPLOAD_MIN_AGE_SEC;
 	urc = store_cleanup_uploads(e->st, "", age, &aborted);
 	if (urc && urc != -ENOTSUP)
-		log_warn("gc: cleaning abandoned uploads failed: %d", urc);
+		log_warn("gc: cleaning abandoned uploads failed: %s", strerror(-urc));
 	res->deleted += aborted;
 	if (rc == 0 && plan.nrepack && o.repack_below > 0.0)
 		rc = repack_run(e, &plan, res);
@@ -301,7 +301,7 @@ out:
 	}
 	mw_mutex_unlock(&e->mu);
 	if (rc)
-		log_warn("gc: pass failed (%d); retried at the next interval", rc);
+		log_warn("gc: pass failed (%s); retried at the next interval", strerror(-rc));
 	return rc;
 }
 

@@ -250,14 +250,15 @@ int manifest_decode(const char *name, const void *buf, size_t len, struct manife
 		return -EUCLEAN;
 	}
 	ver = get_be16(h + MAN_OFF_VERSION);
-	if (ver == 0 || ver > MANIFEST_VERSION) {
-		log_err("manifest: %s: format version %u not supported (this program: %u)", name,
-			ver, MANIFEST_VERSION);
-		return -EUCLEAN;
-	}
+	/* the header checksum first: a flipped version bit is damage, not a newer version */
 	if (get_be64(h + MAN_OFF_HEAD_HASH) != fmt_hash(h, MAN_OFF_HEAD_HASH)) {
 		log_err("manifest: %s: header checksum mismatch", name);
 		return -EUCLEAN;
+	}
+	if (ver == 0 || ver > MANIFEST_VERSION) {
+		log_err("manifest: %s: format version %u not supported (this program: %u)", name,
+			ver, MANIFEST_VERSION);
+		return ver ? -EPROTONOSUPPORT : -EUCLEAN;
 	}
 	blen = get_be64(h + MAN_OFF_BODY_LEN);
 	if (blen != len - MANIFEST_HEADER_SIZE) {
@@ -406,7 +407,7 @@ int manifest_load(struct store *st, uint64_t version, struct manifest *m)
 	rc = store_get(st, name, 0, STORE_TO_END, &buf, &len);
 	if (rc) {
 		if (rc != -ENOENT)
-			log_err("manifest: get %s failed: %d", name, rc);
+			log_err("manifest: get %s failed: %s", name, strerror(-rc));
 		return rc;
 	}
 	rc = manifest_decode(name, buf, len, m);
@@ -445,7 +446,8 @@ static void write_hint(struct store *st, uint64_t version)
 	put_be64(h + HINT_OFF_HASH, fmt_hash(h, HINT_OFF_HASH));
 	rc = store_put(st, FMT_HINT_KEY, h, sizeof(h));
 	if (rc)
-		log_warn("manifest: put %s failed: %d (discovery will list)", FMT_HINT_KEY, rc);
+		log_warn("manifest: put %s failed: %s (discovery will list)", FMT_HINT_KEY,
+			 strerror(-rc));
 }
 
 int manifest_commit(struct store *st, const struct manifest *m, bool conditional)
@@ -461,7 +463,7 @@ int manifest_commit(struct store *st, const struct manifest *m, bool conditional
 	rc = conditional ? store_put_if_absent(st, name, b.p, b.len) : store_put(st, name, b.p, b.len);
 	if (rc) {
 		if (rc != -EEXIST)
-			log_err("manifest: put %s failed: %d", name, rc);
+			log_err("manifest: put %s failed: %s", name, strerror(-rc));
 		goto out;
 	}
 	write_hint(st, m->version);

@@ -61,8 +61,9 @@ int manifest_encode(const struct manifest *m, struct mw_buf *out);
 
 /*
  * Decode an object read from name.  On success *m holds the contents
- * (free with manifest_clear()).  -EUCLEAN on bad magic, newer version,
- * checksum failure or malformed body (logged with the name); -ENOMEM.
+ * (free with manifest_clear()).  -EPROTONOSUPPORT for a newer format
+ * version, -EUCLEAN on bad magic, checksum failure or malformed body (both
+ * logged with the name); -ENOMEM.
  */
 int manifest_decode(const char *name, const void *buf, size_t len, struct manifest *m);
 

@@ -194,9 +194,9 @@ int pack_write(struct pack *p, struct store *st, uint64_t *bytes)
 		rc = store_put(st, name, p->buf.p, len);
 	}
 out:
-	if (rc) /* the writer says what follows (retried, or the writer stops) */
-		log_debug("pack: put %s (%zu bytes) failed: %s", name, len, strerror(-rc));
-	else if (bytes)
+	/* a failure is logged once: by the store, with the key and the errno or
+	 * HTTP status; the writer says what follows (retried, or it stops) */
+	if (rc == 0 && bytes)
 		*bytes = len;
 	return rc;
 }
@@ -229,14 +229,15 @@ int pack_verify(const char *name, const void *vbuf, size_t len)
 		return -EUCLEAN;
 	}
 	ver = get_be16(h + PACK_OFF_VERSION);
-	if (ver == 0 || ver > PACK_VERSION) {
-		log_err("pack: %s: format version %u not supported (this program: %u)", name, ver,
-			PACK_VERSION);
-		return -EUCLEAN;
-	}
+	/* the header checksum first: a flipped version bit is damage, not a newer version */
 	if (get_be64(h + PACK_OFF_HEAD_HASH) != fmt_hash(h, PACK_OFF_HEAD_HASH)) {
 		log_err("pack: %s: header checksum mismatch", name);
 		return -EUCLEAN;
+	}
+	if (ver == 0 || ver > PACK_VERSION) {
+		log_err("pack: %s: format version %u not supported (this program: %u)", name, ver,
+			PACK_VERSION);
+		return ver ? -EPROTONOSUPPORT : -EUCLEAN;
 	}
 	t = h + len - PACK_TRAILER_SIZE;
 	dlen = get_be64(t + PACK_TOFF_DATA_LEN);

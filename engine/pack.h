@@ -66,7 +66,8 @@ int pack_read(struct pack *p, uint64_t off, void *dst, size_t len);
 
 /*
  * Check a whole pack object read from the store (name for the log):
- * magic, version, header and data checksums, trailer.  -EUCLEAN.
+ * magic, version, header and data checksums, trailer.  -EPROTONOSUPPORT
+ * (a newer format version), -EUCLEAN (anything else wrong).
  */
 int pack_verify(const char *name, const void *buf, size_t len);
 

@@ -165,8 +165,9 @@ struct sst_reader_opts {
  * one ranged GET when they fit in SST_TAIL_READ bytes, two otherwise.  o
  * may be NULL.  s (and o->counters, o->cache) are borrowed and must outlive
  * the reader.  On success *out holds one reference.
- * Errors: -EUCLEAN (corrupt, truncated, bad magic, newer version: the log
- * names the object and the fault), -ENOENT, store errors, -ENOMEM.
+ * Errors: -EUCLEAN (corrupt, truncated, bad magic: the log names the object
+ * and the fault), -EPROTONOSUPPORT (a newer format version, logged the same
+ * way), -ENOENT, store errors, -ENOMEM.
  */
 #define SST_TAIL_READ (64 * 1024)
 int sst_reader_open(struct store *s, const char *key, uint64_t size,

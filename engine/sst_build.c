@@ -54,8 +54,8 @@ static int emit(struct sst_builder *b, const void *p, size_t n)
 	int rc = store_writer_write(b->w, p, n);
 
 	if (rc) {
-		log_err("sst: writing %s at offset %llu: %d", b->key, (unsigned long long)b->off,
-			rc);
+		log_err("sst: writing %s at offset %llu: %s", b->key, (unsigned long long)b->off,
+			strerror(-rc));
 		return b->err = rc;
 	}
 	b->off += n;
@@ -140,7 +140,7 @@ int sst_builder_new(struct store *s, const char *key, const struct sst_builder_o
 	b->props.bloom_bits = b->o.bloom_bits_per_key;
 	rc = store_writer_open(s, key, b->o.writer_flags, &b->w);
 	if (rc) {
-		log_err("sst: opening upload of %s: %d", key, rc);
+		log_err("sst: opening upload of %s: %s", key, strerror(-rc));
 		goto fail;
 	}
 	sst_header_encode(hdr);
@@ -349,8 +349,8 @@ int sst_builder_finish(struct sst_builder *b, struct sst_props *props)
 	rc = store_writer_finish(b->w);
 	b->w = NULL;
 	if (rc) {
-		log_err("sst: finishing upload of %s (%llu bytes): %d", b->key,
-			(unsigned long long)b->off, rc);
+		log_err("sst: finishing upload of %s (%llu bytes): %s", b->key,
+			(unsigned long long)b->off, strerror(-rc));
 		goto out;
 	}
 	if (props) {

@@ -95,11 +95,12 @@ enum sst_fault sst_footer_decode(const uint8_t *p, uint64_t objsize, struct sst_
 		return SST_TRUNCATED;
 	if (get_be64(p + 64) != SST_MAGIC)
 		return SST_BAD_MAGIC;
+	/* the checksum first: a flipped version bit is damage, not a newer version */
+	if (get_be64(p + 56) != XXH3_64bits(p, 56))
+		return SST_BAD_CHECKSUM;
 	t.version = get_be32(p + 48);
 	if (t.version > SST_VERSION)
 		return SST_NEWER_VERSION;
-	if (get_be64(p + 56) != XXH3_64bits(p, 56))
-		return SST_BAD_CHECKSUM;
 	get_handle(p, &t.index);
 	get_handle(p + 16, &t.filter);
 	get_handle(p + 32, &t.props);

@@ -10,8 +10,9 @@
  * process-unique id and the block offset, so two readers never confuse
  * their blocks and a reopened table starts cold.
  *
- * Every failure to make sense of stored bytes is -EUCLEAN with a log line
- * naming the object, the offset and the fault; nothing is read outside the
+ * Every failure to make sense of stored bytes is -EUCLEAN (-EPROTONOSUPPORT
+ * for a newer format version) with a log line naming the object, the offset
+ * and the fault; nothing is read outside the
  * buffers that were fetched.
  */
 #include <errno.h>
@@ -70,7 +71,7 @@ static int corrupt(struct sst_reader *r, uint64_t off, const char *what, enum ss
 	log_err("sst: %s: %s at offset %llu: %s", r->key, what, (unsigned long long)off,
 		sst_fault_str(f));
 	COUNT(r, corrupt, 1);
-	return -EUCLEAN;
+	return f == SST_NEWER_VERSION ? -EPROTONOSUPPORT : -EUCLEAN;
 }
 
 static void cblock_free(struct cblock *b)
@@ -132,8 +133,8 @@ static int read_block(struct sst_reader *r, const struct sst_handle *h, struct b
 	}
 	rc = store_get(r->store, r->key, h->off, h->size + SST_TRAILER_SIZE, &buf, &got);
 	if (rc) {
-		log_err("sst: %s: reading block at %llu: %d", r->key, (unsigned long long)h->off,
-			rc);
+		log_err("sst: %s: reading block at %llu: %s", r->key, (unsigned long long)h->off,
+			strerror(-rc));
 		return rc == -ENOENT ? -EIO : rc;
 	}
 	COUNT(r, blocks_read, 1);
@@ -210,7 +211,7 @@ static int load_tail(struct sst_reader *r)
 	tail_off = r->size > SST_TAIL_READ ? r->size - SST_TAIL_READ : 0;
 	rc = store_get(r->store, r->key, tail_off, r->size - tail_off, &buf, &got);
 	if (rc) {
-		log_err("sst: %s: reading tail: %d", r->key, rc);
+		log_err("sst: %s: reading tail: %s", r->key, strerror(-rc));
 		return rc;
 	}
 	if (got != r->size - tail_off) {
@@ -223,7 +224,8 @@ static int load_tail(struct sst_reader *r)
 		goto out;
 	}
 	if (tail_off == 0 && (f = sst_header_decode(buf)) != SST_OK) {
-		rc = corrupt(r, 0, "header", f);
+		/* the checksummed footer has our version: a header saying newer is damage */
+		rc = corrupt(r, 0, "header", f == SST_NEWER_VERSION ? SST_BAD_LAYOUT : f);
 		goto out;
 	}
 	meta = r->foot.index.off < r->foot.props.off ? r->foot.index.off : r->foot.props.off;
@@ -234,7 +236,7 @@ static int load_tail(struct sst_reader *r)
 		/* Metadata larger than the tail read: fetch all of it. */
 		rc = store_get(r->store, r->key, meta, r->size - meta, &buf2, &got);
 		if (rc) {
-			log_err("sst: %s: reading metadata: %d", r->key, rc);
+			log_err("sst: %s: reading metadata: %s", r->key, strerror(-rc));
 			goto out;
 		}
 		if (got != r->size - meta) {
@@ -304,7 +306,7 @@ int sst_reader_open(struct store *s, const char *key, uint64_t size,
 
 		rc = store_head(s, key, &st);
 		if (rc) {
-			log_err("sst: %s: head: %d", key, rc);
+			log_err("sst: %s: head: %s", key, strerror(-rc));
 			goto fail;
 		}
 		size = st.size;

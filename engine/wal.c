@@ -107,9 +107,14 @@ int wal_entry_decode(const char *name, const void *buf, size_t len, uint64_t pos
 	}
 	ver = get_be16(h + WAL_OFF_VERSION);
 	if (ver > WAL_VERSION) {
+		/* newer only if the header is intact: a flipped bit is damage, not a version */
+		if (get_be64(h + WAL_OFF_HEAD_HASH) != fmt_hash(h, WAL_OFF_HEAD_HASH)) {
+			log_err("wal: %s: header checksum mismatch (version field %u)", name, ver);
+			return -EUCLEAN;
+		}
 		log_err("wal: %s: format version %u is newer than this program's %u", name, ver,
 			WAL_VERSION);
-		return -EUCLEAN;
+		return -EPROTONOSUPPORT;
 	}
 	if (ver == 0) {
 		log_err("wal: %s: bad format version 0", name);

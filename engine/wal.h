@@ -48,8 +48,9 @@ void wal_entry_seal(struct mw_buf *b, const struct wal_info *info);
 /*
  * Validate the entry buf[0..len) read from object name, expected at
  * position pos.  On success fills *info and the body bounds.  Returns
- * -EUCLEAN (bad magic, newer version, checksum failure, truncated or
- * inconsistent lengths, wrong position), with a log line naming the object.
+ * -EPROTONOSUPPORT (a newer format version) or -EUCLEAN (bad magic, checksum
+ * failure, truncated or inconsistent lengths, wrong position), with a log
+ * line naming the object.
  */
 int wal_entry_decode(const char *name, const void *buf, size_t len, uint64_t pos,
 		     struct wal_info *info, const uint8_t **body, size_t *body_len);

@@ -263,7 +263,7 @@ static int apply_locked(struct engine *e, const struct engine_batch *b)
 			e->stats.puts++;
 	}
 	if (rc < 0) {
-		log_err("engine: MemTable insert failed (%d): writer stops", rc);
+		log_err("engine: MemTable insert failed (%s): writer stops", strerror(-rc));
 		e->sticky = -EIO;
 		e->failed_pos = g->position;
 		pthread_cond_broadcast(&e->durable_cv);

@@ -20,7 +20,9 @@
  * failed; after a failed commit the engine is fenced and every later write
  * returns the same error: the writer never guesses), -ESTALE (another writer
  * opened the store: this one is fenced), -EROFS (opened read-only),
- * -EUCLEAN (a corrupt object; the log names it), -EINVAL.
+ * -EUCLEAN (a corrupt object; the log names it), -EPROTONOSUPPORT (an object
+ * of a newer format version than this program reads; the log names it: the
+ * same answer fs/ gives for a newer superblock), -EINVAL.
  *
  * Threads: every function may be called from many threads at once, except
  * engine_close(), which must be the last call on the engine.  Iterators and
