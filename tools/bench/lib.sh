@@ -90,11 +90,17 @@ s3_sum() {
 	echo "$n $bytes"
 }
 
-# s3_rb BUCKET: delete a bucket and everything in it (server side, fast).
+# s3_rb BUCKET: delete a bucket and everything in it (server side, fast), and
+# have RGW's garbage collector free the space at once.
 s3_rb() {
 	if [ -r "$RGW_CONF" ] && command -v radosgw-admin >/dev/null; then
-		timeout 600 radosgw-admin -c "$RGW_CONF" bucket rm --bucket="$1" \
-			--purge-objects >/dev/null 2>&1 && return 0
+		if timeout 600 radosgw-admin -c "$RGW_CONF" bucket rm --bucket="$1" \
+			--purge-objects >/dev/null 2>&1; then
+			# RGW keeps the tails of deleted objects for 2 h by default: free
+			# them now, or a full run fills the OSD.
+			timeout 600 radosgw-admin -c "$RGW_CONF" gc process --include-all >/dev/null 2>&1
+			return 0
+		fi
 	fi
 	s3_curl -o /dev/null -X DELETE "${S3_ENDPOINT}/$1" || true
 }
@@ -149,17 +155,15 @@ rgw_mark() {
 	if [ -r "$RGW_LOG" ]; then stat -c %s "$RGW_LOG"; else echo 0; fi
 }
 
-# rgw_count BUCKET FROM: print "PUT GET LIST HEAD DELETE POST" counts of the
-# requests naming BUCKET logged after offset FROM.  Waits 1.5 s first: the
-# daemon's log is written asynchronously.
+# rgw_count BUCKET FROM TO: print "PUT GET LIST HEAD DELETE POST" counts of the
+# requests naming BUCKET logged between offsets FROM and TO.
 rgw_count() {
-	local b=$1 from=$2
+	local b=$1 from=$2 to=$3
 	if [ ! -r "$RGW_LOG" ]; then
 		echo "- - - - - -"
 		return
 	fi
-	sleep 1.5
-	tail -c +"$((from + 1))" "$RGW_LOG" | awk -v b="$b" '
+	tail -c +"$((from + 1))" "$RGW_LOG" | head -c "$((to - from))" | awk -v b="$b" '
 		/ beast: / {
 			if (!match($0, /"[A-Z]+ \/[^ ]* HTTP/)) next
 			r = substr($0, RSTART + 1, RLENGTH - 6)
@@ -175,6 +179,26 @@ rgw_count() {
 		END {
 			printf "%d %d %d %d %d %d\n", c["PUT"], c["GET"], c["LIST"], c["HEAD"], c["DELETE"], c["POST"]
 		}'
+}
+
+# rgw_flush_counts BUCKET: record req_* of every step noted in RGW_PENDING
+# (target, workload, run, from, to; written by step_end), then empty it.
+# Waits 1.5 s first, once: the daemon writes its log asynchronously, and a
+# step's last requests may land after the step's end mark (they are then
+# counted with the next step).
+rgw_flush_counts() {
+	local t w r from to c i m
+	[ -s "$RGW_PENDING" ] || return 0
+	sleep 1.5
+	while IFS=$'\t' read -r t w r from to; do
+		read -r -a c < <(rgw_count "$1" "$from" "$to")
+		i=0
+		for m in PUT GET LIST HEAD DELETE POST; do
+			RUN=$r result "$t" "$w" "req_$m" "${c[$i]}" requests
+			i=$((i + 1))
+		done
+	done <"$RGW_PENDING"
+	: >"$RGW_PENDING"
 }
 
 # ------------------------------------------------------ process CPU / memory

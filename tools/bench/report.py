@@ -4,11 +4,20 @@
 usage: report.py RAWDIR DOCSDIR
 
 RAWDIR holds results.tsv (target, workload, metric, value, unit, run),
-status.tsv (target, ran|skipped, text) and meta.env, written by run.sh.
-Writes DOCSDIR/BENCHMARKS.md (a table per workload with the ratio
-memwalfs/peer) and DOCSDIR/bench-*.png (gnuplot, pngcairo).  The section
-"## KV seed protocol (engine)" of an existing BENCHMARKS.md belongs to the
-engine's benchmark and is carried over unchanged.
+status.tsv (target, ran|skipped, text, run) and meta.env, written by run.sh.
+Writes DOCSDIR/BENCHMARKS.md and DOCSDIR/bench-*.png (gnuplot, pngcairo; the
+plotted numbers go to RAWDIR/*.dat).
+
+Every cell is the median over the runs with the min-max range beside it.
+"Share of the raw server": each run of a target is set against the raw
+PUT/GET probes taken right before and after it (target "probe", workloads
+before-T / after-T: their mean), so the machine's drift during a long run
+cancels: throughput as a fraction of the probes' best PUT (writes) or GET
+(reads) MB/s, latency as a multiple of the probes' 4 KiB PUT round trip.
+
+Sections of an existing BENCHMARKS.md whose heading ends in "(engine)" (the
+engine's own benchmarks) or "(notes)" (hand-written reading of a run) are
+carried over unchanged: "(notes)" after the losses, "(engine)" at the end.
 """
 import os
 import statistics
@@ -17,53 +26,99 @@ import sys
 from collections import defaultdict
 
 TARGETS = ["memwalfs-s3", "memwalfs-local", "s3fs", "rclone", "bindfs", "local"]
+S3_TARGETS = ["memwalfs-s3", "s3fs", "rclone"]
 MW = ("memwalfs-s3", "memwalfs-local")
-KV_HEADING = "## KV seed protocol (engine)"
 
-# (workload, title, main metric, unit, higher is better, what it measured)
+# (workload, title, main metric, unit, higher is better, what it measured, share kind)
+# share kind: "put" / "get" (fraction of the raw server's best MB/s), "rtt" (multiple
+# of the raw 4 KiB PUT round trip, for the metric named after the colon), None.
 WORKLOADS = [
-    ("seqwrite-1j", "Sequential write, 1 job", "MBps_wall", "MB/s", True,
-     "fio, 1 MiB blocks, {SEQ_MB} MiB, psync, end_fsync=1; MB/s = bytes / wall time incl. the final fsync"),
-    ("seqwrite-4j", "Sequential write, 4 jobs", "MBps_wall", "MB/s", True,
-     "fio, 4 jobs x {SEQ_MB}/4 MiB, 1 MiB blocks, end_fsync=1; MB/s = bytes / wall time"),
-    ("seqread-cold", "Sequential read, cold", "MBps", "MB/s", True,
-     "fio read 1 MiB blocks of the 1-job file after a remount and drop_caches"),
-    ("seqread-warm", "Sequential read, warm", "MBps", "MB/s", True,
-     "the same read again, same mount"),
+    ("jb-write-big", "juicefs bench: big files, write", "MBps_durable", "MB/s", True,
+     "4 threads, each writing its own {JB_BIG_MB} MiB file in 1 MiB I/O, fsync at close "
+     "(`juicefs bench -p 4` writes 4 x 1 GiB); MB/s = bytes / (wall time + the time until "
+     "the server holds it, for s3fs and rclone)", "put"),
+    ("jb-read-big", "juicefs bench: big files, read (cold)", "MBps", "MB/s", True,
+     "the 4 files read back by 4 threads in 1 MiB I/O after a remount and drop_caches", "get"),
+    ("mp-write", "mountpoint-s3 seq_write: 1 job, 256 KiB, fsync at close", "MBps_durable", "MB/s",
+     True, "fio rw=write bs=256k, {SEQ_MB} MiB (mountpoint-s3: 10 s time-based), "
+     "fsync_on_close; MB/s = bytes / (wall time incl. the close + the time until the server "
+     "holds it, for s3fs and rclone)", "put"),
+    ("mp-read-1t", "mountpoint-s3 seq_read: 1 thread (cold)", "MBps", "MB/s", True,
+     "fio rw=read bs=256k over the {SEQ_MB} MiB file after a remount and drop_caches; one pass, "
+     "capped at {MP_S} s (mountpoint-s3: 30 s over a 100 GiB object)", "get"),
+    ("mp-read-4t", "mountpoint-s3 seq_read_4t: 4 threads (cold)", "MBps", "MB/s", True,
+     "4 jobs, each reading its own {JB_BIG_MB} MiB file (the juicefs bench files), bs=256k, "
+     "after a remount and drop_caches", "get"),
+    ("mp-read-direct", "mountpoint-s3 seq_read_direct: 1 thread, O_DIRECT (cold)", "MBps", "MB/s",
+     True, "as the 1-thread read with direct=1, after a remount and drop_caches", "get"),
+    ("mp-read-4t-direct", "mountpoint-s3 seq_read_4t_direct: 4 threads, O_DIRECT (cold)", "MBps",
+     "MB/s", True, "as the 4-thread read with direct=1, after a remount and drop_caches", "get"),
+    ("mp-read-warm", "Warm read: page cache kept", "MBps", "MB/s", True,
+     "the 1-thread read again right after it, fio invalidate=0: what a user's second read sees "
+     "(mostly the kernel's page cache, if the filesystem lets it keep pages)", "get"),
+    ("mp-read-dcache", "Daemon-cache read: page cache dropped", "MBps", "MB/s", True,
+     "the same read once more with fio invalidate=1 (fio drops the file's page cache first): "
+     "the filesystem's own cache as the two reads before left it", "get"),
+    ("jb-write-small", "juicefs bench: small files, write", "files_s_durable", "files/s", True,
+     "4 threads x {JB_SMALL_N} files of 128 KiB, one write each, close, no fsync "
+     "(tools/bench/smallfiles.py); files/s until on the server for s3fs and rclone", None),
+    ("jb-read-small", "juicefs bench: small files, read (cold)", "files_s", "files/s", True,
+     "the same files read after a remount and drop_caches, 4 threads", None),
+    ("jb-stat-small", "juicefs bench: small files, stat", "files_s", "files/s", True,
+     "stat of each file, 4 threads, right after the read", None),
+    ("gs-cp", "GeeseFS small files: cp -r in", "files_s_durable", "files/s", True,
+     "cp -r of {GS_FILES} files (0.5-300 KB, {GS_AVG} B on average, {GS_MB} MiB) in "
+     "{GS_DIRS} directories from the local disk; s3fs and rclone: the first {GS_FILES_S3} "
+     "files ({GS_AVG_S3} B on average) in {GS_DIRS_S3} directories (column \"entries\"); "
+     "files/s until on the server for s3fs and rclone", None),
+    ("gs-ls-lR", "GeeseFS small files: ls -lR", "entries_s", "entries/s", True,
+     "ls -lR of the copy (files + directories per second)", None),
+    ("gs-rm", "GeeseFS small files: rm -r", "files_s", "files/s", True, "rm -r of the copy", None),
+    ("dcreate-1", "Durable creates, 1 writer", "files_s_durable", "files/s", True,
+     "create + write 4 KiB + fsync + close, {DC_S} s or {DC_MAX} files "
+     "(tools/bench/durable_creates.c); files/s until on the server (rclone's fsync returns "
+     "before its upload: its latency columns are not durable ones)", "rtt:p50_ms"),
+    ("dcreate-32", "Durable creates, 32 writers", "files_s_durable", "files/s", True,
+     "the same with 32 threads in one directory", "rtt:p50_ms"),
     ("randread-4k", "Random 4 KiB reads", "iops", "IOPS", True,
-     "fio randread 4 KiB, 1 job, {RAND_S} s, over the {SEQ_MB} MiB file"),
+     "fio randread 4 KiB, 1 job, {RAND_S} s, over a {RAND_MB} MiB file, starting after a remount "
+     "and drop_caches", None),
     ("randwrite-4k", "Random 4 KiB writes", "iops", "IOPS", True,
-     "fio randwrite 4 KiB, 1 job, {RAND_S} s, end_fsync=1"),
+     "fio randwrite 4 KiB, 1 job, {RAND_S} s, end_fsync=1", None),
     ("fsync-4k", "4 KiB write + fsync (latency)", "fsync_p50_ms", "ms", False,
-     "fio write 4 KiB with fsync after each write, {FSYNC_S} s; fsync latency percentiles"),
+     "fio write 4 KiB with fsync after each write, {FSYNC_S} s; fsync latency percentiles",
+     "rtt:fsync_p50_ms"),
+    # Older workloads (run.sh --workloads tree,list,real).
     ("tree-cp", "Small files: cp -r", "wall_s", "s", False,
-     "cp -r of {TREE_N} files ({TREE_MB} MiB: /usr/include padded with 1-64 KiB files)"),
+     "cp -r of {TREE_N} files ({TREE_MB} MiB: /usr/include padded with 1-64 KiB files)", None),
     ("tree-cat-cold", "Small files: cat all (cold)", "wall_s", "s", False,
-     "find -exec cat of every file after a remount and drop_caches"),
-    ("tree-ls-lR", "Small files: ls -lR", "wall_s", "s", False, "ls -lR of the tree, after the cat"),
-    ("tree-rm", "Small files: rm -r", "wall_s", "s", False, "rm -r of the tree"),
-    ("dcreate-1", "Durable creates, 1 writer", "files_s", "files/s", True,
-     "create + write 4 KiB + fsync + close, {DC_S} s or {DC_MAX} files (tools/bench/durable_creates.c)"),
-    ("dcreate-32", "Durable creates, 32 writers", "files_s", "files/s", True,
-     "the same with 32 threads in one directory"),
+     "find -exec cat of every file after a remount and drop_caches", None),
+    ("tree-ls-lR", "Small files: ls -lR", "wall_s", "s", False, "ls -lR of the tree", None),
+    ("tree-rm", "Small files: rm -r", "wall_s", "s", False, "rm -r of the tree", None),
     ("list-create", "Listing: create the directory", "files_s", "files/s", True,
-     "create empty files in one directory ({LIST_N} entries; {LIST_N_S3} on s3fs/rclone)"),
+     "create empty files in one directory ({LIST_N} entries; {LIST_N_S3} on s3fs/rclone)", None),
     ("list-ls-l", "Listing: ls -l (cold)", "entries_s", "entries/s", True,
-     "ls -l of that directory after a remount and drop_caches"),
-    ("list-find", "Listing: find", "entries_s", "entries/s", True, "find of it right after"),
+     "ls -l of that directory after a remount and drop_caches", None),
+    ("list-find", "Listing: find", "entries_s", "entries/s", True, "find of it right after", None),
     ("tar-x", "tar -x of a source tarball", "wall_s", "s", False,
-     "tar -xzf of {TAR_N} files from /usr/include"),
+     "tar -xzf of {TAR_N} files from /usr/include", None),
     ("git-clone", "git clone of a local repository", "wall_s", "s", False,
-     "git clone --no-hardlinks of a 2-commit repository ({GIT_N} files in the clone)"),
+     "git clone --no-hardlinks of a 2-commit repository ({GIT_N} files in the clone)", None),
 ]
-EXTRA = [("p50_ms", "p50 ms"), ("p99_ms", "p99 ms"), ("fsync_p99_ms", "fsync p99 ms"),
-         ("max_ms", "max ms"), ("entries", "entries"), ("wall_s", "wall s"),
+SPEC = {s[0]: s for s in WORKLOADS}
+MD_PHASES = ["tree-create", "dir-create", "dir-stat", "dir-remove", "file-create", "file-stat",
+             "file-read", "file-remove", "tree-remove"]
+EXTRA = [("MBps_wall", "MB/s at return"), ("files_s", "files/s at return"), ("MBps", "fio MB/s"), ("p50_ms", "p50 ms"), ("p99_ms", "p99 ms"),
+         ("fsync_p99_ms", "fsync p99 ms"), ("max_ms", "max ms"),
+         ("entries", "entries"), ("io_MiB", "MiB moved"), ("wall_s", "wall s"),
          ("settle_s", "until on server s"), ("cpu_s", "fs CPU s"), ("peak_mib", "fs peak MiB"),
          ("stored_mib", "stored MiB")]
 
 
+# ------------------------------------------------------------------ loading
+
 def load(raw):
-    res = defaultdict(list)  # (target, workload, metric) -> [values]
+    res = defaultdict(dict)  # (target, workload, metric) -> {run: value}
     with open(os.path.join(raw, "results.tsv")) as f:
         next(f, None)
         for line in f:
@@ -73,59 +128,124 @@ def load(raw):
             try:
                 v = float(p[3])
             except ValueError:
-                v = p[3]
-            res[(p[0], p[1], p[2])].append(v)
-    status = {}
-    if os.path.exists(os.path.join(raw, "status.tsv")):
-        for line in open(os.path.join(raw, "status.tsv")):
+                continue
+            res[(p[0], p[1], p[2])][p[5]] = v
+    derive_durable(res)
+    status = defaultdict(list)  # target -> [(run, state, text)]
+    path = os.path.join(raw, "status.tsv")
+    if os.path.exists(path):
+        for line in open(path):
             p = line.rstrip("\n").split("\t")
             if len(p) >= 3:
-                status[p[0]] = (p[1], p[2])
+                status[p[0]].append((p[3] if len(p) > 3 else "1", p[1], p[2]))
     meta = {}
-    if os.path.exists(os.path.join(raw, "meta.env")):
-        for line in open(os.path.join(raw, "meta.env")):
-            for part in line.strip().split(" ") if not line.startswith(("HOST", "SERVER", "RAW")) else [line.strip()]:
-                if "=" in part:
-                    k, v = part.split("=", 1)
-                    meta[k] = v.strip('"')
+    path = os.path.join(raw, "meta.env")
+    if os.path.exists(path):
+        for line in open(path):
+            line = line.strip()
+            if "=" in line:
+                k, v = line.split("=", 1)
+                meta[k] = v.strip('"')
     return res, status, meta
 
 
-def num(vals):
-    return [v for v in vals if isinstance(v, float)]
+def derive_durable(res):
+    """MBps_durable / files_s_durable: the rate until the data is on the server.
+    s3fs and rclone return (rclone: also from fsync) before they upload; the
+    harness measures the extra time (settle_s), and these rates count it in.
+    Every other target is durable when the step returns (fsync at close, or
+    memwalfs' commit, which close does not wait for: see the notes)."""
+    for (t, w, m), runs in list(res.items()):
+        if m not in ("MBps_wall", "files_s"):
+            continue
+        d = {}
+        for run, v in runs.items():
+            wall = res.get((t, w, "wall_s"), {}).get(run)
+            settle = res.get((t, w, "settle_s"), {}).get(run, 0.0)
+            d[run] = v * wall / (wall + settle) if wall and settle else v
+        res[(t, w, "MBps_durable" if m == "MBps_wall" else "files_s_durable")] = d
+
+
+def vals(res, t, w, m):
+    return list(res.get((t, w, m), {}).values())
 
 
 def med(res, t, w, m):
-    v = num(res.get((t, w, m), []))
+    v = vals(res, t, w, m)
     return statistics.median(v) if v else None
 
 
 def fmt(x):
     if x is None:
         return "-"
-    if isinstance(x, str):
-        return x
     if abs(x) >= 1000:
         return "%.0f" % x
     if abs(x) >= 100:
         return "%.1f" % x
     if abs(x) >= 1:
         return "%.2f" % x
+    if x == 0:
+        return "0"
     return "%.3f" % x
 
 
-def cell(res, t, w, m):
-    vals = res.get((t, w, m), [])
-    if not vals:
+def spread(v):
+    """median (min-max) of a list of numbers, or "-"."""
+    if not v:
         return "-"
-    n = num(vals)
-    if not n:
-        return str(vals[0])
-    s = fmt(statistics.median(n))
-    if len(n) > 1:
-        s += " (%s-%s)" % (fmt(min(n)), fmt(max(n)))
+    s = fmt(statistics.median(v))
+    if len(v) > 1:
+        s += " (%s-%s)" % (fmt(min(v)), fmt(max(v)))
     return s
 
+
+def cell(res, t, w, m):
+    return spread(vals(res, t, w, m))
+
+
+# ------------------------------------------------------- the raw server share
+
+def raw_of(res, t, run, m):
+    """Mean of the probes right before and after run RUN of target T for metric M."""
+    v = [res.get(("probe", "%s-%s" % (side, t), m), {}).get(run) for side in ("before", "after")]
+    v = [x for x in v if x]
+    return sum(v) / len(v) if v else None
+
+
+def shares(res, t, w, m, kind):
+    """Per-run shares of the raw server: list of floats."""
+    out = []
+    if kind is None:
+        return out
+    if kind.startswith("rtt:"):
+        m, pm = kind[4:], "put_rtt_ms"
+    else:
+        pm = "put_MBps" if kind == "put" else "get_MBps"
+    for run, v in res.get((t, w, m), {}).items():
+        r = raw_of(res, t, run, pm)
+        if r:
+            out.append(v / r)
+    return out
+
+
+def share_label(kind):
+    if kind is None:
+        return None
+    if kind.startswith("rtt:"):
+        return "%s / raw 4 KiB PUT" % kind[4:].replace("_ms", "").replace("fsync_", "fsync ")
+    return "share of raw %s MB/s" % kind.upper()
+
+
+def share_cell(v, kind):
+    if not v:
+        return "-"
+    if kind.startswith("rtt:"):
+        return spread(v) + "x"
+    return "%.0f%% (%.0f-%.0f%%)" % (100 * statistics.median(v), 100 * min(v), 100 * max(v)) \
+        if len(v) > 1 else "%.0f%%" % (100 * v[0])
+
+
+# ------------------------------------------------------------------ tables
 
 def requests(res, t, w):
     """Server requests by type: RGW's access log for every bucket target (the
@@ -136,13 +256,6 @@ def requests(res, t, w):
         if v:
             parts.append("%s %d" % (m, v))
     text = ", ".join(parts) if parts else ("0" if (t, w, "req_PUT") in res else "")
-    if t.startswith("memwalfs"):
-        keys = sorted(k[2] for k in res if k[0] == t and k[1] == w and
-                      k[2].startswith("mw_store_requests_"))
-        own = ["%s %s" % (k[len("mw_store_requests_"):], fmt(med(res, t, w, k)))
-               for k in keys if med(res, t, w, k)]
-        if own:
-            text = (text + "; " if text else "") + "own stats: " + ", ".join(own)
     return text or "-"
 
 
@@ -153,75 +266,234 @@ def ratio(res, mw, t, w, m):
     return "%.2f" % (a / b)
 
 
-def workload_table(out, res, status, meta, spec):
-    w, title, m, unit, hib, what = spec
+def fill(text, meta):
+    return text.format_map(defaultdict(lambda: "?", meta))
+
+
+def runs_note(meta):
+    n = meta.get("RUNS", "1")
+    return "runs: %s%s" % (n, ", cells: median (min-max)" if n != "1" else ", one run: no spread")
+
+
+def workload_table(out, res, meta, spec):
+    w, title, m, unit, hib, what, kind = spec
     targets = [t for t in TARGETS if any(k[0] == t and k[1] == w for k in res)]
     if not targets:
         return
     out.append("### %s\n" % title)
-    out.append("Measured: %s. Main figure: %s (%s is better); runs: %s%s.\n" % (
-        what.format(**defaultdict(str, meta)), unit, "higher" if hib else "lower",
-        meta.get("RUNS", "1"),
-        ", cells show median (min-max)" if meta.get("RUNS", "1") != "1" else ", one run: no spread"))
+    out.append("Measured: %s. Main figure: %s (%s is better); %s.\n" % (
+        fill(what, meta), unit, "higher" if hib else "lower", runs_note(meta)))
     extras = [(k, lab) for k, lab in EXTRA if k != m and any((t, w, k) in res for t in targets)]
-    hdr = ["target", "%s (%s)" % (m, unit), "memwalfs-s3 / this", "memwalfs-local / this"]
+    hdr = ["target", "%s (%s)" % (m, unit)]
+    if kind:
+        hdr.append(share_label(kind))
+    hdr += ["memwalfs-s3 / this", "memwalfs-local / this"]
     hdr += [lab for _, lab in extras] + ["server requests", "failed"]
     out.append("| " + " | ".join(hdr) + " |")
     out.append("|" + "---|" * len(hdr))
     for t in targets:
-        row = [t, cell(res, t, w, m), ratio(res, "memwalfs-s3", t, w, m),
-               ratio(res, "memwalfs-local", t, w, m)]
+        row = [t, cell(res, t, w, m)]
+        if kind:
+            row.append(share_cell(shares(res, t, w, m, kind), kind) if t in S3_TARGETS else "n/a")
+        row += [ratio(res, "memwalfs-s3", t, w, m), ratio(res, "memwalfs-local", t, w, m)]
         row += [cell(res, t, w, k) for k, _ in extras]
         row += [requests(res, t, w), cell(res, t, w, "failed") if (t, w, "failed") in res else ""]
         out.append("| " + " | ".join(row) + " |")
     out.append("")
 
 
+def md_table(out, res, meta):
+    targets = [t for t in TARGETS if any(k[0] == t and k[1].startswith("md-") for k in res)]
+    if not targets:
+        return
+    out.append("### Metadata: mdtest -b 6 -z %s -I 8, 1 and 8 processes\n" % meta.get("MD_Z", "?"))
+    out.append(
+        "Measured: tools/bench/mdtest_tree.c (how it maps to mdtest: see \"The workloads\"): a tree "
+        "of branching 6 and depth %s (depth %s on s3fs and rclone, where every node is a server "
+        "PUT), 8 directories and 8 files per node and process; create phases stop after %s s "
+        "(mdtest's stonewall -W) and the stat, read and remove phases work on what was created. "
+        "Figures: operations per second (higher is better); %s. JuiceFS publishes, for mdtest "
+        "-b 6 -I 8 -z 4 on AWS: 1,410 file creates/s, 5,023 stats/s and 1,417 directory "
+        "creates/s against s3fs's 5.7, 69 and 6.0 (their S3 round trips are ~10x ours).\n" % (
+            meta.get("MD_Z", "?"), meta.get("MD_Z_S3", "?"), meta.get("MD_W", "?"),
+            runs_note(meta)))
+    for procs in ("1", "8"):
+        phases = [p for p in MD_PHASES if any((t, "md-%s-%s" % (p, procs if not p.startswith("tree")
+                                                                   else "1"), "rate") in res
+                                              for t in targets)]
+        if procs == "8":
+            phases = [p for p in phases if not p.startswith("tree")]
+        out.append("%s process%s, ops/s:\n" % (procs, "" if procs == "1" else "es"))
+        out.append("| target | " + " | ".join(phases) + " | items per phase |")
+        out.append("|---|" + "---|" * (len(phases) + 1))
+        for t in targets:
+            row = [t]
+            for p in phases:
+                row.append(cell(res, t, "md-%s-%s" % (p, "1" if p.startswith("tree") else procs),
+                                "rate"))
+            row.append(cell(res, t, "md-file-create-%s" % procs, "items"))
+            out.append("| " + " | ".join(row) + " |")
+        out.append("")
+    mdr = [t for t in targets if (t, "md", "req_PUT") in res]
+    if mdr:
+        out.append("Server requests of the whole mdtest step (both process counts): " + "; ".join(
+            "%s: %s" % (t, requests(res, t, "md")) for t in mdr) + ".\n")
+
+
 def raw_table(out, res, meta):
-    ws = sorted({k[1] for k in res if k[0] == "s3-raw"},
+    ws = sorted({k[1] for k in res if k[0] == "s3-raw" and k[1].startswith("raw-")},
                 key=lambda s: (int(s.split("-")[1][:-1]), s))
     if not ws:
         return
     out.append("### The raw server (no filesystem)\n")
     out.append("Measured: PUT then GET of N objects of one size with C connections "
                "(tools/bench/s3raw.sh: one curl --parallel, SigV4, UNSIGNED-PAYLOAD); "
-               "MB/s = 10^6 bytes/s; runs: %s. This is the ceiling for the S3 targets "
-               "on this machine (the server shares the 2 cores with the client).\n" % meta.get("RUNS", "1"))
-    out.append("| size, connections | PUT MB/s | PUT req/s | GET MB/s | GET req/s | wall s |")
-    out.append("|---|---|---|---|---|---|")
+               "MB/s = 10^6 bytes/s; p50 = median request time as curl reports it; %s. The "
+               "server shares the 2 cores with the client.\n" % runs_note(meta))
+    out.append("| size, connections | PUT MB/s | PUT req/s | PUT p50 ms | GET MB/s | GET req/s | GET p50 ms |")
+    out.append("|---|---|---|---|---|---|---|")
     for w in ws:
-        out.append("| %s | %s | %s | %s | %s | %s |" % (
-            w[4:], cell(res, "s3-raw", w, "put_MBps"), cell(res, "s3-raw", w, "put_req_s"),
-            cell(res, "s3-raw", w, "get_MBps"), cell(res, "s3-raw", w, "get_req_s"),
-            cell(res, "s3-raw", w, "wall_s")))
+        out.append("| %s | %s |" % (w[4:], " | ".join(cell(res, "s3-raw", w, m) for m in (
+            "put_MBps", "put_req_s", "put_p50_ms", "get_MBps", "get_req_s", "get_p50_ms"))))
     out.append("")
 
 
-def chart(docs, name, title, ylabel, res, cols, logscale=False):
-    """Clustered bars: one cluster per target, one bar per (workload, metric)."""
-    targets = [t for t in TARGETS if any(med(res, t, w, m) is not None for w, m, _ in cols)]
+def probe_table(out, res, meta):
+    keys = [k for k in res if k[0] == "probe" and k[2] == "put_MBps"]
+    if not keys:
+        return
+    out.append("## The raw server beside each target\n")
+    out.append(
+        "Before and after each target in each run, a short probe (tools/bench/s3raw.sh with %s: "
+        "size:objects:connections) measures the server straight with curl: the best PUT and "
+        "GET MB/s over the sizes and the median 4 KiB PUT on one connection. Each target's "
+        "\"share of the raw server\" uses the mean of its two probes in the same run. The spread "
+        "below is the machine's drift over the whole run.\n" % meta.get("PROBE_SPECS", "?"))
+    out.append("| target | PUT MB/s | GET MB/s | 4 KiB PUT ms | 4 KiB GET ms | load average |")
+    out.append("|---|---|---|---|---|---|")
+    for t in TARGETS + ["s3-raw"]:
+        if ("probe", "before-" + t, "put_MBps") not in res:
+            continue
+        row = [t]
+        for m in ("put_MBps", "get_MBps", "put_rtt_ms", "get_rtt_ms", "load1"):
+            v = []
+            for run in res.get(("probe", "before-" + t, m), {}):
+                r = raw_of(res, t, run, m)
+                if r is not None:
+                    v.append(r)
+            row.append(spread(v))
+        out.append("| " + " | ".join(row) + " |")
+    allp = [v for k in keys for v in res[k].values()]
+    allr = [v for k in res if k[0] == "probe" and k[2] == "put_rtt_ms" for v in res[k].values()]
+    out.append("| all probes | %s | %s | %s | | |" % (
+        spread(allp), spread([v for k in res if k[0] == "probe" and k[2] == "get_MBps"
+                              for v in res[k].values()]), spread(allr)))
+    out.append("")
+
+
+# ------------------------------------------------------------ headline + losses
+
+def headline(out, res, meta, present):
+    out += ["## Headline", "",
+            "Main figure of each workload, median over the runs (the tables below give min-max).",
+            "", "| workload | unit | " + " | ".join(present) + " |",
+            "|---|---|" + "---|" * len(present)]
+    for w, title, m, unit, hib, _, _ in WORKLOADS:
+        if any((t, w, m) in res for t in present):
+            out.append("| %s | %s %s | %s |" % (title, unit, "(higher better)" if hib else "(lower better)",
+                                                " | ".join(fmt(med(res, t, w, m)) for t in present)))
+    for p, procs in (("file-create", "1"), ("file-stat", "1"), ("dir-create", "1"),
+                     ("file-create", "8"), ("file-stat", "8"), ("dir-create", "8")):
+        w = "md-%s-%s" % (p, procs)
+        if any((t, w, "rate") in res for t in present):
+            out.append("| mdtest %s, %s proc | ops/s (higher better) | %s |" % (
+                p, procs, " | ".join(fmt(med(res, t, w, "rate")) for t in present)))
+    out.append("")
+    rows = [s for s in WORKLOADS if s[6] and any((t, s[0], s[2]) in res for t in S3_TARGETS)]
+    if rows:
+        s3 = [t for t in S3_TARGETS if t in present]
+        out += ["### Share of the raw server", "",
+                "Throughput as a fraction of the raw server's best PUT (writes) or GET (reads) MB/s, "
+                "latency as a multiple of its 4 KiB PUT round trip, each run against the probes "
+                "taken right before and after it; median (min-max) over the runs.", "",
+                "| workload | measure | " + " | ".join(s3) + " |", "|---|---|" + "---|" * len(s3)]
+        for w, title, m, unit, hib, _, kind in rows:
+            out.append("| %s | %s | %s |" % (title, share_label(kind), " | ".join(
+                share_cell(shares(res, t, w, m, kind), kind) for t in s3)))
+        out.append("")
+
+
+def losses(out, res):
+    """Workloads where a memwalfs target is worse than a peer on the same kind of
+    store by more than 10% (median), largest first."""
+    pairs = [("memwalfs-s3", ("s3fs", "rclone")), ("memwalfs-local", ("bindfs",))]
+    found = []
+    specs = list(WORKLOADS) + [("md-%s-%s" % (p, n), "mdtest %s, %s proc" % (p, n), "rate",
+                                "ops/s", True, "", None)
+                               for n in ("1", "8") for p in MD_PHASES
+                               if not (p.startswith("tree") and n == "8")]
+    for w, title, m, unit, hib, _, _ in specs:
+        for mw, peers in pairs:
+            a = med(res, mw, w, m)
+            if a is None or a <= 0:
+                continue
+            for p in peers:
+                b = med(res, p, w, m)
+                if b is None or b <= 0:
+                    continue
+                worse = b / a if hib else a / b
+                if worse > 1.1:
+                    av, bv = vals(res, mw, w, m), vals(res, p, w, m)
+                    overlap = (max(av) >= min(bv)) if hib else (min(av) <= max(bv))
+                    found.append((worse, mw, p, w, title, m, unit, a, b, overlap))
+    out += ["## Where memwalfs loses", "",
+            "Computed from this run: every workload where memwalfs on S3 does worse than s3fs or "
+            "rclone, or memwalfs on the local disk worse than bindfs (FUSE alone over the same "
+            "disk), by more than 10% (medians); \"overlap\" marks the ones whose min-max ranges "
+            "overlap (not a clear loss). Writes count until the data is on the server. The notes "
+            "below say why, where we know.", ""]
+    if not found:
+        out += ["None in this run.", ""]
+        return
+    out += ["| memwalfs | peer | workload | memwalfs | peer | peer better by | ranges |",
+            "|---|---|---|---|---|---|---|"]
+    for worse, mw, p, w, title, m, unit, a, b, overlap in sorted(found, key=lambda x: -x[0]):
+        out.append("| %s | %s | %s | %s %s | %s %s | %.1fx | %s |" % (
+            mw, p, title, fmt(a), unit, fmt(b), unit, worse,
+            ("overlap" if overlap else "apart") if len(vals(res, mw, w, m)) > 1 else "one run"))
+    out.append("")
+
+
+# ------------------------------------------------------------------ charts
+
+def chart(docs, raw, name, title, ylabel, res, cols, targets=None, logscale=False, value=None):
+    """Clustered bars with min-max error bars: one cluster per target, one bar
+    per (workload, metric).  value(t, w, m) -> list of per-run values."""
+    value = value or (lambda t, w, m: vals(res, t, w, m))
+    targets = [t for t in (targets or TARGETS) if any(value(t, w, m) for w, m, _ in cols)]
     if not targets:
         return None
-    dat = os.path.join(docs, "bench-raw", name + ".dat")
+    dat = os.path.join(raw, name + ".dat")
     with open(dat, "w") as f:
-        f.write("target " + " ".join('"%s"' % lab for _, _, lab in cols) + "\n")
+        f.write("# %s: per target, per series: median min max (? = not measured)\n" % title)
+        f.write("target " + " ".join('"%s" lo hi' % lab for _, _, lab in cols) + "\n")
         for t in targets:
-            vals = []
+            cells = []
             for w, m, _ in cols:
-                v = med(res, t, w, m)
-                vals.append("?" if v is None or (logscale and v <= 0) else "%g" % v)
-            f.write('"%s" %s\n' % (t, " ".join(vals)))
+                v = [x for x in value(t, w, m) if not logscale or x > 0]
+                cells.append("%g %g %g" % (statistics.median(v), min(v), max(v)) if v else "? ? ?")
+            f.write('"%s" %s\n' % (t, " ".join(cells)))
     png = os.path.join(docs, "bench-%s.png" % name)
-    gp = ['set terminal pngcairo size 900,480 font "sans,10"',
-          'set output "%s"' % png, 'set title "%s"' % title,
+    gp = ['set terminal pngcairo size 960,480 font "sans,10"',
+          'set output "%s"' % png, 'set title "%s (bars: median, whiskers: min-max)"' % title,
           'set ylabel "%s"' % ylabel, 'set style data histograms',
-          'set style histogram clustered gap 1', 'set style fill solid 0.85 border -1',
+          'set style histogram errorbars gap 1 lw 1', 'set style fill solid 0.85 border -1',
           'set boxwidth 0.9', 'set datafile missing "?"', 'set key top right',
           'set grid ytics', 'set xtics noenhanced', 'set key noenhanced', 'set yrange [0:*]']
     if logscale:
         gp += ['set logscale y', 'set yrange [*:*]']
-    plots = ['"%s" using %d:xtic(1) title columnheader(%d)' % (dat, i + 2, i + 2)
-             for i in range(len(cols))]
+    plots = ['"%s" using %d:%d:%d:xtic(1) title columnheader(%d)' % (
+        dat, 3 * i + 2, 3 * i + 3, 3 * i + 4, 3 * i + 2) for i in range(len(cols))]
     gp.append("plot " + ", ".join(plots))
     try:
         subprocess.run(["gnuplot"], input="\n".join(gp), text=True, check=True,
@@ -232,89 +504,179 @@ def chart(docs, name, title, ylabel, res, cols, logscale=False):
     return os.path.basename(png)
 
 
-def kv_section(path):
-    """The engine sections of an existing BENCHMARKS.md ("## ... (engine)", written by
-    kvbench and the engine's space test, not by this harness), kept across runs."""
+def charts(docs, raw, res):
+    share = lambda t, w, m: shares(res, t, w, m, SPEC[w][6])
+    made = [
+        chart(docs, raw, "seq", "Sequential I/O (mountpoint-s3 and juicefs bench shapes)", "MB/s",
+              res, [("jb-write-big", "MBps_wall", "write 4x1MiB"), ("mp-write", "MBps_wall", "write 256k"),
+                    ("jb-read-big", "MBps", "read 4x1MiB"), ("mp-read-1t", "MBps", "read 1t"),
+                    ("mp-read-4t", "MBps", "read 4t"), ("mp-read-direct", "MBps", "read O_DIRECT")]),
+        chart(docs, raw, "share", "Share of the raw server (same run, probes before and after)",
+              "fraction of raw PUT/GET MB/s", res,
+              [("jb-write-big", "MBps_wall", "write 4x1MiB"), ("mp-write", "MBps_wall", "write 256k"),
+               ("jb-read-big", "MBps", "read 4x1MiB"), ("mp-read-1t", "MBps", "read 1t"),
+               ("mp-read-4t", "MBps", "read 4t")], S3_TARGETS, value=share),
+        chart(docs, raw, "cache", "Reading a file again: cold, daemon cache, page cache", "MB/s (log)",
+              res, [("mp-read-1t", "MBps", "cold"), ("mp-read-dcache", "MBps", "daemon cache"),
+                    ("mp-read-warm", "MBps", "page cache kept")], logscale=True),
+        chart(docs, raw, "md", "mdtest shape: ops/s", "ops/s (log)", res,
+              [("md-file-create-1", "rate", "file create 1p"), ("md-file-stat-1", "rate", "file stat 1p"),
+               ("md-dir-create-1", "rate", "dir create 1p"), ("md-file-create-8", "rate", "file create 8p"),
+               ("md-file-stat-8", "rate", "file stat 8p"), ("md-dir-create-8", "rate", "dir create 8p")],
+              logscale=True),
+        chart(docs, raw, "smallfiles", "Small files (GeeseFS set, juicefs bench small files)",
+              "files/s (log)", res,
+              [("gs-cp", "files_s", "GeeseFS cp -r"), ("gs-rm", "files_s", "GeeseFS rm -r"),
+               ("jb-write-small", "files_s", "jb write"), ("jb-read-small", "files_s", "jb read"),
+               ("jb-stat-small", "files_s", "jb stat")], logscale=True),
+        chart(docs, raw, "dcreate", "Durable creates (create, 4 KiB, fsync, close)", "files/s (log)",
+              res, [("dcreate-1", "files_s", "1 writer"), ("dcreate-32", "files_s", "32 writers")],
+              logscale=True),
+        chart(docs, raw, "fsync", "4 KiB write + fsync: fsync latency", "ms (log)", res,
+              [("fsync-4k", "fsync_p50_ms", "p50"), ("fsync-4k", "fsync_p99_ms", "p99")],
+              logscale=True),
+    ]
+    return [c for c in made if c]
+
+
+# ------------------------------------------------------------------ main
+
+def kept_sections(path, suffix):
+    """Sections "## ... SUFFIX" of an existing BENCHMARKS.md, carried over."""
     if not os.path.exists(path):
-        return None
+        return []
     text = open(path).read()
     keep = []
     for part in ("\n" + text).split("\n## ")[1:]:
-        if part.split("\n", 1)[0].rstrip().endswith("(engine)"):
+        if part.split("\n", 1)[0].rstrip().endswith(suffix):
             keep.append("## " + part.rstrip() + "\n")
-    return "\n".join(keep) if keep else None
+    return keep
+
+
+WORKLOAD_DOC = """## The workloads
+
+Each is shaped like a benchmark a peer publishes, so that our figures can be set beside theirs
+(on their hardware and S3, not ours: compare ratios, not absolute numbers).
+
+- **mountpoint-s3's fio jobs** (`mountpoint-s3/scripts/fio/`): `seq_read` (1 thread),
+  `seq_read_4t` (4 jobs, each its own file), their `_direct` variants (O_DIRECT) and `seq_write`
+  (1 job, fsync at close), all with 256 KiB blocks and ioengine=sync. Theirs run 30 s (reads) or
+  10 s (writes) time-based over 100 GiB objects; ours make one pass over a {SEQ_MB} MiB file
+  (4 x {JB_BIG_MB} MiB for 4 threads), capped at {MP_S} s, because a time-based run over a file
+  that fits in memory rereads it from the page cache after the first pass. Every read is cold:
+  a remount (the daemon's caches empty) and drop_caches first.
+- **Warm read vs daemon-cache read**: right after the cold 1-thread read, the same read with
+  the page cache kept (fio invalidate=0: what a user's second read sees) and once more with fio
+  dropping the file's pages first (invalidate=1: the daemon's own cache, as left by the two reads
+  before). The two are different figures and are labelled so.
+- **`juicefs bench -p 4`**: 4 threads write then (cold) read 4 big files in 1 MiB I/O
+  ({JB_BIG_MB} MiB each instead of 1 GiB: the figure is bound by the same per-request cost at
+  this size), then 4 x {JB_SMALL_N} small files of 128 KiB written, read (cold) and stat'ed
+  (tools/bench/smallfiles.py). Big-file writers fsync at close: juicefs' close uploads, and
+  every target here is asked for the same durability. Small files are closed without fsync,
+  as juicefs bench does: for memwalfs and rclone that is not yet durable when close returns
+  (memwalfs commits within its 100 ms cadence; rclone uploads in the background: see "until on
+  server").
+- **mdtest `-b 6 -z 4 -I 8`** (tools/bench/mdtest_tree.c; mdtest itself is not in Debian):
+  mdtest's phases in mdtest's order. *Tree creation*: one process makes the tree, nodes
+  numbered breadth first and named `mdtest_tree.N` as mdtest does (1,555 nodes at depth 4).
+  Then, with 1 and then 8 processes sharing the tree (mdtest without `-u`; fork()ed processes
+  meeting at a barrier between phases instead of MPI ranks): *directory creation* (each process
+  makes `dir.mdtest.RANK.I`, I = 0..7, in every node), *directory stat*, *directory removal*,
+  *file creation* (`file.mdtest.RANK.I`: creat + close, 0 bytes, mdtest without `-w`), *file stat*,
+  *file read* (open, read of 0 bytes, close: mdtest without `-e`), *file removal*; finally *tree
+  removal*. A phase's rate is its items over the time from the barrier that starts it until the
+  last process ends it, as mdtest computes it. Create phases stop after {MD_W} s (mdtest's
+  stonewall `-W`) and the later phases handle what was created. Not done: mdtest's rename phase
+  and its repeated iterations (`-i`); the 8 processes are one machine's, not 8 clients.
+  On s3fs and rclone the tree is depth {MD_Z_S3} ({MD_Z_S3} levels: a node costs server PUTs
+  and LISTs there, and depth 4 alone would take minutes per run).
+- **GeeseFS's small-file set**: {GS_FILES} files of 0.5-300 KB ({GS_AVG} B on average,
+  lognormal sizes with a fixed seed) in {GS_DIRS} directories, `cp -r` in and `rm -r`
+  (plus an `ls -lR` between them). On s3fs and rclone, where each file is a PUT (and a DELETE),
+  the first {GS_FILES_S3} files in {GS_DIRS_S3} directories: the whole set would take ~4
+  minutes per run on s3fs. The tables give files per second, which compare across the two
+  sizes (the per-file cost dominates on every target).
+- **Durable creates** (tools/bench/durable_creates.c): create, write 4 KiB, fsync, close, with 1
+  and 32 threads: the workload group commit is for.
+- **Random 4 KiB I/O and fsync latency**: fio randread and randwrite over a {RAND_MB} MiB file,
+  {RAND_S} s each; 4 KiB writes with fsync after each for {FSYNC_S} s.
+"""
 
 
 def main():
     raw, docs = sys.argv[1], sys.argv[2]
     res, status, meta = load(raw)
     md = os.path.join(docs, "BENCHMARKS.md")
-    kv = kv_section(md)
+    engine = kept_sections(md, "(engine)")
+    notes = kept_sections(md, "(notes)")
+    quick = meta.get("MODE") == "quick"
+    elapsed = meta.get("RUNS_S")
     out = ["# memwalfs benchmarks", "",
-           "Written by `tools/bench/run.sh%s` (do not edit by hand; the sections marked "
-           "\"(engine)\" are kept across runs). Raw results: `docs/bench-raw/results.tsv`." % (
-               " --quick" if meta.get("MODE") == "quick" else ""), "",
-           "- run: %s, %s, %s s in all" % (meta.get("MODE", "?"), meta.get("DATE", "?"),
-                                           meta.get("ELAPSED_S", "?")),
-           "- machine: %s" % meta.get("HOST", "?"),
-           "- server: %s, one Ceph RGW on the same machine, shared by all targets" % meta.get("SERVER", "?"),
-           "- ratio columns: memwalfs value / this target's value for the main figure "
-           "(check the column's direction: for times and latencies below 1 means memwalfs is faster).",
-           "- server requests: peers from RGW's access log (its beast frontend logs one line per request "
-           "at debug_rgw 1; each target has its own bucket, so lines are counted per bucket; background "
-           "uploads that finish before the next step are included); memwalfs from `memwalfs stats`.",
+           "Written by `tools/bench/run.sh%s` (do not edit by hand: sections whose heading ends in "
+           "\"(notes)\" or \"(engine)\" are kept across runs). Raw results: "
+           "`docs/bench-raw/results.tsv`; chart data: `docs/bench-raw/*.dat`." % (
+               " --quick" if quick else ""), "",
+           "- run: %s, %s runs, %s; the runs took %s s (%s min), %s s in all with build and setup" % (
+               meta.get("MODE", "?"), meta.get("RUNS", "?"), meta.get("DATE", "?"), elapsed,
+               "%.1f" % (int(elapsed) / 60) if elapsed and elapsed.isdigit() else "?",
+               meta.get("ELAPSED_S", "?")),
+           "- memwalfs: %s (release build of that commit, from `git archive`)" % meta.get("COMMIT", "?"),
+           "- machine: %s, shared with other work during the run: 1-minute load average %s; "
+           "busiest processes (mean %%CPU of one core, sampled every 30 s): %s" % (
+               meta.get("HOST", "?"), meta.get("LOAD", "?"), meta.get("BUSY", "?")),
+           "- server: %s, one Ceph RGW (one OSD) on the same machine, used by this harness only" %
+           meta.get("SERVER", "?"),
+           "- order: run 1 does every target, then run 2, then run 3; a raw-server probe sits "
+           "between every two targets.",
+           "- ratio columns: memwalfs value / this target's value for the main figure (check the "
+           "direction: for times and latencies below 1 means memwalfs is faster).",
+           "- server requests: RGW's access log, counted per bucket (each target and run has its "
+           "own), the same method for every target.",
            "- \"until on server\": s3fs and rclone return before the server holds the data; the harness "
            "polls ListObjectsV2 until the objects and bytes match and reports the extra seconds.",
            "- CPU and peak memory: the filesystem process (/proc/PID/stat utime+stime; VmHWM after "
            "clear_refs), not the server.", "", "## Targets", "",
            "| target | state | notes |", "|---|---|---|"]
     for t in TARGETS + ["s3-raw"]:
-        st, text = status.get(t, ("not run", "not selected in this run"))
-        out.append("| %s | %s | %s |" % (t, st, text.replace("|", "/")))
+        st = status.get(t)
+        if not st:
+            out.append("| %s | not run | not selected in this run |" % t)
+            continue
+        states = sorted({s for _, s, _ in st})
+        skipped = ["run %s: %s" % (r, x) for r, s, x in st if s != "ran"]
+        text = st[0][2] if not skipped else "; ".join(skipped)
+        out.append("| %s | %s | %s |" % (t, "/".join(states) + (" (%d runs)" % len(st)),
+                                         text.replace("|", "/")))
     out.append("")
-    # Headline: the main figure of each workload per target.
     present = [t for t in TARGETS if any(k[0] == t for k in res)]
     if present:
-        out += ["## Headline", "", "Main figure of each workload (median over runs).", "",
-                "| workload | unit | " + " | ".join(present) + " |",
-                "|---|---|" + "---|" * len(present)]
-        for w, title, m, unit, hib, _ in WORKLOADS:
-            if any((t, w, m) in res for t in present):
-                out.append("| %s | %s %s | %s |" % (title, unit, "(higher better)" if hib else "(lower better)",
-                                                    " | ".join(fmt(med(res, t, w, m)) for t in present)))
-        out.append("")
-    charts = [
-        chart(docs, "seq", "Sequential I/O, 1 MiB blocks", "MB/s", res,
-              [("seqwrite-1j", "MBps_wall", "write 1 job"), ("seqwrite-4j", "MBps_wall", "write 4 jobs"),
-               ("seqread-cold", "MBps", "read cold"), ("seqread-warm", "MBps", "read warm")]),
-        chart(docs, "fsync", "4 KiB write + fsync: fsync latency", "ms (log)", res,
-              [("fsync-4k", "fsync_p50_ms", "p50"), ("fsync-4k", "fsync_p99_ms", "p99")], True),
-        chart(docs, "smallfiles", "Small files (lower is better)", "seconds (log)", res,
-              [("tree-cp", "wall_s", "cp -r"), ("tree-cat-cold", "wall_s", "cat all"),
-               ("tree-ls-lR", "wall_s", "ls -lR"), ("tree-rm", "wall_s", "rm -r"),
-               ("tar-x", "wall_s", "tar -x"), ("git-clone", "wall_s", "git clone")], True),
-        chart(docs, "dcreate", "Durable creates (create, 4 KiB, fsync, close)", "files/s (log)", res,
-              [("dcreate-1", "files_s", "1 writer"), ("dcreate-32", "files_s", "32 writers")], True),
-        chart(docs, "list", "Large directory", "entries/s (log)", res,
-              [("list-create", "files_s", "create"), ("list-ls-l", "entries_s", "ls -l cold"),
-               ("list-find", "entries_s", "find")], True),
-    ]
-    charts = [c for c in charts if c]
-    if charts:
-        out += ["## Charts", ""] + ["![%s](%s)" % (c[6:-4], c) for c in charts] + [""]
+        headline(out, res, meta, present)
+    losses(out, res)
+    out += notes
+    made = charts(docs, raw, res)
+    if made:
+        out += ["## Charts", ""] + ["![%s](%s)" % (c[6:-4], c) for c in made] + [""]
+    out += [fill(WORKLOAD_DOC, meta)]
+    probe_table(out, res, meta)
     out += ["## Per workload", ""]
     for spec in WORKLOADS:
-        workload_table(out, res, status, meta, spec)
+        workload_table(out, res, meta, spec)
+    md_table(out, res, meta)
     raw_table(out, res, meta)
     out += ["## How to reproduce", "",
-            "    tools/bench/run.sh --quick          # a few minutes, small sizes",
-            "    tools/bench/run.sh                  # full sizes, at most ~25 minutes on 2 cores",
-            "    tools/bench/run.sh --targets s3fs,local --workloads fio,dcreate --runs 3", "",
-            "Sizes of this run: " + ", ".join("%s=%s" % (k, meta[k]) for k in
-                                             ("SEQ_MB", "RAND_S", "FSYNC_S", "TREE_N", "DC_S", "DC_MAX",
-                                              "LIST_N", "LIST_N_S3", "TAR_N", "GIT_N") if k in meta) + ".", ""]
-    if kv:
-        out += [kv]
+            "    tools/bench/run.sh --quick          # one run, small sizes, ~5 minutes",
+            "    tools/bench/run.sh                  # full sizes, 3 runs, at most ~45 minutes on 2 cores",
+            "    tools/bench/run.sh --targets s3fs,local --workloads md,gs --runs 3", "",
+            "The server is started by run.sh (its own Ceph RGW on port 7680 under "
+            "/var/tmp/memwalfs-bench-rgw) unless S3_ENDPOINT names one.", "",
+            "Sizes of this run: " + ", ".join(
+                "%s=%s" % (k, meta[k]) for k in (
+                    "SEQ_MB", "JB_BIG_MB", "MP_S", "JB_SMALL_N", "RAND_MB", "RAND_S", "FSYNC_S",
+                    "MD_Z", "MD_Z_S3", "MD_W", "GS_FILES", "GS_DIRS", "GS_FILES_S3", "GS_DIRS_S3",
+                    "DC_S", "DC_MAX")
+                if k in meta) + ".", ""]
+    out += engine
     with open(md, "w") as f:
         f.write("\n".join(out).rstrip() + "\n")
 

@@ -2,41 +2,58 @@
 # run.sh - benchmark memwalfs against its peers, in one run, on one S3 server.
 #
 # usage: tools/bench/run.sh [--quick] [--targets LIST] [--workloads LIST]
-#                           [--runs N] [--out DIR] [--no-install]
+#                           [--runs N] [--out DIR] [--no-install] [--no-build]
 #
-#   --quick      small sizes: a few minutes in all (the full run: <= 25 min)
+#   --quick      small sizes, one run: at most ~5 minutes on 2 cores
+#                (the full run, 3 runs: at most ~45 minutes)
 #   --targets    comma list among: memwalfs-s3 memwalfs-local s3fs rclone bindfs
 #                local s3-raw (default: all)
-#   --workloads  comma list among: fio tree dcreate list real (default: all;
-#                s3-raw always runs its own PUT/GET workload)
-#   --runs N     repeat every workload N times (tables show median and range)
+#   --workloads  comma list among: seq jbsmall md gs dcreate rand (the default
+#                set) and tree list real (older ones, not run by default);
+#                s3-raw always runs its own PUT/GET workload
+#   --runs N     repeat everything N times (default 3, --quick 1); tables show
+#                the median and min-max, the charts the spread
 #   --out DIR    where BENCHMARKS.md and bench-*.png go (default: docs/ of the
-#                repository); raw results and logs go to DIR/bench-raw/
+#                repository); results go to DIR/bench-raw/, logs to
+#                DIR/bench-raw/logs/ (not tracked)
 #   --no-install do not apt-get install missing tools
+#   --no-build   use MEMWALFS (default build/memwalfs) as it is
 #
 # Steps: installs missing Debian packages (s3fs rclone bindfs fio gnuplot-nox
-# time jq git curl python3), uses the S3 server of S3_ENDPOINT or the one at
-# 127.0.0.1:7480 when it answers, else starts one with tools/s3-server.sh
-# (and stops it at the end), builds durable_creates, makes the source trees,
-# then per target: creates its bucket, mounts it, runs the workloads, unmounts,
-# deletes the bucket.  tools/bench/report.py writes BENCHMARKS.md and the charts.
-# A trap unmounts everything and removes the scratch directory on any exit.
+# time jq git curl python3); builds memwalfs from the committed HEAD (git
+# archive into BENCH_WORK, meson release build; the commit goes into the
+# report) unless --no-build; uses the S3 server of S3_ENDPOINT, else starts
+# its own with tools/s3-server.sh (CEPH_DIR, RGWPORT, MONPORT below) and stops
+# it at the end; builds the C workloads; makes the source trees.  Then, for
+# each run and each target: a raw PUT/GET probe of the server, create the
+# target's bucket, mount, run the workloads, unmount, delete the bucket; a
+# last probe closes the run.  Each target's figures are set against the
+# probes right before and after it (report.py), so drift of the shared
+# machine cancels in the "share of the raw server" columns.
+# tools/bench/report.py writes BENCHMARKS.md and the charts.  A trap unmounts
+# everything and removes the scratch directory on any exit.
 #
-# Environment: MEMWALFS (binary, default build/memwalfs), BENCH_WORK (scratch,
-# default /var/tmp), RGW_LOG / RGW_CONF (RGW access log and ceph.conf used to
-# count requests and bytes stored; default under CEPH_DIR=/tmp/memwalfs-rgw).
+# Environment: MEMWALFS (binary; with --no-build, default build/memwalfs),
+# BENCH_WORK (scratch, default /var/tmp), CEPH_DIR / RGWPORT / MONPORT for a
+# server this script starts (default /var/tmp/memwalfs-bench-rgw, 7680, 40300:
+# not the test suites' server on 7480), RGW_LOG / RGW_CONF (RGW access log and
+# ceph.conf used to count requests and bytes stored; default under CEPH_DIR).
 set -uo pipefail
 
 BENCH_DIR=$(cd "$(dirname "$0")" && pwd)
-REPO=$(cd "$BENCH_DIR/../.." && pwd)
+# BENCH_REPO: the repository to build and to take tools/s3-server.sh from, when
+# this script runs from a copy (so that editing the harness cannot change a run
+# under way: bash reads a script as it goes).
+REPO=${BENCH_REPO:-$(cd "$BENCH_DIR/../.." && pwd)}
 ALL_TARGETS="memwalfs-s3 memwalfs-local s3fs rclone bindfs local s3-raw"
-ALL_WORKLOADS="fio tree dcreate list real"
+ALL_WORKLOADS="seq jbsmall md gs dcreate rand"
 QUICK=0
 TARGETS=$ALL_TARGETS
 WORKLOADS=$ALL_WORKLOADS
-RUNS=1
+RUNS=
 DOCS="$REPO/docs"
 INSTALL=1
+BUILD=1
 
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -46,47 +63,66 @@ while [ $# -gt 0 ]; do
 	--runs) RUNS=$2; shift ;;
 	--out) DOCS=$2; shift ;;
 	--no-install) INSTALL=0 ;;
-	-h|--help) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	--no-build) BUILD=0 ;;
+	-h|--help) sed -n '2,40p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "run.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
 	esac
 	shift
 done
 [ "$(id -u)" = 0 ] || { echo "run.sh: run as root (mounts, drop_caches, apt)" >&2; exit 2; }
 
-# Sizes.  Quick: a few minutes.  Full: at most ~25 minutes on 2 cores; the S3
-# peers get a smaller listing directory (each create there is a server PUT).
+# Sizes.  Quick: ~5 minutes.  Full: at most ~45 minutes with 3 runs on 2
+# cores.  Shrunk from the peers' own sizes (BENCHMARKS.md says where): juicefs
+# bench's big files 4 x 1 GiB -> 4 x JB_BIG_MB; mountpoint-s3's 100 GiB
+# objects -> one SEQ_MB file; mdtest's tree on s3fs/rclone -> depth MD_Z_S3;
+# creates stop after MD_W s (mdtest's stonewall, -W); GeeseFS's set on
+# s3fs/rclone -> its first GS_FILES_S3 files in GS_DIRS_S3 directories (each
+# file is a PUT there: the whole set would take ~4 minutes per run on s3fs).
 if [ "$QUICK" = 1 ]; then
-	SEQ_MB=128 RAND_S=4 FSYNC_S=4 TREE_N=500 DC_S=4 DC_MAX=1000
-	LIST_N=5000 LIST_N_S3=500 TAR_N=200 GIT_N=100
+	SEQ_MB=64 JB_BIG_MB=16 MP_S=30 JB_SMALL_N=10 RAND_MB=32 RAND_S=2 FSYNC_S=2
+	MD_Z=3 MD_Z_S3=2 MD_W=1 GS_FILES=400 GS_DIRS=64 GS_FILES_S3=200 GS_DIRS_S3=32
+	DC_S=2 DC_MAX=1000 TREE_N=500 LIST_N=5000 LIST_N_S3=500 TAR_N=200 GIT_N=100
 	STEP_TIMEOUT=120 SETTLE_TIMEOUT=90
-	RAW_SPECS="4096:400:16 4096:100:1 1048576:64:16 8388608:16:8"
+	RAW_SPECS="4096:200:16 4096:100:1 1048576:48:16 8388608:16:8"
+	PROBE_SPECS="4096:50:1 8388608:8:8"
+	: "${RUNS:=1}"
 else
-	SEQ_MB=1024 RAND_S=15 FSYNC_S=15 TREE_N=10000 DC_S=10 DC_MAX=20000
-	LIST_N=100000 LIST_N_S3=3000 TAR_N=1500 GIT_N=1000
+	SEQ_MB=512 JB_BIG_MB=128 MP_S=30 JB_SMALL_N=100 RAND_MB=128 RAND_S=6 FSYNC_S=6
+	MD_Z=4 MD_Z_S3=3 MD_W=3 GS_FILES=6400 GS_DIRS=1024 GS_FILES_S3=1600 GS_DIRS_S3=256
+	DC_S=3 DC_MAX=20000 TREE_N=10000 LIST_N=100000 LIST_N_S3=3000 TAR_N=1500 GIT_N=1000
 	STEP_TIMEOUT=300 SETTLE_TIMEOUT=300
-	RAW_SPECS="4096:3000:16 4096:300:1 1048576:512:16 8388608:128:8"
+	RAW_SPECS="4096:1000:16 4096:300:1 1048576:256:16 8388608:64:8"
+	PROBE_SPECS="4096:100:1 1048576:48:16 8388608:16:8"
+	: "${RUNS:=3}"
 fi
 
 RUNID="$(date +%m%d%H%M%S)-$$"
 WORK=$(mktemp -d "${BENCH_WORK:-/var/tmp}/memwalfs-bench.XXXXXX")
 OUT="$DOCS/bench-raw"
 RES="$OUT/results.tsv"
+LOGS="$OUT/logs"
 BIN="$WORK/bin"
 SRC="$WORK/src"
+RGW_PENDING="$WORK/rgw-pending.tsv"
 MEMWALFS=${MEMWALFS:-$REPO/build/memwalfs}
 STARTED_SERVER=0
-mkdir -p "$OUT/logs" "$BIN" "$SRC"
-rm -f "$OUT"/logs/* 2>/dev/null
+LOADPID=
+mkdir -p "$LOGS" "$BIN" "$SRC"
+rm -f "$LOGS"/* 2>/dev/null
+# Leftovers of the harness before logs/ was split off (fio JSON copies, stats
+# snapshots): only results.tsv, status.tsv, meta.env and *.dat belong in OUT.
+rm -f "$OUT"/*.json "$OUT"/*.clean "$OUT"/*.st0 "$OUT"/*.st1 "$OUT"/*.out 2>/dev/null
 printf 'target\tworkload\tmetric\tvalue\tunit\trun\n' >"$RES"
 : >"$OUT/status.tsv"
+: >"$RGW_PENDING"
 
 . "$BENCH_DIR/lib.sh"
 . "$BENCH_DIR/targets.sh"
 . "$BENCH_DIR/workloads.sh"
 
-# status TARGET STATE TEXT: one line per target for the report (ran/skipped).
+# status TARGET STATE TEXT: one line per target and run for the report.
 status() {
-	printf '%s\t%s\t%s\n' "$1" "$2" "$3" >>"$OUT/status.tsv"
+	printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "${RUN:-1}" >>"$OUT/status.tsv"
 }
 
 cleanup() {
@@ -95,7 +131,9 @@ cleanup() {
 	say "cleaning up"
 	[ -n "${TGT:-}" ] && target_umount "$TGT" 2>/dev/null
 	umount_all
+	[ -n "$LOADPID" ] && kill "$LOADPID" 2>/dev/null
 	if [ -n "${CUR_BKT:-}" ]; then s3_rb "$CUR_BKT"; fi
+	if [ -n "${PROBE_BKT:-}" ]; then s3_rb "$PROBE_BKT"; fi
 	if [ "$STARTED_SERVER" = 1 ]; then
 		"$REPO/tools/s3-server.sh" stop >/dev/null 2>&1 || true
 	fi
@@ -115,7 +153,7 @@ trap 'say "interrupted"; exit 130' INT TERM
 install_tools() {
 	local need=() p cmd
 	for p in s3fs:s3fs rclone:rclone bindfs:bindfs fio:fio gnuplot-nox:gnuplot \
-		time:/usr/bin/time jq:jq git:git curl:curl python3:python3; do
+		time:/usr/bin/time jq:jq git:git curl:curl python3:python3 meson:meson ninja-build:ninja; do
 		cmd=${p#*:}
 		command -v "$cmd" >/dev/null 2>&1 || need+=("${p%%:*}")
 	done
@@ -129,10 +167,10 @@ install_tools() {
 	done
 	say "installing ${need[*]}"
 	DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${need[@]}" \
-		>"$OUT/logs/apt.log" 2>&1 || {
-		apt-get update >>"$OUT/logs/apt.log" 2>&1
+		>"$LOGS/apt.log" 2>&1 || {
+		apt-get update >>"$LOGS/apt.log" 2>&1
 		DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${need[@]}" \
-			>>"$OUT/logs/apt.log" 2>&1 || say "apt-get install failed; see $OUT/logs/apt.log"
+			>>"$LOGS/apt.log" 2>&1 || say "apt-get install failed; see $LOGS/apt.log"
 	}
 }
 
@@ -144,14 +182,12 @@ server_up() {
 
 start_server() {
 	: "${S3_REGION:=us-east-1}"
+	: "${CEPH_DIR:=/var/tmp/memwalfs-bench-rgw}" "${RGWPORT:=7680}" "${MONPORT:=40300}"
+	export CEPH_DIR RGWPORT MONPORT
 	if [ -n "${S3_ENDPOINT:-}" ] && server_up "$S3_ENDPOINT"; then
 		say "using the S3 server at $S3_ENDPOINT"
-	elif server_up http://127.0.0.1:7480; then
-		S3_ENDPOINT=http://127.0.0.1:7480
-		: "${AWS_ACCESS_KEY_ID:=AKIATESTKEY0000}" "${AWS_SECRET_ACCESS_KEY:=testsecret0123456789}"
-		say "using the running S3 server at $S3_ENDPOINT"
 	elif [ -x "$REPO/tools/s3-server.sh" ]; then
-		say "starting the S3 server (tools/s3-server.sh start)"
+		say "starting the S3 server (tools/s3-server.sh start, $CEPH_DIR, port $RGWPORT)"
 		local env
 		env=$("$REPO/tools/s3-server.sh" start) || { say "s3-server.sh start failed"; return 1; }
 		eval "$(printf '%s\n' "$env" | grep '^export ')"
@@ -161,9 +197,39 @@ start_server() {
 		return 1
 	fi
 	export S3_ENDPOINT S3_REGION AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY
-	local cdir=${CEPH_DIR:-/tmp/memwalfs-rgw}
-	: "${RGW_LOG:=$cdir/log/client.rgw.a.log}" "${RGW_CONF:=$cdir/ceph.conf}"
+	: "${RGW_LOG:=$CEPH_DIR/log/client.rgw.a.log}" "${RGW_CONF:=$CEPH_DIR/ceph.conf}"
 	[ -r "$RGW_LOG" ] || say "RGW log $RGW_LOG not readable: request counts of peers unavailable"
+}
+
+# ------------------------------------------------------------------ build
+
+# build_memwalfs: a release build of the committed HEAD (not the working tree,
+# which may hold others' uncommitted changes) under BENCH_WORK; sets MEMWALFS
+# and COMMIT.  Reuses an earlier build of the same commit.
+build_memwalfs() {
+	local b="${BENCH_WORK:-/var/tmp}/memwalfs-bench-build" sha
+	sha=$(git -C "$REPO" rev-parse HEAD) || return 1
+	COMMIT="$sha ($(git -C "$REPO" log -1 --format='%cI: %s' "$sha" | cut -c1-90 | tr -d '"')...)"
+	MEMWALFS="$b/$sha/build/memwalfs"
+	[ -x "$MEMWALFS" ] && { say "memwalfs of ${sha:0:12} already built"; return 0; }
+	say "building memwalfs at ${sha:0:12} (release, $b/$sha)"
+	rm -rf "${b:?}/$sha"
+	mkdir -p "$b/$sha/src"
+	git -C "$REPO" archive "$sha" | tar -x -C "$b/$sha/src" &&
+		meson setup "$b/$sha/build" "$b/$sha/src" -Dbuildtype=release -Dwerror=true \
+			-Dtests=false >"$LOGS/build.log" 2>&1 &&
+		ninja -C "$b/$sha/build" memwalfs >>"$LOGS/build.log" 2>&1 ||
+		{ say "build failed; see $LOGS/build.log"; return 1; }
+}
+
+# load_sampler: the 1-minute load average and the busiest processes every 30 s
+# into LOGS/load.tsv and LOGS/top.log (how loaded the shared machine was).
+load_sampler() {
+	while :; do
+		printf '%s\t%s\n' "$(date +%s)" "$(cut -d' ' -f1 /proc/loadavg)" >>"$LOGS/load.tsv"
+		{ date -u +%H:%M:%S; ps -eo pcpu,comm --sort=-pcpu | sed -n '2,6p'; } >>"$LOGS/top.log"
+		sleep 30
+	done
 }
 
 # ---------------------------------------------------------------- sources
@@ -174,12 +240,45 @@ copy_include() {
 	(cd /usr/include && find . -type f | sort | "$1" -n "$2" | tar -cf - -T -) | tar -xf - -C "$3"
 }
 
-# prepare_sources: SRC/tree (TREE_N files: 80% regular files of /usr/include,
-# 20% padding files of 1-64 KiB), SRC/src.tar.gz (TAR_N files), SRC/repo (git, GIT_N
-# files, two commits); sets TREE_FILES/BYTES, TAR_FILES/BYTES, GIT_FILES.
+# make_gs DIR FILES DIRS: FILES files of 0.5-300 KB (lognormal sizes, median
+# ~16 KiB, clamped: ~30 KB on average; fixed seed, so the first N files of a
+# larger set have the same sizes) spread evenly over DIRS directories of DIR;
+# prints their total bytes.
+make_gs() {
+	python3 - "$@" <<'PY' || return 1
+import os, random, sys
+top, n, dirs = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+rnd = random.Random(12)
+blob = os.urandom(300 * 1024)
+for d in range(dirs):
+    os.makedirs(os.path.join(top, "d%04d" % d), exist_ok=True)
+for i in range(n):
+    size = min(300 * 1024, max(512, int(rnd.lognormvariate(9.7, 1.05))))
+    with open(os.path.join(top, "d%04d" % (i % dirs), "f%05d" % i), "wb") as f:
+        f.write(blob[:size])
+PY
+	find "$1" -type f -printf '%s\n' | awk '{ s += $1 } END { print s + 0 }'
+}
+
+# prepare_gs: SRC/gs, GeeseFS's small-file set (GS_FILES files in GS_DIRS
+# directories), and SRC/gs-s3, its first GS_FILES_S3 files in GS_DIRS_S3
+# directories for s3fs and rclone; sets GS_BYTES, GS_BYTES_S3.
+prepare_gs() {
+	GS_BYTES=$(make_gs "$SRC/gs" "$GS_FILES" "$GS_DIRS") || return 1
+	GS_BYTES_S3=$(make_gs "$SRC/gs-s3" "$GS_FILES_S3" "$GS_DIRS_S3") || return 1
+	say "GeeseFS set: $GS_FILES files in $GS_DIRS directories, $((GS_BYTES / 1048576)) MiB, $((GS_BYTES / GS_FILES)) B on average (s3fs, rclone: $GS_FILES_S3 files)"
+}
+
+# prepare_sources: SRC/gs (prepare_gs) and, for the older workloads, SRC/tree
+# (TREE_N files: 80% regular files of /usr/include, 20% padding files of 1-64
+# KiB), SRC/src.tar.gz (TAR_N files), SRC/repo (git, GIT_N files, two commits);
+# sets GS_BYTES, TREE_FILES/BYTES, TAR_FILES/BYTES, GIT_FILES.
 prepare_sources() {
 	local n i sz
 	say "making the source trees"
+	GS_BYTES=0 GS_BYTES_S3=0 TREE_FILES=0 TREE_BYTES=0 TAR_FILES=0 TAR_BYTES=0 GIT_FILES=0
+	prepare_gs || return 1
+	case " $WORKLOADS " in *" tree "*|*" real "*) ;; *) return 0 ;; esac
 	mkdir -p "$SRC/tree" "$SRC/tarsrc" "$SRC/repo"
 	copy_include head "$((TREE_N * 8 / 10))" "$SRC/tree"
 	n=$(find "$SRC/tree" -type f | wc -l)
@@ -208,6 +307,19 @@ prepare_sources() {
 
 # ------------------------------------------------------------------- main
 
+# version_of T: the version line of target T for the report.
+version_of() {
+	case $1 in
+	s3fs) s3fs --version 2>/dev/null | head -n 1 | cut -c1-60 ;;
+	rclone) rclone version 2>/dev/null | head -n 1 ;;
+	bindfs) bindfs --version 2>/dev/null | head -n 1 ;;
+	memwalfs-*) echo "$("$MEMWALFS" --version 2>/dev/null), commit ${COMMIT:0:12}" ;;
+	local) df -T "$WORK" | awk 'NR == 2 { print $2 " on " $1 }' ;;
+	esac
+}
+
+# run_target T: run RUN of target T: bucket, mount, workloads, unmount, bucket
+# deleted.
 run_target() {
 	local t=$1 w
 	TGT=$t
@@ -215,10 +327,12 @@ run_target() {
 		BKT=$(target_bucket s3raw) FSPID= BACKDIR= MNT=
 		s3_mb "$BKT" || { status "$t" skipped "cannot create bucket"; return; }
 		CUR_BKT=$BKT
-		for ((RUN = 1; RUN <= RUNS; RUN++)); do wl_raw; done
+		wl_raw
 		s3_rb "$BKT"
 		CUR_BKT=
+		: >"$RGW_PENDING"
 		status "$t" ran "PUT/GET straight to the server with curl --parallel"
+		TGT=
 		return
 	fi
 	if ! target_prepare "$t"; then
@@ -230,54 +344,84 @@ run_target() {
 		status "$t" skipped "mount failed: $(tail -n 1 "$WORK/$t/fs.log" 2>/dev/null | tr '\t' ' ')"
 		say "SKIP $t: mount failed"
 	else
-		status "$t" ran "$(case $t in
-			s3fs) s3fs --version 2>/dev/null | head -n 1 | cut -c1-60 ;;
-			rclone) rclone version 2>/dev/null | head -n 1 ;;
-			bindfs) bindfs --version 2>/dev/null | head -n 1 ;;
-			memwalfs-*) "$MEMWALFS" --version 2>/dev/null ;;
-			local) df -T "$WORK" | awk 'NR == 2 { print $2 " on " $1 }' ;;
-			esac)"
-		for ((RUN = 1; RUN <= RUNS; RUN++)); do
-			for w in $WORKLOADS; do
-				# A workload that lost its mount (failed remount) ends the target.
-				if [ "$t" != local ] && ! mountpoint -q "$MNT"; then
-					target_mount "$t" || { say "SKIP rest of $t: remount failed"; break 2; }
-				fi
-				mkdir -p "$MNT/b$RUN"
-				"wl_$w" || say "  $t: $w ended early"
-			done
+		status "$t" ran "$(version_of "$t")"
+		for w in $WORKLOADS; do
+			# A workload that lost its mount (failed remount) ends the target.
+			if [ "$t" != local ] && ! mountpoint -q "$MNT"; then
+				target_mount "$t" || { say "SKIP rest of $t: remount failed"; break; }
+			fi
+			mkdir -p "$MNT/b$RUN"
+			"wl_$w" || say "  $t: $w ended early"
 		done
 		target_umount "$t"
 	fi
 	if [ -n "${CUR_BKT:-}" ]; then
+		rgw_flush_counts "$CUR_BKT"
 		s3_rb "$CUR_BKT"
 		CUR_BKT=
 	fi
-	rm -rf "$WORK/$t"
+	: >"$RGW_PENDING"
+	rm -rf "${WORK:?}/$t"
 	TGT=
 }
 
 T_START=$SECONDS
-say "memwalfs benchmark: $([ $QUICK = 1 ] && echo quick || echo full) run, targets: $TARGETS; workloads: $WORKLOADS; runs: $RUNS"
-install_tools
-start_server || exit 1
-cc -O2 -pthread -o "$BIN/durable_creates" "$BENCH_DIR/durable_creates.c" || exit 1
-prepare_sources
-cat >"$OUT/meta.env" <<EOF
 MODE=$([ $QUICK = 1 ] && echo quick || echo full)
-DATE=$(date -u +%Y-%m-%dT%H:%MZ)
-HOST=$(uname -sr), $(nproc) cores, $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo) RAM
-SERVER=$S3_ENDPOINT ($(radosgw --version 2>/dev/null | awk '{ print "Ceph RGW " $3 }'))
-RUNS=$RUNS
-SEQ_MB=$SEQ_MB RAND_S=$RAND_S FSYNC_S=$FSYNC_S TREE_N=$TREE_FILES TREE_MB=$((TREE_BYTES / 1048576))
-DC_S=$DC_S DC_MAX=$DC_MAX LIST_N=$LIST_N LIST_N_S3=$LIST_N_S3 TAR_N=$TAR_FILES GIT_N=$GIT_FILES
-RAW_SPECS="$RAW_SPECS"
-EOF
-for t in $TARGETS; do
-	say "== target $t"
-	run_target "$t"
+say "memwalfs benchmark: $MODE run, targets: $TARGETS; workloads: $WORKLOADS; runs: $RUNS"
+install_tools
+COMMIT="not built by run.sh (--no-build): $MEMWALFS"
+if [ "$BUILD" = 1 ]; then build_memwalfs || exit 1; fi
+start_server || exit 1
+for p in durable_creates mdtest_tree; do
+	cc -O2 -pthread -o "$BIN/$p" "$BENCH_DIR/$p.c" || exit 1
 done
-say "all targets done in $((SECONDS - T_START))s; writing the report"
-echo "ELAPSED_S=$((SECONDS - T_START))" >>"$OUT/meta.env"
+prepare_sources || exit 1
+load_sampler &
+LOADPID=$!
+PROBE_BKT="bench-$RUNID-probe"
+s3_mb "$PROBE_BKT" || exit 1
+T_RUNS=$SECONDS
+for ((RUN = 1; RUN <= RUNS; RUN++)); do
+	prev=
+	for t in $TARGETS; do
+		probe "$prev" "$t"
+		say "== run $RUN/$RUNS: target $t"
+		T0=$SECONDS
+		run_target "$t"
+		result "$t" target elapsed_s $((SECONDS - T0)) s
+		prev=$t
+	done
+	probe "$prev" ""
+done
+RUNS_S=$((SECONDS - T_RUNS))
+say "all runs done in ${RUNS_S}s; writing the report"
+kill "$LOADPID" 2>/dev/null
+LOADPID=
+LOAD=$(awk -F'\t' '{ s += $2; n++; if (n == 1 || $2 < lo) lo = $2; if ($2 > hi) hi = $2 }
+	END { if (n) printf "%d samples, mean %.1f, min %.1f, max %.1f", n, s / n, lo, hi }' "$LOGS/load.tsv")
+BUSY=$(awk '/^[0-9][0-9]:/ { n++; next } $2 != "ps" { c[$2] += $1 }
+	END { for (k in c) printf "%s %.0f\n", k, c[k] / (n ? n : 1) }' "$LOGS/top.log" |
+	sort -k2 -nr | head -n 8 | awk '{ printf "%s%s %s%%", (NR > 1 ? ", " : ""), $1, $2 }')
+cat >"$OUT/meta.env" <<EOF
+MODE=$MODE
+DATE=$(date -u +%Y-%m-%dT%H:%MZ)
+COMMIT="$COMMIT"
+HOST="$(uname -sr), $(nproc) cores, $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo) RAM"
+SERVER="$S3_ENDPOINT ($(radosgw --version 2>/dev/null | awk '{ print "Ceph RGW " $3 }'))"
+LOAD="$LOAD"
+BUSY="$BUSY"
+RUNS=$RUNS
+RAW_SPECS="$RAW_SPECS"
+PROBE_SPECS="$PROBE_SPECS"
+ELAPSED_S=$((SECONDS - T_START))
+RUNS_S=$RUNS_S
+EOF
+GS_MB=$((GS_BYTES / 1048576)) GS_AVG=$((GS_BYTES / GS_FILES)) GS_AVG_S3=$((GS_BYTES_S3 / GS_FILES_S3))
+TREE_N=$TREE_FILES TREE_MB=$((TREE_BYTES / 1048576)) TAR_N=$TAR_FILES GIT_N=$GIT_FILES
+for k in SEQ_MB JB_BIG_MB MP_S JB_SMALL_N RAND_MB RAND_S FSYNC_S MD_Z MD_Z_S3 MD_W GS_FILES \
+	GS_DIRS GS_MB GS_AVG GS_FILES_S3 GS_DIRS_S3 GS_AVG_S3 DC_S DC_MAX TREE_N TREE_MB LIST_N \
+	LIST_N_S3 TAR_N GIT_N; do
+	echo "$k=${!k}"
+done >>"$OUT/meta.env"
 python3 "$BENCH_DIR/report.py" "$OUT" "$DOCS" || say "report.py failed"
 say "done: $DOCS/BENCHMARKS.md"

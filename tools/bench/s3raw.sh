@@ -7,8 +7,10 @@
 # parallel connections (one curl process, --parallel, SigV4 signed by curl with
 # an UNSIGNED-PAYLOAD content hash), then GETs them back the same way, then
 # prints one line:
-#   put_s=... put_MBps=... put_req_s=... get_s=... get_MBps=... get_req_s=... errors=N
-# MBps is 10^6 bytes per second.  Needs S3_ENDPOINT, S3_REGION,
+#   put_s=... put_MBps=... put_req_s=... put_p50_ms=... get_s=... get_MBps=... get_req_s=...
+#   get_p50_ms=... errors=N
+# MBps is 10^6 bytes per second; p50_ms is the median time of one request as curl
+# reports it (%{time_total}: the round trip with CONNECTIONS requests in flight).  Needs S3_ENDPOINT, S3_REGION,
 # AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY in the environment.
 set -euo pipefail
 
@@ -26,22 +28,25 @@ for ((i = 0; i < count; i++)); do
 	printf 'url = "%s"\noutput = "/dev/null"\n' "$u" >>"$tmp/get.cfg"
 done
 
-# run CFG: all transfers of CFG; prints "SECONDS ERRORS".
+# run CFG: all transfers of CFG; prints "SECONDS ERRORS P50_MS".
 run() {
-	local t0 t1 codes bad
+	local t0 t1 out bad
 	t0=$(date +%s.%N)
-	codes=$(curl -sS --no-progress-meter --parallel --parallel-immediate --parallel-max "$conns" \
+	out=$(curl -sS --no-progress-meter --parallel --parallel-immediate --parallel-max "$conns" \
 		--aws-sigv4 "aws:amz:${S3_REGION:-us-east-1}:s3" \
 		--user "${AWS_ACCESS_KEY_ID}:${AWS_SECRET_ACCESS_KEY}" \
 		-H "x-amz-content-sha256: UNSIGNED-PAYLOAD" \
-		-w '%{http_code}\n' -K "$1" || true)
+		-w '%{http_code} %{time_total}\n' -K "$1" || true)
 	t1=$(date +%s.%N)
-	bad=$((count - $(printf '%s\n' "$codes" | grep -c '^200$' || true)))
-	echo "$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }') $bad"
+	bad=$((count - $(printf '%s\n' "$out" | grep -c '^200 ' || true)))
+	printf '%s\n' "$out" | awk '$1 == 200 { print $2 * 1000 }' | sort -g |
+		awk -v a="$t0" -v b="$t1" -v e="$bad" '{ v[NR] = $1 }
+			END { printf "%.3f %d %.3f\n", b - a, e, NR ? v[int((NR + 1) / 2)] : 0 }'
 }
 
-read -r ps pe < <(run "$tmp/put.cfg")
-read -r gs ge < <(run "$tmp/get.cfg")
-awk -v ps="$ps" -v gs="$gs" -v n="$count" -v sz="$size" -v e="$((pe + ge))" 'BEGIN {
-	printf "put_s=%.3f put_MBps=%.2f put_req_s=%.1f get_s=%.3f get_MBps=%.2f get_req_s=%.1f errors=%d\n",
-		ps, n * sz / ps / 1e6, n / ps, gs, n * sz / gs / 1e6, n / gs, e }'
+read -r ps pe pl < <(run "$tmp/put.cfg")
+read -r gs ge gl < <(run "$tmp/get.cfg")
+awk -v ps="$ps" -v gs="$gs" -v pl="$pl" -v gl="$gl" -v n="$count" -v sz="$size" \
+	-v e="$((pe + ge))" 'BEGIN {
+	printf "put_s=%.3f put_MBps=%.2f put_req_s=%.1f put_p50_ms=%.3f get_s=%.3f get_MBps=%.2f get_req_s=%.1f get_p50_ms=%.3f errors=%d\n",
+		ps, n * sz / ps / 1e6, n / ps, pl, gs, n * sz / gs / 1e6, n / gs, gl, e }'

@@ -43,9 +43,9 @@ fs_pid() {
 	fi
 }
 
-# target_bucket NAME: the bucket of a target in this run.
+# target_bucket NAME: the bucket of a target in this run (RUN) of the harness.
 target_bucket() {
-	echo "bench-$RUNID-$1"
+	echo "bench-$RUNID-$1-r${RUN:-1}"
 }
 
 # target_prepare NAME: one-time setup before the first mount (bucket, dirs).

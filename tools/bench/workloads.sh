@@ -10,14 +10,17 @@
 #                a listing of the bucket showed all the data (they acknowledge
 #                writes before uploading)
 #   req_*        requests the server received for the target's bucket, from
-#                RGW's access log (PUT GET LIST HEAD DELETE POST)
+#                RGW's access log (PUT GET LIST HEAD DELETE POST), counted when
+#                the target is done (rgw_flush_counts)
 #   mw_*         memwalfs only: change of the counters of "memwalfs stats"
-#   stored_mib   bytes held by the target afterwards (bucket or backing dir)
+#   stored_mib   bytes held by the target after a writing step
 # plus the workload's own figures (MBps, iops, latency percentiles, files_s).
 #
-# Sizes come from run.sh (SEQ_MB, RAND_S, FSYNC_S, TREE_N, DC_S, DC_MAX,
-# LIST_N, LIST_N_S3, STEP_TIMEOUT, SETTLE_TIMEOUT); the source trees from
-# prepare_sources.
+# The default set (run.sh): seq (mountpoint-s3's fio jobs and juicefs bench's
+# big files), jbsmall (juicefs bench's small files), md (mdtest_tree.c), gs
+# (GeeseFS's small-file set), dcreate, rand (random 4 KiB I/O, fsync latency).
+# Older ones kept for --workloads: tree, list, real.
+# Sizes come from run.sh; the source trees from prepare_sources.
 
 # -------------------------------------------------------------- step frame
 
@@ -37,7 +40,7 @@ step() {
 	STEP_W=$1
 	shift
 	say "  $TGT: $STEP_W"
-	STEP_OUT="$OUT/logs/$TGT.$STEP_W.r$RUN.out"
+	STEP_OUT="$LOGS/$TGT.$STEP_W.r$RUN.out"
 	STEP_MARK=$(rgw_mark)
 	STEP_CPU0=$(proc_cpu "${FSPID:-0}")
 	[ -n "$FSPID" ] && proc_hwm_reset "$FSPID"
@@ -58,7 +61,8 @@ step() {
 
 # step_end [PREFIX OBJECTS BYTES]: after a step: wait until the server holds
 # the data (s3fs, rclone; when the listing of PREFIX must show OBJECTS/BYTES),
-# then record cpu_s, peak_mib, req_*, mw_*, stored_mib.
+# then record cpu_s, peak_mib, mw_* and (writing steps, the ones given
+# PREFIX...) stored_mib; note the step's slice of the RGW log for req_*.
 step_end() {
 	local s
 	if [ $# -eq 3 ] && [ -n "$BKT" ] && [ "$STEP_RC" = 0 ]; then
@@ -74,14 +78,8 @@ step_end() {
 			'BEGIN { printf "%.2f", b - a }')" s
 		result "$TGT" "$STEP_W" peak_mib "$(proc_hwm "$FSPID")" MiB
 	fi
-	if [ -n "$BKT" ]; then
-		local c i=0
-		read -r -a c < <(rgw_count "$BKT" "$STEP_MARK")
-		for s in PUT GET LIST HEAD DELETE POST; do
-			result "$TGT" "$STEP_W" "req_$s" "${c[$i]}" requests
-			i=$((i + 1))
-		done
-	fi
+	[ -n "$BKT" ] && printf '%s\t%s\t%s\t%s\t%s\n' "$TGT" "$STEP_W" "$RUN" "$STEP_MARK" \
+		"$(rgw_mark)" >>"$RGW_PENDING"
 	case "$TGT" in memwalfs-*)
 		stats_snap >"$STEP_OUT.st1"
 		awk 'NR == FNR { a[$1] = $2; next }
@@ -91,83 +89,196 @@ step_end() {
 			while read -r s c; do result "$TGT" "$STEP_W" "mw_$s" "$c" count; done
 		;;
 	esac
-	result "$TGT" "$STEP_W" stored_mib "$(target_stored | awk '{ printf "%.1f", $1 / 1048576 }')" MiB
+	[ $# -eq 3 ] && result "$TGT" "$STEP_W" stored_mib \
+		"$(target_stored | awk '{ printf "%.1f", $1 / 1048576 }')" MiB
+	return 0
 }
 
 # ------------------------------------------------------------------- fio
 
-FIO_COMMON="--ioengine=psync --fallocate=none --direct=0 --group_reporting --output-format=json"
+FIO_COMMON="--ioengine=psync --fallocate=none --group_reporting --output-format=json"
 
-# fio_rec WORKLOAD DIR(read|write|sync): record MBps, iops and latency
-# percentiles of STEP_OUT.json for direction DIR.
+# fio_rec WORKLOAD DIR(read|write|sync): record MBps, iops, latency percentiles
+# and io_MiB of the fio JSON of the last step for direction DIR.
 fio_rec() {
-	local w=$1 d=$2 j="$STEP_OUT.json" v
-	[ -s "$j" ] || return 0
+	local w=$1 d=$2 js v
+	[ -s "$STEP_OUT.json" ] || return 0
 	# fio may print warnings before the JSON document.
-	sed -n '/^{/,$p' "$j" >"$j.clean"
+	js=$(sed -n '/^{/,$p' "$STEP_OUT.json")
+	[ -n "$js" ] || return 0
 	if [ "$d" = sync ]; then
 		for v in 50 99; do
-			result "$TGT" "$w" "fsync_p${v}_ms" "$(jq ".jobs[0].sync.lat_ns.percentile[\"$v.000000\"] // 0 | . / 1e6" "$j.clean")" ms
+			result "$TGT" "$w" "fsync_p${v}_ms" "$(jq ".jobs[0].sync.lat_ns.percentile[\"$v.000000\"] // 0 | . / 1e6" <<<"$js")" ms
 		done
 		d=write
 	fi
-	result "$TGT" "$w" MBps "$(jq ".jobs[0].$d.bw_bytes / 1e6 | . * 100 | round / 100" "$j.clean")" MB/s
-	result "$TGT" "$w" iops "$(jq ".jobs[0].$d.iops | round" "$j.clean")" ops/s
+	result "$TGT" "$w" MBps "$(jq ".jobs[0].$d.bw_bytes / 1e6 | . * 100 | round / 100" <<<"$js")" MB/s
+	result "$TGT" "$w" iops "$(jq ".jobs[0].$d.iops | round" <<<"$js")" ops/s
+	result "$TGT" "$w" io_MiB "$(jq ".jobs[0].$d.io_bytes / 1048576 | round" <<<"$js")" MiB
 	for v in 50 99; do
-		result "$TGT" "$w" "p${v}_ms" "$(jq ".jobs[0].$d.clat_ns.percentile[\"$v.000000\"] // 0 | . / 1e6" "$j.clean")" ms
+		result "$TGT" "$w" "p${v}_ms" "$(jq ".jobs[0].$d.clat_ns.percentile[\"$v.000000\"] // 0 | . / 1e6" <<<"$js")" ms
 	done
 }
 
-# wl_fio: sequential write (1 and 4 jobs), cold and warm sequential read,
-# random 4 KiB read and write, 4 KiB write + fsync latency.
-wl_fio() {
-	local d="$MNT/b$RUN/fio" bytes=$((SEQ_MB * 1048576))
-	mkdir -p "$d/s1" "$d/s4" "$d/f"
-	step seqwrite-1j fio $FIO_COMMON --output="$OUT/logs/$TGT.seqwrite-1j.r$RUN.out.json" \
-		--name=seq --directory="$d/s1" --rw=write --bs=1M --size="${SEQ_MB}M" \
-		--numjobs=1 --end_fsync=1
-	fio_rec seqwrite-1j write
-	result "$TGT" seqwrite-1j MBps_wall "$(awk -v b=$bytes -v t="$STEP_WALL" 'BEGIN { printf "%.2f", b / t / 1e6 }')" MB/s
-	step_end b$RUN/fio/s1/ 1 "$bytes"
+# fio_step WORKLOAD DIR(read|write|sync) FIO-ARGS...: one fio job as a step,
+# recorded by fio_rec.
+fio_step() {
+	local w=$1 d=$2
+	shift 2
+	step "$w" fio $FIO_COMMON --output="$LOGS/$TGT.$w.r$RUN.out.json" "$@"
+	fio_rec "$w" "$d"
+}
 
-	step seqwrite-4j fio $FIO_COMMON --output="$OUT/logs/$TGT.seqwrite-4j.r$RUN.out.json" \
-		--name=seq --directory="$d/s4" --rw=write --bs=1M --size="$((SEQ_MB / 4))M" \
-		--numjobs=4 --end_fsync=1
-	fio_rec seqwrite-4j write
-	result "$TGT" seqwrite-4j MBps_wall "$(awk -v b=$bytes -v t="$STEP_WALL" 'BEGIN { printf "%.2f", b / t / 1e6 }')" MB/s
-	step_end b$RUN/fio/s4/ 4 "$bytes"
-	rm -rf "$d/s4"
+# wall_rate WORKLOAD BYTES: MBps_wall = BYTES / wall time of the last step.
+wall_rate() {
+	result "$TGT" "$1" MBps_wall "$(awk -v b="$2" -v t="$STEP_WALL" 'BEGIN { printf "%.2f", b / t / 1e6 }')" MB/s
+}
+
+# wl_seq: sequential I/O in the shapes peers publish.
+#   jb-write-big / jb-read-big: juicefs bench -p 4's big files: 4 threads, each
+#     writing (then, cold, reading) its own JB_BIG_MB file in 1 MiB I/O; the
+#     writers fsync at close (juicefs' close uploads; here every target is asked
+#     for the same durability).
+#   mp-write: mountpoint-s3's seq_write.fio: 1 job, 256 KiB, fsync at close;
+#     SEQ_MB bytes (capped at MP_S seconds) instead of 10 s time-based.
+#   mp-read-1t / -4t / -direct / -4t-direct: mountpoint-s3's seq_read jobs:
+#     256 KiB, after a remount and drop_caches; one pass over the file(s),
+#     capped at MP_S seconds (their 30 s run over a 100 GiB object never
+#     rereads; a time-based run over our smaller files would).
+#   mp-read-warm: the 1-thread read again, page cache kept (invalidate=0): what
+#     a user's second read sees.
+#   mp-read-dcache: once more with the page cache dropped by fio (invalidate=1)
+#     and the daemon as the previous reads left it: the filesystem's own cache.
+wl_seq() {
+	local d="$MNT/b$RUN/seq" big=$((JB_BIG_MB * 1048576)) one=$((SEQ_MB * 1048576))
+	local rd="--rw=read --bs=256k --runtime=$MP_S"
+	mkdir -p "$d/jb" "$d/mp"
+	fio_step jb-write-big write --name=big --directory="$d/jb" --rw=write --bs=1M \
+		--size="${JB_BIG_MB}M" --numjobs=4 --create_on_open=1 --fsync_on_close=1
+	wall_rate jb-write-big $((4 * big))
+	step_end "b$RUN/seq/jb/" 4 $((4 * big))
+	fio_step mp-write write --name=seq --directory="$d/mp" --rw=write --bs=256k \
+		--size="${SEQ_MB}M" --runtime="$MP_S" --create_on_open=1 --fsync_on_close=1
+	wall_rate mp-write "$one"
+	step_end "b$RUN/seq/mp/" 1 "$one"
 
 	target_remount "$TGT" || return 1
-	step seqread-cold fio $FIO_COMMON --output="$OUT/logs/$TGT.seqread-cold.r$RUN.out.json" \
-		--name=rd --filename="$d/s1/seq.0.0" --rw=read --bs=1M --size="${SEQ_MB}M"
-	fio_rec seqread-cold read
+	fio_step jb-read-big read --name=big --directory="$d/jb" --rw=read --bs=1M \
+		--size="${JB_BIG_MB}M" --numjobs=4
 	step_end
-	step seqread-warm fio $FIO_COMMON --output="$OUT/logs/$TGT.seqread-warm.r$RUN.out.json" \
-		--name=rd --filename="$d/s1/seq.0.0" --rw=read --bs=1M --size="${SEQ_MB}M"
-	fio_rec seqread-warm read
+	target_remount "$TGT" || return 1
+	fio_step mp-read-1t read --name=seq --directory="$d/mp" $rd --size="${SEQ_MB}M"
 	step_end
-
-	step randread-4k fio $FIO_COMMON --output="$OUT/logs/$TGT.randread-4k.r$RUN.out.json" \
-		--name=rr --filename="$d/s1/seq.0.0" --rw=randread --bs=4k --size="${SEQ_MB}M" \
-		--time_based --runtime="$RAND_S" --randrepeat=0
-	fio_rec randread-4k read
+	fio_step mp-read-warm read --name=seq --directory="$d/mp" $rd --size="${SEQ_MB}M" --invalidate=0
 	step_end
-	step randwrite-4k fio $FIO_COMMON --output="$OUT/logs/$TGT.randwrite-4k.r$RUN.out.json" \
-		--name=rw --filename="$d/s1/seq.0.0" --rw=randwrite --bs=4k --size="${SEQ_MB}M" \
-		--time_based --runtime="$RAND_S" --end_fsync=1 --randrepeat=0
-	fio_rec randwrite-4k write
+	fio_step mp-read-dcache read --name=seq --directory="$d/mp" $rd --size="${SEQ_MB}M" --invalidate=1
 	step_end
-
-	step fsync-4k fio $FIO_COMMON --output="$OUT/logs/$TGT.fsync-4k.r$RUN.out.json" \
-		--name=fs --filename="$d/f/fsync.dat" --rw=write --bs=4k --size=64M --fsync=1 \
-		--runtime="$FSYNC_S"
-	fio_rec fsync-4k sync
+	target_remount "$TGT" || return 1
+	fio_step mp-read-4t read --name=big --directory="$d/jb" $rd --size="${JB_BIG_MB}M" --numjobs=4
+	step_end
+	target_remount "$TGT" || return 1
+	fio_step mp-read-direct read --name=seq --directory="$d/mp" $rd --size="${SEQ_MB}M" --direct=1
+	step_end
+	target_remount "$TGT" || return 1
+	fio_step mp-read-4t-direct read --name=big --directory="$d/jb" $rd --size="${JB_BIG_MB}M" \
+		--numjobs=4 --direct=1
 	step_end
 	rm -rf "$d"
 }
 
-# ----------------------------------------------------------- small files
+# kv_rec WORKLOAD KEY=UNIT...: record the listed key=value figures of the
+# last step's output line (durable_creates, smallfiles.py) with their units.
+kv_rec() {
+	local w=$1 f k spec
+	shift
+	for f in $(grep -m1 '^files=' "$STEP_OUT" || true); do
+		k=${f%%=*}
+		for spec in "$@"; do
+			[ "${spec%%=*}" = "$k" ] && result "$TGT" "$w" "${k/files_per_s/files_s}" "${f#*=}" "${spec#*=}"
+		done
+	done
+}
+
+# wl_jbsmall: juicefs bench -p 4's small files (tools/bench/smallfiles.py):
+# 4 threads x JB_SMALL_N files of 128 KiB, each written in one call and closed
+# (no fsync, as juicefs bench), read back after a remount and drop_caches, then
+# stat of all of them.
+wl_jbsmall() {
+	local d="$MNT/b$RUN/jbs" n=$((4 * JB_SMALL_N)) op
+	for op in write read stat; do
+		[ "$op" = read ] && { target_remount "$TGT" || return 1; }
+		step "jb-$op-small" python3 "$BENCH_DIR/smallfiles.py" "$op" "$d" 4 "$JB_SMALL_N" 131072
+		kv_rec "jb-$op-small" files_per_s=files/s MBps=MB/s p50_ms=ms p99_ms=ms
+		if [ "$op" = write ]; then step_end "b$RUN/jbs/" "$n" $((n * 131072)); else step_end; fi
+	done
+	rm -rf "$d"
+}
+
+# wl_rand: random 4 KiB reads (after a remount: cold start, then whatever each
+# target caches), random 4 KiB writes with a final fsync, and the latency of
+# 4 KiB write + fsync.
+wl_rand() {
+	local d="$MNT/b$RUN/rand"
+	mkdir -p "$d/f"
+	step rand-prepare fio $FIO_COMMON --output=/dev/null --name=rr --filename="$d/r.dat" \
+		--rw=write --bs=1M --size="${RAND_MB}M" --end_fsync=1
+	step_end
+	target_remount "$TGT" || return 1
+	fio_step randread-4k read --name=rr --filename="$d/r.dat" --rw=randread --bs=4k \
+		--size="${RAND_MB}M" --time_based --runtime="$RAND_S" --randrepeat=0
+	step_end
+	fio_step randwrite-4k write --name=rw --filename="$d/r.dat" --rw=randwrite --bs=4k \
+		--size="${RAND_MB}M" --time_based --runtime="$RAND_S" --end_fsync=1 --randrepeat=0
+	step_end
+	fio_step fsync-4k sync --name=fs --filename="$d/f/fsync.dat" --rw=write --bs=4k --size=64M \
+		--fsync=1 --runtime="$FSYNC_S"
+	step_end
+	rm -rf "$d"
+}
+
+# ------------------------------------------------------------ metadata
+
+# wl_md: mdtest -b 6 -z MD_Z -I 8 -W MD_W with 1 and 8 processes on one tree
+# (tools/bench/mdtest_tree.c); s3fs and rclone get depth MD_Z_S3 (a tree
+# node is a PUT on them).  Records rate, items and seconds per phase as
+# workloads md-PHASE-PROCS.
+wl_md() {
+	local d="$MNT/b$RUN/md" z=$MD_Z ph procs items secs rate errs
+	case "$TGT" in s3fs|rclone) z=$MD_Z_S3 ;; esac
+	mkdir -p "$d"
+	result "$TGT" md depth "$z" levels
+	step md "$BIN/mdtest_tree" -b 6 -z "$z" -I 8 -W "$MD_W" -n 1,8 "$d"
+	while read -r ph procs items secs rate errs; do
+		result "$TGT" "md-${ph#phase=}-${procs#procs=}" rate "${rate#rate=}" ops/s
+		result "$TGT" "md-${ph#phase=}-${procs#procs=}" items "${items#items=}" items
+		result "$TGT" "md-${ph#phase=}-${procs#procs=}" seconds "${secs#seconds=}" s
+		[ "${errs#errors=}" = 0 ] || result "$TGT" "md-${ph#phase=}-${procs#procs=}" failed "${errs#errors=}" calls
+	done < <(grep '^phase=' "$STEP_OUT")
+	step_end
+	rm -rf "$d"
+}
+
+# --------------------------------------------------- GeeseFS small files
+
+# wl_gs: GeeseFS's small-file set (GS_FILES files of 0.5-300 KB, 30 KB on
+# average, in GS_DIRS directories, made by prepare_sources; s3fs and rclone:
+# the first GS_FILES_S3 of them in GS_DIRS_S3 directories): cp -r in, ls -lR,
+# rm -r.  Rates are files (entries for ls) per second, so that the two sizes
+# compare.
+wl_gs() {
+	local d="$MNT/b$RUN/gs" src="$SRC/gs" n=$GS_FILES bytes=$GS_BYTES dirs=$GS_DIRS
+	case "$TGT" in s3fs|rclone) src="$SRC/gs-s3" n=$GS_FILES_S3 bytes=$GS_BYTES_S3 dirs=$GS_DIRS_S3 ;; esac
+	result "$TGT" gs-cp entries "$n" files
+	step gs-cp cp -r "$src" "$d"
+	result "$TGT" gs-cp files_s "$(awk -v n="$n" -v t="$STEP_WALL" 'BEGIN { printf "%.1f", n / t }')" files/s
+	step_end "b$RUN/gs/" "$n" "$bytes"
+	step gs-ls-lR bash -c 'ls -lR "$1" >/dev/null' _ "$d"
+	result "$TGT" gs-ls-lR entries_s "$(awk -v n=$((n + dirs)) -v t="$STEP_WALL" 'BEGIN { printf "%.1f", n / t }')" entries/s
+	step_end
+	step gs-rm rm -r "$d"
+	result "$TGT" gs-rm files_s "$(awk -v n="$n" -v t="$STEP_WALL" 'BEGIN { printf "%.1f", n / t }')" files/s
+	step_end "b$RUN/gs/" 0 0
+}
 
 # wl_tree: cp -r of the source tree, cat of all files (cold), ls -lR, rm -r.
 wl_tree() {
@@ -188,21 +299,15 @@ wl_tree() {
 
 # wl_dcreate: create + write 4 KiB + fsync + close, 1 and 32 writers.
 wl_dcreate() {
-	local w n d kv
+	local w n d
 	for w in 1 32; do
 		d="$MNT/b$RUN/dc$w"
 		mkdir -p "$d"
 		step "dcreate-$w" "$BIN/durable_creates" "$d" "$w" "$DC_S" "$DC_MAX"
-		kv=$(grep '^files=' "$STEP_OUT" || true)
-		n=0
-		for f in $kv; do
-			case "$f" in
-			files=*) n=${f#files=} ;;
-			files_per_s=*) result "$TGT" "dcreate-$w" files_s "${f#*=}" files/s ;;
-			p50_ms=*|p99_ms=*|max_ms=*) result "$TGT" "dcreate-$w" "${f%%=*}" "${f#*=}" ms ;;
-			esac
-		done
-		step_end "b$RUN/dc$w/" "$n" "$((n * 4096))"
+		kv_rec "dcreate-$w" files_per_s=files/s p50_ms=ms p99_ms=ms max_ms=ms
+		n=$(grep -o '^files=[0-9]*' "$STEP_OUT" | cut -d= -f2)
+		step_end "b$RUN/dc$w/" "${n:-0}" "$((${n:-0} * 4096))"
+		rm -rf "$d"
 	done
 }
 
@@ -240,20 +345,56 @@ wl_real() {
 
 # --------------------------------------------------------- the raw server
 
+# raw_kv WORKLOAD: record the key=value figures of s3raw.sh's line in STEP_OUT.
+raw_kv() {
+	local f
+	for f in $(grep '^put_s=' "$STEP_OUT" || true); do
+		case "$f" in
+		*MBps=*|*req_s=*|*p50_ms=*) result "$TGT" "$1" "${f%%=*}" "${f#*=}" "-" ;;
+		esac
+	done
+}
+
 # wl_raw: PUT and GET throughput of the object sizes used above, many
-# connections (s3raw.sh), straight to the server.
+# connections (s3raw.sh), straight to the server (the s3-raw target).
 wl_raw() {
-	local spec size count conns kv f w
+	local spec size count conns w
 	for spec in $RAW_SPECS; do
 		IFS=: read -r size count conns <<<"$spec"
 		w="raw-$((size / 1024))k-c$conns"
 		step "$w" "$BENCH_DIR/s3raw.sh" "$BKT" "$size" "$count" "$conns"
-		kv=$(grep '^put_s=' "$STEP_OUT" || true)
-		for f in $kv; do
-			case "$f" in
-			*MBps=*|*req_s=*) result "$TGT" "$w" "${f%%=*}" "${f#*=}" "-" ;;
-			esac
-		done
+		raw_kv "$w"
 		step_end
 	done
+}
+
+# probe BEFORE AFTER: a short raw PUT/GET probe (PROBE_SPECS) into the probe
+# bucket PROBE_BKT between two targets.  Records, as target "probe", workloads
+# after-BEFORE and before-AFTER (either may be empty): put_MBps / get_MBps (the
+# best of the sizes), put_rtt_ms / get_rtt_ms (median 4 KiB request, one
+# connection) and the 1-minute load average.
+probe() {
+	local spec size count conns kv f best_p=0 best_g=0 prt=0 grt=0 w v
+	for spec in $PROBE_SPECS; do
+		IFS=: read -r size count conns <<<"$spec"
+		kv=$(timeout 120 "$BENCH_DIR/s3raw.sh" "$PROBE_BKT" "$size" "$count" "$conns" 2>>"$LOGS/probe.err" |
+			grep '^put_s=') || continue
+		for f in $kv; do
+			v=${f#*=}
+			case "$f" in
+			put_MBps=*) best_p=$(awk -v a="$best_p" -v b="$v" 'BEGIN { print (b > a) ? b : a }') ;;
+			get_MBps=*) best_g=$(awk -v a="$best_g" -v b="$v" 'BEGIN { print (b > a) ? b : a }') ;;
+			put_p50_ms=*) [ "$size" = 4096 ] && [ "$conns" = 1 ] && prt=$v ;;
+			get_p50_ms=*) [ "$size" = 4096 ] && [ "$conns" = 1 ] && grt=$v ;;
+			esac
+		done
+	done
+	for w in ${1:+after-$1} ${2:+before-$2}; do
+		result probe "$w" put_MBps "$best_p" MB/s
+		result probe "$w" get_MBps "$best_g" MB/s
+		result probe "$w" put_rtt_ms "$prt" ms
+		result probe "$w" get_rtt_ms "$grt" ms
+		result probe "$w" load1 "$(cut -d' ' -f1 /proc/loadavg)" load
+	done
+	say "  probe: PUT ${best_p} MB/s, GET ${best_g} MB/s, 4 KiB PUT ${prt} ms, load $(cut -d' ' -f1 /proc/loadavg)"
 }
