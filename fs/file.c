@@ -3,19 +3,10 @@
  * truncation, fallocate (allocate, punch hole), lseek (SEEK_DATA/HOLE) and
  * copy_file_range.
  *
- * Data lives in chunks: key 'C' ino index, value the chunk's bytes, at most
- * chunk_size (the superblock's), shorter at the end of the file.  An absent
- * chunk is a hole and reads as zeros, so sparse files cost nothing and a
- * chunk written as all zeros is deleted instead of stored.
- *
- * Write path.  Each inode has one write buffer holding one chunk.  A write
- * covering a whole chunk is put at once from the request's memory; smaller
- * writes gather in the buffer, which is put when it fills, when a write
- * touches another chunk, and on flush/fsync/release/truncate.  A partially
- * written chunk is merged with its stored bytes (read-modify-write) before
- * the put.  Each put travels in one batch with the inode record, whose size
- * field (rec_size) only ever covers data already put: after a crash a file
- * is a prefix of its writes, never a size with missing bytes.
+ * Data lives in chunks (key 'C' ino index, at most chunk_size bytes; an
+ * absent chunk is a hole): wbuf.c reads and puts them and keeps each
+ * inode's write buffer.  A write covering a whole chunk is put at once from
+ * the request's memory; smaller writes gather in the buffer.
  *
  * Read path.  Reads go straight to engine_get_range() into a per-thread
  * buffer (no allocation per request) and are answered with fuse_reply_buf()
@@ -40,195 +31,6 @@ static struct inode *fh_inode(const struct fuse_file_info *fi)
 	return (struct inode *)(uintptr_t)fi->fh;
 }
 
-static bool all_zero(const uint8_t *p, size_t n)
-{
-	return n == 0 || (p[0] == 0 && memcmp(p, p + 1, n - 1) == 0);
-}
-
-static size_t chunk_key(uint8_t *key, uint64_t ino, uint64_t idx)
-{
-	return schema_key_chunk(key, ino, idx);
-}
-
-/*
- * A read that failed because the store does not answer waits for it (like a
- * hard NFS mount; the kernel's read of a partial page before a write is such
- * a read, and failing it fails the write) while fewer than half the
- * request threads are waiting so; beyond that it fails at once, so that
- * threads are left to answer from the caches.
- */
-static bool outage_reader_enter(struct mwfs *fs)
-{
-	unsigned cap = (fs->o.max_threads ? fs->o.max_threads : 8) / 2;
-	unsigned cur = atomic_load(&fs->outage_readers);
-	do {
-		if (cur >= (cap ? cap : 1))
-			return false;
-	} while (!atomic_compare_exchange_weak(&fs->outage_readers, &cur, cur + 1));
-	return true;
-}
-
-/*
- * Read n bytes at offset co of chunk idx into dst; holes and the tail past the
- * value read as 0.  A store that does not answer is waited for
- * (engine_get_range_wait()): always when wait is set (a write buffer's bytes
- * depend on the read), else within outage_reader_enter()'s bound.
- */
-static int read_chunk(struct mwfs *fs, uint64_t ino, uint64_t idx, uint32_t co, uint8_t *dst,
-		      size_t n, bool wait)
-{
-	uint8_t key[SCHEMA_KEY_MAX];
-	size_t kn = chunk_key(key, ino, idx), got = 0;
-	int rc = engine_get_range(fs->e, key, kn, co, dst, n, &got);
-	if (rc && rc != -ENOENT && rc != -ENOMEM && rc != -EUCLEAN &&
-	    (wait || outage_reader_enter(fs))) {
-		rc = engine_get_range_wait(fs->e, key, kn, co, dst, n, &got);
-		if (!wait)
-			atomic_fetch_sub(&fs->outage_readers, 1);
-	}
-	if (rc == -ENOENT) {
-		rc = 0;
-		got = 0;
-	}
-	if (rc)
-		return rc;
-	if (got < n)
-		memset(dst + got, 0, n - got);
-	return 0;
-}
-
-void file_wb_free(struct inode *ip)
-{
-	free(ip->wb.data);
-	memset(&ip->wb, 0, sizeof(ip->wb));
-}
-
-/*
- * Put chunk idx of ip with the given bytes (vlen of them) together with the
- * inode record, in one batch (ip->dlock exclusive, fs->mu not held).
- */
-static int put_chunk(struct mwfs *fs, struct inode *ip, uint64_t idx, const uint8_t *data,
-		     size_t vlen)
-{
-	uint8_t key[SCHEMA_KEY_MAX];
-	size_t kn = chunk_key(key, ip->ino, idx);
-	/* wait for backpressure here, not under fs->mu (every lookup needs it) */
-	int rc = engine_wait_room(fs->e, vlen + FS_META_ROOM);
-	if (rc)
-		return rc;
-	pthread_mutex_lock(&fs->mu);
-	struct engine_batch *b = fs_batch(fs);
-	uint64_t saved = ip->rec_size;
-	rc = b ? 0 : -ENOMEM;
-	if (!rc)
-		rc = all_zero(data, vlen) ? engine_batch_delete(b, key, kn)
-					  : engine_batch_put(b, key, kn, data, vlen);
-	uint64_t end = idx * fs->cs + vlen;
-	if (ip->rec_size < end)
-		ip->rec_size = end;
-	if (!rc)
-		rc = inode_batch_put(fs, b, ip);
-	if (!rc)
-		rc = inode_commit(fs, b, &ip, 1);
-	if (rc)
-		ip->rec_size = saved;
-	pthread_mutex_unlock(&fs->mu);
-	return rc;
-}
-
-/*
- * Merge the stored bytes of the buffer's chunk under its dirty range.  The
- * buffer's bytes depend on this read: it waits out an outage of the store.
- */
-static int wb_load_base(struct mwfs *fs, struct inode *ip)
-{
-	struct wbuf *w = &ip->wb;
-	struct tls *t = fs_tls(fs);
-	if (!t)
-		return -ENOMEM;
-	int rc = read_chunk(fs, ip->ino, w->idx, 0, t->chunk, fs->cs, true);
-	if (rc)
-		return rc;
-	memcpy(t->chunk + w->lo, w->data + w->lo, w->hi - w->lo);
-	uint8_t *tmp = w->data;
-	w->data = t->chunk;
-	t->chunk = tmp;
-	w->base = true;
-	return 0;
-}
-
-int file_wb_flush(struct mwfs *fs, struct inode *ip)
-{
-	struct wbuf *w = &ip->wb;
-	if (!w->active)
-		return 0;
-	pthread_mutex_lock(&fs->mu);
-	uint64_t size = ip->a.size;
-	pthread_mutex_unlock(&fs->mu);
-	uint64_t start = w->idx * fs->cs;
-	size_t vlen = size > start ? (size - start < fs->cs ? (size_t)(size - start) : fs->cs) : 0;
-	int rc = 0;
-	if (vlen) {
-		if (!w->base && !(w->lo == 0 && w->hi >= vlen))
-			rc = wb_load_base(fs, ip);
-		if (!rc)
-			rc = put_chunk(fs, ip, w->idx, w->data, vlen);
-	}
-	if (!rc) {
-		w->active = false;
-		w->base = false;
-		w->lo = w->hi = 0;
-	} else {
-		log_warn("inode %llu: writing chunk %llu: %s", (unsigned long long)ip->ino,
-			 (unsigned long long)w->idx, strerror(-rc));
-	}
-	return rc;
-}
-
-/* Copy n bytes at offset co of chunk idx into the buffer. */
-static int wb_write(struct mwfs *fs, struct inode *ip, uint64_t idx, uint32_t co, const void *src,
-		    uint32_t n)
-{
-	struct wbuf *w = &ip->wb;
-	int rc;
-	if (w->active && w->idx != idx) {
-		rc = file_wb_flush(fs, ip);
-		if (rc)
-			return rc;
-	}
-	if (!w->data) {
-		w->data = malloc(fs->cs);
-		if (!w->data)
-			return -ENOMEM;
-	}
-	if (!w->active) {
-		struct timespec ts;
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		w->idx = idx;
-		w->lo = co;
-		w->hi = co + n;
-		w->base = false;
-		w->active = true;
-		w->since_ms = (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-		wbflush_note(fs->wbf, ip);
-	} else if (!w->base) {
-		if (co > w->hi || co + n < w->lo) {
-			/* a gap between dirty ranges: fill it from the store */
-			rc = wb_load_base(fs, ip);
-			if (rc)
-				return rc;
-		} else {
-			w->lo = co < w->lo ? co : w->lo;
-			w->hi = co + n > w->hi ? co + n : w->hi;
-		}
-	}
-	memcpy(w->data + co, src, n);
-	if (!w->base && w->lo == 0 && w->hi == fs->cs)
-		return file_wb_flush(fs, ip); /* a whole chunk: put it now */
-	if (w->base && co + n == fs->cs)
-		return file_wb_flush(fs, ip); /* wrote up to the chunk's end: done with it */
-	return 0;
-}
 
 /*
  * Truncate ip to 0 for open(O_TRUNC), as one batch with its times (ip held by
@@ -243,9 +45,7 @@ static int open_truncate(struct mwfs *fs, struct inode *ip)
 	if (rc)
 		return rc;
 	pthread_rwlock_wrlock(&ip->dlock);
-	ip->wb.active = false;
-	ip->wb.base = false;
-	ip->wb.lo = ip->wb.hi = 0;
+	wbuf_drop(&ip->wb);
 	pthread_mutex_lock(&fs->mu);
 	struct inode_tx tx;
 	rc = inode_tx_begin(fs, &tx);
@@ -320,7 +120,7 @@ static int read_locked(struct mwfs *fs, struct inode *ip, uint64_t off, size_t s
 		} else {
 			/* one load per chunk: wait for a prefetch or reader already on it */
 			int slot = ra_begin(fs->ra, ip->ino, idx);
-			rc = read_chunk(fs, ip->ino, idx, co, buf + pos, n, false);
+			rc = chunk_read(fs, ip->ino, idx, co, buf + pos, n, false);
 			ra_end(fs->ra, slot);
 			if (!rc && w->active && w->idx == idx) {
 				/* lay the buffered bytes over the stored ones */
@@ -370,7 +170,7 @@ static int write_locked(struct mwfs *fs, struct inode *ip, const uint8_t *buf, s
 		uint32_t co = (uint32_t)(o % fs->cs);
 		uint32_t n = fs->cs - co < size - pos ? fs->cs - co : (uint32_t)(size - pos);
 		if (ip->wb.active && ip->wb.idx != idx) {
-			rc = file_wb_flush(fs, ip);
+			rc = wbuf_flush(fs, ip);
 			if (rc)
 				break;
 		}
@@ -383,9 +183,9 @@ static int write_locked(struct mwfs *fs, struct inode *ip, const uint8_t *buf, s
 		if (co == 0 && n == fs->cs) {
 			if (ip->wb.active) /* same chunk, wholly overwritten */
 				ip->wb.active = false;
-			rc = put_chunk(fs, ip, idx, buf + pos, n);
+			rc = chunk_put(fs, ip, idx, buf + pos, n);
 		} else {
-			rc = wb_write(fs, ip, idx, co, buf + pos, n);
+			rc = wbuf_write(fs, ip, idx, co, buf + pos, n);
 		}
 		if (!rc)
 			pos += n;
@@ -477,7 +277,7 @@ void file_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct inode *ip = fh_inode(fi);
 	(void)ino;
 	pthread_rwlock_wrlock(&ip->dlock);
-	int rc = file_wb_flush(fs, ip);
+	int rc = wbuf_flush(fs, ip);
 	pthread_rwlock_unlock(&ip->dlock);
 	fuse_reply_err(req, fs_err(rc));
 }
@@ -488,12 +288,12 @@ void file_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct inode *ip = fh_inode(fi);
 	(void)ino;
 	pthread_rwlock_wrlock(&ip->dlock);
-	int rc = fs->o.read_only ? 0 : file_wb_flush(fs, ip);
+	int rc = fs->o.read_only ? 0 : wbuf_flush(fs, ip);
 	pthread_mutex_lock(&fs->mu);
 	bool last = ip->nopen == 1;
 	pthread_mutex_unlock(&fs->mu);
 	if (last && !ip->wb.active)
-		file_wb_free(ip);
+		wbuf_release(&ip->wb);
 	pthread_rwlock_unlock(&ip->dlock);
 	pthread_mutex_lock(&fs->mu);
 	ip->refs++;
@@ -514,7 +314,7 @@ void file_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_i
 		return;
 	}
 	pthread_rwlock_wrlock(&ip->dlock);
-	int rc = file_wb_flush(fs, ip);
+	int rc = wbuf_flush(fs, ip);
 	pthread_rwlock_unlock(&ip->dlock);
 	pthread_mutex_lock(&fs->mu);
 	uint64_t t = ip->ticket;
@@ -535,14 +335,14 @@ static int clear_range(struct mwfs *fs, struct inode *ip, struct engine_batch *b
 {
 	uint8_t key[SCHEMA_KEY_MAX], end[SCHEMA_KEY_MAX];
 	uint64_t first = from / fs->cs;
-	size_t kn = chunk_key(key, ip->ino, first);
+	size_t kn = schema_key_chunk(key, ip->ino, first);
 	size_t en;
 	if (to == UINT64_MAX || (to - 1) / fs->cs == UINT64_MAX) {
 		uint8_t pfx[SCHEMA_KEY_MAX];
 		size_t pn = schema_key_chunk_prefix(pfx, ip->ino);
 		en = schema_prefix_end(pfx, pn, end);
 	} else {
-		en = chunk_key(end, ip->ino, (to - 1) / fs->cs + 1);
+		en = schema_key_chunk(end, ip->ino, (to - 1) / fs->cs + 1);
 	}
 	struct tls *t = fs_tls(fs);
 	if (!t)
@@ -575,7 +375,7 @@ static int clear_range(struct mwfs *fs, struct inode *ip, struct engine_batch *b
 			nlen = (size_t)a;
 		else
 			memset(t->chunk + a, 0, (z < vn ? z : vn) - a);
-		if (all_zero(t->chunk, nlen))
+		if (fs_all_zero(t->chunk, nlen))
 			rc = engine_batch_delete(b, k, n);
 		else
 			rc = engine_batch_put(b, k, n, t->chunk, nlen);
@@ -619,7 +419,7 @@ void file_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t l
 	}
 	uint64_t end = (uint64_t)off + (uint64_t)len;
 	pthread_rwlock_wrlock(&ip->dlock);
-	rc = file_wb_flush(fs, ip);
+	rc = wbuf_flush(fs, ip);
 	pthread_mutex_lock(&fs->mu);
 	struct schema_inode saved = ip->a;
 	uint64_t saved_rec = ip->rec_size;
@@ -676,7 +476,7 @@ void file_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, struct fu
 		return;
 	}
 	pthread_rwlock_wrlock(&ip->dlock);
-	int rc = fs->o.read_only ? 0 : file_wb_flush(fs, ip);
+	int rc = fs->o.read_only ? 0 : wbuf_flush(fs, ip);
 	pthread_mutex_lock(&fs->mu);
 	uint64_t size = ip->a.size;
 	pthread_mutex_unlock(&fs->mu);
@@ -687,7 +487,7 @@ void file_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, struct fu
 		goto out;
 	uint8_t key[SCHEMA_KEY_MAX], pfx[SCHEMA_KEY_MAX], end[SCHEMA_KEY_MAX];
 	uint64_t expect = (uint64_t)off / fs->cs;
-	size_t kn = chunk_key(key, ip->ino, expect);
+	size_t kn = schema_key_chunk(key, ip->ino, expect);
 	size_t pn = schema_key_chunk_prefix(pfx, ip->ino);
 	size_t en = schema_prefix_end(pfx, pn, end);
 	struct engine_iter *it = NULL;

@@ -1,7 +1,7 @@
 /*
  * fs.c - the FUSE session of memwalfs: superblock and format, the
- * operations table, attribute handlers (getattr, setattr, readlink,
- * statfs, forget) and the helpers every handler shares.
+ * operations table and attribute handlers (getattr, setattr, readlink,
+ * statfs, forget); the helpers every handler shares are in common.c.
  *
  * Every handler follows one pattern: take fs->mu, resolve inodes through
  * the table, build ONE engine batch with every key the operation changes,
@@ -38,138 +38,6 @@ void mwfs_opts_default(struct mwfs_opts *o)
 uint32_t mwfs_chunk_size(const struct mwfs *fs)
 {
 	return fs->cs;
-}
-
-/* ---- helpers ------------------------------------------------------------ */
-
-static void tls_free(void *p)
-{
-	struct tls *t = p;
-	if (!t)
-		return;
-	free(t->buf);
-	free(t->chunk);
-	engine_batch_free(t->b);
-	free(t);
-}
-
-/* This thread's scratch space (NULL on allocation failure). */
-struct tls *fs_tls(struct mwfs *fs)
-{
-	struct tls *t = pthread_getspecific(fs->tkey);
-	if (t)
-		return t;
-	t = calloc(1, sizeof(*t));
-	if (!t)
-		return NULL;
-	t->chunk = malloc(fs->cs);
-	if (!t->chunk || engine_batch_new(&t->b)) {
-		tls_free(t);
-		return NULL;
-	}
-	pthread_setspecific(fs->tkey, t);
-	return t;
-}
-
-/* A per-thread buffer of at least n bytes, reused across requests. */
-uint8_t *fs_tls_buf(struct mwfs *fs, size_t n)
-{
-	struct tls *t = fs_tls(fs);
-	if (!t)
-		return NULL;
-	if (t->cap < n) {
-		uint8_t *nb = realloc(t->buf, n);
-		if (!nb)
-			return NULL;
-		t->buf = nb;
-		t->cap = n;
-	}
-	return t->buf;
-}
-
-/* The thread's batch, emptied (NULL on allocation failure). */
-struct engine_batch *fs_batch(struct mwfs *fs)
-{
-	struct tls *t = fs_tls(fs);
-	if (!t)
-		return NULL;
-	engine_batch_clear(t->b);
-	return t->b;
-}
-
-/* Positive errno for fuse_reply_err() from an engine/fs error. */
-int fs_err(int rc)
-{
-	switch (rc) {
-	case 0:
-		return 0;
-	case -ESTALE:   /* fenced by a newer writer */
-	case -EUCLEAN:  /* corrupt object */
-	case -EBADMSG:
-	case -EPROTONOSUPPORT:
-	case -ETIMEDOUT:
-		return EIO;
-	default:
-		return rc < 0 ? -rc : EIO;
-	}
-}
-
-void fs_now(int64_t *sec, uint32_t *nsec)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	*sec = ts.tv_sec;
-	*nsec = (uint32_t)ts.tv_nsec;
-}
-
-/* Set the chosen timestamps of a to now. */
-void fs_touch(struct schema_inode *a, bool atime, bool mtime, bool ctime)
-{
-	int64_t s;
-	uint32_t ns;
-	fs_now(&s, &ns);
-	if (atime) {
-		a->atime_sec = s;
-		a->atime_nsec = ns;
-	}
-	if (mtime) {
-		a->mtime_sec = s;
-		a->mtime_nsec = ns;
-	}
-	if (ctime) {
-		a->ctime_sec = s;
-		a->ctime_nsec = ns;
-	}
-}
-
-void fs_fill_stat(struct mwfs *fs, const struct inode *ip, struct stat *st)
-{
-	memset(st, 0, sizeof(*st));
-	st->st_ino = ip->ino;
-	st->st_mode = ip->a.mode;
-	st->st_nlink = ip->a.nlink;
-	st->st_uid = ip->a.uid;
-	st->st_gid = ip->a.gid;
-	st->st_rdev = (dev_t)ip->a.rdev;
-	st->st_size = (off_t)ip->a.size;
-	st->st_blksize = (blksize_t)(fs->cs < 131072 ? fs->cs : 131072);
-	st->st_blocks = (blkcnt_t)((ip->a.size + 511) / 512);
-	st->st_atim.tv_sec = ip->a.atime_sec;
-	st->st_atim.tv_nsec = ip->a.atime_nsec;
-	st->st_mtim.tv_sec = ip->a.mtime_sec;
-	st->st_mtim.tv_nsec = ip->a.mtime_nsec;
-	st->st_ctim.tv_sec = ip->a.ctime_sec;
-	st->st_ctim.tv_nsec = ip->a.ctime_nsec;
-}
-
-void fs_fill_entry(struct mwfs *fs, const struct inode *ip, struct fuse_entry_param *e)
-{
-	memset(e, 0, sizeof(*e));
-	e->ino = ip->ino;
-	e->generation = 1;
-	e->attr_timeout = fs->o.attr_timeout;
-	e->entry_timeout = fs->o.entry_timeout;
-	fs_fill_stat(fs, ip, &e->attr);
 }
 
 /* ---- attribute handlers ------------------------------------------------- */
@@ -311,7 +179,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 		pthread_mutex_unlock(&fs->mu);
 		pthread_rwlock_wrlock(&ip->dlock);
 		dlocked = true;
-		rc = file_wb_flush(fs, ip);
+		rc = wbuf_flush(fs, ip);
 		pthread_mutex_lock(&fs->mu);
 		if (rc)
 			goto out;
@@ -534,7 +402,7 @@ int mwfs_open(struct engine *e, const struct mwfs_opts *o, struct mwfs **out)
 		return -EINVAL;
 	}
 	pthread_mutex_init(&fs->mu, NULL);
-	if (pthread_key_create(&fs->tkey, tls_free)) {
+	if (pthread_key_create(&fs->tkey, fs_tls_free)) {
 		rc = -ENOMEM;
 		goto fail_mu;
 	}
@@ -632,7 +500,6 @@ int mwfs_loop(struct mwfs *fs)
 		return -ENOMEM;
 	fuse_loop_cfg_set_clone_fd(cfg, 0);
 	fuse_loop_cfg_set_max_threads(cfg, fs->o.max_threads ? fs->o.max_threads : 8);
-	fuse_loop_cfg_set_idle_threads(cfg, fs->o.max_threads ? fs->o.max_threads : 8);
 	int rc = fuse_session_loop_mt(fs->se, cfg);
 	fuse_loop_cfg_destroy(cfg);
 	return rc < 0 ? rc : 0;
@@ -648,7 +515,7 @@ int mwfs_close(struct mwfs *fs)
 	wbflush_stop(fs->wbf);
 	fs->wbf = NULL;
 	if (!fs->o.read_only) {
-		rc = inode_table_flush_all(fs);
+		rc = wbuf_flush_all(fs);
 		pthread_mutex_lock(&fs->mu);
 		/* nothing is open any more: every unlinked inode can go */
 		for (size_t i = 0; i < fs->hsize; i++)
@@ -667,7 +534,7 @@ int mwfs_close(struct mwfs *fs)
 	}
 	inode_table_free(fs);
 	struct tls *t = pthread_getspecific(fs->tkey);
-	tls_free(t);
+	fs_tls_free(t);
 	pthread_setspecific(fs->tkey, NULL);
 	pthread_key_delete(fs->tkey);
 	pthread_mutex_destroy(&fs->mu);

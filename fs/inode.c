@@ -9,7 +9,7 @@
  * the rest of a range (numbers are never reused).
  *
  * Everything here runs with fs->mu held, except inode_check() and
- * inode_table_flush_all(), which take it.
+ * wbuf_flush_all() (wbuf.c), which take it.
  */
 #include <assert.h>
 #include <errno.h>
@@ -100,7 +100,7 @@ static struct inode *inode_alloc(uint64_t ino)
 
 static void inode_free(struct inode *ip)
 {
-	file_wb_free(ip);
+	wbuf_release(&ip->wb);
 	pthread_rwlock_destroy(&ip->dlock);
 	free(ip->target);
 	free(ip);
@@ -421,30 +421,6 @@ int inode_reclaim_orphans(struct mwfs *fs)
 		log_info("reclaimed %zu orphan inode(s): %s", n, rc ? strerror(-rc) : "ok");
 	free(inos);
 	return rc;
-}
-
-/* Write out every write buffer (fs->mu NOT held; takes it). */
-int inode_table_flush_all(struct mwfs *fs)
-{
-	int first = 0;
-	pthread_mutex_lock(&fs->mu);
-	for (size_t i = 0; i < fs->hsize; i++) {
-		for (struct inode *ip = fs->htab[i]; ip; ip = ip->hnext) {
-			if (!ip->wb.active)
-				continue;
-			ip->refs++;
-			pthread_mutex_unlock(&fs->mu);
-			pthread_rwlock_wrlock(&ip->dlock);
-			int rc = file_wb_flush(fs, ip);
-			pthread_rwlock_unlock(&ip->dlock);
-			pthread_mutex_lock(&fs->mu);
-			ip->refs--;
-			if (rc && !first)
-				first = rc;
-		}
-	}
-	pthread_mutex_unlock(&fs->mu);
-	return first;
 }
 
 /* Free every in-memory inode (at close; no handler runs any more). */

@@ -17,7 +17,14 @@
 #ifndef MEMWALFS_FS_INTERNAL_H
 #define MEMWALFS_FS_INTERNAL_H
 
-#define FUSE_USE_VERSION 34
+/*
+ * 3.12: fuse_session_loop_mt() takes the opaque fuse_loop_config of
+ * fuse_loop_cfg_create().  Below 3.12 the macro picks the old entry point,
+ * which reads that struct as the v1 layout (clone_fd, max_idle_threads):
+ * max_idle_threads came out 0 and the pool never kept more than one
+ * worker, so one waiting fsync stopped every other request.
+ */
+#define FUSE_USE_VERSION 312
 
 #include <fuse_lowlevel.h>
 #include <pthread.h>
@@ -28,7 +35,7 @@
 #include "engine.h"
 #include "fs.h"
 #include "readahead.h"
-#include "wbflush.h"
+#include "wbuf.h"
 #include "schema.h"
 
 /*
@@ -41,16 +48,6 @@
 #define MWFS_INO_RANGE 1024
 
 /* One open chunk of a file being written (protected by ip->dlock). */
-struct wbuf {
-	uint64_t idx;  /* chunk index */
-	uint8_t *data; /* chunk_size bytes */
-	uint32_t lo;   /* dirty byte range [lo, hi) within the chunk */
-	uint32_t hi;
-	bool base;     /* data holds the whole chunk (stored bytes merged in) */
-	bool active;   /* holds unwritten bytes */
-	uint64_t since_ms; /* CLOCK_MONOTONIC ms when it became active */
-};
-
 struct inode {
 	uint64_t ino;             /* inode number (immutable) */
 	struct inode *hnext;      /* hash chain; fs->mu */
@@ -65,7 +62,7 @@ struct inode {
 	uint64_t ra_next;         /* read-ahead: where the last read ended; fs->ra->mu */
 	uint64_t ra_hi;           /* read-ahead: chunks below this are queued; fs->ra->mu */
 	uint32_t ra_streak;       /* read-ahead: sequential reads in a row; fs->ra->mu */
-	bool wb_listed;           /* on the write-buffer flusher's list (wbflush.c); fs->mu */
+	bool wb_listed;           /* on the write-buffer flusher's list (wbuf.c); fs->mu */
 	pthread_rwlock_t dlock;   /* protects wb */
 	struct wbuf wb;           /* write buffer; ip->dlock */
 };
@@ -84,7 +81,7 @@ struct mwfs {
 	bool writeback;            /* kernel writeback cache in effect */
 	pthread_key_t tkey;        /* per-thread scratch buffers (struct tls) */
 	struct readahead *ra;      /* read-ahead threads and in-flight loads (readahead.c) */
-	struct wbflush *wbf;       /* puts write buffers left partly filled (wbflush.c) */
+	struct wbflush *wbf;       /* puts write buffers left partly filled (wbuf.c) */
 	atomic_uint outage_readers; /* reads waiting out a store outage (file.c read_chunk) */
 };
 
@@ -96,7 +93,8 @@ struct tls {
 	struct engine_batch *b; /* reusable batch */
 };
 
-/* fs.c */
+/* common.c */
+void fs_tls_free(void *tls); /* the destructor of fs->tkey */
 struct tls *fs_tls(struct mwfs *fs);
 uint8_t *fs_tls_buf(struct mwfs *fs, size_t n);
 struct engine_batch *fs_batch(struct mwfs *fs);
@@ -105,6 +103,7 @@ void fs_now(int64_t *sec, uint32_t *nsec);
 void fs_touch(struct schema_inode *a, bool atime, bool mtime, bool ctime);
 void fs_fill_stat(struct mwfs *fs, const struct inode *ip, struct stat *st);
 void fs_fill_entry(struct mwfs *fs, const struct inode *ip, struct fuse_entry_param *e);
+bool fs_all_zero(const uint8_t *p, size_t n);
 
 /* inode.c (all with fs->mu held) */
 int inode_get(struct mwfs *fs, uint64_t ino, struct inode **out);
@@ -139,7 +138,6 @@ void inode_tx_add(struct inode_tx *tx, struct inode *ip);
 int inode_tx_commit(struct inode_tx *tx, int rc);
 void inode_tx_undo(struct inode_tx *tx);
 void inode_table_free(struct mwfs *fs);
-int inode_table_flush_all(struct mwfs *fs);
 
 /* dir.c */
 void dir_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);
@@ -174,13 +172,9 @@ void file_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, struct fu
 void file_copy_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in, struct fuse_file_info *fi_in,
 		     fuse_ino_t ino_out, off_t off_out, struct fuse_file_info *fi_out, size_t len,
 		     int flags);
-/* Write out ip's buffer (ip->dlock held exclusively, fs->mu not held). */
-int file_wb_flush(struct mwfs *fs, struct inode *ip);
 /* Set the size: flush, trim chunks (ip->dlock exclusive and fs->mu held). */
 int file_truncate_locked(struct mwfs *fs, struct inode *ip, struct engine_batch *b,
 			 uint64_t size);
-/* Release the buffer memory (ip->dlock exclusive). */
-void file_wb_free(struct inode *ip);
 
 /* xattr.c */
 void xattr_set(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value, size_t size,

@@ -54,7 +54,7 @@ cmp "$WORK/data1" "$mnt/dir/synced1"
 echo "-- a partly written chunk of a file kept open is committed without fsync"
 # Without the kernel writeback cache every write reaches the daemon at once; the daemon must
 # put a partial chunk it holds within about two cadence intervals even though the file stays
-# open and nobody calls fsync (fs/wbflush.c).
+# open and nobody calls fsync (fs/wbuf.c).
 mw_umount "$mnt"
 mw_mount "$mnt" --no-writeback-cache --cadence 50
 head -c 5000 "$WORK/data1" > "$WORK/part"

@@ -1,0 +1,152 @@
+/*
+ * common.c - the helpers every handler shares: per-thread scratch space
+ * and batch, error mapping, the clock and timestamps, stat replies.
+ *
+ * Below every other file of fs/ (it calls none of them), so the modules
+ * above form no circle: common.c <- inode.c <- wbuf.c <- file.c
+ * <- fs.c (dir.c and xattr.c beside file.c; readahead.c and schema.c below
+ * them all).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "internal.h"
+#include "log.h"
+
+void fs_tls_free(void *p)
+{
+	struct tls *t = p;
+	if (!t)
+		return;
+	free(t->buf);
+	free(t->chunk);
+	engine_batch_free(t->b);
+	free(t);
+}
+
+/* This thread's scratch space (NULL on allocation failure). */
+struct tls *fs_tls(struct mwfs *fs)
+{
+	struct tls *t = pthread_getspecific(fs->tkey);
+	if (t)
+		return t;
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return NULL;
+	t->chunk = malloc(fs->cs);
+	if (!t->chunk || engine_batch_new(&t->b)) {
+		fs_tls_free(t);
+		return NULL;
+	}
+	pthread_setspecific(fs->tkey, t);
+	return t;
+}
+
+/* A per-thread buffer of at least n bytes, reused across requests. */
+uint8_t *fs_tls_buf(struct mwfs *fs, size_t n)
+{
+	struct tls *t = fs_tls(fs);
+	if (!t)
+		return NULL;
+	if (t->cap < n) {
+		uint8_t *nb = realloc(t->buf, n);
+		if (!nb)
+			return NULL;
+		t->buf = nb;
+		t->cap = n;
+	}
+	return t->buf;
+}
+
+/* The thread's batch, emptied (NULL on allocation failure). */
+struct engine_batch *fs_batch(struct mwfs *fs)
+{
+	struct tls *t = fs_tls(fs);
+	if (!t)
+		return NULL;
+	engine_batch_clear(t->b);
+	return t->b;
+}
+
+/* Positive errno for fuse_reply_err() from an engine/fs error. */
+int fs_err(int rc)
+{
+	switch (rc) {
+	case 0:
+		return 0;
+	case -ESTALE:   /* fenced by a newer writer */
+	case -EUCLEAN:  /* corrupt object */
+	case -EBADMSG:
+	case -EPROTONOSUPPORT:
+	case -ETIMEDOUT:
+		return EIO;
+	default:
+		return rc < 0 ? -rc : EIO;
+	}
+}
+
+void fs_now(int64_t *sec, uint32_t *nsec)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	*sec = ts.tv_sec;
+	*nsec = (uint32_t)ts.tv_nsec;
+}
+
+/* Set the chosen timestamps of a to now. */
+void fs_touch(struct schema_inode *a, bool atime, bool mtime, bool ctime)
+{
+	int64_t s;
+	uint32_t ns;
+	fs_now(&s, &ns);
+	if (atime) {
+		a->atime_sec = s;
+		a->atime_nsec = ns;
+	}
+	if (mtime) {
+		a->mtime_sec = s;
+		a->mtime_nsec = ns;
+	}
+	if (ctime) {
+		a->ctime_sec = s;
+		a->ctime_nsec = ns;
+	}
+}
+
+void fs_fill_stat(struct mwfs *fs, const struct inode *ip, struct stat *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->st_ino = ip->ino;
+	st->st_mode = ip->a.mode;
+	st->st_nlink = ip->a.nlink;
+	st->st_uid = ip->a.uid;
+	st->st_gid = ip->a.gid;
+	st->st_rdev = (dev_t)ip->a.rdev;
+	st->st_size = (off_t)ip->a.size;
+	st->st_blksize = (blksize_t)(fs->cs < 131072 ? fs->cs : 131072);
+	st->st_blocks = (blkcnt_t)((ip->a.size + 511) / 512);
+	st->st_atim.tv_sec = ip->a.atime_sec;
+	st->st_atim.tv_nsec = ip->a.atime_nsec;
+	st->st_mtim.tv_sec = ip->a.mtime_sec;
+	st->st_mtim.tv_nsec = ip->a.mtime_nsec;
+	st->st_ctim.tv_sec = ip->a.ctime_sec;
+	st->st_ctim.tv_nsec = ip->a.ctime_nsec;
+}
+
+void fs_fill_entry(struct mwfs *fs, const struct inode *ip, struct fuse_entry_param *e)
+{
+	memset(e, 0, sizeof(*e));
+	e->ino = ip->ino;
+	e->generation = 1;
+	e->attr_timeout = fs->o.attr_timeout;
+	e->entry_timeout = fs->o.entry_timeout;
+	fs_fill_stat(fs, ip, &e->attr);
+}
+
+bool fs_all_zero(const uint8_t *p, size_t n)
+{
+	return n == 0 || (p[0] == 0 && memcmp(p, p + 1, n - 1) == 0);
+}
