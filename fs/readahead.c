@@ -31,6 +31,7 @@
 #include "internal.h"
 #include "log.h"
 #include "readahead.h"
+#include "thread.h"
 
 #define RA_QUEUE 256 /* queued prefetches (more are dropped) */
 #define RA_BUSY 64   /* loads in flight (FUSE threads + prefetch threads) */
@@ -40,18 +41,23 @@ struct ra_job {
 	uint64_t idx; /* chunk index */
 };
 
+/* One prefetch thread (mw_thread, whose stop flag is guarded by ra->mu). */
+struct ra_worker {
+	struct mw_thread t;
+	struct readahead *ra;     /* borrowed */
+};
+
 struct readahead {
 	struct mwfs *fs;          /* borrowed */
 	uint64_t window;          /* bytes to keep fetched ahead of a sequential reader */
-	pthread_mutex_t mu;       /* see the file comment */
+	struct mw_mutex mu;       /* see the file comment */
 	pthread_cond_t work;      /* a job was queued, or stop; ra->mu */
 	pthread_cond_t done;      /* a load in flight ended; ra->mu */
 	struct ra_job q[RA_QUEUE]; /* ring of queued jobs; ra->mu */
 	size_t qhead, qn;         /* first job, count; ra->mu */
 	struct ra_job busy[RA_BUSY]; /* loads in flight; ra->mu */
 	bool used[RA_BUSY];       /* busy[i] is valid; ra->mu */
-	bool stop;                /* threads must exit; ra->mu */
-	pthread_t *thr;           /* the threads (nthr of them) */
+	struct ra_worker *thr;    /* the threads (nthr of them) */
 	unsigned nthr;
 	uint64_t prefetched;      /* chunks loaded by the threads; ra->mu */
 	uint64_t waited;          /* reads that waited for a load in flight; ra->mu */
@@ -82,17 +88,17 @@ int ra_begin(struct readahead *ra, uint64_t ino, uint64_t idx)
 {
 	if (!ra)
 		return -1;
-	pthread_mutex_lock(&ra->mu);
+	mw_mutex_lock(&ra->mu);
 	int slot;
 	if (find_busy(ra, ino, idx) >= 0) {
 		ra->waited++;
 		while (find_busy(ra, ino, idx) >= 0)
-			pthread_cond_wait(&ra->done, &ra->mu);
+			mw_cond_wait(&ra->done, &ra->mu);
 		slot = -1;
 	} else {
 		slot = claim(ra, ino, idx);
 	}
-	pthread_mutex_unlock(&ra->mu);
+	mw_mutex_unlock(&ra->mu);
 	return slot;
 }
 
@@ -100,21 +106,22 @@ void ra_end(struct readahead *ra, int slot)
 {
 	if (!ra || slot < 0)
 		return;
-	pthread_mutex_lock(&ra->mu);
+	mw_mutex_lock(&ra->mu);
 	ra->used[slot] = false;
 	pthread_cond_broadcast(&ra->done);
-	pthread_mutex_unlock(&ra->mu);
+	mw_mutex_unlock(&ra->mu);
 }
 
 static void *worker(void *arg)
 {
-	struct readahead *ra = arg;
+	struct ra_worker *w = arg;
+	struct readahead *ra = w->ra;
 	uint8_t key[SCHEMA_KEY_MAX];
-	pthread_mutex_lock(&ra->mu);
+	mw_mutex_lock(&ra->mu);
 	for (;;) {
-		while (!ra->stop && ra->qn == 0)
-			pthread_cond_wait(&ra->work, &ra->mu);
-		if (ra->stop)
+		while (!w->t.stop && ra->qn == 0)
+			mw_cond_wait(&ra->work, &ra->mu);
+		if (w->t.stop)
 			break;
 		struct ra_job j = ra->q[ra->qhead];
 		ra->qhead = (ra->qhead + 1) % RA_QUEUE;
@@ -124,18 +131,18 @@ static void *worker(void *arg)
 		int slot = claim(ra, j.ino, j.idx);
 		if (slot < 0)
 			continue;
-		pthread_mutex_unlock(&ra->mu);
+		mw_mutex_unlock(&ra->mu);
 		size_t kn = schema_key_chunk(key, j.ino, j.idx);
 		int rc = engine_prefetch(ra->fs->e, key, kn);
 		if (rc && rc != -ENOENT)
 			log_debug("read-ahead of inode %llu chunk %llu: %s",
 				  (unsigned long long)j.ino, (unsigned long long)j.idx, strerror(-rc));
-		pthread_mutex_lock(&ra->mu);
+		mw_mutex_lock(&ra->mu);
 		ra->used[slot] = false;
 		ra->prefetched++;
 		pthread_cond_broadcast(&ra->done);
 	}
-	pthread_mutex_unlock(&ra->mu);
+	mw_mutex_unlock(&ra->mu);
 	return NULL;
 }
 
@@ -147,13 +154,13 @@ void ra_note_read(struct readahead *ra, struct inode *ip, uint64_t off, size_t l
 	uint64_t cs = ra->fs->cs;
 	uint64_t end = off + len;
 	uint64_t slack = 4 * cs;
-	pthread_mutex_lock(&ra->mu);
+	mw_mutex_lock(&ra->mu);
 	bool seq = off == 0 || (off + slack >= ip->ra_next && off <= ip->ra_next + slack);
 	if (!seq) {
 		ip->ra_streak = 0;
 		ip->ra_hi = 0;
 		ip->ra_next = end;
-		pthread_mutex_unlock(&ra->mu);
+		mw_mutex_unlock(&ra->mu);
 		return;
 	}
 	if (end > ip->ra_next)
@@ -180,7 +187,7 @@ void ra_note_read(struct readahead *ra, struct inode *ip, uint64_t off, size_t l
 		if (queued)
 			pthread_cond_broadcast(&ra->work);
 	}
-	pthread_mutex_unlock(&ra->mu);
+	mw_mutex_unlock(&ra->mu);
 }
 
 void ra_counts(struct readahead *ra, uint64_t *prefetched, uint64_t *waited)
@@ -188,10 +195,10 @@ void ra_counts(struct readahead *ra, uint64_t *prefetched, uint64_t *waited)
 	*prefetched = *waited = 0;
 	if (!ra)
 		return;
-	pthread_mutex_lock(&ra->mu);
+	mw_mutex_lock(&ra->mu);
 	*prefetched = ra->prefetched;
 	*waited = ra->waited;
-	pthread_mutex_unlock(&ra->mu);
+	mw_mutex_unlock(&ra->mu);
 }
 
 int ra_start(struct mwfs *fs, unsigned nthreads, uint64_t window, struct readahead **out)
@@ -201,7 +208,7 @@ int ra_start(struct mwfs *fs, unsigned nthreads, uint64_t window, struct readahe
 		return -ENOMEM;
 	ra->fs = fs;
 	ra->window = window;
-	pthread_mutex_init(&ra->mu, NULL);
+	mw_mutex_init(&ra->mu);
 	pthread_cond_init(&ra->work, NULL);
 	pthread_cond_init(&ra->done, NULL);
 	if (window && nthreads) {
@@ -211,11 +218,12 @@ int ra_start(struct mwfs *fs, unsigned nthreads, uint64_t window, struct readahe
 			return -ENOMEM;
 		}
 		for (; ra->nthr < nthreads; ra->nthr++) {
-			int err = pthread_create(&ra->thr[ra->nthr], NULL, worker, ra);
-			if (err) {
-				log_err("starting read-ahead thread: %s", strerror(err));
+			struct ra_worker *w = &ra->thr[ra->nthr];
+			w->ra = ra;
+			int rc = mw_thread_start(&w->t, "read-ahead", worker, w, &ra->mu, &ra->work);
+			if (rc) {
 				ra_stop(ra);
-				return -err;
+				return rc;
 			}
 		}
 	}
@@ -227,15 +235,11 @@ void ra_stop(struct readahead *ra)
 {
 	if (!ra)
 		return;
-	pthread_mutex_lock(&ra->mu);
-	ra->stop = true;
-	pthread_cond_broadcast(&ra->work);
-	pthread_mutex_unlock(&ra->mu);
 	for (unsigned i = 0; i < ra->nthr; i++)
-		pthread_join(ra->thr[i], NULL);
+		mw_thread_stop(&ra->thr[i].t);
 	free(ra->thr);
 	pthread_cond_destroy(&ra->work);
 	pthread_cond_destroy(&ra->done);
-	pthread_mutex_destroy(&ra->mu);
+	mw_mutex_destroy(&ra->mu);
 	free(ra);
 }

@@ -42,6 +42,7 @@
 
 #include "internal.h"
 #include "log.h"
+#include "thread.h"
 
 /*
  * A read that failed because the store does not answer waits for it (like a
@@ -189,14 +190,12 @@ int wbuf_write(struct mwfs *fs, struct inode *ip, uint64_t idx, uint32_t co, con
 			return -ENOMEM;
 	}
 	if (!w->active) {
-		struct timespec ts;
-		clock_gettime(CLOCK_MONOTONIC, &ts);
 		w->idx = idx;
 		w->lo = co;
 		w->hi = co + n;
 		w->base = false;
 		w->active = true;
-		w->since_ms = (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+		w->since_ms = mw_now_us() / 1000u;
 		wbflush_note(fs->wbf, ip);
 	} else if (!w->base) {
 		if (co > w->hi || co + n < w->lo) {
@@ -246,20 +245,12 @@ int wbuf_flush_all(struct mwfs *fs)
 struct wbflush {
 	struct mwfs *fs;       /* the filesystem (borrowed) */
 	unsigned ms;           /* flush buffers older than this, checked this often */
-	pthread_t thr;         /* the flusher thread */
-	pthread_mutex_t mu;    /* protects stop (waits use cv) */
+	struct mw_thread thr;  /* the flusher thread; thr.stop under mu */
+	struct mw_mutex mu;    /* guards thr.stop (waits use cv) */
 	pthread_cond_t cv;     /* signalled to stop */
-	bool stop;             /* protected by mu */
 	struct inode **list;   /* listed inodes, each with a reference; fs->mu */
 	size_t n, cap;         /* fs->mu */
 };
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
 
 /* Make room for one more listed inode (fs->mu held).  false: no memory. */
 static bool grow_locked(struct wbflush *wf)
@@ -304,7 +295,7 @@ static void pass(struct wbflush *wf, bool all)
 	wf->n = wf->cap = 0;
 	pthread_mutex_unlock(&fs->mu);
 
-	uint64_t now = now_ms();
+	uint64_t now = mw_now_us() / 1000u;
 	for (size_t i = 0; i < n; i++) {
 		struct inode *ip = l[i];
 		bool drop = false;
@@ -339,45 +330,39 @@ static void pass(struct wbflush *wf, bool all)
 static void *flusher_main(void *arg)
 {
 	struct wbflush *wf = arg;
-	pthread_mutex_lock(&wf->mu);
-	while (!wf->stop) {
-		struct timespec ts;
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		uint64_t ns = (uint64_t)ts.tv_nsec + (uint64_t)wf->ms * 1000000u;
-		ts.tv_sec += (time_t)(ns / 1000000000u);
-		ts.tv_nsec = (long)(ns % 1000000000u);
-		pthread_cond_timedwait(&wf->cv, &wf->mu, &ts);
-		if (wf->stop)
+	mw_mutex_lock(&wf->mu);
+	while (!wf->thr.stop) {
+		uint64_t until_us = mw_now_us() + (uint64_t)wf->ms * 1000u;
+		struct timespec ts = { .tv_sec = (time_t)(until_us / 1000000u),
+				       .tv_nsec = (long)(until_us % 1000000u) * 1000 };
+		mw_cond_timedwait(&wf->cv, &wf->mu, &ts);
+		if (wf->thr.stop)
 			break;
-		pthread_mutex_unlock(&wf->mu);
+		mw_mutex_unlock(&wf->mu);
 		pass(wf, false);
-		pthread_mutex_lock(&wf->mu);
+		mw_mutex_lock(&wf->mu);
 	}
-	pthread_mutex_unlock(&wf->mu);
+	mw_mutex_unlock(&wf->mu);
 	return NULL;
 }
 
 int wbflush_start(struct mwfs *fs, unsigned ms, struct wbflush **out)
 {
 	struct wbflush *wf = calloc(1, sizeof(*wf));
-	pthread_condattr_t ca;
 	int rc;
 
 	if (!wf)
 		return -ENOMEM;
 	wf->fs = fs;
 	wf->ms = ms ? ms : 100;
-	pthread_mutex_init(&wf->mu, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&wf->cv, &ca);
-	pthread_condattr_destroy(&ca);
-	rc = pthread_create(&wf->thr, NULL, flusher_main, wf);
+	mw_mutex_init(&wf->mu);
+	mw_cond_init_monotonic(&wf->cv);
+	rc = mw_thread_start(&wf->thr, "write-buffer flusher", flusher_main, wf, &wf->mu, &wf->cv);
 	if (rc) {
 		pthread_cond_destroy(&wf->cv);
-		pthread_mutex_destroy(&wf->mu);
+		mw_mutex_destroy(&wf->mu);
 		free(wf);
-		return -rc;
+		return rc;
 	}
 	*out = wf;
 	return 0;
@@ -387,14 +372,10 @@ void wbflush_stop(struct wbflush *wf)
 {
 	if (!wf)
 		return;
-	pthread_mutex_lock(&wf->mu);
-	wf->stop = true;
-	pthread_cond_signal(&wf->cv);
-	pthread_mutex_unlock(&wf->mu);
-	pthread_join(wf->thr, NULL);
+	mw_thread_stop(&wf->thr);
 	pass(wf, true); /* put what is left and drop every reference */
 	free(wf->list);
 	pthread_cond_destroy(&wf->cv);
-	pthread_mutex_destroy(&wf->mu);
+	mw_mutex_destroy(&wf->mu);
 	free(wf);
 }
