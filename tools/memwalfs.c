@@ -1,8 +1,8 @@
 /*
  * memwalfs.c - entry point of the memwalfs binary: dispatches to the
  * subcommands listed below.  "memwalfs SUBCOMMAND --help" describes each.
- * When invoked as mount.memwalfs / mount.fuse.memwalfs (the mount helper
- * symlinks), behaves as "memwalfs mount" with mount(8)'s argument order.
+ * mount(8) reaches "memwalfs mount" through the shell helper
+ * tools/mount.fuse.memwalfs, which reorders mount(8)'s arguments.
  */
 #include <stdio.h>
 #include <string.h>

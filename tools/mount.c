@@ -52,7 +52,7 @@
 #include "log.h"
 #include "store.h"
 #include "storeopt.h"
-#include "umount.h"
+#include "daemon.h"
 
 /* How long a mount waits for a closing daemon of the same store (seconds). */
 #define MOUNT_LOCK_WAIT_SEC 30
@@ -594,9 +594,11 @@ static int check_formats(struct mount_args *a, struct store *st)
 	if (rc) {
 		fprintf(stderr, "memwalfs: refusing to mount %s: %s%s; nothing was changed\n",
 			a->store, strerror(-rc),
-			rc == -EUCLEAN ? " (an object is damaged or of a format version newer than "
-					 "this memwalfs reads: see above)"
-				       : "");
+			rc == -EUCLEAN ? " (an object is damaged: see above)"
+			: rc == -EPROTONOSUPPORT
+				? " (an object has a format version newer than this memwalfs reads, "
+				  "written by a newer memwalfs?: see above)"
+				: "");
 		return -1;
 	}
 	rc = mwfs_check_format(e, &version);
@@ -637,7 +639,7 @@ static int serve(struct mount_args *a, int report_fd)
 	if (check_store_kind(a, st))
 		goto out;
 	if (!a->eo.read_only) {
-		/* wait for a closing daemon of this store instead of fencing it (umount.h) */
+		/* wait for a closing daemon of this store instead of fencing it (daemon.h) */
 		char name[PATH_MAX + 64];
 		rc = mwd_store_name(a->store, &a->s3, name, sizeof(name));
 		if (!rc)

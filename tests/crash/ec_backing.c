@@ -14,6 +14,7 @@
 
 #include "engine_check.h"
 #include "store.h"
+#include "testutil.h"
 
 /* ------------------------------------------------------------------ */
 /* Backing locations                                                   */
@@ -73,41 +74,6 @@ static int rm_cb(const char *path, const struct stat *sb, int flag, struct FTW *
 	return 0;
 }
 
-struct keylist {
-	char **k;   /* keys */
-	size_t n;   /* used */
-	size_t cap; /* allocated */
-};
-
-static int keylist_add(void *arg, const char *key, uint64_t size)
-{
-	struct keylist *l = arg;
-
-	(void)size;
-	if (l->n == l->cap) {
-		size_t nc = l->cap ? l->cap * 2 : 64;
-		char **nk = realloc(l->k, nc * sizeof(*nk));
-
-		if (!nk)
-			return -ENOMEM;
-		l->k = nk;
-		l->cap = nc;
-	}
-	l->k[l->n] = strdup(key);
-	if (!l->k[l->n])
-		return -ENOMEM;
-	l->n++;
-	return 0;
-}
-
-static void keylist_free(struct keylist *l)
-{
-	for (size_t i = 0; i < l->n; i++)
-		free(l->k[i]);
-	free(l->k);
-	memset(l, 0, sizeof(*l));
-}
-
 void ec_backing_destroy(struct ec_backing *b)
 {
 	if (b->kind == EC_LOCAL) {
@@ -116,13 +82,13 @@ void ec_backing_destroy(struct ec_backing *b)
 		return;
 	}
 	struct store *st = NULL;
-	struct keylist l = { 0 };
+	struct tu_keys l = { 0 };
 
 	if (ec_backing_open(b, &st))
 		return;
-	if (!store_list(st, "", NULL, 0, keylist_add, &l) && l.n)
-		store_delete_many(st, (const char *const *)l.k, l.n);
-	keylist_free(&l);
+	if (!store_list(st, "", NULL, 0, tu_keys_add, &l) && l.n)
+		store_delete_many(st, (const char *const *)l.keys, l.n);
+	tu_keys_free(&l);
 	store_cleanup_uploads(st, "", 0, NULL);
 	store_close(st);
 }

@@ -64,44 +64,9 @@ static uint8_t *random_buf(size_t len, uint64_t seed)
 	return b;
 }
 
-struct keylist {
-	char **keys;   /* listed keys, in callback order */
-	uint64_t *sizes;
-	size_t n, cap;
-	size_t stop_after; /* return stop_code after this many (0: never) */
-	int stop_code;
-};
-
-static int keylist_add(void *arg, const char *key, uint64_t size)
+static void list_ok(const char *prefix, const char *after, size_t max, struct tu_keys *l)
 {
-	struct keylist *l = arg;
-	if (l->n == l->cap) {
-		l->cap = l->cap ? l->cap * 2 : 64;
-		l->keys = realloc(l->keys, l->cap * sizeof(*l->keys));
-		l->sizes = realloc(l->sizes, l->cap * sizeof(*l->sizes));
-		assert_non_null(l->keys);
-		assert_non_null(l->sizes);
-	}
-	l->keys[l->n] = strdup(key);
-	l->sizes[l->n] = size;
-	l->n++;
-	if (l->stop_after && l->n == l->stop_after)
-		return l->stop_code;
-	return 0;
-}
-
-static void keylist_free(struct keylist *l)
-{
-	for (size_t i = 0; i < l->n; i++)
-		free(l->keys[i]);
-	free(l->keys);
-	free(l->sizes);
-	memset(l, 0, sizeof(*l));
-}
-
-static void list_ok(const char *prefix, const char *after, size_t max, struct keylist *l)
-{
-	int rc = store_list(T->store, prefix, after, max, keylist_add, l);
+	int rc = store_list(T->store, prefix, after, max, tu_keys_add, l);
 	if (rc != 0)
 		fail_msg("list prefix=%s after=%s max=%zu: %d", prefix, after ? after : "", max, rc);
 }
@@ -110,7 +75,7 @@ static void list_ok(const char *prefix, const char *after, size_t max, struct ke
 static void list_eq(const char *prefix, const char *after, size_t max, const char *const *want,
 		    size_t n)
 {
-	struct keylist l = {0};
+	struct tu_keys l = {0};
 	list_ok(prefix, after, max, &l);
 	if (l.n != n) {
 		for (size_t i = 0; i < l.n; i++)
@@ -120,7 +85,7 @@ static void list_eq(const char *prefix, const char *after, size_t max, const cha
 	}
 	for (size_t i = 0; i < n; i++)
 		assert_string_equal(l.keys[i], want[i]);
-	keylist_free(&l);
+	tu_keys_free(&l);
 }
 
 /* ------------------------------------------------------------------------
@@ -305,7 +270,7 @@ static void test_list_1500(void **state)
 	(void)state;
 	struct put_job jobs[8];
 	pthread_t th[8];
-	struct keylist l = {0};
+	struct tu_keys l = {0};
 	char k[64], after[64];
 	char *del[NLIST + 10];
 
@@ -328,51 +293,51 @@ static void test_list_1500(void **state)
 		assert_string_equal(l.keys[i], k);
 		assert_int_equal(l.sizes[i], i % 7);
 	}
-	keylist_free(&l);
+	tu_keys_free(&l);
 
 	/* start_after across the 1000-key page boundary */
 	list_ok("list/", "list/k00999", 0, &l);
 	assert_int_equal(l.n, 500);
 	assert_string_equal(l.keys[0], "list/k01000");
 	assert_string_equal(l.keys[499], "list/k01499");
-	keylist_free(&l);
+	tu_keys_free(&l);
 
 	/* max_keys larger than a page */
 	list_ok("list/", NULL, 1200, &l);
 	assert_int_equal(l.n, 1200);
 	assert_string_equal(l.keys[1199], "list/k01199");
-	keylist_free(&l);
+	tu_keys_free(&l);
 
 	/* start_after + max_keys */
 	list_ok("list/", "list/k00499", 1001, &l);
 	assert_int_equal(l.n, 1000);
 	assert_string_equal(l.keys[0], "list/k00500");
 	assert_string_equal(l.keys[999], "list/k01499");
-	keylist_free(&l);
+	tu_keys_free(&l);
 	list_ok("list/", "list/k00100x", 3, &l); /* start_after that is not a key */
 	assert_int_equal(l.n, 3);
 	assert_string_equal(l.keys[0], "list/k00101");
-	keylist_free(&l);
+	tu_keys_free(&l);
 
 	/* narrower prefixes; a prefix with and without '/' */
 	list_ok("list/k014", NULL, 0, &l);
 	assert_int_equal(l.n, 100);
-	keylist_free(&l);
+	tu_keys_free(&l);
 	list_ok("list", NULL, 0, &l);
 	assert_int_equal(l.n, NLIST + 1);
 	assert_string_equal(l.keys[0], "list-other/x"); /* '-' sorts before '/' */
 	assert_string_equal(l.keys[1], "list/k00000");
-	keylist_free(&l);
+	tu_keys_free(&l);
 	list_ok("lis", NULL, 1, &l);
 	assert_string_equal(l.keys[0], "lisa");
-	keylist_free(&l);
+	tu_keys_free(&l);
 
 	/* the callback stops the listing; its value comes back */
 	l.stop_after = 1005;
 	l.stop_code = 7;
-	assert_int_equal(store_list(T->store, "list/", NULL, 0, keylist_add, &l), 7);
+	assert_int_equal(store_list(T->store, "list/", NULL, 0, tu_keys_add, &l), 7);
 	assert_int_equal(l.n, 1005);
-	keylist_free(&l);
+	tu_keys_free(&l);
 
 	/* delete-many: every key plus missing ones, across the 1000-key batch */
 	for (int i = 0; i < NLIST; i++) {

@@ -270,40 +270,48 @@ void tu_store_close(struct tu_store *t)
 	free(t);
 }
 
-struct key_vec {
-	char **keys;
-	size_t n, cap;
-};
-
-static int collect(void *arg, const char *key, uint64_t size)
+int tu_keys_add(void *arg, const char *key, uint64_t size)
 {
-	struct key_vec *v = arg;
-	(void)size;
-	if (v->n == v->cap) {
-		size_t nc = v->cap ? v->cap * 2 : 256;
-		char **nk = realloc(v->keys, nc * sizeof(*nk));
+	struct tu_keys *l = arg;
+	if (l->n == l->cap) {
+		size_t nc = l->cap ? l->cap * 2 : 64;
+		char **nk = realloc(l->keys, nc * sizeof(*nk));
 		if (!nk)
 			return -ENOMEM;
-		v->keys = nk;
-		v->cap = nc;
+		l->keys = nk;
+		uint64_t *ns = realloc(l->sizes, nc * sizeof(*ns));
+		if (!ns)
+			return -ENOMEM;
+		l->sizes = ns;
+		l->cap = nc;
 	}
-	v->keys[v->n] = strdup(key);
-	if (!v->keys[v->n])
+	l->keys[l->n] = strdup(key);
+	if (!l->keys[l->n])
 		return -ENOMEM;
-	v->n++;
+	l->sizes[l->n] = size;
+	l->n++;
+	if (l->stop_after && l->n == l->stop_after)
+		return l->stop_code;
 	return 0;
+}
+
+void tu_keys_free(struct tu_keys *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		free(l->keys[i]);
+	free(l->keys);
+	free(l->sizes);
+	memset(l, 0, sizeof(*l));
 }
 
 int tu_wipe_prefix(struct store *s, const char *prefix)
 {
-	struct key_vec v = {0};
-	int rc = store_list(s, prefix, NULL, 0, collect, &v);
+	struct tu_keys v = {0};
+	int rc = store_list(s, prefix, NULL, 0, tu_keys_add, &v);
 
 	if (rc == 0 && v.n)
 		rc = store_delete_many(s, (const char *const *)v.keys, v.n);
-	for (size_t i = 0; i < v.n; i++)
-		free(v.keys[i]);
-	free(v.keys);
+	tu_keys_free(&v);
 	if (rc < 0)
 		fprintf(stderr, "tu_wipe_prefix %s: %s\n", prefix, strerror(-rc));
 	return rc;

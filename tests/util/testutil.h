@@ -61,6 +61,22 @@ int tu_store_reopen(struct tu_store *t);
 /* Close the store, remove every object it made (dir or prefix), free t.  NULL ok. */
 void tu_store_close(struct tu_store *t);
 
+/*
+ * Keys collected by store_list(st, ..., tu_keys_add, &keys): each key (and its
+ * size) in callback order.  stop_after > 0: the callback returns stop_code
+ * once that many are collected.  -ENOMEM when out of memory.  Free with
+ * tu_keys_free() (which zeroes the struct).
+ */
+struct tu_keys {
+	char **keys;
+	uint64_t *sizes;
+	size_t n, cap;
+	size_t stop_after;
+	int stop_code;
+};
+int tu_keys_add(void *arg, const char *key, uint64_t size);
+void tu_keys_free(struct tu_keys *l);
+
 /* Delete every key under prefix ("" for all) in s.  0 or -errno. */
 int tu_wipe_prefix(struct store *s, const char *prefix);
 

@@ -1,6 +1,7 @@
 /*
- * umount.h - how a memwalfs daemon makes its end observable, shared by
- * "memwalfs mount" (the daemon) and "memwalfs umount" (tools/umount.c).
+ * daemon.h - how a memwalfs daemon makes its end observable, shared by
+ * "memwalfs mount" (the daemon) and "memwalfs umount" (tools/umount.c);
+ * implemented in tools/daemon.c.
  *
  * Two small files in the run directory (/run/memwalfs as root, else
  * $XDG_RUNTIME_DIR/memwalfs or /tmp/memwalfs-UID):
@@ -22,8 +23,8 @@
  * daemon still committing its last writes; a holder that is still mounted is
  * a live writer and is fenced at once, as the single-writer design says.
  */
-#ifndef MEMWALFS_TOOLS_UMOUNT_H
-#define MEMWALFS_TOOLS_UMOUNT_H
+#ifndef MEMWALFS_TOOLS_DAEMON_H
+#define MEMWALFS_TOOLS_DAEMON_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -72,7 +73,4 @@ void mwd_status_gc(void);
  */
 bool mwd_top_mount(const char *mountpoint, char *type, size_t tn, char *src, size_t sn);
 
-/* memwalfs umount (tools/commands.h). */
-int cmd_umount(int argc, char **argv);
-
-#endif /* MEMWALFS_TOOLS_UMOUNT_H */
+#endif /* MEMWALFS_TOOLS_DAEMON_H */

@@ -1,0 +1,342 @@
+/*
+ * daemon.c - the per-store daemon lock and status files (the design is in
+ * daemon.h), used by "memwalfs mount" (the daemon) and "memwalfs umount".
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "daemon.h"
+
+/* Status files of exited daemons are removed after this long (nobody asked). */
+#define MWD_STATUS_KEEP_SEC 3600
+
+/* ---- run directory, names ------------------------------------------------ */
+
+/* The run directory (created 0700 if missing) into out.  0 or -errno. */
+static int rundir(char *out, size_t n)
+{
+	const char *x = getenv("XDG_RUNTIME_DIR");
+	int w;
+	if (geteuid() == 0)
+		w = snprintf(out, n, "/run/memwalfs");
+	else if (x && x[0] == '/')
+		w = snprintf(out, n, "%s/memwalfs", x);
+	else
+		w = snprintf(out, n, "/tmp/memwalfs-%u", (unsigned)geteuid());
+	if (w < 0 || (size_t)w >= n)
+		return -ENAMETOOLONG;
+	if (mkdir(out, 0700) && errno != EEXIST)
+		return -errno;
+	struct stat st;
+	if (lstat(out, &st))
+		return -errno;
+	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid())
+		return -EPERM; /* someone else's directory in /tmp: do not trust it */
+	return 0;
+}
+
+static uint64_t fnv1a64(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a 64 offset basis */
+	for (; *s; s++) {
+		h ^= (unsigned char)*s;
+		h *= 0x100000001b3ull; /* FNV 64 prime */
+	}
+	return h;
+}
+
+int mwd_store_name(const char *url, const struct s3_opts *o, char *out, size_t n)
+{
+	int w;
+	if (!strncmp(url, "s3://", 5)) {
+		size_t len = strlen(url);
+		while (len > 5 && url[len - 1] == '/')
+			len--;
+		const char *ep = o && o->endpoint ? o->endpoint : "aws";
+		size_t elen = strlen(ep);
+		while (elen > 1 && ep[elen - 1] == '/')
+			elen--;
+		w = snprintf(out, n, "s3 %.*s %.*s", (int)elen, ep, (int)len, url);
+	} else {
+		char real[PATH_MAX];
+		if (!strncmp(url, "file://", 7))
+			url += 7;
+		if (!realpath(url, real))
+			return -errno;
+		w = snprintf(out, n, "local %s", real);
+	}
+	return w < 0 || (size_t)w >= n ? -ENAMETOOLONG : 0;
+}
+
+int mwd_status_path(pid_t pid, char *out, size_t n)
+{
+	char dir[PATH_MAX - 64];
+	int rc = rundir(dir, sizeof(dir));
+	if (rc)
+		return rc;
+	int w = snprintf(out, n, "%s/daemon-%ld.status", dir, (long)pid);
+	return w < 0 || (size_t)w >= n ? -ENAMETOOLONG : 0;
+}
+
+void mwd_status_gc(void)
+{
+	char dir[PATH_MAX - 64];
+	if (rundir(dir, sizeof(dir)))
+		return;
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	time_t now = time(NULL);
+	for (struct dirent *de; (de = readdir(d));) {
+		long pid;
+		char tail[16];
+		if (sscanf(de->d_name, "daemon-%ld.%15s", &pid, tail) != 2 || strcmp(tail, "status"))
+			continue;
+		struct stat st;
+		if (pid <= 0 || !kill((pid_t)pid, 0) || errno == EPERM)
+			continue; /* its daemon (or a process with its pid) runs */
+		if (!fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) &&
+		    now - st.st_mtime > MWD_STATUS_KEEP_SEC)
+			unlinkat(dirfd(d), de->d_name, 0);
+	}
+	closedir(d);
+}
+
+/* Write all n bytes of p to fd.  0 or -errno (a short write is an error). */
+static int write_all(int fd, const char *p, size_t n)
+{
+	while (n) {
+		ssize_t w = write(fd, p, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return w < 0 ? -errno : -EIO;
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+int mwd_status_write(const char *path, const char *text)
+{
+	char tmp[PATH_MAX + 8];
+	int rc = 0;
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))
+		return -ENAMETOOLONG;
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	rc = write_all(fd, text, strlen(text));
+	if (!rc)
+		rc = write_all(fd, "\n", 1);
+	if (!rc && fsync(fd))
+		rc = -errno;
+	if (close(fd) && !rc)
+		rc = -errno;
+	if (!rc && rename(tmp, path))
+		rc = -errno;
+	if (rc)
+		unlink(tmp);
+	return rc;
+}
+
+/* ---- the per-store lock -------------------------------------------------- */
+
+/* Undo the octal escapes (\040 ...) of a /proc/self/mountinfo field, in place. */
+static void unescape(char *s)
+{
+	char *d = s;
+	while (*s) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' &&
+		    s[3] >= '0' && s[3] <= '7') {
+			*d++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
+			s += 4;
+		} else {
+			*d++ = *s++;
+		}
+	}
+	*d = 0;
+}
+
+/*
+ * Walk /proc/self/mountinfo for mounts at mountpoint.  Each match (in mount
+ * order, so the last one is on top) is copied into type/src (unescaped).
+ * Stops at the first match when src_want is given and equals its source.
+ * Returns the number of matches seen (0 if unreadable).
+ */
+static int scan_mounts(const char *mountpoint, const char *src_want, char *type, size_t tn,
+		       char *srcbuf, size_t sn)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	char *line = NULL;
+	size_t cap = 0;
+	int found = 0;
+	if (!f)
+		return 0;
+	while (getline(&line, &cap, f) > 0) {
+		/* id parent maj:min root MOUNTPOINT opts [optional...] - FSTYPE SOURCE superopts */
+		char *save = NULL, *mp = NULL, *tok;
+		int i = 0;
+		for (tok = strtok_r(line, " ", &save); tok && i < 4; tok = strtok_r(NULL, " ", &save))
+			i++;
+		mp = tok;
+		while (tok && strcmp(tok, "-"))
+			tok = strtok_r(NULL, " ", &save);
+		char *ty = tok ? strtok_r(NULL, " ", &save) : NULL;
+		char *src = ty ? strtok_r(NULL, " ", &save) : NULL;
+		if (!mp || !src)
+			continue;
+		unescape(mp);
+		if (strcmp(mp, mountpoint))
+			continue;
+		unescape(src);
+		if (src_want && (strcmp(ty, "fuse.memwalfs") || strcmp(src, src_want)))
+			continue;
+		found++;
+		if (type)
+			snprintf(type, tn, "%s", ty);
+		if (srcbuf)
+			snprintf(srcbuf, sn, "%s", src);
+		if (src_want)
+			break;
+	}
+	free(line);
+	fclose(f);
+	return found;
+}
+
+/* Is a fuse.memwalfs mount of fsname at mountpoint visible here? */
+static bool is_mounted(const char *mountpoint, const char *fsname)
+{
+	return scan_mounts(mountpoint, fsname, NULL, 0, NULL, 0) > 0;
+}
+
+bool mwd_top_mount(const char *mountpoint, char *type, size_t tn, char *src, size_t sn)
+{
+	return scan_mounts(mountpoint, NULL, type, tn, src, sn) > 0;
+}
+
+/* Read the holder's "pid\nmountpoint\nfsname\n" from fd (0 or -1). */
+static int read_holder(int fd, long *pid, char *mnt, size_t mn, char *fsn, size_t fn)
+{
+	char buf[2 * PATH_MAX + 64];
+	ssize_t r = pread(fd, buf, sizeof(buf) - 1, 0);
+	if (r <= 0)
+		return -1;
+	buf[r] = 0;
+	char *a = strchr(buf, '\n');
+	char *b = a ? strchr(a + 1, '\n') : NULL;
+	char *c = b ? strchr(b + 1, '\n') : NULL;
+	if (!c)
+		return -1;
+	*a = *b = *c = 0;
+	*pid = strtol(buf, NULL, 10);
+	snprintf(mnt, mn, "%s", a + 1);
+	snprintf(fsn, fn, "%s", b + 1);
+	return 0;
+}
+
+/* Open (creating) the lock file; -errno on failure. */
+static int open_lock(const char *path)
+{
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	return fd < 0 ? -errno : fd;
+}
+
+/* Does path still name the file open at fd (nobody replaced it)? */
+static bool same_file(int fd, const char *path)
+{
+	struct stat a, b;
+	return !fstat(fd, &a) && !stat(path, &b) && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+int mwd_lock(const char *name, const char *mountpoint, const char *fsname, unsigned wait_sec,
+	     int *out)
+{
+	char dir[PATH_MAX - 64], path[PATH_MAX];
+	int rc = rundir(dir, sizeof(dir));
+	if (rc)
+		return rc;
+	snprintf(path, sizeof(path), "%s/store-%016llx.lock", dir,
+		 (unsigned long long)fnv1a64(name));
+	struct timespec t0, now;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	bool told = false;
+	int fd = -1;
+	for (;;) {
+		if (fd < 0 && (fd = open_lock(path)) < 0)
+			return fd;
+		if (!flock(fd, LOCK_EX | LOCK_NB)) {
+			if (same_file(fd, path))
+				break; /* ours, and still the current lock file */
+			close(fd); /* replaced by a mount that gave up waiting: retry */
+			fd = -1;
+			continue;
+		}
+		if (errno != EWOULDBLOCK && errno != EINTR) {
+			rc = -errno;
+			close(fd);
+			return rc;
+		}
+		if (!same_file(fd, path)) {
+			close(fd);
+			fd = -1;
+			continue;
+		}
+		long pid = 0;
+		char hm[PATH_MAX], hf[PATH_MAX];
+		bool known = !read_holder(fd, &pid, hm, sizeof(hm), hf, sizeof(hf));
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		double waited = (double)(now.tv_sec - t0.tv_sec) + (now.tv_nsec - t0.tv_nsec) / 1e9;
+		bool live = known && is_mounted(hm, hf);
+		if (live || waited >= wait_sec) {
+			if (live)
+				fprintf(stderr,
+					"memwalfs: the store is mounted by daemon %ld at %s: "
+					"this mount fences it\n",
+					pid, hm);
+			else
+				fprintf(stderr,
+					"memwalfs: daemon %ld still holds the store after %u s: "
+					"mounting anyway (it will be fenced)\n",
+					pid, wait_sec);
+			/* a fresh lock file for us; the old holder keeps the unlinked one */
+			unlink(path);
+			close(fd);
+			fd = -1;
+			continue;
+		}
+		if (!told) {
+			fprintf(stderr,
+				"memwalfs: waiting up to %u s for daemon %ld to finish its final "
+				"commit of this store...\n",
+				wait_sec, pid);
+			told = true;
+		}
+		struct timespec ts = {0, 50 * 1000 * 1000};
+		nanosleep(&ts, NULL);
+	}
+	if (told)
+		fprintf(stderr, "memwalfs: the previous daemon has finished\n");
+	char text[2 * PATH_MAX + 64];
+	int w = snprintf(text, sizeof(text), "%ld\n%s\n%s\n", (long)getpid(), mountpoint, fsname);
+	if (w < 0 || (size_t)w >= sizeof(text) || ftruncate(fd, 0) ||
+	    pwrite(fd, text, (size_t)w, 0) != w) {
+		/* the lock is held; only the informative text is missing */
+		fprintf(stderr, "memwalfs: writing %s: %s\n", path, strerror(errno));
+	}
+	*out = fd;
+	return 0;
+}
