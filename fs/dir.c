@@ -88,6 +88,7 @@ static int dir_empty(struct mwfs *fs, uint64_t ino)
 static int get_dir(struct mwfs *fs, uint64_t ino, struct inode **out)
 {
 	struct inode *dp;
+	mw_mutex_assert_held(&fs->mu);
 	int rc = inode_get(fs, ino, &dp);
 	if (rc)
 		return rc;
@@ -154,7 +155,7 @@ static int op_check(struct op *op, fuse_req_t req, const char *name, int how)
 
 static void op_lock(struct op *op)
 {
-	pthread_mutex_lock(&op->fs->mu);
+	mw_mutex_lock(&op->fs->mu);
 	op->locked = true;
 }
 
@@ -166,6 +167,7 @@ static void op_lock(struct op *op)
 static int op_resolve(struct op *op, uint64_t parent, const char *name, int how)
 {
 	uint64_t ino;
+	mw_mutex_assert_held(&op->fs->mu);
 	op->parent = parent;
 	op->name = name;
 	int rc = get_dir(op->fs, parent, &op->dp);
@@ -201,7 +203,7 @@ static int op_end(struct op *op, int rc)
 	inode_put(op->fs, op->dp);
 	op->ip = op->dp = NULL;
 	if (op->locked)
-		pthread_mutex_unlock(&op->fs->mu);
+		mw_mutex_unlock(&op->fs->mu);
 	op->locked = false;
 	return rc;
 }
@@ -627,13 +629,13 @@ static int dirh_add(struct dirh *d, uint64_t ino, uint32_t type, const char *nam
 static int dir_parent(struct mwfs *fs, uint64_t ino, uint64_t *parent)
 {
 	struct inode *dp;
-	pthread_mutex_lock(&fs->mu);
+	mw_mutex_lock(&fs->mu);
 	int rc = get_dir(fs, ino, &dp);
 	if (!rc) {
 		*parent = dp->a.parent ? dp->a.parent : ino;
 		inode_put(fs, dp);
 	}
-	pthread_mutex_unlock(&fs->mu);
+	mw_mutex_unlock(&fs->mu);
 	return rc;
 }
 
@@ -712,7 +714,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	if (rc)
 		goto out;
 	if (plus)
-		pthread_mutex_lock(&fs->mu);
+		mw_mutex_lock(&fs->mu);
 	for (size_t i = (size_t)off; i < d->n; i++) {
 		const struct dent *de = &d->ents[i];
 		const char *name = d->names + de->name;
@@ -749,7 +751,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		pos += need;
 	}
 	if (plus)
-		pthread_mutex_unlock(&fs->mu);
+		mw_mutex_unlock(&fs->mu);
 out:
 	pthread_mutex_unlock(&d->mu);
 	if (rc)
@@ -789,13 +791,13 @@ void dir_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file
 	uint64_t t = 0;
 	(void)datasync;
 	(void)fi;
-	pthread_mutex_lock(&fs->mu);
+	mw_mutex_lock(&fs->mu);
 	int rc = inode_get(fs, ino, &ip);
 	if (!rc) {
 		t = ip->ticket;
 		inode_put(fs, ip);
 	}
-	pthread_mutex_unlock(&fs->mu);
+	mw_mutex_unlock(&fs->mu);
 	if (!rc && !fs->o.read_only)
 		rc = t ? engine_wait(fs->e, t, true) : engine_sync(fs->e);
 	fuse_reply_err(req, fs_err(rc));

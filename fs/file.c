@@ -46,7 +46,7 @@ static int open_truncate(struct mwfs *fs, struct inode *ip)
 		return rc;
 	pthread_rwlock_wrlock(&ip->dlock);
 	wbuf_drop(&ip->wb);
-	pthread_mutex_lock(&fs->mu);
+	mw_mutex_lock(&fs->mu);
 	struct inode_tx tx;
 	rc = inode_tx_begin(fs, &tx);
 	if (!rc) {
@@ -56,7 +56,7 @@ static int open_truncate(struct mwfs *fs, struct inode *ip)
 			fs_touch(&ip->a, false, true, true);
 		rc = inode_tx_commit(&tx, rc);
 	}
-	pthread_mutex_unlock(&fs->mu);
+	mw_mutex_unlock(&fs->mu);
 	pthread_rwlock_unlock(&ip->dlock);
 	return rc;
 }
@@ -66,7 +66,7 @@ void file_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct mwfs *fs = fuse_req_userdata(req);
 	struct inode *ip = NULL;
 	bool trunc = fi->flags & O_TRUNC;
-	pthread_mutex_lock(&fs->mu);
+	mw_mutex_lock(&fs->mu);
 	int rc = inode_get(fs, ino, &ip); /* holds a reference until inode_put */
 	if (rc)
 		ip = NULL;
@@ -75,15 +75,15 @@ void file_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	else if (fs->o.read_only && ((fi->flags & O_ACCMODE) != O_RDONLY || trunc))
 		rc = -EROFS;
 	trunc = trunc && ip && S_ISREG(ip->a.mode);
-	pthread_mutex_unlock(&fs->mu);
+	mw_mutex_unlock(&fs->mu);
 	if (!rc && trunc)
 		rc = open_truncate(fs, ip);
-	pthread_mutex_lock(&fs->mu);
+	mw_mutex_lock(&fs->mu);
 	if (!rc)
 		ip->nopen++;
 	if (ip)
 		inode_put(fs, ip);
-	pthread_mutex_unlock(&fs->mu);
+	mw_mutex_unlock(&fs->mu);
 	if (rc) {
 		fuse_reply_err(req, fs_err(rc));
 		return;
@@ -102,9 +102,9 @@ static int read_locked(struct mwfs *fs, struct inode *ip, uint64_t off, size_t s
 		       size_t *len)
 {
 	int rc = 0;
-	pthread_mutex_lock(&fs->mu);
+	mw_mutex_lock(&fs->mu);
 	uint64_t fsize = ip->a.size;
-	pthread_mutex_unlock(&fs->mu);
+	mw_mutex_unlock(&fs->mu);
 	*len = 0;
 	if (off < fsize)
 		*len = fsize - off < size ? (size_t)(fsize - off) : size;
@@ -174,12 +174,12 @@ static int write_locked(struct mwfs *fs, struct inode *ip, const uint8_t *buf, s
 			if (rc)
 				break;
 		}
-		pthread_mutex_lock(&fs->mu);
+		mw_mutex_lock(&fs->mu);
 		if (o + n > ip->a.size)
 			ip->a.size = o + n;
 		if (!fs->writeback) /* with the writeback cache the kernel sets the times */
 			fs_touch(&ip->a, false, true, true);
-		pthread_mutex_unlock(&fs->mu);
+		mw_mutex_unlock(&fs->mu);
 		if (co == 0 && n == fs->cs) {
 			if (ip->wb.active) /* same chunk, wholly overwritten */
 				ip->wb.active = false;
@@ -289,17 +289,17 @@ void file_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	(void)ino;
 	pthread_rwlock_wrlock(&ip->dlock);
 	int rc = fs->o.read_only ? 0 : wbuf_flush(fs, ip);
-	pthread_mutex_lock(&fs->mu);
+	mw_mutex_lock(&fs->mu);
 	bool last = ip->nopen == 1;
-	pthread_mutex_unlock(&fs->mu);
+	mw_mutex_unlock(&fs->mu);
 	if (last && !ip->wb.active)
 		wbuf_release(&ip->wb);
 	pthread_rwlock_unlock(&ip->dlock);
-	pthread_mutex_lock(&fs->mu);
+	mw_mutex_lock(&fs->mu);
 	ip->refs++;
 	ip->nopen--;
 	inode_put(fs, ip); /* may reclaim an unlinked file */
-	pthread_mutex_unlock(&fs->mu);
+	mw_mutex_unlock(&fs->mu);
 	fuse_reply_err(req, fs_err(rc));
 }
 
@@ -316,9 +316,9 @@ void file_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_i
 	pthread_rwlock_wrlock(&ip->dlock);
 	int rc = wbuf_flush(fs, ip);
 	pthread_rwlock_unlock(&ip->dlock);
-	pthread_mutex_lock(&fs->mu);
+	mw_mutex_lock(&fs->mu);
 	uint64_t t = ip->ticket;
-	pthread_mutex_unlock(&fs->mu);
+	mw_mutex_unlock(&fs->mu);
 	if (!rc)
 		rc = t ? engine_wait(fs->e, t, true) : engine_sync(fs->e);
 	fuse_reply_err(req, fs_err(rc));
@@ -333,6 +333,7 @@ void file_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_i
 static int clear_range(struct mwfs *fs, struct inode *ip, struct engine_batch *b, uint64_t from,
 		       uint64_t to, bool cut)
 {
+	mw_mutex_assert_held(&fs->mu);
 	uint8_t key[SCHEMA_KEY_MAX], end[SCHEMA_KEY_MAX];
 	uint64_t first = from / fs->cs;
 	size_t kn = schema_key_chunk(key, ip->ino, first);
@@ -388,6 +389,7 @@ static int clear_range(struct mwfs *fs, struct inode *ip, struct engine_batch *b
 
 int file_truncate_locked(struct mwfs *fs, struct inode *ip, struct engine_batch *b, uint64_t size)
 {
+	mw_mutex_assert_held(&fs->mu);
 	int rc = 0;
 	if (size < ip->a.size || size < ip->rec_size)
 		rc = clear_range(fs, ip, b, size, UINT64_MAX, true);
@@ -420,7 +422,7 @@ void file_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t l
 	uint64_t end = (uint64_t)off + (uint64_t)len;
 	pthread_rwlock_wrlock(&ip->dlock);
 	rc = wbuf_flush(fs, ip);
-	pthread_mutex_lock(&fs->mu);
+	mw_mutex_lock(&fs->mu);
 	struct schema_inode saved = ip->a;
 	uint64_t saved_rec = ip->rec_size;
 	struct engine_batch *b = fs_batch(fs);
@@ -450,7 +452,7 @@ void file_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t l
 		ip->rec_size = saved_rec;
 	}
 out:
-	pthread_mutex_unlock(&fs->mu);
+	mw_mutex_unlock(&fs->mu);
 	pthread_rwlock_unlock(&ip->dlock);
 	fuse_reply_err(req, fs_err(rc));
 }
@@ -477,9 +479,9 @@ void file_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, struct fu
 	}
 	pthread_rwlock_wrlock(&ip->dlock);
 	int rc = fs->o.read_only ? 0 : wbuf_flush(fs, ip);
-	pthread_mutex_lock(&fs->mu);
+	mw_mutex_lock(&fs->mu);
 	uint64_t size = ip->a.size;
-	pthread_mutex_unlock(&fs->mu);
+	mw_mutex_unlock(&fs->mu);
 	uint64_t pos = 0;
 	if (!rc && (off < 0 || (uint64_t)off >= size))
 		rc = -ENXIO;

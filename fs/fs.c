@@ -101,19 +101,19 @@ static void op_destroy(void *userdata)
 static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 {
 	struct mwfs *fs = fuse_req_userdata(req);
-	pthread_mutex_lock(&fs->mu);
+	mw_mutex_lock(&fs->mu);
 	inode_forget(fs, ino, nlookup);
-	pthread_mutex_unlock(&fs->mu);
+	mw_mutex_unlock(&fs->mu);
 	fuse_reply_none(req);
 }
 
 static void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *f)
 {
 	struct mwfs *fs = fuse_req_userdata(req);
-	pthread_mutex_lock(&fs->mu);
+	mw_mutex_lock(&fs->mu);
 	for (size_t i = 0; i < count; i++)
 		inode_forget(fs, f[i].ino, f[i].nlookup);
-	pthread_mutex_unlock(&fs->mu);
+	mw_mutex_unlock(&fs->mu);
 	fuse_reply_none(req);
 }
 
@@ -123,13 +123,13 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	struct inode *ip;
 	struct stat st;
 	(void)fi;
-	pthread_mutex_lock(&fs->mu);
+	mw_mutex_lock(&fs->mu);
 	int rc = inode_get(fs, ino, &ip);
 	if (!rc) {
 		fs_fill_stat(fs, ip, &st);
 		inode_put(fs, ip);
 	}
-	pthread_mutex_unlock(&fs->mu);
+	mw_mutex_unlock(&fs->mu);
 	if (rc)
 		fuse_reply_err(req, fs_err(rc));
 	else
@@ -158,7 +158,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 		fuse_reply_err(req, EROFS);
 		return;
 	}
-	pthread_mutex_lock(&fs->mu);
+	mw_mutex_lock(&fs->mu);
 	int rc = inode_get(fs, ino, &ip);
 	if (rc)
 		goto out;
@@ -176,11 +176,11 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 			goto out;
 		}
 		/* lock order: dlock before mu */
-		pthread_mutex_unlock(&fs->mu);
+		mw_mutex_unlock(&fs->mu);
 		pthread_rwlock_wrlock(&ip->dlock);
 		dlocked = true;
 		rc = wbuf_flush(fs, ip);
-		pthread_mutex_lock(&fs->mu);
+		mw_mutex_lock(&fs->mu);
 		if (rc)
 			goto out;
 	}
@@ -220,7 +220,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 out:
 	if (ip)
 		inode_put(fs, ip);
-	pthread_mutex_unlock(&fs->mu);
+	mw_mutex_unlock(&fs->mu);
 	if (dlocked)
 		pthread_rwlock_unlock(&ip->dlock);
 	if (rc)
@@ -234,7 +234,7 @@ static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 	struct mwfs *fs = fuse_req_userdata(req);
 	struct inode *ip;
 	char *copy = NULL;
-	pthread_mutex_lock(&fs->mu);
+	mw_mutex_lock(&fs->mu);
 	int rc = inode_get(fs, ino, &ip);
 	if (!rc) {
 		if (!S_ISLNK(ip->a.mode) || !ip->target)
@@ -243,7 +243,7 @@ static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 			rc = -ENOMEM;
 		inode_put(fs, ip);
 	}
-	pthread_mutex_unlock(&fs->mu);
+	mw_mutex_unlock(&fs->mu);
 	if (rc)
 		fuse_reply_err(req, fs_err(rc));
 	else
@@ -264,9 +264,9 @@ static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 	sv.f_bfree = sv.f_blocks;
 	sv.f_bavail = sv.f_blocks;
 	sv.f_files = 1ull << 40;
-	pthread_mutex_lock(&fs->mu);
+	mw_mutex_lock(&fs->mu);
 	sv.f_ffree = sv.f_files - fs->next_ino;
-	pthread_mutex_unlock(&fs->mu);
+	mw_mutex_unlock(&fs->mu);
 	sv.f_favail = sv.f_ffree;
 	sv.f_namemax = SCHEMA_NAME_MAX;
 	fuse_reply_statfs(req, &sv);
@@ -401,7 +401,7 @@ int mwfs_open(struct engine *e, const struct mwfs_opts *o, struct mwfs **out)
 		free(fs);
 		return -EINVAL;
 	}
-	pthread_mutex_init(&fs->mu, NULL);
+	mw_mutex_init(&fs->mu);
 	if (pthread_key_create(&fs->tkey, fs_tls_free)) {
 		rc = -ENOMEM;
 		goto fail_mu;
@@ -424,13 +424,13 @@ int mwfs_open(struct engine *e, const struct mwfs_opts *o, struct mwfs **out)
 	}
 	/* pin the root */
 	struct inode *root;
-	pthread_mutex_lock(&fs->mu);
+	mw_mutex_lock(&fs->mu);
 	rc = inode_get(fs, SCHEMA_ROOT_INO, &root);
 	if (!rc)
 		root->nlookup = 1;
 	if (!rc && !o->read_only)
 		rc = inode_reclaim_orphans(fs);
-	pthread_mutex_unlock(&fs->mu);
+	mw_mutex_unlock(&fs->mu);
 	if (rc) {
 		log_err("opening the root directory: %s", strerror(-rc));
 		goto fail;
@@ -449,7 +449,7 @@ fail:
 	inode_table_free(fs);
 	pthread_key_delete(fs->tkey);
 fail_mu:
-	pthread_mutex_destroy(&fs->mu);
+	mw_mutex_destroy(&fs->mu);
 	free(fs);
 	return rc;
 }
@@ -516,13 +516,13 @@ int mwfs_close(struct mwfs *fs)
 	fs->wbf = NULL;
 	if (!fs->o.read_only) {
 		rc = wbuf_flush_all(fs);
-		pthread_mutex_lock(&fs->mu);
+		mw_mutex_lock(&fs->mu);
 		/* nothing is open any more: every unlinked inode can go */
 		for (size_t i = 0; i < fs->hsize; i++)
 			for (struct inode *ip = fs->htab[i]; ip; ip = ip->hnext)
 				ip->nopen = 0;
 		int rc2 = inode_reclaim_orphans(fs);
-		pthread_mutex_unlock(&fs->mu);
+		mw_mutex_unlock(&fs->mu);
 		if (!rc)
 			rc = rc2;
 	}
@@ -537,7 +537,7 @@ int mwfs_close(struct mwfs *fs)
 	fs_tls_free(t);
 	pthread_setspecific(fs->tkey, NULL);
 	pthread_key_delete(fs->tkey);
-	pthread_mutex_destroy(&fs->mu);
+	mw_mutex_destroy(&fs->mu);
 	free(fs);
 	return rc;
 }

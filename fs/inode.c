@@ -52,6 +52,7 @@ static int table_grow(struct mwfs *fs)
 /* Find ino in the table (fs->mu held); NULL if not loaded.  No reference taken. */
 struct inode *inode_find(struct mwfs *fs, uint64_t ino)
 {
+	mw_mutex_assert_held(&fs->mu);
 	if (!fs->hsize)
 		return NULL;
 	for (struct inode *ip = fs->htab[hslot(fs, ino)]; ip; ip = ip->hnext)
@@ -113,6 +114,7 @@ static void inode_free(struct inode *ip)
  */
 int inode_get(struct mwfs *fs, uint64_t ino, struct inode **out)
 {
+	mw_mutex_assert_held(&fs->mu);
 	struct inode *ip = inode_find(fs, ino);
 	if (ip) {
 		if (ip->gone)
@@ -169,6 +171,7 @@ out:
  */
 int inode_batch_drop(struct mwfs *fs, struct engine_batch *b, uint64_t ino)
 {
+	mw_mutex_assert_held(&fs->mu);
 	uint8_t key[SCHEMA_KEY_MAX], end[SCHEMA_KEY_MAX];
 	size_t kn = schema_key_inode(key, ino);
 	int rc = engine_batch_delete(b, key, kn);
@@ -196,6 +199,7 @@ int inode_batch_drop(struct mwfs *fs, struct engine_batch *b, uint64_t ino)
 /* Queue ip's inode record into b (fs->mu held). */
 int inode_batch_put(struct mwfs *fs, struct engine_batch *b, const struct inode *ip)
 {
+	mw_mutex_assert_held(&fs->mu);
 	(void)fs;
 	uint8_t key[SCHEMA_KEY_MAX];
 	uint8_t rec[SCHEMA_INODE_LEN + 4096];
@@ -215,6 +219,7 @@ int inode_batch_put(struct mwfs *fs, struct engine_batch *b, const struct inode 
  */
 int inode_commit(struct mwfs *fs, struct engine_batch *b, struct inode **ips, size_t n)
 {
+	mw_mutex_assert_held(&fs->mu);
 	uint64_t t = 0;
 	int rc = engine_write(fs->e, b, 0, &t);
 	if (rc) {
@@ -234,6 +239,7 @@ int inode_commit(struct mwfs *fs, struct engine_batch *b, struct inode **ips, si
  */
 int inode_tx_begin(struct mwfs *fs, struct inode_tx *tx)
 {
+	mw_mutex_assert_held(&fs->mu);
 	tx->fs = fs;
 	tx->n = 0;
 	tx->b = fs_batch(fs);
@@ -262,6 +268,7 @@ void inode_tx_add(struct inode_tx *tx, struct inode *ip)
 /* Put back the attributes of every added inode (fs->mu held). */
 void inode_tx_undo(struct inode_tx *tx)
 {
+	mw_mutex_assert_held(&tx->fs->mu);
 	for (size_t i = tx->n; i-- > 0;) {
 		tx->ip[i]->a = tx->a[i];
 		tx->ip[i]->rec_size = tx->rec_size[i];
@@ -276,6 +283,7 @@ void inode_tx_undo(struct inode_tx *tx)
  */
 int inode_tx_commit(struct inode_tx *tx, int rc)
 {
+	mw_mutex_assert_held(&tx->fs->mu);
 	for (size_t i = 0; !rc && i < tx->n; i++)
 		rc = inode_batch_put(tx->fs, tx->b, tx->ip[i]);
 	if (!rc)
@@ -293,6 +301,7 @@ int inode_tx_commit(struct inode_tx *tx, int rc)
  */
 int inode_new(struct mwfs *fs, struct engine_batch *b, uint32_t mode, struct inode **out)
 {
+	mw_mutex_assert_held(&fs->mu);
 	int rc;
 	if (fs->next_ino >= fs->ino_limit) {
 		struct schema_super sb = {SCHEMA_VERSION, fs->cs, fs->ino_limit + MWFS_INO_RANGE};
@@ -341,11 +350,12 @@ static int maybe_evict(struct mwfs *fs, struct inode *ip)
 	return rc;
 }
 
-/* Release a reference taken by inode_get()/inode_new() (fs->mu held). */
+/* Release a reference taken by inode_get()/inode_new() (fs->mu held unless ip is NULL). */
 int inode_put(struct mwfs *fs, struct inode *ip)
 {
 	if (!ip)
-		return 0;
+		return 0; /* nothing held: callers may not hold fs->mu then */
+	mw_mutex_assert_held(&fs->mu);
 	ip->refs--;
 	return maybe_evict(fs, ip);
 }
@@ -358,16 +368,17 @@ int inode_put(struct mwfs *fs, struct inode *ip)
 int inode_check(struct mwfs *fs, uint64_t ino)
 {
 	struct inode *ip = NULL;
-	pthread_mutex_lock(&fs->mu);
+	mw_mutex_lock(&fs->mu);
 	int rc = inode_get(fs, ino, &ip);
 	inode_put(fs, ip);
-	pthread_mutex_unlock(&fs->mu);
+	mw_mutex_unlock(&fs->mu);
 	return rc;
 }
 
 /* Drop n kernel lookups of ino (fs->mu held). */
 void inode_forget(struct mwfs *fs, uint64_t ino, uint64_t n)
 {
+	mw_mutex_assert_held(&fs->mu);
 	struct inode *ip = inode_find(fs, ino);
 	if (!ip)
 		return;
@@ -381,6 +392,7 @@ void inode_forget(struct mwfs *fs, uint64_t ino, uint64_t n)
  */
 int inode_reclaim_orphans(struct mwfs *fs)
 {
+	mw_mutex_assert_held(&fs->mu);
 	uint8_t key[SCHEMA_KEY_MAX], end[SCHEMA_KEY_MAX];
 	key[0] = SCHEMA_TAG_ORPHAN;
 	size_t en = schema_prefix_end(key, 1, end);

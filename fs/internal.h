@@ -37,6 +37,7 @@
 #include "readahead.h"
 #include "wbuf.h"
 #include "schema.h"
+#include "thread.h"
 
 /*
  * Room a metadata batch asks for before it takes fs->mu (engine_wait_room):
@@ -71,7 +72,7 @@ struct mwfs {
 	struct engine *e;          /* borrowed */
 	struct mwfs_opts o;        /* options */
 	uint32_t cs;               /* chunk size (superblock) */
-	pthread_mutex_t mu;        /* see the file comment */
+	struct mw_mutex mu;        /* see the file comment; mw_mutex_assert_held() checks it */
 	struct inode **htab;       /* inode hash table; fs->mu */
 	size_t hsize, hcount;      /* buckets (power of two), entries; fs->mu */
 	uint64_t next_ino;         /* next inode number to hand out; fs->mu */

@@ -104,7 +104,7 @@ int chunk_put(struct mwfs *fs, struct inode *ip, uint64_t idx, const uint8_t *da
 	int rc = engine_wait_room(fs->e, vlen + FS_META_ROOM);
 	if (rc)
 		return rc;
-	pthread_mutex_lock(&fs->mu);
+	mw_mutex_lock(&fs->mu);
 	struct engine_batch *b = fs_batch(fs);
 	uint64_t saved = ip->rec_size;
 	rc = b ? 0 : -ENOMEM;
@@ -120,7 +120,7 @@ int chunk_put(struct mwfs *fs, struct inode *ip, uint64_t idx, const uint8_t *da
 		rc = inode_commit(fs, b, &ip, 1);
 	if (rc)
 		ip->rec_size = saved;
-	pthread_mutex_unlock(&fs->mu);
+	mw_mutex_unlock(&fs->mu);
 	return rc;
 }
 
@@ -150,9 +150,9 @@ int wbuf_flush(struct mwfs *fs, struct inode *ip)
 	struct wbuf *w = &ip->wb;
 	if (!w->active)
 		return 0;
-	pthread_mutex_lock(&fs->mu);
+	mw_mutex_lock(&fs->mu);
 	uint64_t size = ip->a.size;
-	pthread_mutex_unlock(&fs->mu);
+	mw_mutex_unlock(&fs->mu);
 	uint64_t start = w->idx * fs->cs;
 	size_t vlen = size > start ? (size - start < fs->cs ? (size_t)(size - start) : fs->cs) : 0;
 	int rc = 0;
@@ -220,23 +220,23 @@ int wbuf_write(struct mwfs *fs, struct inode *ip, uint64_t idx, uint32_t co, con
 int wbuf_flush_all(struct mwfs *fs)
 {
 	int first = 0;
-	pthread_mutex_lock(&fs->mu);
+	mw_mutex_lock(&fs->mu);
 	for (size_t i = 0; i < fs->hsize; i++) {
 		for (struct inode *ip = fs->htab[i]; ip; ip = ip->hnext) {
 			if (!ip->wb.active)
 				continue;
 			ip->refs++;
-			pthread_mutex_unlock(&fs->mu);
+			mw_mutex_unlock(&fs->mu);
 			pthread_rwlock_wrlock(&ip->dlock);
 			int rc = wbuf_flush(fs, ip);
 			pthread_rwlock_unlock(&ip->dlock);
-			pthread_mutex_lock(&fs->mu);
+			mw_mutex_lock(&fs->mu);
 			ip->refs--;
 			if (rc && !first)
 				first = rc;
 		}
 	}
-	pthread_mutex_unlock(&fs->mu);
+	mw_mutex_unlock(&fs->mu);
 	return first;
 }
 
@@ -255,6 +255,7 @@ struct wbflush {
 /* Make room for one more listed inode (fs->mu held).  false: no memory. */
 static bool grow_locked(struct wbflush *wf)
 {
+	mw_mutex_assert_held(&wf->fs->mu);
 	if (wf->n < wf->cap)
 		return true;
 	size_t cap = wf->cap ? wf->cap * 2 : 64;
@@ -271,14 +272,14 @@ void wbflush_note(struct wbflush *wf, struct inode *ip)
 	if (!wf)
 		return;
 	struct mwfs *fs = wf->fs;
-	pthread_mutex_lock(&fs->mu);
+	mw_mutex_lock(&fs->mu);
 	/* not listed when out of memory: the buffer still goes at flush/fsync/release */
 	if (!ip->wb_listed && grow_locked(wf)) {
 		ip->refs++;
 		ip->wb_listed = true;
 		wf->list[wf->n++] = ip;
 	}
-	pthread_mutex_unlock(&fs->mu);
+	mw_mutex_unlock(&fs->mu);
 }
 
 /* One pass over the listed inodes. */
@@ -288,12 +289,12 @@ static void pass(struct wbflush *wf, bool all)
 	struct inode **l;
 	size_t n;
 
-	pthread_mutex_lock(&fs->mu);
+	mw_mutex_lock(&fs->mu);
 	l = wf->list;
 	n = wf->n;
 	wf->list = NULL;
 	wf->n = wf->cap = 0;
-	pthread_mutex_unlock(&fs->mu);
+	mw_mutex_unlock(&fs->mu);
 
 	uint64_t now = mw_now_us() / 1000u;
 	for (size_t i = 0; i < n; i++) {
@@ -306,7 +307,7 @@ static void pass(struct wbflush *wf, bool all)
 				log_warn("inode %llu: background put of its write buffer: %s",
 					 (unsigned long long)ip->ino, strerror(-rc));
 		}
-		pthread_mutex_lock(&fs->mu);
+		mw_mutex_lock(&fs->mu);
 		if (!ip->wb.active || all) {
 			ip->wb_listed = false;
 			drop = true;
@@ -316,12 +317,12 @@ static void pass(struct wbflush *wf, bool all)
 			ip->wb_listed = false;
 			drop = true;
 		}
-		pthread_mutex_unlock(&fs->mu);
+		mw_mutex_unlock(&fs->mu);
 		pthread_rwlock_unlock(&ip->dlock);
 		if (drop) {
-			pthread_mutex_lock(&fs->mu);
+			mw_mutex_lock(&fs->mu);
 			inode_put(fs, ip);
-			pthread_mutex_unlock(&fs->mu);
+			mw_mutex_unlock(&fs->mu);
 		}
 	}
 	free(l);

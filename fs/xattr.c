@@ -102,7 +102,7 @@ static int change(struct mwfs *fs, fuse_ino_t ino, const char *name, bool remove
 	size_t kn = schema_key_xattr(key, ino, name, strlen(name));
 	struct inode *ip = NULL;
 	struct inode_tx tx;
-	pthread_mutex_lock(&fs->mu);
+	mw_mutex_lock(&fs->mu);
 	int rc = inode_get(fs, ino, &ip);
 	if (!rc)
 		rc = check_exists(fs, key, kn, flags);
@@ -116,7 +116,7 @@ static int change(struct mwfs *fs, fuse_ino_t ino, const char *name, bool remove
 		rc = inode_tx_commit(&tx, rc);
 	}
 	inode_put(fs, ip);
-	pthread_mutex_unlock(&fs->mu);
+	mw_mutex_unlock(&fs->mu);
 	return rc;
 }
 
