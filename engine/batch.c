@@ -22,7 +22,7 @@ int engine_batch_new(struct engine_batch **out)
 }
 
 int engine_batch_put(struct engine_batch *b, const void *key, size_t klen, const void *val,
-		     size_t vlen)
+                     size_t vlen)
 {
 	int rc;
 

@@ -95,17 +95,17 @@ static int load_from_store(struct engine *e, const struct blob_desc *d, struct b
 	rc = store_get(e->st, name, d->offset, d->length, &buf, &n);
 	if (rc == -ENOENT) {
 		log_err("blob: pack %s is missing (blob at %" PRIu64 "+%" PRIu64 ")", name,
-			d->offset, d->length);
+		        d->offset, d->length);
 		return -EUCLEAN;
 	}
 	if (rc) {
 		log_err("blob: get %s [%" PRIu64 "+%" PRIu64 "] failed: %s", name, d->offset,
-			d->length, strerror(-rc));
+		        d->length, strerror(-rc));
 		return rc;
 	}
 	if (n != d->length || fmt_hash(buf, n) != d->hash) {
 		log_err("blob: %s [%" PRIu64 "+%" PRIu64 "]: %s", name, d->offset, d->length,
-			n != d->length ? "pack too short (truncated)" : "checksum mismatch");
+		        n != d->length ? "pack too short (truncated)" : "checksum mismatch");
 		free(buf);
 		return -EUCLEAN;
 	}
@@ -124,7 +124,7 @@ static int load_from_store(struct engine *e, const struct blob_desc *d, struct b
 }
 
 int blob_read_range(struct engine *e, const struct blob_desc *d, uint64_t off, void *buf,
-		    size_t len, size_t *got)
+                    size_t len, size_t *got)
 {
 	uint8_t key[24];
 	struct cache_handle *h;
@@ -147,7 +147,7 @@ int blob_read_range(struct engine *e, const struct blob_desc *d, uint64_t off, v
 			return 0;
 		}
 		log_err("blob: in-memory pack %" PRIu64 " does not hold %" PRIu64 "+%" PRIu64,
-			d->position, d->offset, d->length);
+		        d->position, d->offset, d->length);
 		return -EUCLEAN;
 	}
 	cache_key(key, d);
@@ -212,7 +212,7 @@ void blob_cache_pack(struct engine *e, struct pack *p)
 		pack_ref(p);
 		cache_key(key, &d);
 		if (cache_insert(e->blob_cache, key, sizeof(key), bv, bv->len, blob_val_free,
-				 NULL) != 0) {
+		                 NULL) != 0) {
 			blob_val_free(NULL, 0, bv);
 			return;
 		}

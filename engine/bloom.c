@@ -33,8 +33,7 @@ size_t bloom_size(size_t nkeys, unsigned bits_per_key)
 	return (bits + 7) / 8 + 1;
 }
 
-void bloom_build(const uint64_t *hashes, size_t n, unsigned bits_per_key, uint8_t *out,
-		 size_t len)
+void bloom_build(const uint64_t *hashes, size_t n, unsigned bits_per_key, uint8_t *out, size_t len)
 {
 	uint64_t m = (uint64_t)(len - 1) * 8;
 	unsigned k = bloom_probes(bits_per_key);

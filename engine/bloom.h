@@ -43,8 +43,7 @@ size_t bloom_size(size_t nkeys, unsigned bits_per_key);
  * Build a filter over n key hashes (from bloom_hash()) into out, which must
  * hold exactly len = bloom_size(n, bits_per_key) bytes.  Cannot fail.
  */
-void bloom_build(const uint64_t *hashes, size_t n, unsigned bits_per_key, uint8_t *out,
-		 size_t len);
+void bloom_build(const uint64_t *hashes, size_t n, unsigned bits_per_key, uint8_t *out, size_t len);
 
 /*
  * Returns false only if the key with this hash was certainly not added to

@@ -34,17 +34,17 @@
 #define SHARDED_MIN (16u << 20)
 
 struct cache_handle {
-	struct cache_handle *hnext;  /* next in the hash chain */
-	struct cache_handle *prev;   /* neighbours in lru or in_use */
+	struct cache_handle *hnext; /* next in the hash chain */
+	struct cache_handle *prev;  /* neighbours in lru or in_use */
 	struct cache_handle *next;
-	void *value;                 /* owned; given to deleter at the end */
-	cache_deleter_fn deleter;    /* may be NULL */
-	size_t charge;               /* counted in usage until freed */
-	uint64_t hash;               /* xxhash of the key */
-	uint32_t refs;               /* cache's (if in_cache) + handles' */
-	bool in_cache;               /* in the table and one of the lists */
+	void *value;              /* owned; given to deleter at the end */
+	cache_deleter_fn deleter; /* may be NULL */
+	size_t charge;            /* counted in usage until freed */
+	uint64_t hash;            /* xxhash of the key */
+	uint32_t refs;            /* cache's (if in_cache) + handles' */
+	bool in_cache;            /* in the table and one of the lists */
 	size_t klen;
-	uint8_t key[];               /* copy of the key */
+	uint8_t key[]; /* copy of the key */
 };
 
 struct shard {
@@ -62,8 +62,8 @@ struct shard {
 
 struct cache {
 	struct shard shards[NSHARDS];
-	unsigned nbits;              /* shards in use: 1 << nbits (0 or SHARD_BITS) */
-	size_t capacity;             /* total budget, constant */
+	unsigned nbits;  /* shards in use: 1 << nbits (0 or SHARD_BITS) */
+	size_t capacity; /* total budget, constant */
 };
 
 /* ---- lists and table (shard lock held) -------------------------------- */
@@ -89,7 +89,7 @@ static void list_append(struct cache_handle *head, struct cache_handle *e)
 }
 
 static struct cache_handle **table_find(struct shard *s, const void *key, size_t klen,
-					uint64_t hash)
+                                        uint64_t hash)
 {
 	struct cache_handle **p = &s->table[hash & (s->buckets - 1)];
 	while (*p && ((*p)->hash != hash || (*p)->klen != klen || memcmp((*p)->key, key, klen)))
@@ -255,7 +255,7 @@ void cache_free(struct cache *c)
 }
 
 int cache_insert(struct cache *c, const void *key, size_t klen, void *value, size_t charge,
-		 cache_deleter_fn deleter, struct cache_handle **out)
+                 cache_deleter_fn deleter, struct cache_handle **out)
 {
 	uint64_t hash = XXH3_64bits(key, klen);
 	struct shard *s = shard_of(c, hash);
@@ -378,7 +378,7 @@ void cache_prune(struct cache *c)
 		while (s->lru.next != &s->lru) {
 			struct cache_handle *e = s->lru.next;
 			struct cache_handle *f =
-				finish_erase(s, table_find(s, e->key, e->klen, e->hash));
+			    finish_erase(s, table_find(s, e->key, e->klen, e->hash));
 			if (f) {
 				f->hnext = dead;
 				dead = f;

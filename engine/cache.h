@@ -59,7 +59,7 @@ void cache_free(struct cache *c);
  * owns value (the deleter is not called).
  */
 int cache_insert(struct cache *c, const void *key, size_t klen, void *value, size_t charge,
-		 cache_deleter_fn deleter, struct cache_handle **out);
+                 cache_deleter_fn deleter, struct cache_handle **out);
 
 /*
  * Find key.  Returns a handle (release it with cache_release()) or NULL.

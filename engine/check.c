@@ -41,20 +41,20 @@ enum okind { K_MANIFEST, K_WAL, K_PACK, K_SST, K_HINT, K_OTHER };
 
 /* One listed object. */
 struct obj {
-	char *name;       /* object name (malloc()ed) */
-	uint64_t size;    /* object size */
-	enum okind kind;  /* from the prefix */
-	uint64_t live;    /* packs: blob bytes referenced */
-	bool ref;         /* referenced by the manifest in use (or uncovered WAL) */
-	bool gc;          /* listed by a GC record of the manifest in use */
+	char *name;      /* object name (malloc()ed) */
+	uint64_t size;   /* object size */
+	enum okind kind; /* from the prefix */
+	uint64_t live;   /* packs: blob bytes referenced */
+	bool ref;        /* referenced by the manifest in use (or uncovered WAL) */
+	bool gc;         /* listed by a GC record of the manifest in use */
 };
 
 /* The state of one check. */
 struct ck {
-	struct store *st;         /* borrowed */
+	struct store *st;           /* borrowed */
 	const struct check_opts *o; /* borrowed, never NULL */
-	struct check_report *r;   /* totals (the caller's or ours) */
-	struct obj *objs;         /* the listing, in key order */
+	struct check_report *r;     /* totals (the caller's or ours) */
+	struct obj *objs;           /* the listing, in key order */
 	size_t n, cap;
 };
 
@@ -65,8 +65,8 @@ static void emit(struct ck *c, struct check_event *ev)
 }
 
 /* Report a problem with object. */
-__attribute__((format(printf, 4, 5))) static void problem(struct ck *c, const char *object,
-							   int err, const char *fmt, ...)
+__attribute__((format(printf, 4, 5))) static void problem(struct ck *c, const char *object, int err,
+                                                          const char *fmt, ...)
 {
 	char msg[512];
 	va_list ap;
@@ -116,12 +116,24 @@ static int list_cb(void *arg, const char *key, uint64_t size)
 	ob->kind = kind_of(key);
 	c->n++;
 	switch (ob->kind) {
-	case K_MANIFEST: cnt = &c->r->manifests; break;
-	case K_WAL: cnt = &c->r->wal; break;
-	case K_PACK: cnt = &c->r->packs; break;
-	case K_SST: cnt = &c->r->ssts; break;
-	case K_HINT: cnt = &c->r->manifests; break;
-	default: cnt = &c->r->other; break;
+	case K_MANIFEST:
+		cnt = &c->r->manifests;
+		break;
+	case K_WAL:
+		cnt = &c->r->wal;
+		break;
+	case K_PACK:
+		cnt = &c->r->packs;
+		break;
+	case K_SST:
+		cnt = &c->r->ssts;
+		break;
+	case K_HINT:
+		cnt = &c->r->manifests;
+		break;
+	default:
+		cnt = &c->r->other;
+		break;
 	}
 	cnt->objects++;
 	cnt->bytes += size;
@@ -163,9 +175,9 @@ static void check_blob(struct ck *c, const char *referrer, const void *val, size
 	    d.length > p->size - PACK_HEADER_SIZE - PACK_TRAILER_SIZE ||
 	    d.offset > p->size - PACK_TRAILER_SIZE - d.length) {
 		problem(c, referrer, -EUCLEAN,
-			"blob [%" PRIu64 ", +%" PRIu64 ") lies outside the data of %s (%" PRIu64
-			" bytes)",
-			d.offset, d.length, pname, p->size);
+		        "blob [%" PRIu64 ", +%" PRIu64 ") lies outside the data of %s (%" PRIu64
+		        " bytes)",
+		        d.offset, d.length, pname, p->size);
 		return;
 	}
 	if (c->o->deep) {
@@ -174,11 +186,12 @@ static void check_blob(struct ck *c, const char *referrer, const void *val, size
 		int rc = store_get(c->st, pname, d.offset, d.length, &buf, &got);
 		if (rc)
 			problem(c, pname, rc, "cannot read blob at %" PRIu64 " (referenced by %s)",
-				d.offset, referrer);
+			        d.offset, referrer);
 		else if (got != d.length || fmt_hash(buf, got) != d.hash)
 			problem(c, pname, -EUCLEAN,
-				"blob at %" PRIu64 " (+%" PRIu64 ") fails its checksum (referenced by %s)",
-				d.offset, d.length, referrer);
+			        "blob at %" PRIu64 " (+%" PRIu64
+			        ") fails its checksum (referenced by %s)",
+			        d.offset, d.length, referrer);
 		free(buf);
 	}
 }
@@ -202,7 +215,7 @@ static void check_sst(struct ck *c, const struct manifest_sst *t)
 	ob->ref = true;
 	if (ob->size != t->size)
 		problem(c, t->name, -EUCLEAN, "size %" PRIu64 " but the manifest says %" PRIu64,
-			ob->size, t->size);
+		        ob->size, t->size);
 	rc = sst_reader_open(c->st, t->name, ob->size, NULL, &rd);
 	if (rc) {
 		problem(c, t->name, rc, "cannot open the table: %s", strerror(-rc));
@@ -221,14 +234,15 @@ static void check_sst(struct ck *c, const struct manifest_sst *t)
 		int cmp = prev ? kv_key_cmp(prev, prevlen, key, klen) : -1;
 
 		if (!order_bad && (cmp > 0 || (cmp == 0 && seq >= prevseq))) {
-			problem(c, t->name, -EUCLEAN, "entries out of internal order at entry %" PRIu64,
-				entries);
+			problem(c, t->name, -EUCLEAN,
+			        "entries out of internal order at entry %" PRIu64, entries);
 			order_bad = true;
 		}
 		if (!range_bad && (kv_key_cmp(key, klen, t->smallest, t->smallest_len) < 0 ||
-				   kv_key_cmp(key, klen, t->largest, t->largest_len) > 0)) {
+		                   kv_key_cmp(key, klen, t->largest, t->largest_len) > 0)) {
 			problem(c, t->name, -EUCLEAN,
-				"key of entry %" PRIu64 " outside the manifest's key range", entries);
+			        "key of entry %" PRIu64 " outside the manifest's key range",
+			        entries);
 			range_bad = true;
 		}
 		if (cmp != 0) {
@@ -249,15 +263,20 @@ static void check_sst(struct ck *c, const struct manifest_sst *t)
 	rc = kv_iter_status(it);
 	if (rc)
 		problem(c, t->name, rc, "read failed after %" PRIu64 " entries: %s", entries,
-			strerror(-rc));
+		        strerror(-rc));
 	else if (entries != sst_reader_props(rd)->entries)
 		problem(c, t->name, -EUCLEAN, "%" PRIu64 " entries but the properties say %" PRIu64,
-			entries, sst_reader_props(rd)->entries);
+		        entries, sst_reader_props(rd)->entries);
 	c->r->sst_entries += entries;
-	struct check_event ev = {.kind = CHECK_SST, .object = t->name, .size = ob->size,
-				 .level = t->level, .smallest = t->smallest,
-				 .smallest_len = t->smallest_len, .largest = t->largest,
-				 .largest_len = t->largest_len, .entries = entries};
+	struct check_event ev = {.kind = CHECK_SST,
+	                         .object = t->name,
+	                         .size = ob->size,
+	                         .level = t->level,
+	                         .smallest = t->smallest,
+	                         .smallest_len = t->smallest_len,
+	                         .largest = t->largest,
+	                         .largest_len = t->largest_len,
+	                         .entries = entries};
 	emit(c, &ev);
 out:
 	free(prev);
@@ -300,9 +319,13 @@ static void check_wal(struct ck *c, struct obj *ob, uint64_t pos)
 		problem(c, ob->name, rc, "malformed body after %" PRIu64 " ops", ops);
 	else if (ops != info.op_count)
 		problem(c, ob->name, -EUCLEAN, "%" PRIu64 " ops but the header says %" PRIu32, ops,
-			info.op_count);
-	struct check_event ev = {.kind = CHECK_WAL, .object = ob->name, .size = ob->size,
-				 .entries = ops, .position = pos, .epoch = info.epoch};
+		        info.op_count);
+	struct check_event ev = {.kind = CHECK_WAL,
+	                         .object = ob->name,
+	                         .size = ob->size,
+	                         .entries = ops,
+	                         .position = pos,
+	                         .epoch = info.epoch};
 	emit(c, &ev);
 out:
 	free(buf);
@@ -337,7 +360,7 @@ static void check_pack(struct ck *c, struct obj *ob)
 	rc = store_get(c->st, ob->name, 0, PACK_HEADER_SIZE, &head, &hn);
 	if (!rc)
 		rc = store_get(c->st, ob->name, ob->size - PACK_TRAILER_SIZE, PACK_TRAILER_SIZE,
-			       &tail, &tn);
+		               &tail, &tn);
 	if (rc == -ENOENT && !ob->ref) {
 		data = 0; /* an unreferenced pack GC deleted since the listing */
 		goto report;
@@ -353,18 +376,24 @@ static void check_pack(struct ck *c, struct obj *ob)
 		problem(c, ob->name, -EUCLEAN, "bad pack magic");
 	} else if (get_be16(h + PACK_OFF_VERSION) > PACK_VERSION) {
 		problem(c, ob->name, -EPROTONOSUPPORT, "pack version %u is newer than this program",
-			get_be16(h + PACK_OFF_VERSION));
+		        get_be16(h + PACK_OFF_VERSION));
 	} else if (fmt_hash(h, PACK_OFF_HEAD_HASH) != get_be64(h + PACK_OFF_HEAD_HASH)) {
 		problem(c, ob->name, -EUCLEAN, "pack header checksum mismatch");
 	} else if (get_be64(t + PACK_TOFF_DATA_LEN) != data) {
-		problem(c, ob->name, -EUCLEAN, "trailer data length %" PRIu64 " but %" PRIu64
-			" bytes between header and trailer", get_be64(t + PACK_TOFF_DATA_LEN), data);
+		problem(c, ob->name, -EUCLEAN,
+		        "trailer data length %" PRIu64 " but %" PRIu64
+		        " bytes between header and trailer",
+		        get_be64(t + PACK_TOFF_DATA_LEN), data);
 	} else {
 		epoch = get_be64(h + PACK_OFF_EPOCH);
 	}
 report:;
-	struct check_event ev = {.kind = CHECK_PACK, .object = ob->name, .size = ob->size,
-				 .epoch = epoch, .data_bytes = data, .live_bytes = ob->live};
+	struct check_event ev = {.kind = CHECK_PACK,
+	                         .object = ob->name,
+	                         .size = ob->size,
+	                         .epoch = epoch,
+	                         .data_bytes = data,
+	                         .live_bytes = ob->live};
 	emit(c, &ev);
 	c->r->pack_data_bytes += data;
 	c->r->pack_live_bytes += ob->live;
@@ -440,12 +469,12 @@ int check_store(struct store *st, const struct check_opts *o, struct check_repor
 			if (c.objs[i].kind == K_WAL || c.objs[i].kind == K_PACK ||
 			    c.objs[i].kind == K_SST) {
 				problem(&c, FMT_MANIFEST_PREFIX, -ENOENT,
-					"engine objects present but no readable manifest");
+				        "engine objects present but no readable manifest");
 				break;
 			}
 	} else {
-		struct check_event ev = {.kind = CHECK_MANIFEST, .object = "", .position = m.version,
-					 .epoch = m.epoch};
+		struct check_event ev = {
+		    .kind = CHECK_MANIFEST, .object = "", .position = m.version, .epoch = m.epoch};
 		char mname[FMT_NAME_MAX];
 		fmt_manifest_name(mname, m.version);
 		ev.object = mname;
@@ -495,15 +524,23 @@ int check_store(struct store *st, const struct check_opts *o, struct check_repor
 		if (ob->ref || ob->gc || ob->kind == K_HINT)
 			continue;
 		switch (ob->kind) {
-		case K_WAL: why = "WAL entry after a gap: never replayed"; break;
-		case K_PACK: why = "pack no table or uncovered WAL entry references"; break;
-		case K_SST: why = "table the manifest does not list"; break;
-		default: why = "not an engine object"; break;
+		case K_WAL:
+			why = "WAL entry after a gap: never replayed";
+			break;
+		case K_PACK:
+			why = "pack no table or uncovered WAL entry references";
+			break;
+		case K_SST:
+			why = "table the manifest does not list";
+			break;
+		default:
+			why = "not an engine object";
+			break;
 		}
 		c.r->orphans.objects++;
 		c.r->orphans.bytes += ob->size;
-		struct check_event ev = {.kind = CHECK_ORPHAN, .object = ob->name, .msg = why,
-					 .size = ob->size};
+		struct check_event ev = {
+		    .kind = CHECK_ORPHAN, .object = ob->name, .msg = why, .size = ob->size};
 		emit(&c, &ev);
 	}
 	rc = c.r->problems ? -EUCLEAN : 0;

@@ -46,13 +46,13 @@ struct check_event {
 	uint32_t level;          /* CHECK_SST: LSM level */
 	const uint8_t *smallest; /* CHECK_SST: smallest user key */
 	size_t smallest_len;
-	const uint8_t *largest;  /* CHECK_SST: largest user key */
+	const uint8_t *largest; /* CHECK_SST: largest user key */
 	size_t largest_len;
-	uint64_t entries;        /* CHECK_SST: entries; CHECK_WAL: ops */
-	uint64_t position;       /* CHECK_WAL: position; CHECK_MANIFEST: version */
-	uint64_t epoch;          /* CHECK_WAL, CHECK_MANIFEST, CHECK_PACK: epoch */
-	uint64_t data_bytes;     /* CHECK_PACK: blob data bytes */
-	uint64_t live_bytes;     /* CHECK_PACK: bytes referenced by SSTs + uncovered WAL */
+	uint64_t entries;    /* CHECK_SST: entries; CHECK_WAL: ops */
+	uint64_t position;   /* CHECK_WAL: position; CHECK_MANIFEST: version */
+	uint64_t epoch;      /* CHECK_WAL, CHECK_MANIFEST, CHECK_PACK: epoch */
+	uint64_t data_bytes; /* CHECK_PACK: blob data bytes */
+	uint64_t live_bytes; /* CHECK_PACK: bytes referenced by SSTs + uncovered WAL */
 };
 
 /* Called once per event, from the thread running check_store(). */
@@ -72,10 +72,10 @@ struct check_count {
 
 /* Totals of one check. */
 struct check_report {
-	uint64_t manifest_version;  /* version in use (0: the store has no manifest) */
-	uint64_t epoch;             /* its writer epoch */
-	uint64_t wal_covered;       /* its covered WAL position */
-	uint64_t last_seq;          /* its last sequence number */
+	uint64_t manifest_version; /* version in use (0: the store has no manifest) */
+	uint64_t epoch;            /* its writer epoch */
+	uint64_t wal_covered;      /* its covered WAL position */
+	uint64_t last_seq;         /* its last sequence number */
 	struct check_count manifests, wal, packs, ssts, other; /* everything listed */
 	uint64_t wal_uncovered;     /* WAL entries at or after wal_covered */
 	uint64_t wal_old;           /* WAL entries below it still present */

@@ -32,18 +32,18 @@
 #include "store.h"
 
 struct compact_job {
-	uint32_t level;              /* level taken (0: all L0 tables) */
-	uint32_t out_level;          /* level written */
-	bool trivial;                /* one input, nothing overlaps: move, no rewrite */
-	bool executed;               /* compact_execute() was called */
-	uint64_t next_id;            /* past every id handed out (default allocator: the next) */
-	struct manifest_sst *in;     /* inputs: level tables, then out_level tables */
+	uint32_t level;          /* level taken (0: all L0 tables) */
+	uint32_t out_level;      /* level written */
+	bool trivial;            /* one input, nothing overlaps: move, no rewrite */
+	bool executed;           /* compact_execute() was called */
+	uint64_t next_id;        /* past every id handed out (default allocator: the next) */
+	struct manifest_sst *in; /* inputs: level tables, then out_level tables */
 	size_t nin;
-	struct manifest_sst *older;  /* tables of levels > out_level (key ranges only) */
+	struct manifest_sst *older; /* tables of levels > out_level (key ranges only) */
 	size_t nolder;
-	struct manifest_sst *out;    /* outputs, key order */
+	struct manifest_sst *out; /* outputs, key order */
 	size_t nout, outcap;
-	struct compact_stats stats;  /* counters */
+	struct compact_stats stats; /* counters */
 };
 
 void compact_opts_default(struct compact_opts *o)
@@ -114,7 +114,7 @@ static void sst_array_free(struct manifest_sst *a, size_t n)
 
 /* Do the key ranges [as, al] and [bs, bl] intersect? */
 static bool ranges_overlap(const struct manifest_sst *a, const uint8_t *bs, size_t bsn,
-			   const uint8_t *bl, size_t bln)
+                           const uint8_t *bl, size_t bln)
 {
 	return kv_key_cmp(a->smallest, a->smallest_len, bl, bln) <= 0 &&
 	       kv_key_cmp(bs, bsn, a->largest, a->largest_len) <= 0;
@@ -134,8 +134,8 @@ static uint64_t level_target(const struct compact_opts *o, uint32_t level)
 }
 
 /* Bytes of the tables of level in m[lo..hi] that overlap [s, l]. */
-static uint64_t overlap_bytes(const struct manifest *m, uint32_t level, const uint8_t *s,
-			      size_t sn, const uint8_t *l, size_t ln)
+static uint64_t overlap_bytes(const struct manifest *m, uint32_t level, const uint8_t *s, size_t sn,
+                              const uint8_t *l, size_t ln)
 {
 	uint64_t b = 0;
 
@@ -147,7 +147,7 @@ static uint64_t overlap_bytes(const struct manifest *m, uint32_t level, const ui
 
 /* Fill j->in from the seed range [s, l]: tables of out_level overlapping it. */
 static int add_overlapping(struct compact_job *j, const struct manifest *m, const uint8_t *s,
-			   size_t sn, const uint8_t *l, size_t ln)
+                           size_t sn, const uint8_t *l, size_t ln)
 {
 	for (size_t i = 0; i < m->nssts; i++) {
 		const struct manifest_sst *t = &m->ssts[i];
@@ -161,12 +161,11 @@ static int add_overlapping(struct compact_job *j, const struct manifest *m, cons
 
 static bool opts_ok(const struct compact_opts *o)
 {
-	return o->l0_trigger >= 1 && o->level_base_bytes >= 1 && o->fanout >= 2 &&
-	       o->levels >= 2 && o->levels <= COMPACT_MAX_LEVELS && o->target_file_bytes >= 1;
+	return o->l0_trigger >= 1 && o->level_base_bytes >= 1 && o->fanout >= 2 && o->levels >= 2 &&
+	       o->levels <= COMPACT_MAX_LEVELS && o->target_file_bytes >= 1;
 }
 
-int compact_pick(const struct manifest *m, const struct compact_opts *o,
-		 struct compact_job **out)
+int compact_pick(const struct manifest *m, const struct compact_opts *o, struct compact_job **out)
 {
 	uint64_t bytes[COMPACT_MAX_LEVELS] = {0};
 	size_t n0 = 0;
@@ -180,7 +179,8 @@ int compact_pick(const struct manifest *m, const struct compact_opts *o,
 		uint32_t l = m->ssts[i].level;
 
 		if (l >= o->levels) {
-			log_err("compact: %s has level %u beyond %u", m->ssts[i].name, l, o->levels);
+			log_err("compact: %s has level %u beyond %u", m->ssts[i].name, l,
+			        o->levels);
 			return -EINVAL;
 		}
 		if (l == 0)
@@ -241,18 +241,19 @@ int compact_pick(const struct manifest *m, const struct compact_opts *o,
 			if (t->level != j->level)
 				continue;
 			r = (double)overlap_bytes(m, j->out_level, t->smallest, t->smallest_len,
-						  t->largest, t->largest_len) /
+			                          t->largest, t->largest_len) /
 			    (double)(t->size ? t->size : 1);
 			if (!pick || r < pick_ratio ||
-			    (r == pick_ratio && kv_key_cmp(t->smallest, t->smallest_len,
-							   pick->smallest, pick->smallest_len) < 0)) {
+			    (r == pick_ratio &&
+			     kv_key_cmp(t->smallest, t->smallest_len, pick->smallest,
+			                pick->smallest_len) < 0)) {
 				pick = t;
 				pick_ratio = r;
 			}
 		}
 		if (sst_push(&j->in, &j->nin, pick) ||
 		    add_overlapping(j, m, pick->smallest, pick->smallest_len, pick->largest,
-				    pick->largest_len))
+		                    pick->largest_len))
 			goto fail;
 	}
 	for (size_t i = 0; i < m->nssts; i++)
@@ -325,8 +326,8 @@ struct merge_state {
 	uint8_t *prev;                 /* user key of the previous entry (malloc()ed) */
 	size_t prevlen, prevcap;
 	bool have_prev;
-	bool key_seen;                 /* an entry of the current user key came before */
-	uint64_t last_seq_for_key;     /* seq of that entry (when key_seen) */
+	bool key_seen;             /* an entry of the current user key came before */
+	uint64_t last_seq_for_key; /* seq of that entry (when key_seen) */
 };
 
 /* Finish the current output and record it in the job. */
@@ -469,7 +470,7 @@ static int merge_one(struct merge_state *ms, struct kv_iter *it, uint64_t snapsh
 
 /* Open one iterator per input (newer level first). */
 static int open_inputs(struct store *st, struct compact_job *j, const struct compact_opts *o,
-		       struct kv_iter **its)
+                       struct kv_iter **its)
 {
 	for (size_t i = 0; i < j->nin; i++) {
 		struct sst_reader *r = NULL;
@@ -488,7 +489,7 @@ static int open_inputs(struct store *st, struct compact_job *j, const struct com
 }
 
 int compact_execute(struct store *st, struct compact_job *j, const struct compact_opts *o,
-		    uint64_t snapshot)
+                    uint64_t snapshot)
 {
 	struct merge_state ms = {0};
 	struct kv_iter **its = NULL, *merged = NULL;
@@ -505,7 +506,8 @@ int compact_execute(struct store *st, struct compact_job *j, const struct compac
 		j->outcap = j->nout;
 		j->out[0].level = j->out_level;
 		j->stats.trivial_move = true;
-		log_info("compact: moved %s from L%u to L%u", j->in[0].name, j->level, j->out_level);
+		log_info("compact: moved %s from L%u to L%u", j->in[0].name, j->level,
+		         j->out_level);
 		return 0;
 	}
 	ms.st = st;
@@ -559,11 +561,11 @@ out:
 		return rc;
 	}
 	log_info("compact: L%u->L%u: %" PRIu64 " tables (%" PRIu64 " bytes) -> %" PRIu64
-		 " (%" PRIu64 " bytes); %" PRIu64 " entries -> %" PRIu64 " (%" PRIu64
-		 " shadowed, %" PRIu64 " tombstones dropped)",
-		 j->level, j->out_level, j->stats.input_tables, j->stats.input_bytes,
-		 j->stats.output_tables, j->stats.output_bytes, j->stats.entries_in,
-		 j->stats.entries_out, j->stats.dropped_shadowed, j->stats.dropped_tombstones);
+	         " (%" PRIu64 " bytes); %" PRIu64 " entries -> %" PRIu64 " (%" PRIu64
+	         " shadowed, %" PRIu64 " tombstones dropped)",
+	         j->level, j->out_level, j->stats.input_tables, j->stats.input_bytes,
+	         j->stats.output_tables, j->stats.output_bytes, j->stats.entries_in,
+	         j->stats.entries_out, j->stats.dropped_shadowed, j->stats.dropped_tombstones);
 	return 0;
 }
 
@@ -600,7 +602,7 @@ int compact_apply(const struct manifest *cur, const struct compact_job *j, struc
 			found++;
 	if (found != j->nin) {
 		log_warn("compact: %zu of %zu inputs are no longer live; dropping the job",
-			 j->nin - found, j->nin);
+		         j->nin - found, j->nin);
 		return -EAGAIN;
 	}
 	m.ssts = NULL;
@@ -664,7 +666,7 @@ fail:
 }
 
 int compact_commit(struct store *st, bool conditional, const struct manifest *cur,
-		   const struct compact_job *j, struct manifest *next)
+                   const struct compact_job *j, struct manifest *next)
 {
 	struct manifest m = {0};
 	int rc = compact_apply(cur, j, &m);
@@ -675,8 +677,9 @@ int compact_commit(struct store *st, bool conditional, const struct manifest *cu
 	if (rc == -EEXIST) {
 		/* the outputs have this job's fresh names: no manifest references them */
 		log_warn("compact: manifest version %" PRIu64 " already exists (a newer writer, "
-			 "or a late landing of an earlier attempt): stopping; deleting %zu "
-			 "unreferenced outputs", m.version, j->nout);
+		         "or a late landing of an earlier attempt): stopping; deleting %zu "
+		         "unreferenced outputs",
+		         m.version, j->nout);
 		if (!j->trivial)
 			for (size_t i = 0; i < j->nout; i++)
 				store_delete(st, j->out[i].name);

@@ -52,19 +52,19 @@ struct compact_job;
 typedef uint64_t (*compact_alloc_id_fn)(void *arg);
 
 struct compact_opts {
-	unsigned l0_trigger;          /* compact L0 at this many tables (default 4) */
-	uint64_t level_base_bytes;    /* target size of L1 in SSTable bytes (default 64 MiB) */
-	unsigned fanout;              /* L(i+1) target = fanout * Li target (default 10) */
-	unsigned levels;              /* levels in use, 2..COMPACT_MAX_LEVELS (default 7) */
-	uint64_t target_file_bytes;   /* split outputs at about this size (default 8 MiB) */
-	uint64_t epoch;               /* writer epoch for output names (required) */
+	unsigned l0_trigger;        /* compact L0 at this many tables (default 4) */
+	uint64_t level_base_bytes;  /* target size of L1 in SSTable bytes (default 64 MiB) */
+	unsigned fanout;            /* L(i+1) target = fanout * Li target (default 10) */
+	unsigned levels;            /* levels in use, 2..COMPACT_MAX_LEVELS (default 7) */
+	uint64_t target_file_bytes; /* split outputs at about this size (default 8 MiB) */
+	uint64_t epoch;             /* writer epoch for output names (required) */
 	/*
 	 * NULL: ids from the job's manifest next_sst on.  Then two jobs picked
 	 * from one manifest (a retry) write the same names, so a caller that
 	 * may retry must hand out fresh ids (the engine does: flush.c).
 	 */
 	compact_alloc_id_fn alloc_id;
-	void *alloc_arg;              /* passed to alloc_id */
+	void *alloc_arg;                        /* passed to alloc_id */
 	const struct sst_builder_opts *builder; /* NULL: defaults + sst_flush_blob_ref */
 	const struct sst_reader_opts *reader;   /* NULL: no cache, own counters */
 };
@@ -88,8 +88,7 @@ struct compact_stats {
  * -ENODATA when no level is over its target, -ENOMEM, -EINVAL (bad opts).
  * Pure: no I/O.  Any thread.
  */
-int compact_pick(const struct manifest *m, const struct compact_opts *o,
-		 struct compact_job **out);
+int compact_pick(const struct manifest *m, const struct compact_opts *o, struct compact_job **out);
 
 /*
  * Level taken by the job (0: all L0 tables), the level it writes, and its
@@ -120,7 +119,7 @@ void compact_job_stats(const struct compact_job *j, struct compact_stats *out);
  * thread; may be called once per job.
  */
 int compact_execute(struct store *st, struct compact_job *j, const struct compact_opts *o,
-		    uint64_t snapshot);
+                    uint64_t snapshot);
 
 /*
  * Build manifest cur->version + 1 from cur: the job's inputs removed, its
@@ -140,7 +139,7 @@ int compact_apply(const struct manifest *cur, const struct compact_job *j, struc
  * commit did not land).  On success *next is the committed manifest.
  */
 int compact_commit(struct store *st, bool conditional, const struct manifest *cur,
-		   const struct compact_job *j, struct manifest *next);
+                   const struct compact_job *j, struct manifest *next);
 
 /*
  * Delete the job's outputs (best effort), for a job that will not be

@@ -16,17 +16,17 @@
 #include "dbiter.h"
 
 struct dbiter {
-	struct kv_iter *it;   /* owned internal iterator */
-	uint64_t snap;        /* visibility bound: seq <= snap */
-	uint8_t *lower;       /* inclusive lower bound, NULL: none (owned) */
+	struct kv_iter *it; /* owned internal iterator */
+	uint64_t snap;      /* visibility bound: seq <= snap */
+	uint8_t *lower;     /* inclusive lower bound, NULL: none (owned) */
 	size_t lower_len;
-	uint8_t *upper;       /* exclusive upper bound, NULL: none (owned) */
+	uint8_t *upper; /* exclusive upper bound, NULL: none (owned) */
 	size_t upper_len;
-	uint8_t *skip;        /* user key whose remaining versions are skipped (owned) */
+	uint8_t *skip; /* user key whose remaining versions are skipped (owned) */
 	size_t skip_len;
-	size_t skip_cap;      /* allocated bytes of skip */
-	bool valid;           /* positioned at a visible entry */
-	int err;              /* our own error (-ENOMEM), 0 if none */
+	size_t skip_cap; /* allocated bytes of skip */
+	bool valid;      /* positioned at a visible entry */
+	int err;         /* our own error (-ENOMEM), 0 if none */
 };
 
 static int dup_bytes(const void *p, size_t n, uint8_t **out)
@@ -40,7 +40,7 @@ static int dup_bytes(const void *p, size_t n, uint8_t **out)
 }
 
 int dbiter_new(struct kv_iter *internal, uint64_t snap, const void *lower, size_t lower_len,
-	       const void *upper, size_t upper_len, struct dbiter **out)
+               const void *upper, size_t upper_len, struct dbiter **out)
 {
 	struct dbiter *d = calloc(1, sizeof(*d));
 	if (!d)

@@ -39,7 +39,7 @@ struct dbiter;
  * The new dbiter is unpositioned (invalid) until a seek.  -ENOMEM.
  */
 int dbiter_new(struct kv_iter *internal, uint64_t snap, const void *lower, size_t lower_len,
-	       const void *upper, size_t upper_len, struct dbiter **out);
+               const void *upper, size_t upper_len, struct dbiter **out);
 
 /* Free the view and the internal iterator it owns.  Accepts NULL. */
 void dbiter_free(struct dbiter *d);

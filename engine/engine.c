@@ -82,10 +82,10 @@ static void opts_resolve(struct engine_opts *o)
 	struct engine_opts def;
 
 	engine_opts_default(&def);
-#define DEFAULT_IF_ZERO(field) \
-	do { \
-		if (!o->field) \
-			o->field = def.field; \
+#define DEFAULT_IF_ZERO(field)                                                                     \
+	do {                                                                                       \
+		if (!o->field)                                                                     \
+			o->field = def.field;                                                      \
 	} while (0)
 	DEFAULT_IF_ZERO(cadence_ms);
 	DEFAULT_IF_ZERO(group_max_bytes);
@@ -143,7 +143,7 @@ struct replay {
  * is taken only around the freeze, whose callers must hold it.
  */
 static int replay_apply(struct engine *e, const char *name, const struct wal_info *info,
-			const uint8_t *body, size_t blen)
+                        const uint8_t *body, size_t blen)
 {
 	struct wal_cursor c;
 	enum kv_type type;
@@ -179,7 +179,7 @@ static int replay_apply(struct engine *e, const char *name, const struct wal_inf
 	}
 	if (rc < 0 || ops != info->op_count) {
 		log_err("wal: %s: malformed body (%u ops decoded, header says %u)", name, ops,
-			info->op_count);
+		        info->op_count);
 		return -EUCLEAN;
 	}
 	return 0;
@@ -212,14 +212,15 @@ static int replay_one(struct engine *e, struct replay *r, uint64_t pos)
 	e->stats.replay_entries++;
 	e->stats.replay_bytes += len;
 	if (!e->o.read_only && info.epoch > e->epoch) {
-		log_err("engine: %s has epoch %" PRIu64 " > ours %" PRIu64 ": a newer writer exists",
-			name, info.epoch, e->epoch);
+		log_err("engine: %s has epoch %" PRIu64 " > ours %" PRIu64
+		        ": a newer writer exists",
+		        name, info.epoch, e->epoch);
 		rc = -ESTALE;
 		goto out;
 	}
 	if (info.epoch < r->max_epoch) {
 		log_warn("engine: %s: epoch %" PRIu64 " after epoch %" PRIu64 ": ignored", name,
-			 info.epoch, r->max_epoch);
+		         info.epoch, r->max_epoch);
 		goto out;
 	}
 	r->max_epoch = info.epoch;
@@ -236,7 +237,7 @@ out:
 static int replay_wal(struct engine *e, struct replay *r, uint64_t *tip)
 {
 	char after[FMT_NAME_MAX];
-	struct poslist pl = { 0 };
+	struct poslist pl = {0};
 	uint64_t t0 = mw_now_us();
 	size_t i;
 	int rc;
@@ -265,7 +266,8 @@ static int replay_wal(struct engine *e, struct replay *r, uint64_t *tip)
 	*tip = r->next;
 	if (i < pl.n) {
 		log_warn("engine: WAL gap at position %" PRIu64 ": %zu later entr%s ignored, "
-			 "their positions not reused", r->next, pl.n - i, pl.n - i == 1 ? "y" : "ies");
+		         "their positions not reused",
+		         r->next, pl.n - i, pl.n - i == 1 ? "y" : "ies");
 		*tip = pl.v[pl.n - 1] + 1;
 	}
 	rc = 0;
@@ -279,16 +281,16 @@ out:
 static int fence_wal(struct engine *e, struct replay *r, uint64_t tip)
 {
 	char name[FMT_NAME_MAX];
-	struct mw_buf b = { 0 };
+	struct mw_buf b = {0};
 	uint64_t pos = tip;
 	int rc;
 
 	for (int i = 0; i < FENCE_TRIES; i++, pos++) {
 		struct wal_info info = {
-			.flags = WAL_FLAG_FENCE,
-			.epoch = e->epoch,
-			.position = pos,
-			.first_seq = e->next_seq,
+		    .flags = WAL_FLAG_FENCE,
+		    .epoch = e->epoch,
+		    .position = pos,
+		    .first_seq = e->next_seq,
 		};
 		b.len = 0;
 		if ((rc = wal_entry_begin(&b)))
@@ -296,7 +298,7 @@ static int fence_wal(struct engine *e, struct replay *r, uint64_t tip)
 		wal_entry_seal(&b, &info);
 		fmt_wal_name(name, pos);
 		rc = e->conditional ? store_put_if_absent(e->st, name, b.p, b.len)
-				    : store_put(e->st, name, b.p, b.len);
+		                    : store_put(e->st, name, b.p, b.len);
 		if (rc == 0) {
 			e->next_pos = pos + 1;
 			e->durable_upto = pos + 1;
@@ -355,7 +357,7 @@ int engine_open(struct store *st, const struct engine_opts *o, struct engine **o
 	struct engine *e;
 	struct engine_opts def;
 	pthread_condattr_t ca;
-	struct replay r = { 0 };
+	struct replay r = {0};
 	uint64_t tip = 0;
 	int rc;
 
@@ -385,7 +387,8 @@ int engine_open(struct store *st, const struct engine_opts *o, struct engine **o
 	e->stats.read_only = e->o.read_only;
 
 	/* the cache budget is shared: half blobs, half SSTable blocks */
-	if ((rc = memtable_new(&e->mem)) || (rc = cache_new(e->o.cache_bytes / 2, &e->blob_cache)) ||
+	if ((rc = memtable_new(&e->mem)) ||
+	    (rc = cache_new(e->o.cache_bytes / 2, &e->blob_cache)) ||
 	    (rc = cache_new(e->o.cache_bytes / 2, &e->block_cache)))
 		goto fail;
 
@@ -397,7 +400,8 @@ int engine_open(struct store *st, const struct engine_opts *o, struct engine **o
 	} else {
 		if (!e->conditional && !e->o.single_writer_ok) {
 			log_err("engine: store %s has no conditional create; refusing to open as "
-				"writer (single_writer_ok accepts it)", store_caps(st)->name);
+			        "writer (single_writer_ok accepts it)",
+			        store_caps(st)->name);
 			rc = -ENOTSUP;
 			goto fail;
 		}
@@ -427,16 +431,16 @@ int engine_open(struct store *st, const struct engine_opts *o, struct engine **o
 		e->freeze_pos = e->man.wal_covered;
 	if (!e->o.read_only && (rc = gc_new(st, &e->gc)))
 		goto fail;
-	if (!e->o.read_only && ((rc = writer_start(e)) || (rc = flusher_start(e)) ||
-				(rc = gc_thread_start(e)))) {
+	if (!e->o.read_only &&
+	    ((rc = writer_start(e)) || (rc = flusher_start(e)) || (rc = gc_thread_start(e)))) {
 		flusher_stop(e);
 		writer_stop(e);
 		goto fail;
 	}
 	log_info("engine: open %s epoch %" PRIu64 " manifest %" PRIu64 ", replayed %" PRIu64
-		 " entries, next position %" PRIu64,
-		 e->o.read_only ? "read-only" : "writer", e->epoch, e->man.version,
-		 e->stats.replay_entries, e->next_pos);
+	         " entries, next position %" PRIu64,
+	         e->o.read_only ? "read-only" : "writer", e->epoch, e->man.version,
+	         e->stats.replay_entries, e->next_pos);
 	*out = e;
 	return 0;
 fail:
@@ -461,7 +465,8 @@ int engine_close(struct engine *e)
 		rc = maint_flush_now(e);
 		if (rc && rc != e->sticky)
 			log_warn("engine: close: final flush failed (%s); the next open replays "
-				 "the WAL", strerror(-rc));
+			         "the WAL",
+			         strerror(-rc));
 	}
 	flusher_stop(e);
 	writer_stop(e);
@@ -524,7 +529,7 @@ emit(char *buf, size_t len, size_t n, const char *fmt, ...)
 size_t engine_stats_format(struct engine *e, char *buf, size_t len)
 {
 	static const char *const op_names[STORE_OP__COUNT] = {
-		"put", "get", "head", "list", "delete", "mpu",
+	    "put", "get", "head", "list", "delete", "mpu",
 	};
 	struct engine_stats s;
 	struct store_stats ss;

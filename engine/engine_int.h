@@ -55,41 +55,42 @@ struct group {
 };
 
 struct engine {
-	struct store *st;          /* borrowed, outlives the engine */
-	struct engine_opts o;      /* options, defaults filled (const after open) */
-	bool conditional;          /* store has put_if_absent (const) */
-	uint64_t epoch;            /* our writer epoch (const after open) */
-	struct cache *blob_cache;  /* decoded blobs, keyed by descriptor (thread-safe) */
+	struct store *st;         /* borrowed, outlives the engine */
+	struct engine_opts o;     /* options, defaults filled (const after open) */
+	bool conditional;         /* store has put_if_absent (const) */
+	uint64_t epoch;           /* our writer epoch (const after open) */
+	struct cache *blob_cache; /* decoded blobs, keyed by descriptor (thread-safe) */
 
-	struct mw_mutex mu;        /* the writer lock: fields marked [mu] (checked, thread.h) */
-	pthread_cond_t commit_cv;  /* wakes the committer [mu] */
-	pthread_cond_t durable_cv; /* wakes waiters after a commit or failure [mu] */
-	struct manifest man;       /* the manifest we last wrote or read [mu] */
-	struct group *open;        /* the group that writes join, or NULL [mu] */
-	struct group *inflight;    /* the group being committed, or NULL [mu] */
-	uint64_t next_pos;         /* WAL position of the next group [mu] */
-	uint64_t durable_upto;     /* every position < this is durable [mu] */
-	uint64_t next_seq;         /* next sequence number [mu] */
-	int sticky;                /* 0 or the error that fenced the writer [mu] */
-	uint64_t failed_pos;       /* position of the group that failed [mu] */
-	uint64_t lease_from_us;    /* when the last epoch check that passed was sent (committer) */
+	struct mw_mutex mu;         /* the writer lock: fields marked [mu] (checked, thread.h) */
+	pthread_cond_t commit_cv;   /* wakes the committer [mu] */
+	pthread_cond_t durable_cv;  /* wakes waiters after a commit or failure [mu] */
+	struct manifest man;        /* the manifest we last wrote or read [mu] */
+	struct group *open;         /* the group that writes join, or NULL [mu] */
+	struct group *inflight;     /* the group being committed, or NULL [mu] */
+	uint64_t next_pos;          /* WAL position of the next group [mu] */
+	uint64_t durable_upto;      /* every position < this is durable [mu] */
+	uint64_t next_seq;          /* next sequence number [mu] */
+	int sticky;                 /* 0 or the error that fenced the writer [mu] */
+	uint64_t failed_pos;        /* position of the group that failed [mu] */
+	uint64_t lease_from_us;     /* when the last epoch check that passed was sent (committer) */
 	struct mw_thread committer; /* the committer; .stop: engine_close() asked it to stop [mu] */
-	struct engine_stats stats; /* counters [mu]; memtable fields computed on read */
-	uint64_t frozen_bytes;     /* bytes of frozen, unflushed MemTables [mu] */
-	uint64_t freeze_pos;       /* WAL position at the last freeze (replay length bound) [mu] */
-	pthread_cond_t flush_cv;   /* wakes the flusher [mu] */
-	struct mw_thread flusher;  /* the flusher (flush.c); .stop: asked to exit [mu] */
-	uint64_t sst_gen;          /* bumped whenever e->ssts changes [mu] */
-	uint64_t sst_next_id;      /* next SSTable id to hand out, only grows (flusher thread; flush.c) */
-	uint64_t flush_failures;   /* failed flush attempts since open [mu] */
-	int flush_last_error;      /* error of the last failed flush attempt [mu] */
-	uint64_t compact_req;      /* forced compaction rounds asked for [mu] */
-	uint64_t compact_done;     /* forced compaction rounds done [mu] */
-	struct gc *gc;             /* the collector (writers; used under gc_mu) */
-	pthread_mutex_t gc_mu;     /* serialises GC passes (taken before mu) */
-	pthread_cond_t gc_cv;      /* wakes the GC thread [mu] */
-	struct mw_thread gc_thread; /* the GC thread (maint.c); .stop: asked to exit [mu] */
-	struct cache *block_cache; /* SSTable data blocks (thread-safe) */
+	struct engine_stats stats;  /* counters [mu]; memtable fields computed on read */
+	uint64_t frozen_bytes;      /* bytes of frozen, unflushed MemTables [mu] */
+	uint64_t freeze_pos;        /* WAL position at the last freeze (replay length bound) [mu] */
+	pthread_cond_t flush_cv;    /* wakes the flusher [mu] */
+	struct mw_thread flusher;   /* the flusher (flush.c); .stop: asked to exit [mu] */
+	uint64_t sst_gen;           /* bumped whenever e->ssts changes [mu] */
+	uint64_t
+	    sst_next_id; /* next SSTable id to hand out, only grows (flusher thread; flush.c) */
+	uint64_t flush_failures;          /* failed flush attempts since open [mu] */
+	int flush_last_error;             /* error of the last failed flush attempt [mu] */
+	uint64_t compact_req;             /* forced compaction rounds asked for [mu] */
+	uint64_t compact_done;            /* forced compaction rounds done [mu] */
+	struct gc *gc;                    /* the collector (writers; used under gc_mu) */
+	pthread_mutex_t gc_mu;            /* serialises GC passes (taken before mu) */
+	pthread_cond_t gc_cv;             /* wakes the GC thread [mu] */
+	struct mw_thread gc_thread;       /* the GC thread (maint.c); .stop: asked to exit [mu] */
+	struct cache *block_cache;        /* SSTable data blocks (thread-safe) */
 	struct sst_counters sst_counters; /* read costs of all SSTables (atomic) */
 
 	_Atomic uint64_t visible_seq; /* readers' snapshot: last seq of a whole applied batch */
@@ -131,7 +132,7 @@ typedef int (*writer_cond_fn)(struct engine *e, void *arg);
  * written), else as engine_write().  Any thread except the flusher.
  */
 int writer_write_if(struct engine *e, struct engine_batch *b, int flags, uint64_t *ticket,
-		    writer_cond_fn cond, void *arg);
+                    writer_cond_fn cond, void *arg);
 
 /*
  * engine.c: a merged iterator (internal order, every version, no snapshot
@@ -149,7 +150,7 @@ int read_merged_iter(struct engine *e, struct kv_iter **out, uint64_t *gen);
  * no consulted source has the key, or a negative errno.
  */
 int read_newest_seq_locked(struct engine *e, const void *key, size_t klen, bool with_ssts,
-			     uint64_t *seq);
+                           uint64_t *seq);
 
 /*
  * blob.c: read bytes [off, off+len) of the blob described by d into buf
@@ -166,6 +167,6 @@ int blob_fetch(struct engine *e, const struct blob_desc *d, void **out);
  */
 void blob_cache_pack(struct engine *e, struct pack *p);
 int blob_read_range(struct engine *e, const struct blob_desc *d, uint64_t off, void *buf,
-		    size_t len, size_t *got);
+                    size_t len, size_t *got);
 
 #endif /* MEMWALFS_ENGINE_INT_H */

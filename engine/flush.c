@@ -62,7 +62,7 @@ static uint64_t compact_take_id(void *arg)
 
 static int open_reader(struct engine *e, const struct manifest_sst *s, struct sst_reader **out)
 {
-	struct sst_reader_opts ro = { .counters = &e->sst_counters, .cache = e->block_cache };
+	struct sst_reader_opts ro = {.counters = &e->sst_counters, .cache = e->block_cache};
 	int rc = sst_reader_open(e->st, s->name, s->size, &ro, out);
 
 	if (rc)
@@ -172,7 +172,7 @@ static int readers_for(struct engine *e, const struct manifest *m, struct sst_re
 static void compact_some_locked(struct engine *e, bool force)
 {
 	mw_mutex_assert_held(&e->mu);
-	struct sst_reader_opts ro = { .counters = &e->sst_counters, .cache = e->block_cache };
+	struct sst_reader_opts ro = {.counters = &e->sst_counters, .cache = e->block_cache};
 	struct compact_opts co;
 
 	compact_opts_default(&co);
@@ -185,7 +185,7 @@ static void compact_some_locked(struct engine *e, bool force)
 		co.l0_trigger = 1;
 	for (int round = 0; round < 8 && !e->flusher.stop && !e->sticky; round++) {
 		struct compact_job *j = NULL;
-		struct manifest next = { 0 };
+		struct manifest next = {0};
 		struct sst_reader **v = NULL, **oldv;
 		size_t oldn;
 		uint64_t t0 = mw_now_us();
@@ -205,7 +205,8 @@ static void compact_some_locked(struct engine *e, bool force)
 			compact_job_discard(e->st, j);
 		if (rc == 0 && (rc = readers_for(e, &next, &v)) != 0) {
 			log_err("compact: manifest %" PRIu64 " committed but its tables cannot be "
-				"opened (%s); writer stops", next.version, strerror(-rc));
+			        "opened (%s); writer stops",
+			        next.version, strerror(-rc));
 			rc = -EIO;
 		}
 		compact_job_free(j);
@@ -225,7 +226,7 @@ static void compact_some_locked(struct engine *e, bool force)
 			e->man = next;
 			e->stats.compactions++;
 			log_info("compact: manifest %" PRIu64 ", %zu tables (%" PRIu64 " us)",
-				 e->man.version, e->man.nssts, mw_now_us() - t0);
+			         e->man.version, e->man.nssts, mw_now_us() - t0);
 			continue;
 		}
 		manifest_clear(&next);
@@ -241,7 +242,7 @@ static void compact_some_locked(struct engine *e, bool force)
 			pthread_cond_broadcast(&e->durable_cv);
 		} else {
 			log_warn("compact: failed (%s); will retry after the next flush",
-				 strerror(-rc));
+			         strerror(-rc));
 		}
 		return;
 	}
@@ -278,8 +279,8 @@ static void *flusher_main(void *arg)
 			nap_locked(e, 1);
 			continue;
 		}
-		struct manifest cur = { 0 }, next = { 0 };
-		struct manifest_sst sst = { 0 };
+		struct manifest cur = {0}, next = {0};
+		struct manifest_sst sst = {0};
 		struct sst_reader *r = NULL;
 		uint64_t t0 = mw_now_us();
 		uint64_t id = take_sst_id(e); /* this attempt's own name */
@@ -332,8 +333,8 @@ static void *flusher_main(void *arg)
 		if (rc == 0) {
 			e->stats.flushes++;
 			log_info("flush: %s covers the WAL before %" PRIu64 " (manifest %" PRIu64
-				 ", %" PRIu64 " us)", sst.name, f.wal_end, e->man.version,
-				 mw_now_us() - t0);
+			         ", %" PRIu64 " us)",
+			         sst.name, f.wal_end, e->man.version, mw_now_us() - t0);
 			pthread_cond_broadcast(&e->durable_cv);
 			compact_some_locked(e, false);
 		} else {
@@ -346,7 +347,7 @@ static void *flusher_main(void *arg)
 		manifest_clear(&cur);
 		if (rc == 0)
 			continue;
-failed:
+	failed:
 		e->flush_failures++;
 		e->flush_last_error = rc;
 		pthread_cond_broadcast(&e->durable_cv);
@@ -359,7 +360,7 @@ failed:
 			pthread_cond_broadcast(&e->durable_cv);
 		} else {
 			log_warn("flush: failed (%s); retrying in %d s", strerror(-rc),
-				 FLUSH_RETRY_SEC);
+			         FLUSH_RETRY_SEC);
 			nap_locked(e, FLUSH_RETRY_SEC);
 		}
 	}
@@ -372,7 +373,7 @@ int flusher_start(struct engine *e)
 	/* ids of our epoch start at the claimed manifest's; see "SSTable names" */
 	e->sst_next_id = e->man.next_sst;
 	return mw_thread_start(&e->flusher, "engine flusher", flusher_main, e, &e->mu,
-			       &e->flush_cv);
+	                       &e->flush_cv);
 }
 
 void flusher_stop(struct engine *e)

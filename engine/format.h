@@ -100,12 +100,12 @@ _Static_assert(PACK_TOFF_DATA_HASH + 8 == PACK_TRAILER_SIZE, "pack trailer layou
 #define BLOB_DESC_KIND 1 /* the only descriptor kind so far */
 #define BLOB_DESC_SIZE 41
 
-#define BLOB_OFF_KIND 0      /* u8 BLOB_DESC_KIND */
-#define BLOB_OFF_EPOCH 1     /* u64 epoch of the pack */
-#define BLOB_OFF_POSITION 9  /* u64 position of the pack */
-#define BLOB_OFF_OFFSET 17   /* u64 offset of the blob in the pack object */
-#define BLOB_OFF_LENGTH 25   /* u64 blob length */
-#define BLOB_OFF_HASH 33     /* u64 XXH3_64 of the blob bytes */
+#define BLOB_OFF_KIND 0     /* u8 BLOB_DESC_KIND */
+#define BLOB_OFF_EPOCH 1    /* u64 epoch of the pack */
+#define BLOB_OFF_POSITION 9 /* u64 position of the pack */
+#define BLOB_OFF_OFFSET 17  /* u64 offset of the blob in the pack object */
+#define BLOB_OFF_LENGTH 25  /* u64 blob length */
+#define BLOB_OFF_HASH 33    /* u64 XXH3_64 of the blob bytes */
 _Static_assert(BLOB_OFF_HASH + 8 == BLOB_DESC_SIZE, "blob descriptor layout");
 
 /* A decoded blob descriptor. */

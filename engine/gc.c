@@ -42,8 +42,8 @@ struct sst_refs {
 };
 
 struct gc {
-	struct store *st;         /* borrowed */
-	struct sst_refs *cache;   /* sorted by name */
+	struct store *st;       /* borrowed */
+	struct sst_refs *cache; /* sorted by name */
 	size_t ncache, capcache;
 };
 
@@ -57,7 +57,7 @@ struct listing {
 /* A reference to a pack while planning; sorted, deduplicated. */
 struct pref {
 	struct gc_pack_id id;
-	uint64_t live;            /* bytes referenced by the newest manifest */
+	uint64_t live; /* bytes referenced by the newest manifest */
 };
 
 struct prefs {
@@ -268,7 +268,7 @@ static void prefs_finish(struct prefs *s)
 
 static struct pref *prefs_find(const struct prefs *s, const struct gc_pack_id *id)
 {
-	struct pref key = { .id = *id };
+	struct pref key = {.id = *id};
 
 	return s->n ? bsearch(&key, s->p, s->n, sizeof(*s->p), pref_cmp) : NULL;
 }
@@ -305,7 +305,7 @@ static int read_refs(struct gc *g, const struct manifest_sst *t, struct sst_refs
 	memset(r, 0, sizeof(*r));
 	if (rc) {
 		log_err("gc: cannot read live table %s: %s; no pack is collected", t->name,
-			strerror(-rc));
+		        strerror(-rc));
 		return rc;
 	}
 	p = sst_reader_props(rd);
@@ -319,7 +319,7 @@ static int read_refs(struct gc *g, const struct manifest_sst *t, struct sst_refs
 	for (size_t i = 0; i < p->npacks; i++) {
 		if (p->packs[i].idlen != 16) {
 			log_err("gc: %s references a pack id of %u bytes", t->name,
-				p->packs[i].idlen);
+			        p->packs[i].idlen);
 			rc = -EUCLEAN;
 			goto fail;
 		}
@@ -394,12 +394,12 @@ struct pass {
 	struct gc *g;
 	const struct gc_opts *o;
 	int64_t now;
-	struct manifest *kept;  /* kept manifests, newest first */
+	struct manifest *kept; /* kept manifests, newest first */
 	size_t nkept;
-	char **live_ssts;       /* names listed by kept manifests, sorted */
+	char **live_ssts; /* names listed by kept manifests, sorted */
 	size_t nlive_ssts;
-	struct prefs refs;      /* packs referenced by kept tables */
-	uint64_t floor;         /* WAL floor */
+	struct prefs refs; /* packs referenced by kept tables */
+	uint64_t floor;    /* WAL floor */
 };
 
 static int str_cmp(const void *a, const void *b)
@@ -441,7 +441,7 @@ static int load_kept(struct pass *ps, uint64_t latest)
 			return 0; /* an earlier pass deleted it: history starts after */
 		if (rc) {
 			log_err("gc: cannot load manifest %" PRIu64 ": %s; nothing is collected", v,
-				strerror(-rc));
+			        strerror(-rc));
 			return rc;
 		}
 		ps->nkept++;
@@ -597,8 +597,9 @@ static int plan_packs(struct pass *ps, struct gc_plan *plan)
 		s = &plan->packs[plan->npacks++];
 		s->id = id;
 		s->size = l.sizes[i];
-		s->data_bytes = s->size > PACK_HEADER_SIZE + PACK_TRAILER_SIZE ?
-					s->size - PACK_HEADER_SIZE - PACK_TRAILER_SIZE : 0;
+		s->data_bytes = s->size > PACK_HEADER_SIZE + PACK_TRAILER_SIZE
+		                    ? s->size - PACK_HEADER_SIZE - PACK_TRAILER_SIZE
+		                    : 0;
 		s->live_bytes = r ? r->live : 0;
 		if (s->live_bytes > s->data_bytes)
 			s->live_bytes = s->data_bytes;
@@ -616,7 +617,7 @@ static int plan_packs(struct pass *ps, struct gc_plan *plan)
 
 int gc_plan_make(struct gc *g, const struct gc_opts *o, struct gc_plan *out)
 {
-	struct pass ps = { .g = g, .o = o };
+	struct pass ps = {.g = g, .o = o};
 	struct gc_plan plan = {0};
 	uint64_t latest;
 	int rc;
@@ -634,8 +635,9 @@ int gc_plan_make(struct gc *g, const struct gc_opts *o, struct gc_plan *out)
 		goto out;
 	if (o->protect_epoch && ps.kept[0].epoch > o->protect_epoch) {
 		/* a newer writer owns the store: a fenced writer deletes nothing */
-		log_warn("gc: the store belongs to epoch %" PRIu64 ", not %" PRIu64 "; nothing deleted",
-			 ps.kept[0].epoch, o->protect_epoch);
+		log_warn("gc: the store belongs to epoch %" PRIu64 ", not %" PRIu64
+		         "; nothing deleted",
+		         ps.kept[0].epoch, o->protect_epoch);
 		rc = -ESTALE;
 		goto out;
 	}
@@ -650,9 +652,9 @@ int gc_plan_make(struct gc *g, const struct gc_opts *o, struct gc_plan *out)
 		goto out;
 	cache_prune(g);
 	log_debug("gc: plan: manifests %" PRIu64 "..%" PRIu64 " kept, WAL floor %" PRIu64
-		  ", delete %zu objects (%" PRIu64 " bytes), %zu packs stay, %zu to repack",
-		  plan.oldest_kept, plan.latest, plan.wal_floor, plan.ndeletes, plan.delete_bytes,
-		  plan.npacks, plan.nrepack);
+	          ", delete %zu objects (%" PRIu64 " bytes), %zu packs stay, %zu to repack",
+	          plan.oldest_kept, plan.latest, plan.wal_floor, plan.ndeletes, plan.delete_bytes,
+	          plan.npacks, plan.nrepack);
 out:
 	for (size_t i = 0; i < ps.nkept; i++)
 		manifest_clear(&ps.kept[i]);
@@ -672,7 +674,7 @@ out:
 /* ------------------------------------------------------------------ */
 
 int gc_plan_execute(struct gc *g, const struct gc_opts *o, const struct gc_plan *plan,
-		    uint64_t *deleted)
+                    uint64_t *deleted)
 {
 	int rc, first = 0;
 	uint64_t done = 0;
@@ -684,7 +686,7 @@ int gc_plan_execute(struct gc *g, const struct gc_opts *o, const struct gc_plan 
 		rc = store_delete_many(g->st, (const char *const *)plan->deletes + i, n);
 		if (rc) {
 			log_err("gc: deleting %zu objects from %s failed: %s", n, plan->deletes[i],
-				strerror(-rc));
+			        strerror(-rc));
 			if (!first)
 				first = rc;
 			continue;
@@ -704,8 +706,8 @@ int gc_plan_execute(struct gc *g, const struct gc_opts *o, const struct gc_plan 
 	}
 	if (done)
 		log_info("gc: deleted %" PRIu64 " objects (%" PRIu64 " WAL, %" PRIu64
-			 " manifests, %" PRIu64 " tables, %" PRIu64 " packs planned)",
-			 done, plan->n_wal, plan->n_manifest, plan->n_sst, plan->n_pack);
+		         " manifests, %" PRIu64 " tables, %" PRIu64 " packs planned)",
+		         done, plan->n_wal, plan->n_manifest, plan->n_sst, plan->n_pack);
 	if (deleted)
 		*deleted = done;
 	return first;

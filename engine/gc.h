@@ -52,16 +52,16 @@ struct gc_pack_id {
 };
 
 struct gc_opts {
-	unsigned grace_sec;            /* default 600 */
-	unsigned keep_manifests;       /* newest versions always kept (default 4, min 1) */
-	int64_t now;                   /* wall clock in seconds; 0: time(NULL) */
-	double repack_below;           /* select packs whose live fraction is below (default 0.5) */
-	uint64_t protect_epoch;        /* with protect_sst_from: SSTables possibly in flight */
-	uint64_t protect_sst_from;     /* both 0: the newest manifest's epoch and next_sst */
-	uint64_t protect_wal_from;     /* WAL entries and packs at >= never go (default UINT64_MAX) */
+	unsigned grace_sec;        /* default 600 */
+	unsigned keep_manifests;   /* newest versions always kept (default 4, min 1) */
+	int64_t now;               /* wall clock in seconds; 0: time(NULL) */
+	double repack_below;       /* select packs whose live fraction is below (default 0.5) */
+	uint64_t protect_epoch;    /* with protect_sst_from: SSTables possibly in flight */
+	uint64_t protect_sst_from; /* both 0: the newest manifest's epoch and next_sst */
+	uint64_t protect_wal_from; /* WAL entries and packs at >= never go (default UINT64_MAX) */
 	const struct gc_pack_id *live_packs; /* packs unflushed data references (borrowed) */
 	size_t nlive_packs;
-	bool cleanup_uploads;          /* also abort abandoned uploads (default true) */
+	bool cleanup_uploads; /* also abort abandoned uploads (default true) */
 };
 
 /* Fill *o with the defaults above. */
@@ -69,25 +69,25 @@ void gc_opts_default(struct gc_opts *o);
 
 /* What a pack holds, as far as GC knows. */
 struct gc_pack_stat {
-	struct gc_pack_id id;  /* which pack */
-	uint64_t size;         /* object bytes */
-	uint64_t data_bytes;   /* blob bytes (size minus header and trailer) */
-	uint64_t live_bytes;   /* referenced by the newest manifest's tables */
-	bool unflushed;        /* at or past the WAL floor, or in live_packs */
+	struct gc_pack_id id; /* which pack */
+	uint64_t size;        /* object bytes */
+	uint64_t data_bytes;  /* blob bytes (size minus header and trailer) */
+	uint64_t live_bytes;  /* referenced by the newest manifest's tables */
+	bool unflushed;       /* at or past the WAL floor, or in live_packs */
 };
 
 /* A plan: what one GC pass would delete, and the pack accounting. */
 struct gc_plan {
-	uint64_t latest;               /* newest manifest version (0: none; plan empty) */
-	uint64_t oldest_kept;          /* oldest manifest version kept */
-	uint64_t wal_floor;            /* WAL entries below this are deleted */
-	char **deletes;                /* object names to delete (malloc()ed, each too) */
+	uint64_t latest;      /* newest manifest version (0: none; plan empty) */
+	uint64_t oldest_kept; /* oldest manifest version kept */
+	uint64_t wal_floor;   /* WAL entries below this are deleted */
+	char **deletes;       /* object names to delete (malloc()ed, each too) */
 	size_t ndeletes;
-	uint64_t delete_bytes;         /* their total size */
+	uint64_t delete_bytes;                     /* their total size */
 	uint64_t n_wal, n_manifest, n_sst, n_pack; /* deletes per class */
-	struct gc_pack_stat *packs;    /* every pack that stays (malloc()ed) */
+	struct gc_pack_stat *packs;                /* every pack that stays (malloc()ed) */
 	size_t npacks;
-	struct gc_pack_id *repack;     /* packs selected for repack (malloc()ed) */
+	struct gc_pack_id *repack; /* packs selected for repack (malloc()ed) */
 	size_t nrepack;
 	uint64_t pack_bytes, live_pack_bytes; /* totals over packs that stay */
 };
@@ -121,15 +121,15 @@ int gc_plan_make(struct gc *g, const struct gc_opts *o, struct gc_plan *plan);
  * on its own).
  */
 int gc_plan_execute(struct gc *g, const struct gc_opts *o, const struct gc_plan *plan,
-		    uint64_t *deleted);
+                    uint64_t *deleted);
 
 /*
  * Called by gc_repack_scan() for each key whose newest version is a blob in
  * a pack selected for repack: key, its sequence and descriptor (borrowed:
  * valid during the call).  Return 0 to go on, anything else stops the scan.
  */
-typedef int (*gc_repack_fn)(void *arg, const void *key, size_t klen, uint64_t seq,
-			    const void *desc, size_t dlen);
+typedef int (*gc_repack_fn)(void *arg, const void *key, size_t klen, uint64_t seq, const void *desc,
+                            size_t dlen);
 
 /*
  * Walk it (a merged iterator over everything the engine holds, in internal

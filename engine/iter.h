@@ -47,16 +47,47 @@ struct kv_iter {
 	const struct kv_iter_ops *ops;
 };
 
-static inline bool kv_iter_valid(const struct kv_iter *it) { return it->ops->valid(it); }
-static inline void kv_iter_seek_first(struct kv_iter *it) { it->ops->seek_first(it); }
-static inline void kv_iter_seek(struct kv_iter *it, const void *k, size_t n) { it->ops->seek(it, k, n); }
-static inline void kv_iter_next(struct kv_iter *it) { it->ops->next(it); }
-static inline const void *kv_iter_key(const struct kv_iter *it, size_t *n) { return it->ops->key(it, n); }
-static inline uint64_t kv_iter_seq(const struct kv_iter *it) { return it->ops->seq(it); }
-static inline enum kv_type kv_iter_type(const struct kv_iter *it) { return it->ops->type(it); }
-static inline const void *kv_iter_value(const struct kv_iter *it, size_t *n) { return it->ops->value(it, n); }
-static inline int kv_iter_status(const struct kv_iter *it) { return it->ops->status(it); }
-static inline void kv_iter_destroy(struct kv_iter *it) { if (it) it->ops->destroy(it); }
+static inline bool kv_iter_valid(const struct kv_iter *it)
+{
+	return it->ops->valid(it);
+}
+static inline void kv_iter_seek_first(struct kv_iter *it)
+{
+	it->ops->seek_first(it);
+}
+static inline void kv_iter_seek(struct kv_iter *it, const void *k, size_t n)
+{
+	it->ops->seek(it, k, n);
+}
+static inline void kv_iter_next(struct kv_iter *it)
+{
+	it->ops->next(it);
+}
+static inline const void *kv_iter_key(const struct kv_iter *it, size_t *n)
+{
+	return it->ops->key(it, n);
+}
+static inline uint64_t kv_iter_seq(const struct kv_iter *it)
+{
+	return it->ops->seq(it);
+}
+static inline enum kv_type kv_iter_type(const struct kv_iter *it)
+{
+	return it->ops->type(it);
+}
+static inline const void *kv_iter_value(const struct kv_iter *it, size_t *n)
+{
+	return it->ops->value(it, n);
+}
+static inline int kv_iter_status(const struct kv_iter *it)
+{
+	return it->ops->status(it);
+}
+static inline void kv_iter_destroy(struct kv_iter *it)
+{
+	if (it)
+		it->ops->destroy(it);
+}
 
 /* Compare user keys bytewise; a prefix sorts first.  Returns <0, 0, >0. */
 static inline int kv_key_cmp(const void *a, size_t an, const void *b, size_t bn)

@@ -130,7 +130,7 @@ int maint_compact_now(struct engine *e)
 		rc = e->sticky;
 	else if (e->compact_done < req)
 		rc = e->flush_failures != failures && e->flush_last_error ? e->flush_last_error
-									     : -EIO;
+		                                                          : -EIO;
 	mw_mutex_unlock(&e->mu);
 	return rc;
 }
@@ -179,13 +179,13 @@ static int repack_cond(struct engine *e, void *arg)
 }
 
 static int repack_one(void *arg, const void *key, size_t klen, uint64_t seq, const void *desc,
-		      size_t dlen)
+                      size_t dlen)
 {
 	struct repack *rp = arg;
 	struct engine *e = rp->e;
-	struct engine_batch b = { 0 };
+	struct engine_batch b = {0};
 	struct blob_desc d;
-	struct cond_arg c = { .rp = rp, .key = key, .klen = klen };
+	struct cond_arg c = {.rp = rp, .key = key, .klen = klen};
 	void *val = NULL;
 	int rc = blob_desc_decode(desc, dlen, &d);
 
@@ -194,7 +194,7 @@ static int repack_one(void *arg, const void *key, size_t klen, uint64_t seq, con
 	rc = blob_fetch(e, &d, &val);
 	if (rc) {
 		log_err("gc: repack: reading a blob of pack %" PRIu64 "-%" PRIu64 " failed: %s",
-			d.epoch, d.position, strerror(-rc));
+		        d.epoch, d.position, strerror(-rc));
 		return rc;
 	}
 	rc = engine_batch_put(&b, key, klen, val, (size_t)d.length);
@@ -218,7 +218,7 @@ out:
 /* Rewrite the live blobs of the plan's repack packs, then sync. */
 static int repack_run(struct engine *e, const struct gc_plan *plan, struct maint_gc_result *res)
 {
-	struct repack rp = { .e = e };
+	struct repack rp = {.e = e};
 	struct kv_iter *it = NULL;
 	int rc = read_merged_iter(e, &it, &rp.sst_gen);
 
@@ -235,8 +235,8 @@ static int repack_run(struct engine *e, const struct gc_plan *plan, struct maint
 	res->repacked_blobs = rp.blobs;
 	res->repacked_bytes = rp.bytes;
 	log_info("gc: repacked %" PRIu64 " blobs (%" PRIu64 " bytes) out of %zu packs, %" PRIu64
-		 " keys rewritten meanwhile left alone (%s)",
-		 rp.blobs, rp.bytes, plan->nrepack, rp.skipped, rc ? strerror(-rc) : "done");
+	         " keys rewritten meanwhile left alone (%s)",
+	         rp.blobs, rp.bytes, plan->nrepack, rp.skipped, rc ? strerror(-rc) : "done");
 	return rc;
 }
 
@@ -248,7 +248,7 @@ static int repack_run(struct engine *e, const struct gc_plan *plan, struct maint
 static int gc_pass(struct engine *e, struct maint_gc_result *res)
 {
 	struct gc_opts o;
-	struct gc_plan plan = { 0 };
+	struct gc_plan plan = {0};
 	uint64_t deleted = 0;
 	unsigned aborted = 0, age;
 	int rc, urc;
@@ -256,8 +256,8 @@ static int gc_pass(struct engine *e, struct maint_gc_result *res)
 	memset(res, 0, sizeof(*res));
 	gc_opts_default(&o);
 	o.grace_sec = e->o.gc_grace_sec == ENGINE_GC_NO_GRACE ? 0 : e->o.gc_grace_sec;
-	o.repack_below = e->o.repack_below_pct == ENGINE_GC_OFF ? 0.0 :
-			 (double)e->o.repack_below_pct / 100.0;
+	o.repack_below =
+	    e->o.repack_below_pct == ENGINE_GC_OFF ? 0.0 : (double)e->o.repack_below_pct / 100.0;
 	o.cleanup_uploads = false; /* below, with a floor on the age */
 	mw_mutex_lock(&e->mu);
 	rc = e->sticky;

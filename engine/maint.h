@@ -40,13 +40,13 @@ int maint_compact_now(struct engine *e);
 
 /* What one GC pass did (also added to the engine's stats). */
 struct maint_gc_result {
-	uint64_t deleted;        /* objects deleted (incl. aborted uploads) */
-	uint64_t deleted_bytes;  /* bytes of the objects deleted */
-	uint64_t pack_bytes;     /* pack bytes that stay in the store */
+	uint64_t deleted;         /* objects deleted (incl. aborted uploads) */
+	uint64_t deleted_bytes;   /* bytes of the objects deleted */
+	uint64_t pack_bytes;      /* pack bytes that stay in the store */
 	uint64_t live_pack_bytes; /* of which referenced by the newest manifest */
-	uint64_t repack_packs;   /* packs selected for repack */
-	uint64_t repacked_blobs; /* blobs rewritten through the write path */
-	uint64_t repacked_bytes; /* their bytes */
+	uint64_t repack_packs;    /* packs selected for repack */
+	uint64_t repacked_blobs;  /* blobs rewritten through the write path */
+	uint64_t repacked_bytes;  /* their bytes */
 };
 
 /*

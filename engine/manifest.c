@@ -134,7 +134,7 @@ static int put_record(struct mw_buf *out, uint8_t tag, const struct mw_buf *payl
 
 int manifest_encode(const struct manifest *m, struct mw_buf *out)
 {
-	struct mw_buf rec = { 0 };
+	struct mw_buf rec = {0};
 	size_t start = out->len, body;
 	uint8_t *h;
 	int rc;
@@ -148,7 +148,8 @@ int manifest_encode(const struct manifest *m, struct mw_buf *out)
 	for (size_t i = 0; i < m->nssts; i++) {
 		const struct manifest_sst *s = &m->ssts[i];
 		rec.len = 0;
-		if ((rc = mw_buf_varint(&rec, s->id)) || (rc = put_lenbytes(&rec, s->name, strlen(s->name))) ||
+		if ((rc = mw_buf_varint(&rec, s->id)) ||
+		    (rc = put_lenbytes(&rec, s->name, strlen(s->name))) ||
 		    (rc = mw_buf_be64(&rec, s->size)) || (rc = mw_buf_varint(&rec, s->level)) ||
 		    (rc = put_lenbytes(&rec, s->smallest, s->smallest_len)) ||
 		    (rc = put_lenbytes(&rec, s->largest, s->largest_len)) ||
@@ -235,7 +236,7 @@ static int decode_sst(const uint8_t *p, const uint8_t *end, struct manifest_sst 
 int manifest_decode(const char *name, const void *buf, size_t len, struct manifest *out)
 {
 	const uint8_t *h = buf, *p, *end;
-	struct manifest m = { 0 };
+	struct manifest m = {0};
 	uint64_t blen;
 	uint32_t nrec;
 	uint16_t ver;
@@ -257,13 +258,13 @@ int manifest_decode(const char *name, const void *buf, size_t len, struct manife
 	}
 	if (ver == 0 || ver > MANIFEST_VERSION) {
 		log_err("manifest: %s: format version %u not supported (this program: %u)", name,
-			ver, MANIFEST_VERSION);
+		        ver, MANIFEST_VERSION);
 		return ver ? -EPROTONOSUPPORT : -EUCLEAN;
 	}
 	blen = get_be64(h + MAN_OFF_BODY_LEN);
 	if (blen != len - MANIFEST_HEADER_SIZE) {
 		log_err("manifest: %s: body length %" PRIu64 " but object holds %zu", name, blen,
-			len - MANIFEST_HEADER_SIZE);
+		        len - MANIFEST_HEADER_SIZE);
 		return -EUCLEAN;
 	}
 	if (get_be64(h + MAN_OFF_BODY_HASH) != fmt_hash(h + MANIFEST_HEADER_SIZE, blen)) {
@@ -278,7 +279,8 @@ int manifest_decode(const char *name, const void *buf, size_t len, struct manife
 	m.claim = get_be32(h + MAN_OFF_CLAIM);
 	nrec = get_be32(h + MAN_OFF_REC_COUNT);
 	if (nrec > blen / 2) {
-		log_err("manifest: %s: %u records cannot fit in %" PRIu64 " bytes", name, nrec, blen);
+		log_err("manifest: %s: %u records cannot fit in %" PRIu64 " bytes", name, nrec,
+		        blen);
 		return -EUCLEAN;
 	}
 	if (nrec) {
@@ -447,20 +449,21 @@ static void write_hint(struct store *st, uint64_t version)
 	rc = store_put(st, FMT_HINT_KEY, h, sizeof(h));
 	if (rc)
 		log_warn("manifest: put %s failed: %s (discovery will list)", FMT_HINT_KEY,
-			 strerror(-rc));
+		         strerror(-rc));
 }
 
 int manifest_commit(struct store *st, const struct manifest *m, bool conditional)
 {
 	char name[FMT_NAME_MAX];
-	struct mw_buf b = { 0 };
+	struct mw_buf b = {0};
 	int rc;
 
 	fmt_manifest_name(name, m->version);
 	rc = manifest_encode(m, &b);
 	if (rc)
 		goto out;
-	rc = conditional ? store_put_if_absent(st, name, b.p, b.len) : store_put(st, name, b.p, b.len);
+	rc = conditional ? store_put_if_absent(st, name, b.p, b.len)
+	                 : store_put(st, name, b.p, b.len);
 	if (rc) {
 		if (rc != -EEXIST)
 			log_err("manifest: put %s failed: %s", name, strerror(-rc));
@@ -498,8 +501,8 @@ int manifest_commit_ours(struct store *st, struct manifest *m, bool conditional)
 		if (rc != -EEXIST)
 			return rc;
 		char name[FMT_NAME_MAX];
-		struct manifest got = { 0 };
-		struct mw_buf b = { 0 };
+		struct manifest got = {0};
+		struct mw_buf b = {0};
 		void *buf = NULL;
 		size_t len = 0;
 		fmt_manifest_name(name, m->version);
@@ -511,7 +514,8 @@ int manifest_commit_ours(struct store *st, struct manifest *m, bool conditional)
 			rc = 1; /* our own bytes: this very commit landed */
 		} else if (rc == 0 && got.epoch == m->epoch) {
 			log_warn("manifest: %s is an earlier attempt of ours that landed late; "
-				 "committing at the next version", name);
+			         "committing at the next version",
+			         name);
 			m->version++;
 			rc = 2;
 		} else if (rc == 0) {
@@ -532,7 +536,7 @@ int manifest_commit_ours(struct store *st, struct manifest *m, bool conditional)
 
 int manifest_claim(struct store *st, bool conditional, struct manifest *out)
 {
-	struct manifest m = { 0 };
+	struct manifest m = {0};
 	int rc = -EBUSY;
 
 	for (int i = 0; i < CLAIM_TRIES; i++) {

@@ -18,16 +18,16 @@ struct store;
 
 /* A live SSTable, as listed in the manifest. */
 struct manifest_sst {
-	char *name;             /* object name (malloc()ed) */
-	uint64_t id;            /* SSTable id (unique per store) */
-	uint64_t size;          /* object size in bytes */
-	uint32_t level;         /* LSM level (0: flushed from a MemTable) */
-	uint8_t *smallest;      /* smallest user key (malloc()ed) */
+	char *name;        /* object name (malloc()ed) */
+	uint64_t id;       /* SSTable id (unique per store) */
+	uint64_t size;     /* object size in bytes */
+	uint32_t level;    /* LSM level (0: flushed from a MemTable) */
+	uint8_t *smallest; /* smallest user key (malloc()ed) */
 	size_t smallest_len;
-	uint8_t *largest;       /* largest user key (malloc()ed) */
+	uint8_t *largest; /* largest user key (malloc()ed) */
 	size_t largest_len;
-	uint64_t seq_min;       /* lowest sequence number inside */
-	uint64_t seq_max;       /* highest sequence number inside */
+	uint64_t seq_min; /* lowest sequence number inside */
+	uint64_t seq_max; /* highest sequence number inside */
 };
 
 /* An object no longer referenced, deletable after a grace period. */
@@ -38,15 +38,15 @@ struct manifest_gc {
 
 /* The decoded contents of one manifest version. */
 struct manifest {
-	uint64_t version;           /* N of manifest/<N>; 0: no manifest yet */
-	uint64_t epoch;             /* writer epoch that wrote it */
-	uint64_t wal_covered;       /* first WAL position not covered by SSTables */
-	uint64_t last_seq;          /* highest sequence number inside the SSTables */
-	uint64_t next_sst;          /* next SSTable id to allocate */
-	uint32_t claim;             /* nonce of the epoch claim, copied by later versions */
-	struct manifest_sst *ssts;  /* live SSTables (malloc()ed array) */
+	uint64_t version;          /* N of manifest/<N>; 0: no manifest yet */
+	uint64_t epoch;            /* writer epoch that wrote it */
+	uint64_t wal_covered;      /* first WAL position not covered by SSTables */
+	uint64_t last_seq;         /* highest sequence number inside the SSTables */
+	uint64_t next_sst;         /* next SSTable id to allocate */
+	uint32_t claim;            /* nonce of the epoch claim, copied by later versions */
+	struct manifest_sst *ssts; /* live SSTables (malloc()ed array) */
 	size_t nssts;
-	struct manifest_gc *gc;     /* objects awaiting deletion (malloc()ed array) */
+	struct manifest_gc *gc; /* objects awaiting deletion (malloc()ed array) */
 	size_t ngc;
 };
 

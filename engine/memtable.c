@@ -47,7 +47,7 @@
 
 struct arena_block {
 	struct arena_block *next; /* older block; NULL for the first */
-	/* payload follows, aligned to 8 */
+	                          /* payload follows, aligned to 8 */
 };
 
 struct arena {
@@ -58,23 +58,23 @@ struct arena {
 };
 
 struct node {
-	uint64_t seq;      /* sequence number of the entry */
-	uint32_t klen;     /* user key length */
-	uint32_t vlen;     /* value length */
-	uint8_t type;      /* enum kv_type */
-	uint8_t height;    /* number of next pointers, 1..MAX_HEIGHT */
+	uint64_t seq;   /* sequence number of the entry */
+	uint32_t klen;  /* user key length */
+	uint32_t vlen;  /* value length */
+	uint8_t type;   /* enum kv_type */
+	uint8_t height; /* number of next pointers, 1..MAX_HEIGHT */
 	/* next[height] pointers; then key bytes, then value bytes */
 	_Atomic(struct node *) next[];
 };
 
 struct memtable {
-	atomic_int refs;          /* references; the last unref frees */
-	atomic_int height;        /* current list height, 1..MAX_HEIGHT */
-	atomic_size_t count;      /* entries inserted */
+	atomic_int refs;               /* references; the last unref frees */
+	atomic_int height;             /* current list height, 1..MAX_HEIGHT */
+	atomic_size_t count;           /* entries inserted */
 	atomic_uint_least64_t max_seq; /* highest seq inserted */
-	uint64_t rnd;             /* xorshift state for tower heights; writer only */
-	struct arena arena;       /* owns every node */
-	struct node *head;        /* sentinel of height MAX_HEIGHT, no key */
+	uint64_t rnd;                  /* xorshift state for tower heights; writer only */
+	struct arena arena;            /* owns every node */
+	struct node *head;             /* sentinel of height MAX_HEIGHT, no key */
 };
 
 /* ---- arena ------------------------------------------------------------ */
@@ -155,7 +155,7 @@ static int node_cmp(const struct node *n, const void *key, size_t klen, uint64_t
  * (writer use).
  */
 static struct node *find_ge(struct memtable *m, const void *key, size_t klen, uint64_t seq,
-			    struct node **prev)
+                            struct node **prev)
 {
 	struct node *x = m->head;
 	int level = atomic_load_explicit(&m->height, memory_order_relaxed) - 1;
@@ -230,8 +230,8 @@ void memtable_unref(struct memtable *m)
 	free(m);
 }
 
-int memtable_add(struct memtable *m, uint64_t seq, enum kv_type type, const void *key,
-		 size_t klen, const void *val, size_t vlen)
+int memtable_add(struct memtable *m, uint64_t seq, enum kv_type type, const void *key, size_t klen,
+                 const void *val, size_t vlen)
 {
 	struct node *prev[MAX_HEIGHT];
 
@@ -240,8 +240,8 @@ int memtable_add(struct memtable *m, uint64_t seq, enum kv_type type, const void
 	find_ge(m, key, klen, seq, prev);
 	int h = random_height(m);
 	int cur = atomic_load_explicit(&m->height, memory_order_relaxed);
-	struct node *n = arena_alloc(&m->arena, sizeof(struct node) +
-						       (size_t)h * sizeof(struct node *) + klen + vlen);
+	struct node *n = arena_alloc(
+	    &m->arena, sizeof(struct node) + (size_t)h * sizeof(struct node *) + klen + vlen);
 	if (!n)
 		return -ENOMEM;
 	n->seq = seq;
@@ -262,8 +262,8 @@ int memtable_add(struct memtable *m, uint64_t seq, enum kv_type type, const void
 	for (int i = 0; i < h; i++) {
 		/* n is not yet reachable: a relaxed store of its own pointer is enough */
 		atomic_store_explicit(&n->next[i],
-				      atomic_load_explicit(&prev[i]->next[i], memory_order_relaxed),
-				      memory_order_relaxed);
+		                      atomic_load_explicit(&prev[i]->next[i], memory_order_relaxed),
+		                      memory_order_relaxed);
 		atomic_store_explicit(&prev[i]->next[i], n, memory_order_release);
 	}
 	atomic_fetch_add_explicit(&m->count, 1, memory_order_relaxed);
@@ -273,7 +273,7 @@ int memtable_add(struct memtable *m, uint64_t seq, enum kv_type type, const void
 }
 
 int memtable_get(struct memtable *m, const void *key, size_t klen, uint64_t snap,
-		 enum kv_type *type, const void **val, size_t *vlen, uint64_t *seq)
+                 enum kv_type *type, const void **val, size_t *vlen, uint64_t *seq)
 {
 	struct node *n = find_ge(m, key, klen, snap, NULL);
 	if (!n || kv_key_cmp(node_key(n), n->klen, key, klen))
@@ -307,9 +307,9 @@ uint64_t memtable_max_seq(const struct memtable *m)
 /* ---- iterator --------------------------------------------------------- */
 
 struct mt_iter {
-	struct kv_iter base;  /* must be first */
-	struct memtable *m;   /* referenced */
-	struct node *cur;     /* current node, NULL when invalid */
+	struct kv_iter base; /* must be first */
+	struct memtable *m;  /* referenced */
+	struct node *cur;    /* current node, NULL when invalid */
 };
 
 static bool mi_valid(const struct kv_iter *it)
@@ -374,16 +374,16 @@ static void mi_destroy(struct kv_iter *it)
 }
 
 static const struct kv_iter_ops mt_iter_ops = {
-	.valid = mi_valid,
-	.seek_first = mi_seek_first,
-	.seek = mi_seek,
-	.next = mi_next,
-	.key = mi_key,
-	.seq = mi_seq,
-	.type = mi_type,
-	.value = mi_value,
-	.status = mi_status,
-	.destroy = mi_destroy,
+    .valid = mi_valid,
+    .seek_first = mi_seek_first,
+    .seek = mi_seek,
+    .next = mi_next,
+    .key = mi_key,
+    .seq = mi_seq,
+    .type = mi_type,
+    .value = mi_value,
+    .status = mi_status,
+    .destroy = mi_destroy,
 };
 
 int memtable_iter_new(struct memtable *m, struct kv_iter **out)

@@ -34,8 +34,8 @@ void memtable_unref(struct memtable *m);
  * key must increase.  Caller serialises calls to memtable_add() on one
  * MemTable; concurrent readers are fine.  -ENOMEM.
  */
-int memtable_add(struct memtable *m, uint64_t seq, enum kv_type type, const void *key,
-		 size_t klen, const void *val, size_t vlen);
+int memtable_add(struct memtable *m, uint64_t seq, enum kv_type type, const void *key, size_t klen,
+                 const void *val, size_t vlen);
 
 /*
  * Find the newest entry of key with sequence <= snap.  Returns 1 and fills
@@ -43,7 +43,7 @@ int memtable_add(struct memtable *m, uint64_t seq, enum kv_type type, const void
  * found, 0 if the MemTable has no entry of that key visible at snap.
  */
 int memtable_get(struct memtable *m, const void *key, size_t klen, uint64_t snap,
-		 enum kv_type *type, const void **val, size_t *vlen, uint64_t *seq);
+                 enum kv_type *type, const void **val, size_t *vlen, uint64_t *seq);
 
 /* Bytes used (keys, values, node overhead): what the freeze threshold counts. */
 size_t memtable_bytes(const struct memtable *m);

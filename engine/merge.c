@@ -23,12 +23,12 @@
 #include "iter.h"
 
 struct merge_iter {
-	struct kv_iter base;        /* must be first */
-	struct kv_iter **children;  /* owned; n of them */
-	size_t n;                   /* number of children */
-	size_t *heap;               /* indexes of valid children, heap-ordered */
-	size_t hn;                  /* entries in heap */
-	int err;                    /* first child error seen, 0 if none */
+	struct kv_iter base;       /* must be first */
+	struct kv_iter **children; /* owned; n of them */
+	size_t n;                  /* number of children */
+	size_t *heap;              /* indexes of valid children, heap-ordered */
+	size_t hn;                 /* entries in heap */
+	int err;                   /* first child error seen, 0 if none */
 };
 
 /* true when child a sorts before child b */
@@ -176,16 +176,16 @@ static void m_destroy(struct kv_iter *it)
 }
 
 static const struct kv_iter_ops merge_ops = {
-	.valid = m_valid,
-	.seek_first = m_seek_first,
-	.seek = m_seek,
-	.next = m_next,
-	.key = m_key,
-	.seq = m_seq,
-	.type = m_type,
-	.value = m_value,
-	.status = m_status,
-	.destroy = m_destroy,
+    .valid = m_valid,
+    .seek_first = m_seek_first,
+    .seek = m_seek,
+    .next = m_next,
+    .key = m_key,
+    .seq = m_seq,
+    .type = m_type,
+    .value = m_value,
+    .status = m_status,
+    .destroy = m_destroy,
 };
 
 /*

@@ -24,15 +24,15 @@
 #include "store.h"
 
 struct pack {
-	pthread_mutex_t mu;  /* guards buf against append/realloc while read */
-	struct mw_buf buf;   /* header + data (+ trailer once sealed); protected by mu */
-	uint64_t epoch;      /* writer epoch (const) */
-	uint64_t position;   /* WAL position of the group (const) */
-	uint32_t count;      /* blobs appended; writer only */
-	uint64_t *spans;     /* offset, length of each blob (2 * count); writer, then const */
-	uint32_t span_cap;   /* blobs spans has room for */
-	int sealed;          /* trailer written; writer only */
-	atomic_int refs;     /* references */
+	pthread_mutex_t mu; /* guards buf against append/realloc while read */
+	struct mw_buf buf;  /* header + data (+ trailer once sealed); protected by mu */
+	uint64_t epoch;     /* writer epoch (const) */
+	uint64_t position;  /* WAL position of the group (const) */
+	uint32_t count;     /* blobs appended; writer only */
+	uint64_t *spans;    /* offset, length of each blob (2 * count); writer, then const */
+	uint32_t span_cap;  /* blobs spans has room for */
+	int sealed;         /* trailer written; writer only */
+	atomic_int refs;    /* references */
 };
 
 int pack_new(uint64_t epoch, uint64_t position, struct pack **out)
@@ -236,7 +236,7 @@ int pack_verify(const char *name, const void *vbuf, size_t len)
 	}
 	if (ver == 0 || ver > PACK_VERSION) {
 		log_err("pack: %s: format version %u not supported (this program: %u)", name, ver,
-			PACK_VERSION);
+		        PACK_VERSION);
 		return ver ? -EPROTONOSUPPORT : -EUCLEAN;
 	}
 	t = h + len - PACK_TRAILER_SIZE;

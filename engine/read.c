@@ -30,7 +30,7 @@
 
 /* What a read consults, each with a reference: MemTables newest first, SSTables oldest first. */
 struct view {
-	struct memtable **mems;   /* active, then frozen newest first */
+	struct memtable **mems; /* active, then frozen newest first */
 	size_t nmems;
 	struct sst_reader **ssts; /* manifest order: walk backwards for newest first */
 	size_t nssts;
@@ -113,7 +113,7 @@ static int view_merged_iter(const struct view *v, struct kv_iter **out)
  * inline value (*val malloc()ed) or the descriptor (*is_blob), -ENOENT.
  */
 static int lookup(struct engine *e, const void *key, size_t klen, void **val, size_t *vlen,
-		  bool *is_blob, struct blob_desc *d)
+                  bool *is_blob, struct blob_desc *d)
 {
 	uint64_t snap = atomic_load_explicit(&e->visible_seq, memory_order_acquire);
 	struct view w;
@@ -179,7 +179,7 @@ int engine_get(struct engine *e, const void *key, size_t klen, void **val, size_
 }
 
 int engine_get_range(struct engine *e, const void *key, size_t klen, uint64_t off, void *buf,
-		     size_t len, size_t *got)
+                     size_t len, size_t *got)
 {
 	struct blob_desc d;
 	bool is_blob = false;
@@ -225,8 +225,8 @@ int engine_prefetch(struct engine *e, const void *key, size_t klen)
 	return blob_read_range(e, &d, 0, &none, 0, &got);
 }
 
-int engine_get_range_wait(struct engine *e, const void *key, size_t klen, uint64_t off,
-			  void *buf, size_t len, size_t *got)
+int engine_get_range_wait(struct engine *e, const void *key, size_t klen, uint64_t off, void *buf,
+                          size_t len, size_t *got)
 {
 	uint64_t start = mw_now_us();
 	unsigned wait_ms = RETRY_MIN_MS;
@@ -234,18 +234,17 @@ int engine_get_range_wait(struct engine *e, const void *key, size_t klen, uint64
 
 	for (int tries = 1;; tries++) {
 		rc = engine_get_range(e, key, klen, off, buf, len, got);
-		if (rc == 0 || rc == -ENOENT || rc == -ENOMEM || rc == -EINVAL ||
-		    err_permanent(rc))
+		if (rc == 0 || rc == -ENOENT || rc == -ENOMEM || rc == -EINVAL || err_permanent(rc))
 			break;
 		uint64_t waited_ms = (mw_now_us() - start) / 1000u;
 		if (e->o.sync_timeout_ms && waited_ms >= e->o.sync_timeout_ms)
 			break;
 		if (tries == 1)
 			log_warn("engine: a read that a write waits on failed (%s); it is retried "
-				 "until the store answers",
-				 strerror(-rc));
-		struct timespec ts = { .tv_sec = wait_ms / 1000u,
-				       .tv_nsec = (long)(wait_ms % 1000u) * 1000000L };
+			         "until the store answers",
+			         strerror(-rc));
+		struct timespec ts = {.tv_sec = wait_ms / 1000u,
+		                      .tv_nsec = (long)(wait_ms % 1000u) * 1000000L};
 		nanosleep(&ts, NULL);
 		wait_ms = wait_ms * 2 > RETRY_MAX_MS ? RETRY_MAX_MS : wait_ms * 2;
 	}
@@ -254,7 +253,7 @@ int engine_get_range_wait(struct engine *e, const void *key, size_t klen, uint64
 
 int read_merged_iter(struct engine *e, struct kv_iter **out, uint64_t *gen)
 {
-	struct view w = { 0 };
+	struct view w = {0};
 	int rc;
 
 	mw_mutex_lock(&e->mu);
@@ -269,7 +268,7 @@ int read_merged_iter(struct engine *e, struct kv_iter **out, uint64_t *gen)
 }
 
 int read_newest_seq_locked(struct engine *e, const void *key, size_t klen, bool with_ssts,
-			     uint64_t *seq)
+                           uint64_t *seq)
 {
 	enum kv_type type;
 	const void *v;
@@ -301,19 +300,19 @@ int read_newest_seq_locked(struct engine *e, const void *key, size_t klen, bool 
 /* ------------------------------------------------------------------ */
 
 struct engine_iter {
-	struct engine *e;  /* the engine (borrowed) */
-	struct dbiter *d;  /* user view over the merged MemTables (owned) */
-	void *blob;        /* the current blob's bytes, fetched on demand (owned) */
-	size_t blob_len;   /* bytes in blob */
-	bool have_blob;    /* blob holds the current entry's value */
-	int status;        /* 0, or the error that ended the scan */
+	struct engine *e; /* the engine (borrowed) */
+	struct dbiter *d; /* user view over the merged MemTables (owned) */
+	void *blob;       /* the current blob's bytes, fetched on demand (owned) */
+	size_t blob_len;  /* bytes in blob */
+	bool have_blob;   /* blob holds the current entry's value */
+	int status;       /* 0, or the error that ended the scan */
 };
 
-int engine_iter_new(struct engine *e, const void *start, size_t slen, const void *end,
-		    size_t elen, struct engine_iter **out)
+int engine_iter_new(struct engine *e, const void *start, size_t slen, const void *end, size_t elen,
+                    struct engine_iter **out)
 {
 	uint64_t snap = atomic_load_explicit(&e->visible_seq, memory_order_acquire);
-	struct view w = { 0 };
+	struct view w = {0};
 	struct kv_iter *mi = NULL;
 	struct engine_iter *it;
 	int rc;

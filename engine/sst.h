@@ -65,23 +65,23 @@ void sst_builder_opts_default(struct sst_builder_opts *o);
 
 /* The table's properties (decoded from its properties block). */
 struct sst_props {
-	uint64_t entries;         /* all entries */
-	uint64_t deletes;         /* KV_DELETE entries */
-	uint64_t blobs;           /* KV_BLOB entries */
-	uint64_t keys;            /* distinct user keys */
+	uint64_t entries;          /* all entries */
+	uint64_t deletes;          /* KV_DELETE entries */
+	uint64_t blobs;            /* KV_BLOB entries */
+	uint64_t keys;             /* distinct user keys */
 	uint64_t min_seq, max_seq; /* sequence range (0, 0 when empty) */
-	uint64_t data_blocks;     /* number of data blocks */
-	uint64_t raw_key_bytes;   /* sum of user key lengths over all entries */
-	uint64_t raw_value_bytes; /* sum of value lengths */
-	uint64_t blob_bytes;      /* blob bytes referenced (0 without a blob_ref callback) */
-	unsigned bloom_bits;      /* bloom bits per key (0: no filter) */
-	uint8_t *smallest;        /* smallest user key (malloc()ed; NULL when empty) */
+	uint64_t data_blocks;      /* number of data blocks */
+	uint64_t raw_key_bytes;    /* sum of user key lengths over all entries */
+	uint64_t raw_value_bytes;  /* sum of value lengths */
+	uint64_t blob_bytes;       /* blob bytes referenced (0 without a blob_ref callback) */
+	unsigned bloom_bits;       /* bloom bits per key (0: no filter) */
+	uint8_t *smallest;         /* smallest user key (malloc()ed; NULL when empty) */
 	size_t smallest_len;
-	uint8_t *largest;         /* largest user key (malloc()ed; NULL when empty) */
+	uint8_t *largest; /* largest user key (malloc()ed; NULL when empty) */
 	size_t largest_len;
 	struct sst_pack_ref *packs; /* per-pack referenced bytes, sorted by id (malloc()ed) */
 	size_t npacks;
-	uint64_t file_size;       /* object size in bytes */
+	uint64_t file_size; /* object size in bytes */
 };
 
 /* Free the allocations inside *p (not p itself) and zero it.  Accepts NULL. */
@@ -106,7 +106,7 @@ int sst_props_decode(const uint8_t *buf, size_t n, struct sst_props *p);
  * Errors: those of store_writer_open(), -ENOMEM, -EINVAL.
  */
 int sst_builder_new(struct store *s, const char *key, const struct sst_builder_opts *o,
-		    struct sst_builder **out);
+                    struct sst_builder **out);
 
 /*
  * Append an entry.  Entries must come in strictly increasing internal order
@@ -117,7 +117,7 @@ int sst_builder_new(struct store *s, const char *key, const struct sst_builder_o
  * the same error and only abort (or finish, which aborts) remains.
  */
 int sst_builder_add(struct sst_builder *b, const void *key, size_t klen, uint64_t seq,
-		    enum kv_type type, const void *val, size_t vlen);
+                    enum kv_type type, const void *val, size_t vlen);
 
 /* Entries added so far and bytes uploaded (or buffered for upload) so far. */
 uint64_t sst_builder_entries(const struct sst_builder *b);
@@ -171,7 +171,7 @@ struct sst_reader_opts {
  */
 #define SST_TAIL_READ (64 * 1024)
 int sst_reader_open(struct store *s, const char *key, uint64_t size,
-		    const struct sst_reader_opts *o, struct sst_reader **out);
+                    const struct sst_reader_opts *o, struct sst_reader **out);
 
 /* Take another reference (any thread). */
 void sst_reader_ref(struct sst_reader *r);
@@ -187,7 +187,7 @@ void sst_reader_unref(struct sst_reader *r);
  * -EUCLEAN, -EIO, -ENOMEM.  Thread-safe.
  */
 int sst_reader_get(struct sst_reader *r, const void *key, size_t klen, uint64_t snap,
-		   enum kv_type *type, uint64_t *seq, void **val, size_t *vlen);
+                   enum kv_type *type, uint64_t *seq, void **val, size_t *vlen);
 
 /* True when the bloom filter says key may be in the table (no I/O). */
 bool sst_reader_may_contain(struct sst_reader *r, const void *key, size_t klen);

@@ -81,7 +81,7 @@ size_t sst_bb_size(const struct sst_block_builder *bb)
 }
 
 int sst_bb_add(struct sst_block_builder *bb, const void *key, size_t klen, uint64_t seq,
-	       enum kv_type type, const void *val, size_t vlen)
+               enum kv_type type, const void *val, size_t vlen)
 {
 	uint8_t hdr[4 * VARINT64_MAX + 1];
 	size_t shared = 0, h = 0;

@@ -61,7 +61,7 @@ void sst_bb_free(struct sst_block_builder *bb);
 void sst_bb_reset(struct sst_block_builder *bb);
 /* Append an entry (caller guarantees internal order); -ENOMEM. */
 int sst_bb_add(struct sst_block_builder *bb, const void *key, size_t klen, uint64_t seq,
-	       enum kv_type type, const void *val, size_t vlen);
+               enum kv_type type, const void *val, size_t vlen);
 /* Size the block would have if finished now. */
 size_t sst_bb_size(const struct sst_block_builder *bb);
 /*
@@ -72,10 +72,10 @@ int sst_bb_finish(struct sst_block_builder *bb, const uint8_t **out, size_t *len
 
 /* A parsed block over borrowed bytes. */
 struct sst_block {
-	const uint8_t *data; /* block contents (borrowed) */
-	size_t entries_end;  /* entries occupy [0, entries_end) */
+	const uint8_t *data;     /* block contents (borrowed) */
+	size_t entries_end;      /* entries occupy [0, entries_end) */
 	const uint8_t *restarts; /* the be32 restart array */
-	uint32_t nrestarts;  /* number of restart points (>= 1) */
+	uint32_t nrestarts;      /* number of restart points (>= 1) */
 };
 
 /* Check the restart array of data[0..len); 0 or -EUCLEAN. */
@@ -105,8 +105,8 @@ void sst_block_iter_seek(struct sst_block_iter *it, const void *key, size_t klen
 void sst_block_iter_next(struct sst_block_iter *it);
 
 /* Internal order of (key, seq) pairs: key ascending, then seq descending. */
-static inline int sst_internal_cmp(const void *a, size_t an, uint64_t as, const void *b,
-				   size_t bn, uint64_t bs)
+static inline int sst_internal_cmp(const void *a, size_t an, uint64_t as, const void *b, size_t bn,
+                                   uint64_t bs)
 {
 	int c = kv_key_cmp(a, an, b, bn);
 

@@ -55,7 +55,7 @@ static int emit(struct sst_builder *b, const void *p, size_t n)
 
 	if (rc) {
 		log_err("sst: writing %s at offset %llu: %s", b->key, (unsigned long long)b->off,
-			strerror(-rc));
+		        strerror(-rc));
 		return b->err = rc;
 	}
 	b->off += n;
@@ -64,7 +64,7 @@ static int emit(struct sst_builder *b, const void *p, size_t n)
 
 /* Seal raw[0..n) and write it; *h receives where it went. */
 static int emit_block(struct sst_builder *b, const uint8_t *raw, size_t n, int level,
-		      struct sst_handle *h)
+                      struct sst_handle *h)
 {
 	uint8_t *sealed;
 	size_t len;
@@ -99,7 +99,7 @@ static int flush_data(struct sst_builder *b)
 	if (rc)
 		return rc;
 	rc = sst_bb_add(&b->index, b->data.last_key.p, b->data.last_key.n, b->data.last_seq,
-			KV_INLINE, hv, sst_handle_encode(&h, hv));
+	                KV_INLINE, hv, sst_handle_encode(&h, hv));
 	if (rc)
 		return b->err = rc;
 	b->props.data_blocks++;
@@ -108,7 +108,7 @@ static int flush_data(struct sst_builder *b)
 }
 
 int sst_builder_new(struct store *s, const char *key, const struct sst_builder_opts *o,
-		    struct sst_builder **out)
+                    struct sst_builder **out)
 {
 	struct sst_builder *b;
 	uint8_t hdr[SST_HEADER_SIZE];
@@ -190,8 +190,7 @@ static int add_blob_ref(struct sst_builder *b, const void *val, size_t vlen)
 		b->props.packs = p;
 		b->packs_cap = cap;
 	}
-	memmove(&b->props.packs[lo + 1], &b->props.packs[lo],
-		(b->props.npacks - lo) * sizeof(ref));
+	memmove(&b->props.packs[lo + 1], &b->props.packs[lo], (b->props.npacks - lo) * sizeof(ref));
 	b->props.packs[lo] = ref;
 	b->props.npacks++;
 	return 0;
@@ -213,7 +212,7 @@ static int add_hash(struct sst_builder *b, const void *key, size_t klen)
 }
 
 int sst_builder_add(struct sst_builder *b, const void *key, size_t klen, uint64_t seq,
-		    enum kv_type type, const void *val, size_t vlen)
+                    enum kv_type type, const void *val, size_t vlen)
 {
 	bool new_key;
 	int rc;
@@ -350,7 +349,7 @@ int sst_builder_finish(struct sst_builder *b, struct sst_props *props)
 	b->w = NULL;
 	if (rc) {
 		log_err("sst: finishing upload of %s (%llu bytes): %s", b->key,
-			(unsigned long long)b->off, strerror(-rc));
+		        (unsigned long long)b->off, strerror(-rc));
 		goto out;
 	}
 	if (props) {

@@ -44,7 +44,7 @@ static uint8_t *dup_mem(const void *p, size_t n)
 }
 
 int sst_flush_build(struct store *st, struct memtable *m, uint64_t epoch, uint64_t id,
-		    const struct sst_builder_opts *o, struct manifest_sst *out)
+                    const struct sst_builder_opts *o, struct manifest_sst *out)
 {
 	struct sst_builder_opts def;
 	struct sst_builder *b = NULL;
@@ -103,7 +103,7 @@ int sst_flush_build(struct store *st, struct memtable *m, uint64_t epoch, uint64
 	out->seq_min = p.min_seq;
 	out->seq_max = p.max_seq;
 	log_info("flush: wrote %s: %" PRIu64 " entries, %" PRIu64 " bytes, %" PRIu64 " blocks",
-		 name, p.entries, p.file_size, p.data_blocks);
+	         name, p.entries, p.file_size, p.data_blocks);
 out:
 	sst_builder_abort(b);
 	kv_iter_destroy(it);
@@ -112,7 +112,7 @@ out:
 }
 
 int sst_flush_promote(struct store *st, bool conditional, const struct manifest *cur,
-		      const struct manifest_sst *add, uint64_t wal_covered, struct manifest *next)
+                      const struct manifest_sst *add, uint64_t wal_covered, struct manifest *next)
 {
 	struct manifest m = {0};
 	struct manifest_sst *ssts, *s;
@@ -152,9 +152,10 @@ int sst_flush_promote(struct store *st, bool conditional, const struct manifest 
 		 * table is this attempt's alone (a fresh name), so deleting it
 		 * cannot touch what the existing version references.
 		 */
-		log_warn("flush: manifest version %" PRIu64 " already exists (a newer writer, or "
-			 "a late landing of an earlier attempt): stopping; deleting unreferenced %s",
-			 m.version, add->name);
+		log_warn(
+		    "flush: manifest version %" PRIu64 " already exists (a newer writer, or "
+		    "a late landing of an earlier attempt): stopping; deleting unreferenced %s",
+		    m.version, add->name);
 		store_delete(st, add->name);
 		rc = -ESTALE;
 	}

@@ -50,7 +50,7 @@ int sst_flush_blob_ref(void *arg, const void *desc, size_t dlen, struct sst_pack
  * errors, -ENOMEM, -EINVAL.
  */
 int sst_flush_build(struct store *st, struct memtable *m, uint64_t epoch, uint64_t id,
-		    const struct sst_builder_opts *o, struct manifest_sst *out);
+                    const struct sst_builder_opts *o, struct manifest_sst *out);
 
 /*
  * Commit manifest cur->version + 1 = *cur plus a deep copy of *add
@@ -63,6 +63,6 @@ int sst_flush_build(struct store *st, struct memtable *m, uint64_t epoch, uint64
  * -ENOMEM.
  */
 int sst_flush_promote(struct store *st, bool conditional, const struct manifest *cur,
-		      const struct manifest_sst *add, uint64_t wal_covered, struct manifest *next);
+                      const struct manifest_sst *add, uint64_t wal_covered, struct manifest *next);
 
 #endif /* MEMWALFS_SST_FLUSH_H */

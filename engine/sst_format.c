@@ -163,7 +163,7 @@ int sst_block_seal(const uint8_t *raw, size_t n, int level, uint8_t **out, size_
 }
 
 int sst_block_unseal(const uint8_t *buf, size_t n, uint8_t **raw, size_t *rawlen,
-		     enum sst_fault *fault)
+                     enum sst_fault *fault)
 {
 	const uint8_t *t;
 	size_t plen;

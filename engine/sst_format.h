@@ -53,37 +53,37 @@ enum sst_ctype {
  * (so a flipped length never makes it allocate gigabytes); the builder
  * refuses keys and values above the entry limits with -EINVAL.
  */
-#define SST_KEY_MAX (64u * 1024)            /* user key bytes */
-#define SST_VALUE_MAX (16u * 1024 * 1024)   /* value bytes */
+#define SST_KEY_MAX (64u * 1024)              /* user key bytes */
+#define SST_VALUE_MAX (16u * 1024 * 1024)     /* value bytes */
 #define SST_BLOCK_RAW_MAX (64u * 1024 * 1024) /* uncompressed block bytes */
-#define SST_PACK_ID_MAX 64                   /* bytes of an opaque pack id */
+#define SST_PACK_ID_MAX 64                    /* bytes of an opaque pack id */
 
 /* Property tags (docs/SST.md "Properties block"; never renumber). */
 enum sst_prop_tag {
-	SST_PROP_ENTRIES = 1,       /* varint: number of entries */
-	SST_PROP_DELETES = 2,       /* varint: KV_DELETE entries */
-	SST_PROP_BLOBS = 3,         /* varint: KV_BLOB entries */
-	SST_PROP_KEYS = 4,          /* varint: distinct user keys (= keys in the filter) */
-	SST_PROP_MIN_SEQ = 5,       /* varint */
-	SST_PROP_MAX_SEQ = 6,       /* varint */
-	SST_PROP_SMALLEST = 7,      /* bytes: smallest user key */
-	SST_PROP_LARGEST = 8,       /* bytes: largest user key */
-	SST_PROP_DATA_BLOCKS = 9,   /* varint */
-	SST_PROP_RAW_KEY_BYTES = 10, /* varint: sum of user key lengths */
+	SST_PROP_ENTRIES = 1,          /* varint: number of entries */
+	SST_PROP_DELETES = 2,          /* varint: KV_DELETE entries */
+	SST_PROP_BLOBS = 3,            /* varint: KV_BLOB entries */
+	SST_PROP_KEYS = 4,             /* varint: distinct user keys (= keys in the filter) */
+	SST_PROP_MIN_SEQ = 5,          /* varint */
+	SST_PROP_MAX_SEQ = 6,          /* varint */
+	SST_PROP_SMALLEST = 7,         /* bytes: smallest user key */
+	SST_PROP_LARGEST = 8,          /* bytes: largest user key */
+	SST_PROP_DATA_BLOCKS = 9,      /* varint */
+	SST_PROP_RAW_KEY_BYTES = 10,   /* varint: sum of user key lengths */
 	SST_PROP_RAW_VALUE_BYTES = 11, /* varint: sum of value lengths */
-	SST_PROP_BLOB_BYTES = 12,   /* varint: blob bytes referenced (sum over packs) */
-	SST_PROP_PACK_REF = 13,     /* repeated: idlen:varint id[idlen] bytes:varint */
-	SST_PROP_BLOOM_BITS = 14,   /* varint: bloom bits per key (0: no filter) */
+	SST_PROP_BLOB_BYTES = 12,      /* varint: blob bytes referenced (sum over packs) */
+	SST_PROP_PACK_REF = 13,        /* repeated: idlen:varint id[idlen] bytes:varint */
+	SST_PROP_BLOOM_BITS = 14,      /* varint: bloom bits per key (0: no filter) */
 };
 
 /* What a decoder found wrong (for log lines and tests). */
 enum sst_fault {
 	SST_OK = 0,
-	SST_TRUNCATED,      /* shorter than the fixed part it must hold */
-	SST_BAD_MAGIC,      /* not an SSTable (or truncated so the tail is elsewhere) */
-	SST_NEWER_VERSION,  /* written by a newer memwalfs: refuse, do not guess */
-	SST_BAD_CHECKSUM,   /* bytes changed after writing */
-	SST_BAD_LAYOUT,     /* checksums pass but offsets/lengths are impossible */
+	SST_TRUNCATED,       /* shorter than the fixed part it must hold */
+	SST_BAD_MAGIC,       /* not an SSTable (or truncated so the tail is elsewhere) */
+	SST_NEWER_VERSION,   /* written by a newer memwalfs: refuse, do not guess */
+	SST_BAD_CHECKSUM,    /* bytes changed after writing */
+	SST_BAD_LAYOUT,      /* checksums pass but offsets/lengths are impossible */
 	SST_BAD_COMPRESSION, /* unknown ctype, or zstd failed / wrong length */
 };
 
@@ -139,7 +139,7 @@ int sst_block_seal(const uint8_t *raw, size_t n, int level, uint8_t **out, size_
  * -ENOMEM; *raw is untouched on failure.
  */
 int sst_block_unseal(const uint8_t *buf, size_t n, uint8_t **raw, size_t *rawlen,
-		     enum sst_fault *fault);
+                     enum sst_fault *fault);
 
 /* Encode a handle as two varints at p (up to 20 bytes); returns the length. */
 size_t sst_handle_encode(const struct sst_handle *h, uint8_t *p);
@@ -150,7 +150,7 @@ _Static_assert(SST_HEADER_SIZE == 8 + 4 + 4, "header: magic, version, flags");
 _Static_assert(SST_TRAILER_SIZE == 1 + 4 + 8, "trailer: ctype, raw_len, checksum");
 _Static_assert(SST_HANDLE_SIZE == 8 + 8, "footer handle: offset, size");
 _Static_assert(SST_FOOTER_SIZE == 3 * SST_HANDLE_SIZE + 4 + 4 + 8 + 8,
-	       "footer: 3 handles, version, flags, checksum, magic");
+               "footer: 3 handles, version, flags, checksum, magic");
 _Static_assert(SST_BLOCK_RAW_MAX <= UINT32_MAX, "raw_len is a be32");
 
 #endif /* MEMWALFS_SST_FORMAT_H */

@@ -46,17 +46,17 @@ int sst_props_encode(const struct sst_props *p, uint8_t **out, size_t *len)
 		unsigned tag;
 		uint64_t v;
 	} nums[] = {
-		{SST_PROP_ENTRIES, p->entries},
-		{SST_PROP_DELETES, p->deletes},
-		{SST_PROP_BLOBS, p->blobs},
-		{SST_PROP_KEYS, p->keys},
-		{SST_PROP_MIN_SEQ, p->min_seq},
-		{SST_PROP_MAX_SEQ, p->max_seq},
-		{SST_PROP_DATA_BLOCKS, p->data_blocks},
-		{SST_PROP_RAW_KEY_BYTES, p->raw_key_bytes},
-		{SST_PROP_RAW_VALUE_BYTES, p->raw_value_bytes},
-		{SST_PROP_BLOB_BYTES, p->blob_bytes},
-		{SST_PROP_BLOOM_BITS, p->bloom_bits},
+	    {SST_PROP_ENTRIES, p->entries},
+	    {SST_PROP_DELETES, p->deletes},
+	    {SST_PROP_BLOBS, p->blobs},
+	    {SST_PROP_KEYS, p->keys},
+	    {SST_PROP_MIN_SEQ, p->min_seq},
+	    {SST_PROP_MAX_SEQ, p->max_seq},
+	    {SST_PROP_DATA_BLOCKS, p->data_blocks},
+	    {SST_PROP_RAW_KEY_BYTES, p->raw_key_bytes},
+	    {SST_PROP_RAW_VALUE_BYTES, p->raw_value_bytes},
+	    {SST_PROP_BLOB_BYTES, p->blob_bytes},
+	    {SST_PROP_BLOOM_BITS, p->bloom_bits},
 	};
 	int rc = 0;
 
@@ -149,16 +149,36 @@ int sst_props_decode(const uint8_t *buf, size_t n, struct sst_props *p)
 			}
 		}
 		switch (tag) {
-		case SST_PROP_ENTRIES: p->entries = v; break;
-		case SST_PROP_DELETES: p->deletes = v; break;
-		case SST_PROP_BLOBS: p->blobs = v; break;
-		case SST_PROP_KEYS: p->keys = v; break;
-		case SST_PROP_MIN_SEQ: p->min_seq = v; break;
-		case SST_PROP_MAX_SEQ: p->max_seq = v; break;
-		case SST_PROP_DATA_BLOCKS: p->data_blocks = v; break;
-		case SST_PROP_RAW_KEY_BYTES: p->raw_key_bytes = v; break;
-		case SST_PROP_RAW_VALUE_BYTES: p->raw_value_bytes = v; break;
-		case SST_PROP_BLOB_BYTES: p->blob_bytes = v; break;
+		case SST_PROP_ENTRIES:
+			p->entries = v;
+			break;
+		case SST_PROP_DELETES:
+			p->deletes = v;
+			break;
+		case SST_PROP_BLOBS:
+			p->blobs = v;
+			break;
+		case SST_PROP_KEYS:
+			p->keys = v;
+			break;
+		case SST_PROP_MIN_SEQ:
+			p->min_seq = v;
+			break;
+		case SST_PROP_MAX_SEQ:
+			p->max_seq = v;
+			break;
+		case SST_PROP_DATA_BLOCKS:
+			p->data_blocks = v;
+			break;
+		case SST_PROP_RAW_KEY_BYTES:
+			p->raw_key_bytes = v;
+			break;
+		case SST_PROP_RAW_VALUE_BYTES:
+			p->raw_value_bytes = v;
+			break;
+		case SST_PROP_BLOB_BYTES:
+			p->blob_bytes = v;
+			break;
 		case SST_PROP_BLOOM_BITS:
 			if (v > 1000)
 				rc = -EUCLEAN;

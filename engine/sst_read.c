@@ -28,20 +28,20 @@
 #include "store.h"
 
 struct sst_reader {
-	_Atomic unsigned refs;          /* references; the last unref frees */
-	struct store *store;            /* borrowed */
-	char *key;                      /* object key */
-	uint64_t size;                  /* object size */
-	uint64_t id;                    /* process-unique id: block cache key prefix */
-	struct cache *cache;            /* borrowed block cache, or NULL */
-	struct sst_counters own;        /* this reader's counters */
-	struct sst_counters *shared;    /* caller's counters, or NULL */
-	struct sst_footer foot;         /* decoded footer */
-	uint8_t *index_raw;             /* index block contents */
-	struct sst_block index;         /* parsed over index_raw */
-	uint8_t *filter;                /* bloom filter (NULL: none) */
-	size_t filter_len;              /* its length */
-	struct sst_props props;         /* decoded properties */
+	_Atomic unsigned refs;       /* references; the last unref frees */
+	struct store *store;         /* borrowed */
+	char *key;                   /* object key */
+	uint64_t size;               /* object size */
+	uint64_t id;                 /* process-unique id: block cache key prefix */
+	struct cache *cache;         /* borrowed block cache, or NULL */
+	struct sst_counters own;     /* this reader's counters */
+	struct sst_counters *shared; /* caller's counters, or NULL */
+	struct sst_footer foot;      /* decoded footer */
+	uint8_t *index_raw;          /* index block contents */
+	struct sst_block index;      /* parsed over index_raw */
+	uint8_t *filter;             /* bloom filter (NULL: none) */
+	size_t filter_len;           /* its length */
+	struct sst_props props;      /* decoded properties */
 };
 
 /* A decoded data block, shared through the cache or owned by one user. */
@@ -59,17 +59,17 @@ struct blockref {
 
 static _Atomic uint64_t next_reader_id = 1;
 
-#define COUNT(r, field, n)                                                                    \
-	do {                                                                                  \
-		atomic_fetch_add_explicit(&(r)->own.field, (n), memory_order_relaxed);       \
-		if ((r)->shared)                                                              \
+#define COUNT(r, field, n)                                                                         \
+	do {                                                                                       \
+		atomic_fetch_add_explicit(&(r)->own.field, (n), memory_order_relaxed);             \
+		if ((r)->shared)                                                                   \
 			atomic_fetch_add_explicit(&(r)->shared->field, (n), memory_order_relaxed); \
 	} while (0)
 
 static int corrupt(struct sst_reader *r, uint64_t off, const char *what, enum sst_fault f)
 {
 	log_err("sst: %s: %s at offset %llu: %s", r->key, what, (unsigned long long)off,
-		sst_fault_str(f));
+	        sst_fault_str(f));
 	COUNT(r, corrupt, 1);
 	return f == SST_NEWER_VERSION ? -EPROTONOSUPPORT : -EUCLEAN;
 }
@@ -134,7 +134,7 @@ static int read_block(struct sst_reader *r, const struct sst_handle *h, struct b
 	rc = store_get(r->store, r->key, h->off, h->size + SST_TRAILER_SIZE, &buf, &got);
 	if (rc) {
 		log_err("sst: %s: reading block at %llu: %s", r->key, (unsigned long long)h->off,
-			strerror(-rc));
+		        strerror(-rc));
 		return rc == -ENOENT ? -EIO : rc;
 	}
 	COUNT(r, blocks_read, 1);
@@ -161,7 +161,7 @@ static int read_block(struct sst_reader *r, const struct sst_handle *h, struct b
 	out->h = NULL;
 	out->own = cb;
 	if (r->cache && !cache_insert(r->cache, ckey, sizeof(ckey), cb, rawlen + sizeof(*cb),
-				      cblock_deleter, &out->h))
+	                              cblock_deleter, &out->h))
 		out->own = NULL;
 	cb = NULL;
 out:
@@ -172,7 +172,7 @@ out:
 
 /* Unseal a metadata block found in the tail buffer (base = its offset). */
 static int meta_block(struct sst_reader *r, const uint8_t *buf, uint64_t base, uint64_t len,
-		      const struct sst_handle *h, const char *what, uint8_t **raw, size_t *rawlen)
+                      const struct sst_handle *h, const char *what, uint8_t **raw, size_t *rawlen)
 {
 	enum sst_fault f = SST_OK;
 	int rc;
@@ -258,7 +258,7 @@ static int load_tail(struct sst_reader *r)
 	}
 	if (r->foot.filter.size) {
 		rc = meta_block(r, buf, base, got, &r->foot.filter, "filter block", &r->filter,
-				&r->filter_len);
+		                &r->filter_len);
 		if (rc)
 			goto out;
 		if (!bloom_valid(r->filter, r->filter_len)) {
@@ -281,7 +281,7 @@ out:
 }
 
 int sst_reader_open(struct store *s, const char *key, uint64_t size,
-		    const struct sst_reader_opts *o, struct sst_reader **out)
+                    const struct sst_reader_opts *o, struct sst_reader **out)
 {
 	struct sst_reader *r;
 	int rc;
@@ -367,8 +367,7 @@ bool sst_reader_may_contain(struct sst_reader *r, const void *key, size_t klen)
 }
 
 /* Decode the handle of the index entry under it. */
-static int index_handle(struct sst_reader *r, const struct sst_block_iter *it,
-			struct sst_handle *h)
+static int index_handle(struct sst_reader *r, const struct sst_block_iter *it, struct sst_handle *h)
 {
 	const uint8_t *end = it->val + it->vlen;
 
@@ -378,7 +377,7 @@ static int index_handle(struct sst_reader *r, const struct sst_block_iter *it,
 }
 
 int sst_reader_get(struct sst_reader *r, const void *key, size_t klen, uint64_t snap,
-		   enum kv_type *type, uint64_t *seq, void **val, size_t *vlen)
+                   enum kv_type *type, uint64_t *seq, void **val, size_t *vlen)
 {
 	struct sst_block_iter ix, di;
 	struct blockref br = {0};
@@ -397,9 +396,9 @@ int sst_reader_get(struct sst_reader *r, const void *key, size_t klen, uint64_t 
 	sst_block_iter_seek(&ix, key, klen, snap);
 	if (!ix.valid) {
 		if (ix.status)
-			rc = ix.status == -EUCLEAN ? corrupt(r, r->foot.index.off, "index block",
-							     SST_BAD_LAYOUT)
-						   : ix.status;
+			rc = ix.status == -EUCLEAN
+			         ? corrupt(r, r->foot.index.off, "index block", SST_BAD_LAYOUT)
+			         : ix.status;
 		goto out;
 	}
 	rc = index_handle(r, &ix, &h);
@@ -412,7 +411,7 @@ int sst_reader_get(struct sst_reader *r, const void *key, size_t klen, uint64_t 
 	sst_block_iter_seek(&di, key, klen, snap);
 	if (di.status) {
 		rc = di.status == -EUCLEAN ? corrupt(r, h.off, "data block entry", SST_BAD_LAYOUT)
-					   : di.status;
+		                           : di.status;
 		goto out;
 	}
 	if (!di.valid || kv_key_cmp(di.key.p, di.key.n, key, klen) != 0)
@@ -447,12 +446,12 @@ out:
 /* ---- iterator ---- */
 
 struct sst_iter {
-	struct kv_iter base;       /* must be first */
-	struct sst_reader *r;      /* holds a reference */
-	struct sst_block_iter ix;  /* over the index block */
-	struct blockref br;        /* the current data block (b NULL: none) */
-	struct sst_block_iter di;  /* over br.b->blk */
-	int status;                /* sticky error */
+	struct kv_iter base;      /* must be first */
+	struct sst_reader *r;     /* holds a reference */
+	struct sst_block_iter ix; /* over the index block */
+	struct blockref br;       /* the current data block (b NULL: none) */
+	struct sst_block_iter di; /* over br.b->blk */
+	int status;               /* sticky error */
 };
 
 static void it_fail(struct sst_iter *it, int rc)
@@ -477,9 +476,9 @@ static bool it_load(struct sst_iter *it)
 	if (!it->ix.valid) {
 		if (it->ix.status)
 			it_fail(it, it->ix.status == -EUCLEAN
-					    ? corrupt(it->r, it->r->foot.index.off, "index block",
-						      SST_BAD_LAYOUT)
-					    : it->ix.status);
+			                ? corrupt(it->r, it->r->foot.index.off, "index block",
+			                          SST_BAD_LAYOUT)
+			                : it->ix.status);
 		return false;
 	}
 	rc = index_handle(it->r, &it->ix, &h);
@@ -499,8 +498,8 @@ static void it_settle(struct sst_iter *it)
 	while (!it->status && !it->di.valid) {
 		if (it->di.status) {
 			it_fail(it, it->di.status == -EUCLEAN
-					    ? corrupt(it->r, 0, "data block entry", SST_BAD_LAYOUT)
-					    : it->di.status);
+			                ? corrupt(it->r, 0, "data block entry", SST_BAD_LAYOUT)
+			                : it->di.status);
 			return;
 		}
 		if (!it->br.b)
@@ -598,16 +597,16 @@ static void it_destroy(struct kv_iter *k)
 }
 
 static const struct kv_iter_ops sst_iter_ops = {
-	.valid = it_valid,
-	.seek_first = it_seek_first,
-	.seek = it_seek,
-	.next = it_next,
-	.key = it_key,
-	.seq = it_seq,
-	.type = it_type,
-	.value = it_value,
-	.status = it_status,
-	.destroy = it_destroy,
+    .valid = it_valid,
+    .seek_first = it_seek_first,
+    .seek = it_seek,
+    .next = it_next,
+    .key = it_key,
+    .seq = it_seq,
+    .type = it_type,
+    .value = it_value,
+    .status = it_status,
+    .destroy = it_destroy,
 };
 
 int sst_reader_iter_new(struct sst_reader *r, struct kv_iter **out)

@@ -54,7 +54,7 @@ size_t wal_op_size(size_t klen, size_t vlen)
 }
 
 int wal_entry_add_op(struct mw_buf *b, enum kv_type type, const void *key, size_t klen,
-		     const void *val, size_t vlen)
+                     const void *val, size_t vlen)
 {
 	int rc = mw_buf_reserve(b, wal_op_size(klen, vlen));
 	if (rc)
@@ -90,7 +90,7 @@ void wal_entry_seal(struct mw_buf *b, const struct wal_info *info)
 }
 
 int wal_entry_decode(const char *name, const void *buf, size_t len, uint64_t pos,
-		     struct wal_info *info, const uint8_t **body, size_t *body_len)
+                     struct wal_info *info, const uint8_t **body, size_t *body_len)
 {
 	const uint8_t *h = buf;
 	uint64_t blen;
@@ -98,7 +98,7 @@ int wal_entry_decode(const char *name, const void *buf, size_t len, uint64_t pos
 
 	if (len < WAL_HEADER_SIZE) {
 		log_err("wal: %s: truncated entry (%zu bytes, header is %d)", name, len,
-			WAL_HEADER_SIZE);
+		        WAL_HEADER_SIZE);
 		return -EUCLEAN;
 	}
 	if (get_be32(h + WAL_OFF_MAGIC) != WAL_MAGIC) {
@@ -113,7 +113,7 @@ int wal_entry_decode(const char *name, const void *buf, size_t len, uint64_t pos
 			return -EUCLEAN;
 		}
 		log_err("wal: %s: format version %u is newer than this program's %u", name, ver,
-			WAL_VERSION);
+		        WAL_VERSION);
 		return -EPROTONOSUPPORT;
 	}
 	if (ver == 0) {
@@ -126,8 +126,9 @@ int wal_entry_decode(const char *name, const void *buf, size_t len, uint64_t pos
 	}
 	blen = get_be64(h + WAL_OFF_BODY_LEN);
 	if (blen != len - WAL_HEADER_SIZE) {
-		log_err("wal: %s: body length %" PRIu64 " but object holds %zu (torn or bad length)",
-			name, blen, len - WAL_HEADER_SIZE);
+		log_err("wal: %s: body length %" PRIu64
+		        " but object holds %zu (torn or bad length)",
+		        name, blen, len - WAL_HEADER_SIZE);
 		return -EUCLEAN;
 	}
 	if (get_be64(h + WAL_OFF_BODY_HASH) != fmt_hash(h + WAL_HEADER_SIZE, blen)) {
@@ -142,7 +143,7 @@ int wal_entry_decode(const char *name, const void *buf, size_t len, uint64_t pos
 	info->batch_count = get_be32(h + WAL_OFF_BATCH_COUNT);
 	if (info->position != pos) {
 		log_err("wal: %s: holds position %" PRIu64 ", expected %" PRIu64, name,
-			info->position, pos);
+		        info->position, pos);
 		return -EUCLEAN;
 	}
 	if ((info->flags & WAL_FLAG_FENCE) && (info->op_count || blen)) {
@@ -154,8 +155,7 @@ int wal_entry_decode(const char *name, const void *buf, size_t len, uint64_t pos
 	return 0;
 }
 
-void wal_cursor_init(struct wal_cursor *c, const uint8_t *body, size_t len,
-		     uint32_t batch_count)
+void wal_cursor_init(struct wal_cursor *c, const uint8_t *body, size_t len, uint32_t batch_count)
 {
 	c->p = body;
 	c->end = body + len;
@@ -165,7 +165,7 @@ void wal_cursor_init(struct wal_cursor *c, const uint8_t *body, size_t len,
 }
 
 int wal_op_next(struct wal_cursor *c, enum kv_type *type, const uint8_t **key, size_t *klen,
-		const uint8_t **val, size_t *vlen)
+                const uint8_t **val, size_t *vlen)
 {
 	uint64_t n;
 	size_t used;
@@ -184,7 +184,7 @@ int wal_op_next(struct wal_cursor *c, enum kv_type *type, const uint8_t **key, s
 	}
 	if (c->p >= c->end || *c->p > KV_BLOB)
 		return -EUCLEAN;
-	*type = (enum kv_type)*c->p++;
+	*type = (enum kv_type) * c->p++;
 	used = get_varint64(c->p, c->end, &n);
 	if (!used || n > (uint64_t)(c->end - c->p - used))
 		return -EUCLEAN;

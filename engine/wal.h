@@ -37,7 +37,7 @@ int wal_entry_add_batch(struct mw_buf *b, uint32_t n);
 
 /* Append one op (after its batch prefix).  -ENOMEM. */
 int wal_entry_add_op(struct mw_buf *b, enum kv_type type, const void *key, size_t klen,
-		     const void *val, size_t vlen);
+                     const void *val, size_t vlen);
 
 /* Encoded size of one op (for accounting). */
 size_t wal_op_size(size_t klen, size_t vlen);
@@ -53,7 +53,7 @@ void wal_entry_seal(struct mw_buf *b, const struct wal_info *info);
  * line naming the object.
  */
 int wal_entry_decode(const char *name, const void *buf, size_t len, uint64_t pos,
-		     struct wal_info *info, const uint8_t **body, size_t *body_len);
+                     struct wal_info *info, const uint8_t **body, size_t *body_len);
 
 /* Cursor over the ops of a decoded body. */
 struct wal_cursor {
@@ -63,8 +63,7 @@ struct wal_cursor {
 	bool batch_start;       /* the op returned last began a batch */
 };
 
-void wal_cursor_init(struct wal_cursor *c, const uint8_t *body, size_t len,
-		     uint32_t batch_count);
+void wal_cursor_init(struct wal_cursor *c, const uint8_t *body, size_t len, uint32_t batch_count);
 
 /*
  * Next op: returns 1 and fills the fields (borrowed from the body), 0 at
@@ -72,6 +71,6 @@ void wal_cursor_init(struct wal_cursor *c, const uint8_t *body, size_t len,
  * op is the first of its batch.
  */
 int wal_op_next(struct wal_cursor *c, enum kv_type *type, const uint8_t **key, size_t *klen,
-		const uint8_t **val, size_t *vlen);
+                const uint8_t **val, size_t *vlen);
 
 #endif /* MEMWALFS_WAL_H */

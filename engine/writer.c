@@ -206,7 +206,7 @@ static int wait_locked(struct engine *e, uint64_t ticket, bool urgent)
 		if (!e->o.sync_timeout_ms) {
 			mw_cond_wait(&e->durable_cv, &e->mu);
 		} else if (mw_cond_timedwait(&e->durable_cv, &e->mu, &until) == ETIMEDOUT &&
-			   ticket_state_locked(e, ticket) == 0) {
+		           ticket_state_locked(e, ticket) == 0) {
 			e->stats.sync_timeouts++;
 			return -ETIMEDOUT;
 		}
@@ -333,7 +333,7 @@ int engine_wait_room(struct engine *e, size_t bytes)
 }
 
 int writer_write_if(struct engine *e, struct engine_batch *b, int flags, uint64_t *ticket,
-		    writer_cond_fn cond, void *arg)
+                    writer_cond_fn cond, void *arg)
 {
 	uint64_t t;
 	bool waited = false;
@@ -393,9 +393,9 @@ out:
 }
 
 int engine_put(struct engine *e, const void *key, size_t klen, const void *val, size_t vlen,
-	       int flags, uint64_t *ticket)
+               int flags, uint64_t *ticket)
 {
-	struct engine_batch b = { 0 };
+	struct engine_batch b = {0};
 	int rc = engine_batch_put(&b, key, klen, val, vlen);
 
 	if (rc == 0)
@@ -406,7 +406,7 @@ int engine_put(struct engine *e, const void *key, size_t klen, const void *val, 
 
 int engine_delete(struct engine *e, const void *key, size_t klen, int flags, uint64_t *ticket)
 {
-	struct engine_batch b = { 0 };
+	struct engine_batch b = {0};
 	int rc = engine_batch_delete(&b, key, klen);
 
 	if (rc == 0)
@@ -498,8 +498,8 @@ static int epoch_check(struct engine *e)
 	manifest_clear(&m);
 	if (newest > e->epoch) {
 		log_err("engine: epoch %" PRIu64 " claimed the store after us (epoch %" PRIu64
-			"); writer stops, nothing more is acknowledged",
-			newest, e->epoch);
+		        "); writer stops, nothing more is acknowledged",
+		        newest, e->epoch);
 		return -ESTALE;
 	}
 	e->lease_from_us = t;
@@ -545,12 +545,12 @@ static int commit_once(struct engine *e, struct group *g, uint64_t *pack_bytes)
 {
 	char name[FMT_NAME_MAX];
 	struct wal_info info = {
-		.flags = 0,
-		.epoch = e->epoch,
-		.position = g->position,
-		.first_seq = g->first_seq,
-		.op_count = g->ops,
-		.batch_count = g->batches,
+	    .flags = 0,
+	    .epoch = e->epoch,
+	    .position = g->position,
+	    .first_seq = g->first_seq,
+	    .op_count = g->ops,
+	    .batch_count = g->batches,
 	};
 	int rc, held;
 
@@ -580,12 +580,12 @@ static int commit_once(struct engine *e, struct group *g, uint64_t *pack_bytes)
 	held = store_holds(e, name, g->wal.p, g->wal.len);
 	if (held == 1) {
 		log_info("engine: %s: put returned %s but the store holds our entry", name,
-			 strerror(-rc));
+		         strerror(-rc));
 		return lease_ack(e);
 	}
 	if (rc == -EEXIST && held == 0) {
 		log_err("engine: %s exists: another writer fenced epoch %" PRIu64 "; writer stops",
-			name, e->epoch);
+		        name, e->epoch);
 		return -ESTALE;
 	}
 	return held < 0 ? held : rc;
@@ -621,9 +621,9 @@ static int commit_group(struct engine *e, struct group *g, uint64_t *pack_bytes)
 		if (rc == 0 || err_permanent(rc)) {
 			if (e->stats.outage_since) {
 				log_warn("engine: the store takes commits again, after %" PRId64
-					 " s and %" PRIu64 " retries",
-					 (int64_t)time(NULL) - e->stats.outage_since,
-					 e->stats.commit_retries);
+				         " s and %" PRIu64 " retries",
+				         (int64_t)time(NULL) - e->stats.outage_since,
+				         e->stats.commit_retries);
 				e->stats.outage_since = 0;
 				e->stats.outage_error = 0;
 			}
@@ -634,11 +634,12 @@ static int commit_group(struct engine *e, struct group *g, uint64_t *pack_bytes)
 		if (e->committer.stop && !closing_since)
 			closing_since = now;
 		if (e->o.commit_retry_ms == ENGINE_NO_RETRY ||
-		    (e->o.commit_retry_ms && now - started >= (uint64_t)e->o.commit_retry_ms * 1000u) ||
+		    (e->o.commit_retry_ms &&
+		     now - started >= (uint64_t)e->o.commit_retry_ms * 1000u) ||
 		    (closing_since && now - closing_since >= (uint64_t)CLOSE_OUTAGE_MS * 1000u)) {
 			log_err("engine: group %" PRIu64 " not committed (%s); the writer stops, "
-				"none of it was acknowledged (a reopen decides whether it landed)",
-				g->position, strerror(-rc));
+			        "none of it was acknowledged (a reopen decides whether it landed)",
+			        g->position, strerror(-rc));
 			mw_mutex_unlock(&e->mu);
 			return -EIO;
 		}
@@ -646,8 +647,8 @@ static int commit_group(struct engine *e, struct group *g, uint64_t *pack_bytes)
 			e->stats.outage_since = (int64_t)time(NULL);
 			e->stats.outages++;
 			log_warn("engine: group %" PRIu64 " could not be committed (%s); it stays "
-				 "pending and is retried until the store takes it",
-				 g->position, strerror(-rc));
+			         "pending and is retried until the store takes it",
+			         g->position, strerror(-rc));
 		}
 		if (rc != e->stats.outage_error && e->stats.outage_error)
 			log_warn("engine: commits now fail with: %s", strerror(-rc));
@@ -737,7 +738,7 @@ static void *committer_main(void *arg)
 int writer_start(struct engine *e)
 {
 	return mw_thread_start(&e->committer, "engine committer", committer_main, e, &e->mu,
-			       &e->commit_cv);
+	                       &e->commit_cv);
 }
 
 void writer_stop(struct engine *e)

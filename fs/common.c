@@ -77,8 +77,8 @@ int fs_err(int rc)
 	switch (rc) {
 	case 0:
 		return 0;
-	case -ESTALE:   /* fenced by a newer writer */
-	case -EUCLEAN:  /* corrupt object */
+	case -ESTALE:  /* fenced by a newer writer */
+	case -EUCLEAN: /* corrupt object */
 	case -EBADMSG:
 	case -EPROTONOSUPPORT:
 	case -ETIMEDOUT:

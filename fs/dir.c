@@ -55,7 +55,7 @@ static int dentry_get(struct mwfs *fs, uint64_t parent, const char *name, uint64
 }
 
 static int dentry_put(struct engine_batch *b, uint64_t parent, const char *name,
-		      const struct inode *child)
+                      const struct inode *child)
 {
 	uint8_t key[SCHEMA_KEY_MAX], val[SCHEMA_DENTRY_LEN];
 	size_t kn = schema_key_dentry(key, parent, name, strlen(name));
@@ -118,13 +118,13 @@ static int get_dir(struct mwfs *fs, uint64_t ino, struct inode **out)
  * (lock order elsewhere: ip->dlock, then fs->mu).
  */
 struct op {
-	struct mwfs *fs;   /* borrowed from the request */
-	uint64_t parent;   /* parent directory's inode number */
-	const char *name;  /* entry name, borrowed from the request */
-	struct inode *dp;  /* parent directory (a reference) or NULL */
-	struct inode *ip;  /* child, new or linked inode (a reference) or NULL */
-	uint64_t ino;      /* inode number in the entry (OP_CHILD) */
-	bool locked;       /* this op holds fs->mu */
+	struct mwfs *fs;  /* borrowed from the request */
+	uint64_t parent;  /* parent directory's inode number */
+	const char *name; /* entry name, borrowed from the request */
+	struct inode *dp; /* parent directory (a reference) or NULL */
+	struct inode *ip; /* child, new or linked inode (a reference) or NULL */
+	uint64_t ino;     /* inode number in the entry (OP_CHILD) */
+	bool locked;      /* this op holds fs->mu */
 };
 
 enum {
@@ -234,7 +234,7 @@ void dir_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 
 /* Attributes of a node made by ctx in directory dp (S_ISGID inheritance). */
 static void init_node(struct inode *ip, const struct inode *dp, const struct fuse_ctx *ctx,
-		      dev_t rdev)
+                      dev_t rdev)
 {
 	mode_t mode = ip->a.mode;
 	ip->a.uid = ctx->uid;
@@ -253,8 +253,8 @@ static void init_node(struct inode *ip, const struct inode *dp, const struct fus
  * Create a node of any type in parent: one batch with the new inode, its
  * entry, the parent's record (times, nlink) and maybe the superblock.
  */
-static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
-		      dev_t rdev, const char *link, struct fuse_file_info *fi)
+static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev,
+                      const char *link, struct fuse_file_info *fi)
 {
 	struct fuse_entry_param e;
 	struct inode_tx tx;
@@ -341,7 +341,7 @@ void dir_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char
 }
 
 void dir_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
-		struct fuse_file_info *fi)
+                struct fuse_file_info *fi)
 {
 	make_node(req, parent, name, S_IFREG | (mode & 07777), 0, NULL, fi);
 }
@@ -467,7 +467,7 @@ static int rename_replace(struct op *src, struct op *dst, struct inode_tx *tx, b
 }
 
 void dir_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
-		const char *newname, unsigned int flags)
+                const char *newname, unsigned int flags)
 {
 	struct op src, dst; /* src holds fs->mu for both */
 	struct inode_tx tx;
@@ -477,7 +477,7 @@ void dir_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t 
 	if (!rc)
 		rc = rc2;
 	if (!rc && ((flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE)) ||
-		    (flags & RENAME_NOREPLACE && flags & RENAME_EXCHANGE)))
+	            (flags & RENAME_NOREPLACE && flags & RENAME_EXCHANGE)))
 		rc = -EINVAL;
 	if (rc) {
 		fuse_reply_err(req, fs_err(rc));
@@ -577,9 +577,9 @@ void dir_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *
 /* ---- listing ------------------------------------------------------------ */
 
 struct dent {
-	uint64_t ino;     /* child inode */
-	uint32_t type;    /* S_IFMT bits */
-	uint32_t name;    /* offset of the NUL-terminated name in dirh.names */
+	uint64_t ino;  /* child inode */
+	uint32_t type; /* S_IFMT bits */
+	uint32_t name; /* offset of the NUL-terminated name in dirh.names */
 };
 
 /* An open directory (fi->fh). */
@@ -587,7 +587,7 @@ struct dirh {
 	pthread_mutex_t mu; /* protects everything below */
 	struct dent *ents;  /* snapshot of the listing: ".", "..", then entries */
 	size_t n, cap;
-	char *names;        /* name storage */
+	char *names; /* name storage */
 	size_t nlen, ncap;
 	bool loaded;
 };
@@ -697,7 +697,7 @@ void dir_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 }
 
 static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-		       struct fuse_file_info *fi, bool plus)
+                       struct fuse_file_info *fi, bool plus)
 {
 	struct mwfs *fs = fuse_req_userdata(req);
 	struct dirh *d = (struct dirh *)(uintptr_t)fi->fh;
@@ -734,7 +734,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 				fs_fill_entry(fs, ip, &e);
 			}
 			need = fuse_add_direntry_plus(req, buf + pos, size - pos, name, &e,
-						      (off_t)(i + 1));
+			                              (off_t)(i + 1));
 			if (need <= size - pos && ip)
 				ip->nlookup++;
 			inode_put(fs, ip);
@@ -744,7 +744,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			st.st_ino = de->ino;
 			st.st_mode = de->type;
 			need = fuse_add_direntry(req, buf + pos, size - pos, name, &st,
-						 (off_t)(i + 1));
+			                         (off_t)(i + 1));
 		}
 		if (need > size - pos)
 			break;
@@ -766,7 +766,7 @@ void dir_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct 
 }
 
 void dir_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-		     struct fuse_file_info *fi)
+                     struct fuse_file_info *fi)
 {
 	do_readdir(req, ino, size, off, fi, true);
 }

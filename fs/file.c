@@ -31,7 +31,6 @@ static struct inode *fh_inode(const struct fuse_file_info *fi)
 	return (struct inode *)(uintptr_t)fi->fh;
 }
 
-
 /*
  * Truncate ip to 0 for open(O_TRUNC), as one batch with its times (ip held by
  * the caller, fs->mu not held).  The filesystem takes FUSE_CAP_ATOMIC_O_TRUNC
@@ -99,7 +98,7 @@ void file_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
  * file).  Bytes still in the write buffer are laid over the stored ones.
  */
 static int read_locked(struct mwfs *fs, struct inode *ip, uint64_t off, size_t size, uint8_t *buf,
-		       size_t *len)
+                       size_t *len)
 {
 	int rc = 0;
 	mw_mutex_lock(&fs->mu);
@@ -160,7 +159,7 @@ void file_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fu
  * held); *done gets the bytes written before an error, if any.
  */
 static int write_locked(struct mwfs *fs, struct inode *ip, const uint8_t *buf, size_t size,
-			uint64_t off, size_t *done)
+                        uint64_t off, size_t *done)
 {
 	size_t pos = 0;
 	int rc = 0;
@@ -195,7 +194,7 @@ static int write_locked(struct mwfs *fs, struct inode *ip, const uint8_t *buf, s
 }
 
 void file_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
-		struct fuse_file_info *fi)
+                struct fuse_file_info *fi)
 {
 	struct mwfs *fs = fuse_req_userdata(req);
 	struct inode *ip = fh_inode(fi);
@@ -228,8 +227,8 @@ void file_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, of
  * ranges of one file and written back the page cache of both ranges.
  */
 void file_copy_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in, struct fuse_file_info *fi_in,
-		     fuse_ino_t ino_out, off_t off_out, struct fuse_file_info *fi_out, size_t len,
-		     int flags)
+                     fuse_ino_t ino_out, off_t off_out, struct fuse_file_info *fi_out, size_t len,
+                     int flags)
 {
 	struct mwfs *fs = fuse_req_userdata(req);
 	struct inode *src = fh_inode(fi_in), *dst = fh_inode(fi_out);
@@ -331,7 +330,7 @@ void file_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_i
  * when cut is true and the range reaches its end).
  */
 static int clear_range(struct mwfs *fs, struct inode *ip, struct engine_batch *b, uint64_t from,
-		       uint64_t to, bool cut)
+                       uint64_t to, bool cut)
 {
 	mw_mutex_assert_held(&fs->mu);
 	uint8_t key[SCHEMA_KEY_MAX], end[SCHEMA_KEY_MAX];
@@ -401,7 +400,7 @@ int file_truncate_locked(struct mwfs *fs, struct inode *ip, struct engine_batch 
 }
 
 void file_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
-		    struct fuse_file_info *fi)
+                    struct fuse_file_info *fi)
 {
 	struct mwfs *fs = fuse_req_userdata(req);
 	struct inode *ip = fh_inode(fi);

@@ -69,9 +69,9 @@ uint32_t mwfs_chunk_size(const struct mwfs *fs)
  * umask), SPLICE_* (no write_buf), IOCTL_DIR (no ioctl), CACHE_SYMLINKS,
  * EXPLICIT_INVAL_DATA, EXPIRE_ONLY, NO_OPEN(DIR)_SUPPORT.
  */
-#define MWFS_CAPS                                                                                 \
-	(FUSE_CAP_ASYNC_READ | FUSE_CAP_ATOMIC_O_TRUNC | FUSE_CAP_AUTO_INVAL_DATA |               \
-	 FUSE_CAP_READDIRPLUS | FUSE_CAP_READDIRPLUS_AUTO | FUSE_CAP_ASYNC_DIO |                  \
+#define MWFS_CAPS                                                                                  \
+	(FUSE_CAP_ASYNC_READ | FUSE_CAP_ATOMIC_O_TRUNC | FUSE_CAP_AUTO_INVAL_DATA |                \
+	 FUSE_CAP_READDIRPLUS | FUSE_CAP_READDIRPLUS_AUTO | FUSE_CAP_ASYNC_DIO |                   \
 	 FUSE_CAP_PARALLEL_DIROPS | FUSE_CAP_WRITEBACK_CACHE)
 
 static void op_init(void *userdata, struct fuse_conn_info *conn)
@@ -83,14 +83,14 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_WRITEBACK_CACHE;
 		fs->writeback = true;
 	}
-	conn->want |= conn->capable & (FUSE_CAP_ATOMIC_O_TRUNC | FUSE_CAP_READDIRPLUS |
-				       FUSE_CAP_PARALLEL_DIROPS);
+	conn->want |= conn->capable &
+	              (FUSE_CAP_ATOMIC_O_TRUNC | FUSE_CAP_READDIRPLUS | FUSE_CAP_PARALLEL_DIROPS);
 	conn->max_write = 1u << 20;
 	if (conn->max_readahead < (1u << 20))
 		conn->max_readahead = 1u << 20;
 	conn->max_background = 64;
 	log_info("fuse init: writeback=%d max_write=%u want=%#x", fs->writeback, conn->max_write,
-		 conn->want);
+	         conn->want);
 }
 
 static void op_destroy(void *userdata)
@@ -147,7 +147,7 @@ static void set_time(int64_t *sec, uint32_t *nsec, const struct timespec *ts, bo
 }
 
 static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
-		       struct fuse_file_info *fi)
+                       struct fuse_file_info *fi)
 {
 	struct mwfs *fs = fuse_req_userdata(req);
 	struct inode *ip = NULL;
@@ -204,10 +204,10 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 		ip->a.gid = attr->st_gid;
 	if (to_set & FUSE_SET_ATTR_ATIME)
 		set_time(&ip->a.atime_sec, &ip->a.atime_nsec, &attr->st_atim,
-			 to_set & FUSE_SET_ATTR_ATIME_NOW);
+		         to_set & FUSE_SET_ATTR_ATIME_NOW);
 	if (to_set & FUSE_SET_ATTR_MTIME)
 		set_time(&ip->a.mtime_sec, &ip->a.mtime_nsec, &attr->st_mtim,
-			 to_set & FUSE_SET_ATTR_MTIME_NOW);
+		         to_set & FUSE_SET_ATTR_MTIME_NOW);
 	if (to_set & FUSE_SET_ATTR_CTIME)
 		set_time(&ip->a.ctime_sec, &ip->a.ctime_nsec, &attr->st_ctim, false);
 	else
@@ -273,41 +273,41 @@ static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 }
 
 static const struct fuse_lowlevel_ops mwfs_ops = {
-	.init = op_init,
-	.destroy = op_destroy,
-	.lookup = dir_lookup,
-	.forget = op_forget,
-	.forget_multi = op_forget_multi,
-	.getattr = op_getattr,
-	.setattr = op_setattr,
-	.readlink = op_readlink,
-	.mknod = dir_mknod,
-	.mkdir = dir_mkdir,
-	.unlink = dir_unlink,
-	.rmdir = dir_rmdir,
-	.symlink = dir_symlink,
-	.rename = dir_rename,
-	.link = dir_link,
-	.open = file_open,
-	.read = file_read,
-	.write = file_write,
-	.flush = file_flush,
-	.release = file_release,
-	.fsync = file_fsync,
-	.opendir = dir_opendir,
-	.readdir = dir_readdir,
-	.readdirplus = dir_readdirplus,
-	.releasedir = dir_releasedir,
-	.fsyncdir = dir_fsyncdir,
-	.statfs = op_statfs,
-	.setxattr = xattr_set,
-	.getxattr = xattr_get,
-	.listxattr = xattr_list,
-	.removexattr = xattr_remove,
-	.create = dir_create,
-	.fallocate = file_fallocate,
-	.lseek = file_lseek,
-	.copy_file_range = file_copy_range,
+    .init = op_init,
+    .destroy = op_destroy,
+    .lookup = dir_lookup,
+    .forget = op_forget,
+    .forget_multi = op_forget_multi,
+    .getattr = op_getattr,
+    .setattr = op_setattr,
+    .readlink = op_readlink,
+    .mknod = dir_mknod,
+    .mkdir = dir_mkdir,
+    .unlink = dir_unlink,
+    .rmdir = dir_rmdir,
+    .symlink = dir_symlink,
+    .rename = dir_rename,
+    .link = dir_link,
+    .open = file_open,
+    .read = file_read,
+    .write = file_write,
+    .flush = file_flush,
+    .release = file_release,
+    .fsync = file_fsync,
+    .opendir = dir_opendir,
+    .readdir = dir_readdir,
+    .readdirplus = dir_readdirplus,
+    .releasedir = dir_releasedir,
+    .fsyncdir = dir_fsyncdir,
+    .statfs = op_statfs,
+    .setxattr = xattr_set,
+    .getxattr = xattr_get,
+    .listxattr = xattr_list,
+    .removexattr = xattr_remove,
+    .create = dir_create,
+    .fallocate = file_fallocate,
+    .lseek = file_lseek,
+    .copy_file_range = file_copy_range,
 };
 
 /* ---- open, format, mount ------------------------------------------------ */
@@ -370,8 +370,8 @@ static int read_super(struct engine *e, struct schema_super *sb)
 	rc = schema_super_decode(val, vn, sb);
 	if (rc == -EPROTONOSUPPORT)
 		log_err("the filesystem has format version %u; this memwalfs reads version %u "
-			"only: refusing to mount",
-			sb->version, SCHEMA_VERSION);
+		        "only: refusing to mount",
+		        sb->version, SCHEMA_VERSION);
 	else if (rc)
 		log_err("the superblock is corrupt (%zu bytes)", vn);
 	free(val);

@@ -24,17 +24,17 @@ struct mwfs;
 
 /* Options of the filesystem (mwfs_opts_default() fills the defaults). */
 struct mwfs_opts {
-	uint32_t chunk_size;  /* data chunk size used when formatting (default 1 MiB) */
-	double entry_timeout; /* kernel dentry cache time in seconds (default 10) */
-	double attr_timeout;  /* kernel attribute cache time in seconds (default 10) */
-	bool read_only;       /* the engine was opened read-only */
-	bool writeback;       /* ask for the kernel writeback cache (default true) */
-	unsigned max_threads; /* FUSE worker threads (default 8) */
+	uint32_t chunk_size;        /* data chunk size used when formatting (default 1 MiB) */
+	double entry_timeout;       /* kernel dentry cache time in seconds (default 10) */
+	double attr_timeout;        /* kernel attribute cache time in seconds (default 10) */
+	bool read_only;             /* the engine was opened read-only */
+	bool writeback;             /* ask for the kernel writeback cache (default true) */
+	unsigned max_threads;       /* FUSE worker threads (default 8) */
 	unsigned readahead_threads; /* threads prefetching for sequential readers (default 4) */
 	uint64_t readahead_bytes;   /* how far ahead they fetch (default 8 MiB; 0: off) */
 	unsigned wb_flush_ms;       /* put a partly written chunk after this long (default 100) */
-	const char *daemon_info; /* value of MWFS_DAEMON_XATTR on the root ("PID STATUSPATH"),
-				    or NULL; borrowed: must outlive the filesystem */
+	const char *daemon_info;    /* value of MWFS_DAEMON_XATTR on the root ("PID STATUSPATH"),
+	                               or NULL; borrowed: must outlive the filesystem */
 };
 
 /* Fill *o with the defaults. */

@@ -27,15 +27,15 @@
 
 /* What the check knows of one inode. */
 struct ino {
-	uint64_t ino;       /* inode number */
-	uint32_t mode;      /* S_IFMT and permissions */
-	uint32_t nlink;     /* recorded link count */
-	uint64_t size;      /* recorded size */
-	uint64_t parent;    /* directories: recorded parent */
-	uint32_t names;     /* dentries pointing here */
-	uint32_t subdirs;   /* directories: dentries of subdirectories inside */
-	bool orphan;        /* has an orphan record */
-	bool reached;       /* reachable from the root */
+	uint64_t ino;     /* inode number */
+	uint32_t mode;    /* S_IFMT and permissions */
+	uint32_t nlink;   /* recorded link count */
+	uint64_t size;    /* recorded size */
+	uint64_t parent;  /* directories: recorded parent */
+	uint32_t names;   /* dentries pointing here */
+	uint32_t subdirs; /* directories: dentries of subdirectories inside */
+	bool orphan;      /* has an orphan record */
+	bool reached;     /* reachable from the root */
 };
 
 /* A dentry as an edge of the tree. */
@@ -45,20 +45,20 @@ struct edge {
 
 /* The state of one check. */
 struct fck {
-	struct engine *e;          /* borrowed */
-	mwfs_fsck_fn fn;           /* may be NULL */
+	struct engine *e; /* borrowed */
+	mwfs_fsck_fn fn;  /* may be NULL */
 	void *arg;
 	struct mwfs_fsck_report *r;
-	struct ino *inos;          /* sorted by ino */
+	struct ino *inos; /* sorted by ino */
 	size_t ninos, capinos;
-	struct edge *edges;        /* dentries */
+	struct edge *edges; /* dentries */
 	size_t nedges, capedges;
-	struct schema_super sb;    /* the superblock */
+	struct schema_super sb; /* the superblock */
 	bool have_sb;
 };
 
 __attribute__((format(printf, 3, 4))) static void problem(struct fck *c, const char *what,
-							   const char *fmt, ...)
+                                                          const char *fmt, ...)
 {
 	char msg[512];
 	va_list ap;
@@ -100,7 +100,7 @@ static int grow(void **p, size_t *cap, size_t n, size_t size)
  * are fetched only when want_value.  Returns 0 or the scan's error.
  */
 static int scan(struct fck *c, uint8_t tag, bool want_value,
-		int (*fn)(struct fck *c, const uint8_t *k, size_t kn, const uint8_t *v, size_t vn))
+                int (*fn)(struct fck *c, const uint8_t *k, size_t kn, const uint8_t *v, size_t vn))
 {
 	uint8_t end = (uint8_t)(tag + 1);
 	struct engine_iter *it = NULL;
@@ -126,14 +126,22 @@ static int scan(struct fck *c, uint8_t tag, bool want_value,
 static const char *type_name(uint32_t mode)
 {
 	switch (mode & S_IFMT) {
-	case S_IFREG: return "file";
-	case S_IFDIR: return "directory";
-	case S_IFLNK: return "symlink";
-	case S_IFCHR: return "char device";
-	case S_IFBLK: return "block device";
-	case S_IFIFO: return "fifo";
-	case S_IFSOCK: return "socket";
-	default: return "unknown type";
+	case S_IFREG:
+		return "file";
+	case S_IFDIR:
+		return "directory";
+	case S_IFLNK:
+		return "symlink";
+	case S_IFCHR:
+		return "char device";
+	case S_IFBLK:
+		return "block device";
+	case S_IFIFO:
+		return "fifo";
+	case S_IFSOCK:
+		return "socket";
+	default:
+		return "unknown type";
 	}
 }
 
@@ -157,10 +165,11 @@ static int on_inode(struct fck *c, const uint8_t *k, size_t kn, const uint8_t *v
 	}
 	if (c->have_sb && ino >= c->sb.next_ino)
 		problem(c, what, "inode number not below the superblock's next_ino %" PRIu64,
-			c->sb.next_ino);
+		        c->sb.next_ino);
 	if (S_ISLNK(in.mode) && (tlen == 0 || tlen != in.size))
-		problem(c, what, "symlink target missing or of the wrong length (%zu, size %" PRIu64
-			")", tlen, in.size);
+		problem(c, what,
+		        "symlink target missing or of the wrong length (%zu, size %" PRIu64 ")",
+		        tlen, in.size);
 	if (grow((void **)&c->inos, &c->capinos, c->ninos, sizeof(*c->inos)))
 		return -ENOMEM;
 	struct ino *e = &c->inos[c->ninos++];
@@ -201,7 +210,7 @@ static int on_dentry(struct fck *c, const uint8_t *k, size_t kn, const uint8_t *
 
 	c->r->dentries++;
 	snprintf(what, sizeof(what), "dentry %" PRIu64 "/'%.*s'", parent, nlen,
-		 (const char *)k + 9);
+	         (const char *)k + 9);
 	if (kn <= 9 || kn > 9 + SCHEMA_NAME_MAX || memchr(k + 9, '/', kn - 9) ||
 	    memchr(k + 9, 0, kn - 9)) {
 		problem(c, what, "malformed dentry key (%zu bytes)", kn);
@@ -216,7 +225,7 @@ static int on_dentry(struct fck *c, const uint8_t *k, size_t kn, const uint8_t *
 		problem(c, what, "parent inode %" PRIu64 " does not exist", parent);
 	else if (!S_ISDIR(p->mode))
 		problem(c, what, "parent inode %" PRIu64 " is a %s, not a directory", parent,
-			type_name(p->mode));
+		        type_name(p->mode));
 	ch = lookup(c, child);
 	if (!ch) {
 		problem(c, what, "points to missing inode %" PRIu64, child);
@@ -225,13 +234,13 @@ static int on_dentry(struct fck *c, const uint8_t *k, size_t kn, const uint8_t *
 	ch->names++;
 	if ((ch->mode & S_IFMT) != (dtype & S_IFMT))
 		problem(c, what, "says %s but inode %" PRIu64 " is a %s", type_name(dtype), child,
-			type_name(ch->mode));
+		        type_name(ch->mode));
 	if (S_ISDIR(ch->mode)) {
 		if (p)
 			p->subdirs++;
 		if (ch->parent != parent)
 			problem(c, what, "directory %" PRIu64 " records parent %" PRIu64, child,
-				ch->parent);
+			        ch->parent);
 		if (child == SCHEMA_ROOT_INO)
 			problem(c, what, "names the root directory");
 	}
@@ -328,16 +337,18 @@ static void final_checks(struct fck *c)
 		snprintf(what, sizeof(what), "inode %" PRIu64, e->ino);
 		if (!e->reached && !e->orphan)
 			problem(c, what, "%s unreachable from the root and not an orphan",
-				type_name(e->mode));
+			        type_name(e->mode));
 		if (S_ISDIR(e->mode)) {
 			if (e->nlink != 2 + e->subdirs)
-				problem(c, what, "directory nlink %" PRIu32 ", expected 2 + %" PRIu32
-					" subdirectories", e->nlink, e->subdirs);
+				problem(c, what,
+				        "directory nlink %" PRIu32 ", expected 2 + %" PRIu32
+				        " subdirectories",
+				        e->nlink, e->subdirs);
 			if (e->ino != SCHEMA_ROOT_INO && e->names > 1)
 				problem(c, what, "directory has %" PRIu32 " names", e->names);
 		} else if (e->nlink != e->names) {
 			problem(c, what, "%s nlink %" PRIu32 " but %" PRIu32 " directory entries",
-				type_name(e->mode), e->nlink, e->names);
+			        type_name(e->mode), e->nlink, e->names);
 		}
 	}
 }
@@ -359,7 +370,7 @@ int mwfs_fsck(struct engine *e, mwfs_fsck_fn fn, void *arg, struct mwfs_fsck_rep
 		goto out;
 	} else if ((rc = schema_super_decode(val, vlen, &c.sb)) != 0) {
 		problem(&c, "superblock", "does not decode (%s, version %" PRIu32 ")",
-			rc == -EPROTONOSUPPORT ? "unknown version" : "corrupt", c.sb.version);
+		        rc == -EPROTONOSUPPORT ? "unknown version" : "corrupt", c.sb.version);
 	} else {
 		c.have_sb = true;
 	}

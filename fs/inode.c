@@ -183,8 +183,8 @@ int inode_batch_drop(struct mwfs *fs, struct engine_batch *b, uint64_t ino)
 		kn = pass ? schema_key_xattr_prefix(key, ino) : schema_key_chunk_prefix(key, ino);
 		size_t en = schema_prefix_end(key, kn, end);
 		struct engine_iter *it = NULL;
-		for (rc = engine_iter_new(fs->e, key, kn, end, en, &it); !rc && engine_iter_valid(it);
-		     engine_iter_next(it)) {
+		for (rc = engine_iter_new(fs->e, key, kn, end, en, &it);
+		     !rc && engine_iter_valid(it); engine_iter_next(it)) {
 			size_t n;
 			const void *k = engine_iter_key(it, &n);
 			rc = engine_batch_delete(b, k, n);
@@ -223,7 +223,8 @@ int inode_commit(struct mwfs *fs, struct engine_batch *b, struct inode **ips, si
 	uint64_t t = 0;
 	int rc = engine_write(fs->e, b, 0, &t);
 	if (rc) {
-		log_warn("engine_write of %zu operations: %s", engine_batch_count(b), strerror(-rc));
+		log_warn("engine_write of %zu operations: %s", engine_batch_count(b),
+		         strerror(-rc));
 		return rc;
 	}
 	for (size_t i = 0; i < n; i++)
@@ -343,7 +344,7 @@ static int maybe_evict(struct mwfs *fs, struct inode *ip)
 			rc = inode_commit(fs, b, NULL, 0);
 		if (rc)
 			log_warn("reclaiming inode %llu: %s (stays an orphan)",
-				 (unsigned long long)ip->ino, strerror(-rc));
+			         (unsigned long long)ip->ino, strerror(-rc));
 	}
 	table_remove(fs, ip);
 	inode_free(ip);

@@ -50,47 +50,47 @@
 
 /* One open chunk of a file being written (protected by ip->dlock). */
 struct inode {
-	uint64_t ino;             /* inode number (immutable) */
-	struct inode *hnext;      /* hash chain; fs->mu */
-	uint64_t nlookup;         /* kernel lookup count; fs->mu */
-	uint32_t nopen;           /* open file handles; fs->mu */
-	uint32_t refs;            /* handlers using it right now; fs->mu */
-	struct schema_inode a;    /* attributes as the kernel sees them; fs->mu */
-	uint64_t rec_size;        /* size written in records (data durable order); fs->mu */
-	bool gone;                /* records deleted (rmdir, reclaimed); fs->mu */
-	char *target;             /* symlink target (NUL-terminated) or NULL; fs->mu */
-	uint64_t ticket;          /* ticket of the last write touching it; fs->mu */
-	uint64_t ra_next;         /* read-ahead: where the last read ended; fs->ra->mu */
-	uint64_t ra_hi;           /* read-ahead: chunks below this are queued; fs->ra->mu */
-	uint32_t ra_streak;       /* read-ahead: sequential reads in a row; fs->ra->mu */
-	bool wb_listed;           /* on the write-buffer flusher's list (wbuf.c); fs->mu */
-	pthread_rwlock_t dlock;   /* protects wb */
-	struct wbuf wb;           /* write buffer; ip->dlock */
+	uint64_t ino;           /* inode number (immutable) */
+	struct inode *hnext;    /* hash chain; fs->mu */
+	uint64_t nlookup;       /* kernel lookup count; fs->mu */
+	uint32_t nopen;         /* open file handles; fs->mu */
+	uint32_t refs;          /* handlers using it right now; fs->mu */
+	struct schema_inode a;  /* attributes as the kernel sees them; fs->mu */
+	uint64_t rec_size;      /* size written in records (data durable order); fs->mu */
+	bool gone;              /* records deleted (rmdir, reclaimed); fs->mu */
+	char *target;           /* symlink target (NUL-terminated) or NULL; fs->mu */
+	uint64_t ticket;        /* ticket of the last write touching it; fs->mu */
+	uint64_t ra_next;       /* read-ahead: where the last read ended; fs->ra->mu */
+	uint64_t ra_hi;         /* read-ahead: chunks below this are queued; fs->ra->mu */
+	uint32_t ra_streak;     /* read-ahead: sequential reads in a row; fs->ra->mu */
+	bool wb_listed;         /* on the write-buffer flusher's list (wbuf.c); fs->mu */
+	pthread_rwlock_t dlock; /* protects wb */
+	struct wbuf wb;         /* write buffer; ip->dlock */
 };
 
 struct mwfs {
-	struct engine *e;          /* borrowed */
-	struct mwfs_opts o;        /* options */
-	uint32_t cs;               /* chunk size (superblock) */
-	struct mw_mutex mu;        /* see the file comment; mw_mutex_assert_held() checks it */
-	struct inode **htab;       /* inode hash table; fs->mu */
-	size_t hsize, hcount;      /* buckets (power of two), entries; fs->mu */
-	uint64_t next_ino;         /* next inode number to hand out; fs->mu */
-	uint64_t ino_limit;        /* superblock next_ino (persisted bound); fs->mu */
-	struct fuse_session *se;   /* NULL until mwfs_mount() */
+	struct engine *e;        /* borrowed */
+	struct mwfs_opts o;      /* options */
+	uint32_t cs;             /* chunk size (superblock) */
+	struct mw_mutex mu;      /* see the file comment; mw_mutex_assert_held() checks it */
+	struct inode **htab;     /* inode hash table; fs->mu */
+	size_t hsize, hcount;    /* buckets (power of two), entries; fs->mu */
+	uint64_t next_ino;       /* next inode number to hand out; fs->mu */
+	uint64_t ino_limit;      /* superblock next_ino (persisted bound); fs->mu */
+	struct fuse_session *se; /* NULL until mwfs_mount() */
 	bool mounted;
-	bool writeback;            /* kernel writeback cache in effect */
-	pthread_key_t tkey;        /* per-thread scratch buffers (struct tls) */
-	struct readahead *ra;      /* read-ahead threads and in-flight loads (readahead.c) */
-	struct wbflush *wbf;       /* puts write buffers left partly filled (wbuf.c) */
+	bool writeback;             /* kernel writeback cache in effect */
+	pthread_key_t tkey;         /* per-thread scratch buffers (struct tls) */
+	struct readahead *ra;       /* read-ahead threads and in-flight loads (readahead.c) */
+	struct wbflush *wbf;        /* puts write buffers left partly filled (wbuf.c) */
 	atomic_uint outage_readers; /* reads waiting out a store outage (file.c read_chunk) */
 };
 
 /* Per-thread scratch, reused across requests (avoids a malloc per read). */
 struct tls {
-	uint8_t *buf;   /* read reply / general buffer */
+	uint8_t *buf; /* read reply / general buffer */
 	size_t cap;
-	uint8_t *chunk; /* one chunk, for read-modify-write */
+	uint8_t *chunk;         /* one chunk, for read-modify-write */
 	struct engine_batch *b; /* reusable batch */
 };
 
@@ -127,12 +127,12 @@ int inode_reclaim_orphans(struct mwfs *fs);
  */
 #define INODE_TX_MAX 4
 struct inode_tx {
-	struct mwfs *fs;                    /* borrowed */
-	struct engine_batch *b;             /* the thread's batch (fs_batch()) */
-	size_t n;                           /* inodes in ip[] */
-	struct inode *ip[INODE_TX_MAX];     /* touched inodes, in record order */
+	struct mwfs *fs;                     /* borrowed */
+	struct engine_batch *b;              /* the thread's batch (fs_batch()) */
+	size_t n;                            /* inodes in ip[] */
+	struct inode *ip[INODE_TX_MAX];      /* touched inodes, in record order */
 	struct schema_inode a[INODE_TX_MAX]; /* ip[i]->a before the change */
-	uint64_t rec_size[INODE_TX_MAX];    /* ip[i]->rec_size before the change */
+	uint64_t rec_size[INODE_TX_MAX];     /* ip[i]->rec_size before the change */
 };
 int inode_tx_begin(struct mwfs *fs, struct inode_tx *tx);
 void inode_tx_add(struct inode_tx *tx, struct inode *ip);
@@ -146,16 +146,16 @@ void dir_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 void dir_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode);
 void dir_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name);
 void dir_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
-		struct fuse_file_info *fi);
+                struct fuse_file_info *fi);
 void dir_unlink(fuse_req_t req, fuse_ino_t parent, const char *name);
 void dir_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name);
 void dir_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
-		const char *newname, unsigned int flags);
+                const char *newname, unsigned int flags);
 void dir_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname);
 void dir_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void dir_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi);
 void dir_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-		     struct fuse_file_info *fi);
+                     struct fuse_file_info *fi);
 void dir_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void dir_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi);
 
@@ -163,23 +163,22 @@ void dir_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file
 void file_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void file_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi);
 void file_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
-		struct fuse_file_info *fi);
+                struct fuse_file_info *fi);
 void file_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void file_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void file_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi);
 void file_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
-		    struct fuse_file_info *fi);
+                    struct fuse_file_info *fi);
 void file_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, struct fuse_file_info *fi);
 void file_copy_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in, struct fuse_file_info *fi_in,
-		     fuse_ino_t ino_out, off_t off_out, struct fuse_file_info *fi_out, size_t len,
-		     int flags);
+                     fuse_ino_t ino_out, off_t off_out, struct fuse_file_info *fi_out, size_t len,
+                     int flags);
 /* Set the size: flush, trim chunks (ip->dlock exclusive and fs->mu held). */
-int file_truncate_locked(struct mwfs *fs, struct inode *ip, struct engine_batch *b,
-			 uint64_t size);
+int file_truncate_locked(struct mwfs *fs, struct inode *ip, struct engine_batch *b, uint64_t size);
 
 /* xattr.c */
 void xattr_set(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value, size_t size,
-	       int flags);
+               int flags);
 void xattr_get(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size);
 void xattr_list(fuse_req_t req, fuse_ino_t ino, size_t size);
 void xattr_remove(fuse_req_t req, fuse_ino_t ino, const char *name);

@@ -44,23 +44,23 @@ struct ra_job {
 /* One prefetch thread (mw_thread, whose stop flag is guarded by ra->mu). */
 struct ra_worker {
 	struct mw_thread t;
-	struct readahead *ra;     /* borrowed */
+	struct readahead *ra; /* borrowed */
 };
 
 struct readahead {
-	struct mwfs *fs;          /* borrowed */
-	uint64_t window;          /* bytes to keep fetched ahead of a sequential reader */
-	struct mw_mutex mu;       /* see the file comment */
-	pthread_cond_t work;      /* a job was queued, or stop; ra->mu */
-	pthread_cond_t done;      /* a load in flight ended; ra->mu */
-	struct ra_job q[RA_QUEUE]; /* ring of queued jobs; ra->mu */
-	size_t qhead, qn;         /* first job, count; ra->mu */
+	struct mwfs *fs;             /* borrowed */
+	uint64_t window;             /* bytes to keep fetched ahead of a sequential reader */
+	struct mw_mutex mu;          /* see the file comment */
+	pthread_cond_t work;         /* a job was queued, or stop; ra->mu */
+	pthread_cond_t done;         /* a load in flight ended; ra->mu */
+	struct ra_job q[RA_QUEUE];   /* ring of queued jobs; ra->mu */
+	size_t qhead, qn;            /* first job, count; ra->mu */
 	struct ra_job busy[RA_BUSY]; /* loads in flight; ra->mu */
-	bool used[RA_BUSY];       /* busy[i] is valid; ra->mu */
-	struct ra_worker *thr;    /* the threads (nthr of them) */
+	bool used[RA_BUSY];          /* busy[i] is valid; ra->mu */
+	struct ra_worker *thr;       /* the threads (nthr of them) */
 	unsigned nthr;
-	uint64_t prefetched;      /* chunks loaded by the threads; ra->mu */
-	uint64_t waited;          /* reads that waited for a load in flight; ra->mu */
+	uint64_t prefetched; /* chunks loaded by the threads; ra->mu */
+	uint64_t waited;     /* reads that waited for a load in flight; ra->mu */
 };
 
 static int find_busy(struct readahead *ra, uint64_t ino, uint64_t idx)
@@ -136,7 +136,8 @@ static void *worker(void *arg)
 		int rc = engine_prefetch(ra->fs->e, key, kn);
 		if (rc && rc != -ENOENT)
 			log_debug("read-ahead of inode %llu chunk %llu: %s",
-				  (unsigned long long)j.ino, (unsigned long long)j.idx, strerror(-rc));
+			          (unsigned long long)j.ino, (unsigned long long)j.idx,
+			          strerror(-rc));
 		mw_mutex_lock(&ra->mu);
 		ra->used[slot] = false;
 		ra->prefetched++;
@@ -146,8 +147,7 @@ static void *worker(void *arg)
 	return NULL;
 }
 
-void ra_note_read(struct readahead *ra, struct inode *ip, uint64_t off, size_t len,
-		  uint64_t fsize)
+void ra_note_read(struct readahead *ra, struct inode *ip, uint64_t off, size_t len, uint64_t fsize)
 {
 	if (!ra || !ra->nthr || !len)
 		return;
@@ -220,7 +220,8 @@ int ra_start(struct mwfs *fs, unsigned nthreads, uint64_t window, struct readahe
 		for (; ra->nthr < nthreads; ra->nthr++) {
 			struct ra_worker *w = &ra->thr[ra->nthr];
 			w->ra = ra;
-			int rc = mw_thread_start(&w->t, "read-ahead", worker, w, &ra->mu, &ra->work);
+			int rc =
+			    mw_thread_start(&w->t, "read-ahead", worker, w, &ra->mu, &ra->work);
 			if (rc) {
 				ra_stop(ra);
 				return rc;

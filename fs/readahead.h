@@ -28,8 +28,7 @@ void ra_stop(struct readahead *ra);
  * ip's sequential-access state and queue prefetches of the chunks ahead of
  * a sequential reader.  Never blocks on I/O.  Any thread.
  */
-void ra_note_read(struct readahead *ra, struct inode *ip, uint64_t off, size_t len,
-		  uint64_t fsize);
+void ra_note_read(struct readahead *ra, struct inode *ip, uint64_t off, size_t len, uint64_t fsize);
 
 /*
  * Before loading chunk idx of inode ino: if another thread is loading it

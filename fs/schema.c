@@ -126,7 +126,7 @@ static uint8_t *put_time(uint8_t *p, int64_t sec, uint32_t nsec)
 }
 
 size_t schema_inode_encode(const struct schema_inode *in, const char *target, size_t tlen,
-			   uint8_t *p)
+                           uint8_t *p)
 {
 	uint8_t *q = p;
 	*q++ = INODE_REC_V1;
@@ -154,7 +154,7 @@ static const uint8_t *get_time(const uint8_t *p, int64_t *sec, uint32_t *nsec)
 }
 
 int schema_inode_decode(const uint8_t *p, size_t n, struct schema_inode *in, const uint8_t **target,
-			size_t *tlen)
+                        size_t *tlen)
 {
 	if (n < SCHEMA_INODE_LEN || p[0] != INODE_REC_V1)
 		return -EUCLEAN;
@@ -195,8 +195,13 @@ int schema_dentry_decode(const uint8_t *p, size_t n, uint64_t *ino, uint32_t *dt
 	if (*ino == 0)
 		return -EUCLEAN;
 	switch (*dtype) {
-	case S_IFREG: case S_IFDIR: case S_IFLNK: case S_IFCHR:
-	case S_IFBLK: case S_IFIFO: case S_IFSOCK:
+	case S_IFREG:
+	case S_IFDIR:
+	case S_IFLNK:
+	case S_IFCHR:
+	case S_IFBLK:
+	case S_IFIFO:
+	case S_IFSOCK:
 		return 0;
 	default:
 		return -EUCLEAN; /* not a file type */

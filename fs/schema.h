@@ -60,12 +60,12 @@ struct schema_super {
 
 /* One inode's attributes, as stored. */
 struct schema_inode {
-	uint32_t mode;       /* file type and permission bits */
-	uint32_t uid, gid;   /* owner */
-	uint32_t nlink;      /* hard links (dirs: 2 + subdirectories) */
-	uint64_t size;       /* bytes (symlink: target length) */
-	uint64_t rdev;       /* device number for chr/blk nodes */
-	uint64_t parent;     /* directories: the parent's inode number */
+	uint32_t mode;     /* file type and permission bits */
+	uint32_t uid, gid; /* owner */
+	uint32_t nlink;    /* hard links (dirs: 2 + subdirectories) */
+	uint64_t size;     /* bytes (symlink: target length) */
+	uint64_t rdev;     /* device number for chr/blk nodes */
+	uint64_t parent;   /* directories: the parent's inode number */
 	int64_t atime_sec, mtime_sec, ctime_sec;
 	uint32_t atime_nsec, mtime_nsec, ctime_nsec;
 };
@@ -111,13 +111,13 @@ int schema_super_decode(const uint8_t *p, size_t n, struct schema_super *s);
  * Returns the encoded length.
  */
 size_t schema_inode_encode(const struct schema_inode *in, const char *target, size_t tlen,
-			   uint8_t *p);
+                           uint8_t *p);
 /*
  * Decode an inode record.  *target and *tlen (may be NULL) point into p at the
  * inline symlink target (valid as long as p).  -EUCLEAN if malformed.
  */
 int schema_inode_decode(const uint8_t *p, size_t n, struct schema_inode *in, const uint8_t **target,
-			size_t *tlen);
+                        size_t *tlen);
 
 /* Dentry value: child ino:be64 type:u8 (mode >> 12). */
 #define SCHEMA_DENTRY_LEN 9

@@ -68,8 +68,8 @@ static bool outage_reader_enter(struct mwfs *fs)
  * (engine_get_range_wait()): always when wait is set (a write buffer's bytes
  * depend on the read), else within outage_reader_enter()'s bound.
  */
-int chunk_read(struct mwfs *fs, uint64_t ino, uint64_t idx, uint32_t co, uint8_t *dst,
-		      size_t n, bool wait)
+int chunk_read(struct mwfs *fs, uint64_t ino, uint64_t idx, uint32_t co, uint8_t *dst, size_t n,
+               bool wait)
 {
 	uint8_t key[SCHEMA_KEY_MAX];
 	size_t kn = schema_key_chunk(key, ino, idx), got = 0;
@@ -95,8 +95,7 @@ int chunk_read(struct mwfs *fs, uint64_t ino, uint64_t idx, uint32_t co, uint8_t
  * Put chunk idx of ip with the given bytes (vlen of them) together with the
  * inode record, in one batch (ip->dlock exclusive, fs->mu not held).
  */
-int chunk_put(struct mwfs *fs, struct inode *ip, uint64_t idx, const uint8_t *data,
-		     size_t vlen)
+int chunk_put(struct mwfs *fs, struct inode *ip, uint64_t idx, const uint8_t *data, size_t vlen)
 {
 	uint8_t key[SCHEMA_KEY_MAX];
 	size_t kn = schema_key_chunk(key, ip->ino, idx);
@@ -110,7 +109,7 @@ int chunk_put(struct mwfs *fs, struct inode *ip, uint64_t idx, const uint8_t *da
 	rc = b ? 0 : -ENOMEM;
 	if (!rc)
 		rc = fs_all_zero(data, vlen) ? engine_batch_delete(b, key, kn)
-					  : engine_batch_put(b, key, kn, data, vlen);
+		                             : engine_batch_put(b, key, kn, data, vlen);
 	uint64_t end = idx * fs->cs + vlen;
 	if (ip->rec_size < end)
 		ip->rec_size = end;
@@ -168,14 +167,14 @@ int wbuf_flush(struct mwfs *fs, struct inode *ip)
 		w->lo = w->hi = 0;
 	} else {
 		log_warn("inode %llu: writing chunk %llu: %s", (unsigned long long)ip->ino,
-			 (unsigned long long)w->idx, strerror(-rc));
+		         (unsigned long long)w->idx, strerror(-rc));
 	}
 	return rc;
 }
 
 /* Copy n bytes at offset co of chunk idx into the buffer. */
 int wbuf_write(struct mwfs *fs, struct inode *ip, uint64_t idx, uint32_t co, const void *src,
-		    uint32_t n)
+               uint32_t n)
 {
 	struct wbuf *w = &ip->wb;
 	int rc;
@@ -243,13 +242,13 @@ int wbuf_flush_all(struct mwfs *fs)
 /* ---- the flusher ------------------------------------------------------ */
 
 struct wbflush {
-	struct mwfs *fs;       /* the filesystem (borrowed) */
-	unsigned ms;           /* flush buffers older than this, checked this often */
-	struct mw_thread thr;  /* the flusher thread; thr.stop under mu */
-	struct mw_mutex mu;    /* guards thr.stop (waits use cv) */
-	pthread_cond_t cv;     /* signalled to stop */
-	struct inode **list;   /* listed inodes, each with a reference; fs->mu */
-	size_t n, cap;         /* fs->mu */
+	struct mwfs *fs;      /* the filesystem (borrowed) */
+	unsigned ms;          /* flush buffers older than this, checked this often */
+	struct mw_thread thr; /* the flusher thread; thr.stop under mu */
+	struct mw_mutex mu;   /* guards thr.stop (waits use cv) */
+	pthread_cond_t cv;    /* signalled to stop */
+	struct inode **list;  /* listed inodes, each with a reference; fs->mu */
+	size_t n, cap;        /* fs->mu */
 };
 
 /* Make room for one more listed inode (fs->mu held).  false: no memory. */
@@ -305,7 +304,7 @@ static void pass(struct wbflush *wf, bool all)
 			int rc = wbuf_flush(fs, ip);
 			if (rc)
 				log_warn("inode %llu: background put of its write buffer: %s",
-					 (unsigned long long)ip->ino, strerror(-rc));
+				         (unsigned long long)ip->ino, strerror(-rc));
 		}
 		mw_mutex_lock(&fs->mu);
 		if (!ip->wb.active || all) {
@@ -334,8 +333,8 @@ static void *flusher_main(void *arg)
 	mw_mutex_lock(&wf->mu);
 	while (!wf->thr.stop) {
 		uint64_t until_us = mw_now_us() + (uint64_t)wf->ms * 1000u;
-		struct timespec ts = { .tv_sec = (time_t)(until_us / 1000000u),
-				       .tv_nsec = (long)(until_us % 1000000u) * 1000 };
+		struct timespec ts = {.tv_sec = (time_t)(until_us / 1000000u),
+		                      .tv_nsec = (long)(until_us % 1000000u) * 1000};
 		mw_cond_timedwait(&wf->cv, &wf->mu, &ts);
 		if (wf->thr.stop)
 			break;

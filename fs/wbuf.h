@@ -20,9 +20,9 @@ struct wbflush;
 
 /* One inode's write buffer: one chunk, partly written (ip->dlock). */
 struct wbuf {
-	uint64_t idx;      /* chunk index */
-	uint8_t *data;     /* chunk_size bytes */
-	uint32_t lo;       /* dirty byte range [lo, hi) within the chunk */
+	uint64_t idx;  /* chunk index */
+	uint8_t *data; /* chunk_size bytes */
+	uint32_t lo;   /* dirty byte range [lo, hi) within the chunk */
 	uint32_t hi;
 	bool base;         /* data holds the whole chunk (stored bytes merged in) */
 	bool active;       /* holds unwritten bytes */
@@ -36,7 +36,7 @@ struct wbuf {
  * while fewer than half the request threads wait so (then the error).
  */
 int chunk_read(struct mwfs *fs, uint64_t ino, uint64_t idx, uint32_t co, uint8_t *dst, size_t n,
-	       bool wait);
+               bool wait);
 
 /* Put chunk idx of ip (vlen bytes; all zeros: delete it) with the inode record, in one batch. */
 int chunk_put(struct mwfs *fs, struct inode *ip, uint64_t idx, const uint8_t *data, size_t vlen);
@@ -46,7 +46,7 @@ int chunk_put(struct mwfs *fs, struct inode *ip, uint64_t idx, const uint8_t *da
  * buffer first if it holds another chunk, and after if the chunk is done.
  */
 int wbuf_write(struct mwfs *fs, struct inode *ip, uint64_t idx, uint32_t co, const void *src,
-	       uint32_t n);
+               uint32_t n);
 
 /* Put ip's buffered bytes, merged with the stored chunk when partial. */
 int wbuf_flush(struct mwfs *fs, struct inode *ip);

@@ -56,8 +56,7 @@ static void reply_value(fuse_req_t req, const void *val, size_t vn, size_t size)
  * Checks shared by setxattr and removexattr, in the order callers see
  * them (removexattr passes size 0 and flags 0).  0 or negative errno.
  */
-static int check_change(struct mwfs *fs, fuse_ino_t ino, const char *name, size_t size,
-			int flags)
+static int check_change(struct mwfs *fs, fuse_ino_t ino, const char *name, size_t size, int flags)
 {
 	size_t nlen = strlen(name);
 	if (fs->o.read_only)
@@ -95,8 +94,8 @@ static int check_exists(struct mwfs *fs, const uint8_t *key, size_t kn, int flag
  * in one batch.  Takes fs->mu.  flags as in setxattr(2): remove passes
  * XATTR_REPLACE, so a missing name is -ENODATA.  0 or negative errno.
  */
-static int change(struct mwfs *fs, fuse_ino_t ino, const char *name, bool remove,
-		  const char *value, size_t size, int flags)
+static int change(struct mwfs *fs, fuse_ino_t ino, const char *name, bool remove, const char *value,
+                  size_t size, int flags)
 {
 	uint8_t key[SCHEMA_KEY_MAX];
 	size_t kn = schema_key_xattr(key, ino, name, strlen(name));
@@ -112,7 +111,7 @@ static int change(struct mwfs *fs, fuse_ino_t ino, const char *name, bool remove
 		inode_tx_add(&tx, ip);
 		fs_touch(&ip->a, false, false, true);
 		rc = remove ? engine_batch_delete(tx.b, key, kn)
-			    : engine_batch_put(tx.b, key, kn, value, size);
+		            : engine_batch_put(tx.b, key, kn, value, size);
 		rc = inode_tx_commit(&tx, rc);
 	}
 	inode_put(fs, ip);
@@ -121,7 +120,7 @@ static int change(struct mwfs *fs, fuse_ino_t ino, const char *name, bool remove
 }
 
 void xattr_set(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value, size_t size,
-	       int flags)
+               int flags)
 {
 	struct mwfs *fs = fuse_req_userdata(req);
 	int rc = check_change(fs, ino, name, size, flags);
@@ -161,8 +160,8 @@ void xattr_get(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 		ra_counts(fs->ra, &pre, &waited);
 		if (n < 65536)
 			n += (size_t)snprintf(buf + n, 65536 - n,
-					      "fs_readahead_chunks %llu\nfs_read_waits %llu\n",
-					      (unsigned long long)pre, (unsigned long long)waited);
+			                      "fs_readahead_chunks %llu\nfs_read_waits %llu\n",
+			                      (unsigned long long)pre, (unsigned long long)waited);
 		if (n >= 65536)
 			n = 65535;
 		reply_value(req, buf, n, size);

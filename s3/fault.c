@@ -28,26 +28,26 @@ enum verdict {
 };
 
 struct fault_store {
-	struct store base;      /* must be first */
-	struct store *inner;    /* owned */
-	char name[64];          /* "fault(<inner>)", caps.name points here */
-	pthread_mutex_t mu;     /* protects everything below */
+	struct store base;               /* must be first */
+	struct store *inner;             /* owned */
+	char name[64];                   /* "fault(<inner>)", caps.name points here */
+	pthread_mutex_t mu;              /* protects everything below */
 	uint64_t calls[FAULT_OP__COUNT]; /* calls per class */
-	uint64_t rng;           /* splitmix64 state */
+	uint64_t rng;                    /* splitmix64 state */
 	/* fail_nth */
-	unsigned nth_ops;       /* class mask (0: disarmed) */
-	uint64_t nth;           /* fire at this matching call */
-	uint64_t nth_seen;      /* matching calls since armed */
+	unsigned nth_ops;  /* class mask (0: disarmed) */
+	uint64_t nth;      /* fire at this matching call */
+	uint64_t nth_seen; /* matching calls since armed */
 	int nth_err;
 	int nth_flags;
-	bool nth_fired;         /* fired once (for FAULT_PERSIST) */
+	bool nth_fired; /* fired once (for FAULT_PERSIST) */
 	/* fail_random */
-	unsigned rnd_ops;       /* class mask (0: disarmed) */
+	unsigned rnd_ops; /* class mask (0: disarmed) */
 	double rnd_p;
 	int rnd_err;
 	int rnd_flags;
 	bool rnd_fired;
-	uint64_t fired;         /* faults since the last arming */
+	uint64_t fired; /* faults since the last arming */
 	/* delay */
 	unsigned delay_ops;
 	unsigned delay_usec;
@@ -57,22 +57,22 @@ struct fault_store {
 	pthread_cond_t hold_cv; /* broadcast when hold_ops changes */
 	/* cut_writer */
 	uint64_t cut_after;
-	int cut_err;            /* 0: disarmed */
+	int cut_err; /* 0: disarmed */
 	/* crash */
 	bool crashed;
-	unsigned crash_ops;     /* crash_at class mask (0: disarmed) */
+	unsigned crash_ops; /* crash_at class mask (0: disarmed) */
 	uint64_t crash_n;
 	uint64_t crash_seen;
 	enum fault_land crash_land;
 };
 
 struct fault_writer {
-	struct store_writer base;  /* must be first */
+	struct store_writer base;   /* must be first */
 	struct store_writer *inner; /* the inner writer (NULL once gone) */
-	uint64_t bytes;            /* bytes accepted so far */
-	uint64_t cut_after;        /* cut_writer setting at open */
-	int cut_err;               /* 0: no cut */
-	int err;                   /* sticky error (0: none) */
+	uint64_t bytes;             /* bytes accepted so far */
+	uint64_t cut_after;         /* cut_writer setting at open */
+	int cut_err;                /* 0: no cut */
+	int err;                    /* sticky error (0: none) */
 };
 
 static uint64_t next_rand(struct fault_store *f)
@@ -118,7 +118,7 @@ static enum verdict gate(struct fault_store *f, enum fault_op op, int *err)
 		else
 			v = f->crash_land == FAULT_LAND_YES ? V_LAND : V_FAIL;
 		log_info("fault: crash at call %llu of op %d (%s)", (unsigned long long)f->crash_n,
-			 (int)op, v == V_LAND ? "lands" : "dropped");
+		         (int)op, v == V_LAND ? "lands" : "dropped");
 		goto out;
 	}
 	if (f->nth_ops & bit) {
@@ -192,7 +192,7 @@ static int f_put_if_absent(struct store *s, const char *key, const void *buf, si
 }
 
 static int f_get(struct store *s, const char *key, uint64_t off, uint64_t len, void **out,
-		 size_t *outlen)
+                 size_t *outlen)
 {
 	struct fault_store *f = (struct fault_store *)s;
 	int err = 0, rc;
@@ -235,7 +235,7 @@ static int f_head(struct store *s, const char *key, struct store_stat *st)
 }
 
 static int f_list(struct store *s, const char *prefix, const char *start_after, size_t max_keys,
-		  store_list_fn fn, void *arg)
+                  store_list_fn fn, void *arg)
 {
 	struct fault_store *f = (struct fault_store *)s;
 	int err = 0, rc;
@@ -359,9 +359,9 @@ static void fw_abort(struct store_writer *sw)
 }
 
 static const struct store_writer_ops fault_writer_ops = {
-	.write = fw_write,
-	.finish = fw_finish,
-	.abort = fw_abort,
+    .write = fw_write,
+    .finish = fw_finish,
+    .abort = fw_abort,
 };
 
 static int f_writer_open(struct store *s, const char *key, int flags, struct store_writer **out)
@@ -411,16 +411,16 @@ static void f_close(struct store *s)
 }
 
 static const struct store_ops fault_ops = {
-	.put = f_put,
-	.put_if_absent = f_put_if_absent,
-	.get = f_get,
-	.head = f_head,
-	.list = f_list,
-	.del = f_delete,
-	.delete_many = f_delete_many,
-	.writer_open = f_writer_open,
-	.cleanup_uploads = f_cleanup,
-	.close = f_close,
+    .put = f_put,
+    .put_if_absent = f_put_if_absent,
+    .get = f_get,
+    .head = f_head,
+    .list = f_list,
+    .del = f_delete,
+    .delete_many = f_delete_many,
+    .writer_open = f_writer_open,
+    .cleanup_uploads = f_cleanup,
+    .close = f_close,
 };
 
 int fault_store_new(struct store *inner, struct fault_store **out)

@@ -88,8 +88,8 @@ enum fault_op {
 
 /* Outcome of the crashing call for fault_store_crash_at(). */
 enum fault_land {
-	FAULT_LAND_NO = 0,  /* the nth call does not reach the inner store */
-	FAULT_LAND_YES = 1, /* the nth call reaches the inner store, then -EIO */
+	FAULT_LAND_NO = 0,    /* the nth call does not reach the inner store */
+	FAULT_LAND_YES = 1,   /* the nth call reaches the inner store, then -EIO */
 	FAULT_LAND_RANDOM = 2 /* either, chosen by the seed of fault_store_seed() */
 };
 

@@ -57,21 +57,21 @@
 #define TMP_PREFIX_LEN 5
 
 struct local_store {
-	struct store base;     /* must be first */
-	int root_fd;           /* O_DIRECTORY fd of the root; immutable after open */
-	char *root;            /* root path, for log lines; immutable after open */
+	struct store base; /* must be first */
+	int root_fd;       /* O_DIRECTORY fd of the root; immutable after open */
+	char *root;        /* root path, for log lines; immutable after open */
 };
 
 struct local_writer {
-	struct store_writer base;   /* must be first */
-	int dfd;                    /* parent directory of the key */
-	int fd;                     /* the temp file */
-	int flags;                  /* STORE_W_* */
-	int err;                    /* sticky error of a failed write (0: none) */
-	uint64_t bytes;             /* bytes written so far */
-	char *key;                  /* object key (for logs) */
-	char tmp[64];               /* temp file name inside dfd */
-	const char *base_name;      /* last segment of key (points into key) */
+	struct store_writer base; /* must be first */
+	int dfd;                  /* parent directory of the key */
+	int fd;                   /* the temp file */
+	int flags;                /* STORE_W_* */
+	int err;                  /* sticky error of a failed write (0: none) */
+	uint64_t bytes;           /* bytes written so far */
+	char *key;                /* object key (for logs) */
+	char tmp[64];             /* temp file name inside dfd */
+	const char *base_name;    /* last segment of key (points into key) */
 };
 
 /* ------------------------------------------------------------------------
@@ -300,7 +300,7 @@ static int open_object(struct local_store *ls, const char *key, struct stat *st)
 }
 
 static int local_get(struct store *s, const char *key, uint64_t off, uint64_t len, void **out,
-		     size_t *outlen)
+                     size_t *outlen)
 {
 	struct local_store *ls = (struct local_store *)s;
 	struct stat st;
@@ -340,7 +340,8 @@ static int local_get(struct store *s, const char *key, uint64_t off, uint64_t le
 		}
 		if (r == 0) {
 			rc = -EIO; /* objects are never truncated in place */
-			log_err("local get %s/%s: short read at %" PRIu64, ls->root, key, off + got);
+			log_err("local get %s/%s: short read at %" PRIu64, ls->root, key,
+			        off + got);
 			goto out;
 		}
 		got += (size_t)r;
@@ -380,8 +381,8 @@ static int local_head(struct store *s, const char *key, struct store_stat *out)
 	out->mtime = (int64_t)st.st_mtim.tv_sec;
 	/* Stable while the object is unchanged: a put makes a new inode. */
 	snprintf(out->etag, sizeof(out->etag), "%" PRIx64 "-%" PRIx64 "-%" PRIx64 "%09ld",
-		 (uint64_t)st.st_ino, (uint64_t)st.st_size, (uint64_t)st.st_mtim.tv_sec,
-		 (long)st.st_mtim.tv_nsec);
+	         (uint64_t)st.st_ino, (uint64_t)st.st_size, (uint64_t)st.st_mtim.tv_sec,
+	         (long)st.st_mtim.tv_nsec);
 	return 0;
 }
 
@@ -443,9 +444,9 @@ struct walk {
 	bool done;               /* max_keys reached: stop the walk */
 	store_list_fn fn;        /* list callback (NULL: cleanup walk) */
 	void *arg;
-	time_t tmp_before;       /* cleanup: remove temp files older than this */
-	bool tmp_dead_only;      /* cleanup at open: only temp files of dead processes */
-	unsigned removed;        /* cleanup: temp files removed */
+	time_t tmp_before;            /* cleanup: remove temp files older than this */
+	bool tmp_dead_only;           /* cleanup at open: only temp files of dead processes */
+	unsigned removed;             /* cleanup: temp files removed */
 	char path[STORE_KEY_MAX + 2]; /* current directory as a key prefix ("" or "a/b/") */
 };
 
@@ -532,7 +533,7 @@ static int walk_dir(struct walk *w, int dfd)
 			if (!starts_with(w->path, w->prefix) && !starts_with(w->prefix, w->path))
 				continue;
 		} else if (!w->fn || !starts_with(w->path, w->prefix) ||
-			   !store_key_valid(w->path)) {
+		           !store_key_valid(w->path)) {
 			continue;
 		}
 		if (n == cap) {
@@ -573,7 +574,7 @@ static int walk_dir(struct walk *w, int dfd)
 				continue;
 			w->path[dl - 1] = '\0';
 			cfd = openat_retry(dirfd(d), w->path + plen,
-					   O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
+			                   O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
 			w->path[dl - 1] = '/';
 			if (cfd < 0)
 				continue; /* removed meanwhile */
@@ -631,8 +632,8 @@ static int walk_from_prefix(struct walk *w)
 	return walk_dir(w, dfd);
 }
 
-static int local_list(struct store *s, const char *prefix, const char *start_after,
-		      size_t max_keys, store_list_fn fn, void *arg)
+static int local_list(struct store *s, const char *prefix, const char *start_after, size_t max_keys,
+                      store_list_fn fn, void *arg)
 {
 	struct local_store *ls = (struct local_store *)s;
 	struct walk *w = calloc(1, sizeof(*w));
@@ -657,7 +658,7 @@ static int local_list(struct store *s, const char *prefix, const char *start_aft
 }
 
 static int local_cleanup_uploads(struct store *s, const char *prefix, unsigned older_than_sec,
-				 unsigned *n)
+                                 unsigned *n)
 {
 	struct local_store *ls = (struct local_store *)s;
 	struct walk *w = calloc(1, sizeof(*w));
@@ -738,13 +739,12 @@ static void lw_abort(struct store_writer *sw)
 }
 
 static const struct store_writer_ops local_writer_ops = {
-	.write = lw_write,
-	.finish = lw_finish,
-	.abort = lw_abort,
+    .write = lw_write,
+    .finish = lw_finish,
+    .abort = lw_abort,
 };
 
-static int local_writer_open(struct store *s, const char *key, int flags,
-			     struct store_writer **out)
+static int local_writer_open(struct store *s, const char *key, int flags, struct store_writer **out)
 {
 	struct local_store *ls = (struct local_store *)s;
 	struct local_writer *w = calloc(1, sizeof(*w));
@@ -794,16 +794,16 @@ static void local_close(struct store *s)
 }
 
 static const struct store_ops local_ops = {
-	.put = local_put,
-	.put_if_absent = local_put_if_absent,
-	.get = local_get,
-	.head = local_head,
-	.list = local_list,
-	.del = local_delete,
-	.delete_many = local_delete_many,
-	.writer_open = local_writer_open,
-	.cleanup_uploads = local_cleanup_uploads,
-	.close = local_close,
+    .put = local_put,
+    .put_if_absent = local_put_if_absent,
+    .get = local_get,
+    .head = local_head,
+    .list = local_list,
+    .del = local_delete,
+    .delete_many = local_delete_many,
+    .writer_open = local_writer_open,
+    .cleanup_uploads = local_cleanup_uploads,
+    .close = local_close,
 };
 
 int store_open_local(const char *dir, struct store **out)

@@ -22,8 +22,7 @@ int store_open_url(const char *url, const struct s3_opts *base, struct store **o
 	return store_open_url_flags(url, base, 0, out);
 }
 
-int store_open_url_flags(const char *url, const struct s3_opts *base, int flags,
-			 struct store **out)
+int store_open_url_flags(const char *url, const struct s3_opts *base, int flags, struct store **out)
 {
 	struct s3_opts o;
 	char *bucket = NULL;

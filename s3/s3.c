@@ -251,11 +251,12 @@ int s3_fail(struct s3 *s, const char *op, const char *key, const struct s3_resul
 	bool outage = (rc < 0 && rc != -ENOMEM) || st >= 500 || st == 429;
 	bool first = outage && !__atomic_exchange_n(&s->down, 1, __ATOMIC_RELAXED);
 	if (rc < 0 && rc != -ENOMEM) {
-		mw_log(first ? MW_LOG_ERR : MW_LOG_DEBUG, __FILE__, __LINE__,
-			"s3: %s %s: no response after %u attempt%s: %s%s%s", op, key, res->attempts,
-			res->attempts == 1 ? "" : "s", res->r.error[0] ? res->r.error : strerror(-rc),
-			http_error_hint(res->r.curl_code),
-			first ? " (further failures are logged at debug level until it answers)" : "");
+		mw_log(
+		    first ? MW_LOG_ERR : MW_LOG_DEBUG, __FILE__, __LINE__,
+		    "s3: %s %s: no response after %u attempt%s: %s%s%s", op, key, res->attempts,
+		    res->attempts == 1 ? "" : "s", res->r.error[0] ? res->r.error : strerror(-rc),
+		    http_error_hint(res->r.curl_code),
+		    first ? " (further failures are logged at debug level until it answers)" : "");
 		return rc;
 	}
 	if (rc == -ENOMEM) {
@@ -276,8 +277,8 @@ int s3_fail(struct s3 *s, const char *op, const char *key, const struct s3_resul
 		hint = " (the bucket does not exist)";
 	mw_log(!outage || first ? MW_LOG_ERR : MW_LOG_DEBUG, __FILE__, __LINE__,
 	       "s3: %s %s: HTTP %ld %s%s%s%s after %u attempt%s", op, key, st,
-	        res->code[0] ? res->code : "(no code)", res->msg[0] ? ": " : "", res->msg, hint,
-	        res->attempts, res->attempts == 1 ? "" : "s");
+	       res->code[0] ? res->code : "(no code)", res->msg[0] ? ": " : "", res->msg, hint,
+	       res->attempts, res->attempts == 1 ? "" : "s");
 	if (st == 401 || st == 403)
 		return -EACCES;
 	if (st == 404)
@@ -846,8 +847,8 @@ static bool bucket_name_ok(const char *b)
 static int check_bucket(struct s3 *s)
 {
 	struct sigv4_param q[] = {{"list-type", "2"}, {"max-keys", "1"}, {"prefix", s->prefix}};
-	struct s3_call c = {.op = STORE_OP_LIST, .method = "GET", .query = q, .nquery = 3,
-	                    .fail_fast = true};
+	struct s3_call c = {
+	    .op = STORE_OP_LIST, .method = "GET", .query = q, .nquery = 3, .fail_fast = true};
 	struct s3_result res;
 	int rc = s3_call(s, &c, &res);
 	if (rc == 0 && res.r.status == 200) {

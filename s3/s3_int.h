@@ -50,7 +50,7 @@ struct s3_call {
 	size_t expect_len;   /* response size hint */
 	bool retry_conflict; /* also retry 409 ConditionalRequestConflict */
 	bool fail_fast;      /* do not retry when the endpoint cannot be reached at all
-				(connection refused, unknown host): the probe at open */
+	                        (connection refused, unknown host): the probe at open */
 };
 
 /* Outcome of s3_call(). */

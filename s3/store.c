@@ -69,7 +69,7 @@ int store_put_if_absent(struct store *s, const char *key, const void *buf, size_
 }
 
 int store_get(struct store *s, const char *key, uint64_t off, uint64_t len, void **out,
-	      size_t *outlen)
+              size_t *outlen)
 {
 	if (!store_key_valid(key) || !out || !outlen)
 		return -EINVAL;
@@ -84,12 +84,12 @@ int store_head(struct store *s, const char *key, struct store_stat *st)
 }
 
 int store_list(struct store *s, const char *prefix, const char *start_after, size_t max_keys,
-	       store_list_fn fn, void *arg)
+               store_list_fn fn, void *arg)
 {
 	if (!fn || (prefix && strlen(prefix) > STORE_KEY_MAX))
 		return -EINVAL;
-	int rc = s->ops->list(s, prefix ? prefix : "", start_after ? start_after : "", max_keys,
-			      fn, arg);
+	int rc = s->ops->list(s, prefix ? prefix : "", start_after ? start_after : "", max_keys, fn,
+	                      arg);
 	return rc < 0 ? result(s, rc) : rc;
 }
 
@@ -146,14 +146,13 @@ void store_writer_abort(struct store_writer *w)
 		w->ops->abort(w);
 }
 
-int store_cleanup_uploads(struct store *s, const char *prefix, unsigned older_than_sec,
-			  unsigned *n)
+int store_cleanup_uploads(struct store *s, const char *prefix, unsigned older_than_sec, unsigned *n)
 {
 	unsigned dummy;
 	if (s->read_only)
 		return -EROFS;
-	return result(s, s->ops->cleanup_uploads(s, prefix ? prefix : "", older_than_sec,
-						 n ? n : &dummy));
+	return result(
+	    s, s->ops->cleanup_uploads(s, prefix ? prefix : "", older_than_sec, n ? n : &dummy));
 }
 
 const struct store_caps *store_caps(struct store *s)

@@ -18,15 +18,15 @@ struct store_ops {
 	int (*put)(struct store *s, const char *key, const void *buf, size_t len);
 	int (*put_if_absent)(struct store *s, const char *key, const void *buf, size_t len);
 	int (*get)(struct store *s, const char *key, uint64_t off, uint64_t len, void **out,
-		   size_t *outlen);
+	           size_t *outlen);
 	int (*head)(struct store *s, const char *key, struct store_stat *st);
 	int (*list)(struct store *s, const char *prefix, const char *start_after, size_t max_keys,
-		    store_list_fn fn, void *arg);
+	            store_list_fn fn, void *arg);
 	int (*del)(struct store *s, const char *key);
 	int (*delete_many)(struct store *s, const char *const *keys, size_t n);
 	int (*writer_open)(struct store *s, const char *key, int flags, struct store_writer **out);
 	int (*cleanup_uploads)(struct store *s, const char *prefix, unsigned older_than_sec,
-			       unsigned *n);
+	                       unsigned *n);
 	void (*close)(struct store *s);
 };
 
@@ -38,15 +38,15 @@ struct store_writer_ops {
 };
 
 struct store {
-	const struct store_ops *ops;                 /* backend functions */
-	struct store_caps caps;                      /* set by the backend at open */
-	_Atomic uint64_t requests[STORE_OP__COUNT];  /* requests sent, per class */
-	_Atomic uint64_t retries;                    /* requests repeated */
-	_Atomic uint64_t errors;                     /* errors returned to callers */
-	_Atomic uint64_t bytes_sent;                 /* payload bytes uploaded */
-	_Atomic uint64_t bytes_received;             /* payload bytes downloaded */
-	bool read_only;                              /* STORE_OPEN_READ_ONLY: writes are -EROFS
-							(const after open) */
+	const struct store_ops *ops;                /* backend functions */
+	struct store_caps caps;                     /* set by the backend at open */
+	_Atomic uint64_t requests[STORE_OP__COUNT]; /* requests sent, per class */
+	_Atomic uint64_t retries;                   /* requests repeated */
+	_Atomic uint64_t errors;                    /* errors returned to callers */
+	_Atomic uint64_t bytes_sent;                /* payload bytes uploaded */
+	_Atomic uint64_t bytes_received;            /* payload bytes downloaded */
+	bool read_only;                             /* STORE_OPEN_READ_ONLY: writes are -EROFS
+	                                               (const after open) */
 };
 
 struct store_writer {

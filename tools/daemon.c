@@ -102,7 +102,8 @@ void mwd_status_gc(void)
 	for (struct dirent *de; (de = readdir(d));) {
 		long pid;
 		char tail[16];
-		if (sscanf(de->d_name, "daemon-%ld.%15s", &pid, tail) != 2 || strcmp(tail, "status"))
+		if (sscanf(de->d_name, "daemon-%ld.%15s", &pid, tail) != 2 ||
+		    strcmp(tail, "status"))
 			continue;
 		struct stat st;
 		if (pid <= 0 || !kill((pid_t)pid, 0) || errno == EPERM)
@@ -177,7 +178,7 @@ static void unescape(char *s)
  * Returns the number of matches seen (0 if unreadable).
  */
 static int scan_mounts(const char *mountpoint, const char *src_want, char *type, size_t tn,
-		       char *srcbuf, size_t sn)
+                       char *srcbuf, size_t sn)
 {
 	FILE *f = fopen("/proc/self/mountinfo", "re");
 	char *line = NULL;
@@ -189,7 +190,8 @@ static int scan_mounts(const char *mountpoint, const char *src_want, char *type,
 		/* id parent maj:min root MOUNTPOINT opts [optional...] - FSTYPE SOURCE superopts */
 		char *save = NULL, *mp = NULL, *tok;
 		int i = 0;
-		for (tok = strtok_r(line, " ", &save); tok && i < 4; tok = strtok_r(NULL, " ", &save))
+		for (tok = strtok_r(line, " ", &save); tok && i < 4;
+		     tok = strtok_r(NULL, " ", &save))
 			i++;
 		mp = tok;
 		while (tok && strcmp(tok, "-"))
@@ -263,14 +265,14 @@ static bool same_file(int fd, const char *path)
 }
 
 int mwd_lock(const char *name, const char *mountpoint, const char *fsname, unsigned wait_sec,
-	     int *out)
+             int *out)
 {
 	char dir[PATH_MAX - 64], path[PATH_MAX];
 	int rc = rundir(dir, sizeof(dir));
 	if (rc)
 		return rc;
 	snprintf(path, sizeof(path), "%s/store-%016llx.lock", dir,
-		 (unsigned long long)fnv1a64(name));
+	         (unsigned long long)fnv1a64(name));
 	struct timespec t0, now;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	bool told = false;
@@ -281,7 +283,7 @@ int mwd_lock(const char *name, const char *mountpoint, const char *fsname, unsig
 		if (!flock(fd, LOCK_EX | LOCK_NB)) {
 			if (same_file(fd, path))
 				break; /* ours, and still the current lock file */
-			close(fd); /* replaced by a mount that gave up waiting: retry */
+			close(fd);     /* replaced by a mount that gave up waiting: retry */
 			fd = -1;
 			continue;
 		}
@@ -304,14 +306,14 @@ int mwd_lock(const char *name, const char *mountpoint, const char *fsname, unsig
 		if (live || waited >= wait_sec) {
 			if (live)
 				fprintf(stderr,
-					"memwalfs: the store is mounted by daemon %ld at %s: "
-					"this mount fences it\n",
-					pid, hm);
+				        "memwalfs: the store is mounted by daemon %ld at %s: "
+				        "this mount fences it\n",
+				        pid, hm);
 			else
 				fprintf(stderr,
-					"memwalfs: daemon %ld still holds the store after %u s: "
-					"mounting anyway (it will be fenced)\n",
-					pid, wait_sec);
+				        "memwalfs: daemon %ld still holds the store after %u s: "
+				        "mounting anyway (it will be fenced)\n",
+				        pid, wait_sec);
 			/* a fresh lock file for us; the old holder keeps the unlinked one */
 			unlink(path);
 			close(fd);
@@ -320,9 +322,9 @@ int mwd_lock(const char *name, const char *mountpoint, const char *fsname, unsig
 		}
 		if (!told) {
 			fprintf(stderr,
-				"memwalfs: waiting up to %u s for daemon %ld to finish its final "
-				"commit of this store...\n",
-				wait_sec, pid);
+			        "memwalfs: waiting up to %u s for daemon %ld to finish its final "
+			        "commit of this store...\n",
+			        wait_sec, pid);
 			told = true;
 		}
 		struct timespec ts = {0, 50 * 1000 * 1000};

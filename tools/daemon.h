@@ -49,7 +49,7 @@ int mwd_store_name(const char *url, const struct s3_opts *o, char *out, size_t n
  * then proceeds without a lock; the caller logs it).
  */
 int mwd_lock(const char *name, const char *mountpoint, const char *fsname, unsigned wait_sec,
-	     int *fd);
+             int *fd);
 
 /* Path of the status file of daemon pid into out (n bytes).  0 or -errno. */
 int mwd_status_path(pid_t pid, char *out, size_t n);

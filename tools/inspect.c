@@ -30,23 +30,23 @@
 
 /* Parsed command line of both commands. */
 struct args {
-	struct s3_opts so;  /* store options */
-	const char *store;  /* STORE argument */
-	bool deep;          /* fsck --deep */
-	bool verbose;       /* -v: list every object */
+	struct s3_opts so; /* store options */
+	const char *store; /* STORE argument */
+	bool deep;         /* fsck --deep */
+	bool verbose;      /* -v: list every object */
 };
 
 static void usage(FILE *f, const char *cmd)
 {
 	if (!strcmp(cmd, "fsck"))
 		fprintf(f, "usage: memwalfs fsck [--deep] [options] STORE\n"
-			   "Check the engine objects and the filesystem of STORE (read-only).\n"
-			   "  --deep      also read every pack and verify every blob checksum\n"
-			   "Exit status: 0 clean, 1 problems found, 2 could not run.\n");
+		           "Check the engine objects and the filesystem of STORE (read-only).\n"
+		           "  --deep      also read every pack and verify every blob checksum\n"
+		           "Exit status: 0 clean, 1 problems found, 2 could not run.\n");
 	else
 		fprintf(f, "usage: memwalfs inspect [-v] [options] STORE\n"
-			   "Show what is in STORE: manifest, SSTables, WAL, packs, orphans.\n"
-			   "  -v          list every pack and orphan, not only a summary\n");
+		           "Show what is in STORE: manifest, SSTables, WAL, packs, orphans.\n"
+		           "  -v          list every pack and orphan, not only a summary\n");
 	fprintf(f, "STORE is a directory or s3://bucket/prefix.\n");
 	storeopt_usage(f);
 }
@@ -109,8 +109,8 @@ static void print_key(const uint8_t *k, size_t n)
 /* How to print the events of the engine check. */
 struct view {
 	bool verbose;
-	bool fsck;       /* print problems only */
-	unsigned nprob;  /* problems printed */
+	bool fsck;      /* print problems only */
+	unsigned nprob; /* problems printed */
 };
 
 static void on_event(void *arg, const struct check_event *ev)
@@ -148,7 +148,8 @@ static void on_event(void *arg, const struct check_event *ev)
 		break;
 	case CHECK_ORPHAN:
 		if (!v->fsck && v->verbose)
-			printf("  orphan %s %" PRIu64 " bytes: %s\n", ev->object, ev->size, ev->msg);
+			printf("  orphan %s %" PRIu64 " bytes: %s\n", ev->object, ev->size,
+			       ev->msg);
 		break;
 	}
 }
@@ -164,7 +165,7 @@ static int open_store(const struct args *a, const char *cmd, struct store **st)
 	int rc = store_open_url_flags(a->store, &a->so, STORE_OPEN_READ_ONLY, st);
 	if (rc)
 		fprintf(stderr, "memwalfs %s: cannot open %s: %s\n", cmd, a->store,
-			storeopt_strerror(rc));
+		        storeopt_strerror(rc));
 	return rc;
 }
 
@@ -201,7 +202,7 @@ int cmd_inspect(int argc, char **argv)
 	printf("packs: %" PRIu64 " data bytes, %" PRIu64 " live (%.1f%%)\n", r.pack_data_bytes,
 	       r.pack_live_bytes,
 	       r.pack_data_bytes ? 100.0 * (double)r.pack_live_bytes / (double)r.pack_data_bytes
-				 : 100.0);
+	                         : 100.0);
 	printf("orphans: %" PRIu64 " objects, %" PRIu64 " bytes; awaiting GC: %" PRIu64 "\n",
 	       r.orphans.objects, r.orphans.bytes, r.awaiting_gc);
 	printf("sizes per kind:\n");
@@ -253,7 +254,7 @@ int cmd_fsck(int argc, char **argv)
 	frc = mwfs_fsck_store(st, fs_problem, &nfs, &fr);
 	if (frc && frc != -EUCLEAN) {
 		fprintf(stderr, "memwalfs fsck: filesystem check could not run: %s\n",
-			strerror(-frc));
+		        strerror(-frc));
 		store_close(st);
 		return 2;
 	}

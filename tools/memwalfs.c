@@ -11,20 +11,21 @@
 #include "commands.h"
 
 const struct command memwalfs_commands[] = {
-	{"mount", cmd_mount, "mount a store (directory or s3://bucket/prefix) as a filesystem"},
-	{"umount", cmd_umount, "unmount and wait until the daemon has committed everything"},
-	{"stats", cmd_stats, "print the statistics of a mounted filesystem"},
-	{"objects", cmd_objects, "list, read and inspect the objects of a store (bucket or directory)"},
-	{"inspect", cmd_inspect, "show the manifest, SSTables, WAL, packs and orphans of a store"},
-	{"fsck", cmd_fsck, "check a store's engine objects and filesystem (read-only; safe when mounted)"},
-	{NULL, NULL, NULL},
+    {"mount", cmd_mount, "mount a store (directory or s3://bucket/prefix) as a filesystem"},
+    {"umount", cmd_umount, "unmount and wait until the daemon has committed everything"},
+    {"stats", cmd_stats, "print the statistics of a mounted filesystem"},
+    {"objects", cmd_objects, "list, read and inspect the objects of a store (bucket or directory)"},
+    {"inspect", cmd_inspect, "show the manifest, SSTables, WAL, packs and orphans of a store"},
+    {"fsck", cmd_fsck,
+     "check a store's engine objects and filesystem (read-only; safe when mounted)"},
+    {NULL, NULL, NULL},
 };
 
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: memwalfs [--help] [--version] COMMAND [ARGS...]\n\n"
-		   "memwalfs is a POSIX filesystem on object storage (an S3 bucket or a local\n"
-		   "directory), built on a group-committed write-ahead log.\n\ncommands:\n");
+	           "memwalfs is a POSIX filesystem on object storage (an S3 bucket or a local\n"
+	           "directory), built on a group-committed write-ahead log.\n\ncommands:\n");
 	for (const struct command *c = memwalfs_commands; c->name; c++)
 		fprintf(f, "  %-10s %s\n", c->name, c->summary);
 	fprintf(f, "\nRun 'memwalfs COMMAND --help' for the options of a command.\n");

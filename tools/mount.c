@@ -80,51 +80,52 @@ struct mount_args {
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"usage: memwalfs mount [options] STORE MOUNTPOINT\n\n"
-		"Mount STORE (a local directory, created on first use, or s3://bucket/prefix)\n"
-		"at MOUNTPOINT, a directory.  The first mount of an empty store formats it; a\n"
-		"store that holds other things is refused (see --format), and so are a store\n"
-		"of a newer format version and a MOUNTPOINT that is a live memwalfs mount\n"
-		"(see --stack).  Refused input changes nothing: not the store, not the mounts.\n\n"
-		"options:\n"
-		"  -f, --foreground       stay in the foreground (default: background once mounted)\n"
-		"  -d, --debug            FUSE debug output (implies -f)\n"
-		"  -o OPT[,OPT...]        mount options: ro, allow_other, default_permissions (on by\n"
-		"                         default; no_default_permissions turns it off), noatime,\n"
-		"                         ...; memwalfs settings as endpoint=, region=, cadence=,\n"
-		"                         cache=, memtable=, chunk=, readahead=, fsync_timeout=,\n"
-		"                         single_writer, format, stack (for fstab)\n"
-		"  --cadence MS           group-commit interval (default 100)\n"
-		"  --fsync-timeout SEC    while the store is unreachable, fsync waits this long,\n"
-		"                         then fails with EIO (default 0: wait until it is back,\n"
-		"                         like a hard NFS mount); the data still commits later\n"
-		"  --cache-size BYTES     blob and block cache (default 256M)\n"
-		"  --memtable-size BYTES  MemTable size before a flush (default 64M)\n"
-		"  --chunk-size BYTES     data chunk size when formatting (default 1M)\n"
-		"  --threads N            FUSE worker threads (default 8)\n"
-		"  --readahead BYTES      prefetch this far ahead of sequential readers\n"
-		"                         (default 8M; 0 turns read-ahead off)\n"
-		"  --no-writeback-cache   do not use the kernel writeback cache\n"
-		"  --single-writer        accept a store without conditional create\n"
-		"  --format               format STORE even though it is not empty and holds no\n"
-		"                         memwalfs filesystem (a memwalfs store is never reformatted)\n"
-		"  --stack                mount even if MOUNTPOINT is a live memwalfs mount (the new\n"
-		"                         mount hides it)\n"
-		"  --pidfile FILE         write the id of the serving process to FILE\n"
-		"  -v, --verbose          log more (repeat for debug)\n\n");
+	fprintf(
+	    f,
+	    "usage: memwalfs mount [options] STORE MOUNTPOINT\n\n"
+	    "Mount STORE (a local directory, created on first use, or s3://bucket/prefix)\n"
+	    "at MOUNTPOINT, a directory.  The first mount of an empty store formats it; a\n"
+	    "store that holds other things is refused (see --format), and so are a store\n"
+	    "of a newer format version and a MOUNTPOINT that is a live memwalfs mount\n"
+	    "(see --stack).  Refused input changes nothing: not the store, not the mounts.\n\n"
+	    "options:\n"
+	    "  -f, --foreground       stay in the foreground (default: background once mounted)\n"
+	    "  -d, --debug            FUSE debug output (implies -f)\n"
+	    "  -o OPT[,OPT...]        mount options: ro, allow_other, default_permissions (on by\n"
+	    "                         default; no_default_permissions turns it off), noatime,\n"
+	    "                         ...; memwalfs settings as endpoint=, region=, cadence=,\n"
+	    "                         cache=, memtable=, chunk=, readahead=, fsync_timeout=,\n"
+	    "                         single_writer, format, stack (for fstab)\n"
+	    "  --cadence MS           group-commit interval (default 100)\n"
+	    "  --fsync-timeout SEC    while the store is unreachable, fsync waits this long,\n"
+	    "                         then fails with EIO (default 0: wait until it is back,\n"
+	    "                         like a hard NFS mount); the data still commits later\n"
+	    "  --cache-size BYTES     blob and block cache (default 256M)\n"
+	    "  --memtable-size BYTES  MemTable size before a flush (default 64M)\n"
+	    "  --chunk-size BYTES     data chunk size when formatting (default 1M)\n"
+	    "  --threads N            FUSE worker threads (default 8)\n"
+	    "  --readahead BYTES      prefetch this far ahead of sequential readers\n"
+	    "                         (default 8M; 0 turns read-ahead off)\n"
+	    "  --no-writeback-cache   do not use the kernel writeback cache\n"
+	    "  --single-writer        accept a store without conditional create\n"
+	    "  --format               format STORE even though it is not empty and holds no\n"
+	    "                         memwalfs filesystem (a memwalfs store is never reformatted)\n"
+	    "  --stack                mount even if MOUNTPOINT is a live memwalfs mount (the new\n"
+	    "                         mount hides it)\n"
+	    "  --pidfile FILE         write the id of the serving process to FILE\n"
+	    "  -v, --verbose          log more (repeat for debug)\n\n");
 	storeopt_usage(f);
 	fprintf(f, "\nAn S3 endpoint that does not answer at all (connection refused, unknown\n"
-		   "host) fails the mount at once; once mounted, requests are retried patiently\n"
-		   "and commits that fail are sent again until the store takes them: an outage\n"
-		   "holds writers (fsync waits; see --fsync-timeout), a full local disk gives\n"
-		   "ENOSPC, and the mount carries on by itself afterwards (memwalfs stats shows\n"
-		   "outage_since while it lasts).\n"
-		   "Exit status: 0 mounted; 1 refused or failed (the message says why); 2 a bad\n"
-		   "option or argument.\n"
-		   "\nUnmount with: memwalfs umount MOUNTPOINT (waits for the final commit and\n"
-		   "reports its status), or fusermount3 -u / umount / SIGTERM (return at once;\n"
-		   "a new mount of the same store then waits for the closing daemon).\n");
+	           "host) fails the mount at once; once mounted, requests are retried patiently\n"
+	           "and commits that fail are sent again until the store takes them: an outage\n"
+	           "holds writers (fsync waits; see --fsync-timeout), a full local disk gives\n"
+	           "ENOSPC, and the mount carries on by itself afterwards (memwalfs stats shows\n"
+	           "outage_since while it lasts).\n"
+	           "Exit status: 0 mounted; 1 refused or failed (the message says why); 2 a bad\n"
+	           "option or argument.\n"
+	           "\nUnmount with: memwalfs umount MOUNTPOINT (waits for the final commit and\n"
+	           "reports its status), or fusermount3 -u / umount / SIGTERM (return at once;\n"
+	           "a new mount of the same store then waits for the closing daemon).\n");
 }
 
 /* "64M", "1G", "4096" -> bytes; false on a bad number. */
@@ -136,10 +137,23 @@ static bool parse_size(const char *s, size_t *out)
 	if (errno || end == s)
 		return false;
 	switch (*end) {
-	case 'k': case 'K': v <<= 10; end++; break;
-	case 'm': case 'M': v <<= 20; end++; break;
-	case 'g': case 'G': v <<= 30; end++; break;
-	default: break;
+	case 'k':
+	case 'K':
+		v <<= 10;
+		end++;
+		break;
+	case 'm':
+	case 'M':
+		v <<= 20;
+		end++;
+		break;
+	case 'g':
+	case 'G':
+		v <<= 30;
+		end++;
+		break;
+	default:
+		break;
 	}
 	if (*end == 'i' || *end == 'B')
 		end++;
@@ -184,7 +198,8 @@ static int set_option(struct mount_args *a, const char *name, const char *val)
 			goto bad;
 		a->eo.memtable_max_bytes = sz;
 	} else if (!strcmp(name, "chunk")) {
-		if (!val || !parse_size(val, &sz) || sz < 4096 || sz > (64u << 20) || (sz & (sz - 1)))
+		if (!val || !parse_size(val, &sz) || sz < 4096 || sz > (64u << 20) ||
+		    (sz & (sz - 1)))
 			goto bad;
 		a->fo.chunk_size = (uint32_t)sz;
 	} else if (!strcmp(name, "threads")) {
@@ -224,8 +239,8 @@ bad:
 /* Split a -o list: memwalfs settings, options fstab adds, FUSE options. */
 static int parse_o(struct mount_args *a, char *list)
 {
-	static const char *const dropped[] = {"defaults", "auto", "noauto", "user", "users",
-					       "nouser", "_netdev", "nofail", "rw", NULL};
+	static const char *const dropped[] = {"defaults", "auto",    "noauto", "user", "users",
+	                                      "nouser",   "_netdev", "nofail", "rw",   NULL};
 	for (char *save = NULL, *opt = strtok_r(list, ",", &save); opt;
 	     opt = strtok_r(NULL, ",", &save)) {
 		char *eq = strchr(opt, '=');
@@ -262,9 +277,13 @@ static int parse_args(struct mount_args *a, int argc, char **argv)
 	const char *pos[2];
 	int npos = 0;
 	static const char *const long_set[][2] = {
-		{"--cadence", "cadence"},   {"--cache-size", "cache"}, {"--memtable-size", "memtable"},
-		{"--chunk-size", "chunk"}, {"--threads", "threads"}, {"--readahead", "readahead"},
-		{"--fsync-timeout", "fsync_timeout"},
+	    {"--cadence", "cadence"},
+	    {"--cache-size", "cache"},
+	    {"--memtable-size", "memtable"},
+	    {"--chunk-size", "chunk"},
+	    {"--threads", "threads"},
+	    {"--readahead", "readahead"},
+	    {"--fsync-timeout", "fsync_timeout"},
 	};
 	int verbose = 0;
 	for (int i = 1; i < argc;) {
@@ -359,7 +378,7 @@ static void progress(void *arg, const char *phase, uint64_t done, uint64_t total
 	last_pct = pct;
 	if (total)
 		fprintf(stderr, "\rmemwalfs: %s %llu/%llu (%d%%)", phase, (unsigned long long)done,
-			(unsigned long long)total, pct);
+		        (unsigned long long)total, pct);
 	else
 		fprintf(stderr, "\rmemwalfs: %s %llu", phase, (unsigned long long)done);
 	if (total && done >= total)
@@ -395,13 +414,14 @@ static int check_mountpoint(struct mount_args *a)
 	if (stat(a->mountpoint, &sb) || statvfs(a->mountpoint, &vfs)) {
 		int err = errno;
 		if (err == ENOTCONN)
-			fprintf(stderr,
-				"memwalfs: mount point %s is a dead FUSE mount (its daemon is gone): "
-				"unmount it first with fusermount3 -u %s\n",
-				a->mountpoint, a->mountpoint);
+			fprintf(
+			    stderr,
+			    "memwalfs: mount point %s is a dead FUSE mount (its daemon is gone): "
+			    "unmount it first with fusermount3 -u %s\n",
+			    a->mountpoint, a->mountpoint);
 		else
 			fprintf(stderr, "memwalfs: mount point %s: %s\n", a->mountpoint,
-				strerror(err));
+			        strerror(err));
 		return -1;
 	}
 	if (!S_ISDIR(sb.st_mode)) {
@@ -415,9 +435,9 @@ static int check_mountpoint(struct mount_args *a)
 	if (!a->stack && mwd_top_mount(a->mnt, type, sizeof(type), src, sizeof(src)) &&
 	    !strcmp(type, "fuse.memwalfs")) {
 		fprintf(stderr,
-			"memwalfs: %s is already a memwalfs mount point (of %s): unmount it first, "
-			"or give --stack (-o stack) to mount on top of it\n",
-			a->mnt, src);
+		        "memwalfs: %s is already a memwalfs mount point (of %s): unmount it first, "
+		        "or give --stack (-o stack) to mount on top of it\n",
+		        a->mnt, src);
 		return -1;
 	}
 	return 0;
@@ -443,7 +463,7 @@ static int check_local_store(struct mount_args *a)
 		}
 	} else if (errno != ENOENT || a->eo.read_only) {
 		fprintf(stderr, "memwalfs: store %s: %s%s\n", path, strerror(errno),
-			errno == ENOENT ? " (a read-only mount does not create it)" : "");
+		        errno == ENOENT ? " (a read-only mount does not create it)" : "");
 		return -1;
 	} else if (path[0] == '/') {
 		if (snprintf(a->abs_store, sizeof(a->abs_store), "%s", path) >=
@@ -485,7 +505,7 @@ static int check_fuse_opts(struct mount_args *a)
 	char *fargv[] = {prog, dash_o, a->fuse_opts, NULL};
 	if (mwfs_check_fuse_args(3, fargv)) {
 		fprintf(stderr, "memwalfs: bad mount option (see above); nothing was mounted or "
-				"changed\n");
+		                "changed\n");
 		return -1;
 	}
 	return 0;
@@ -501,10 +521,11 @@ static int check_pidfile(struct mount_args *a)
 	if (!slash)
 		snprintf(dir, sizeof(dir), ".");
 	else
-		snprintf(dir, sizeof(dir), "%.*s", (int)(slash == a->pidfile ? 1 : slash - a->pidfile),
-			 a->pidfile);
+		snprintf(dir, sizeof(dir), "%.*s",
+		         (int)(slash == a->pidfile ? 1 : slash - a->pidfile), a->pidfile);
 	if (access(dir, W_OK | X_OK)) {
-		fprintf(stderr, "memwalfs: --pidfile %s: %s: %s\n", a->pidfile, dir, strerror(errno));
+		fprintf(stderr, "memwalfs: --pidfile %s: %s: %s\n", a->pidfile, dir,
+		        strerror(errno));
 		return -1;
 	}
 	return 0;
@@ -544,7 +565,7 @@ static int check_store_kind(struct mount_args *a, struct store *st)
 	int rc = store_list(st, "manifest/", NULL, 1, any_key, &ours);
 	if (rc == 0 && !ours)
 		rc = a->local ? dir_has_entries(a->store, &other)
-			      : store_list(st, "", NULL, 1, any_key, &other);
+		              : store_list(st, "", NULL, 1, any_key, &other);
 	if (rc < 0) {
 		fprintf(stderr, "memwalfs: listing %s: %s\n", a->store, strerror(-rc));
 		return -1;
@@ -552,18 +573,19 @@ static int check_store_kind(struct mount_args *a, struct store *st)
 	if (ours || !other)
 		return 0;
 	if (a->format && !a->eo.read_only) {
-		fprintf(stderr, "memwalfs: %s is not empty and holds no memwalfs filesystem: "
-				"formatting it anyway (--format)\n",
-			a->store);
+		fprintf(stderr,
+		        "memwalfs: %s is not empty and holds no memwalfs filesystem: "
+		        "formatting it anyway (--format)\n",
+		        a->store);
 		return 0;
 	}
 	fprintf(stderr,
-		"memwalfs: %s is not empty and holds no memwalfs filesystem: refusing to %s "
-		"(nothing was changed)%s\n",
-		a->store, a->eo.read_only ? "mount it" : "format it",
-		a->eo.read_only ? ""
-				: "; give --format (-o format) to format it anyway, beside what is "
-				  "there");
+	        "memwalfs: %s is not empty and holds no memwalfs filesystem: refusing to %s "
+	        "(nothing was changed)%s\n",
+	        a->store, a->eo.read_only ? "mount it" : "format it",
+	        a->eo.read_only ? ""
+	                        : "; give --format (-o format) to format it anyway, beside what is "
+	                          "there");
 	return -1;
 }
 
@@ -593,12 +615,12 @@ static int check_formats(struct mount_args *a, struct store *st)
 	int rc = engine_open(st, &o, &e);
 	if (rc) {
 		fprintf(stderr, "memwalfs: refusing to mount %s: %s%s; nothing was changed\n",
-			a->store, strerror(-rc),
-			rc == -EUCLEAN ? " (an object is damaged: see above)"
-			: rc == -EPROTONOSUPPORT
-				? " (an object has a format version newer than this memwalfs reads, "
-				  "written by a newer memwalfs?: see above)"
-				: "");
+		        a->store, strerror(-rc),
+		        rc == -EUCLEAN ? " (an object is damaged: see above)"
+		        : rc == -EPROTONOSUPPORT
+		            ? " (an object has a format version newer than this memwalfs reads, "
+		              "written by a newer memwalfs?: see above)"
+		            : "");
 		return -1;
 	}
 	rc = mwfs_check_format(e, &version);
@@ -607,14 +629,14 @@ static int check_formats(struct mount_args *a, struct store *st)
 		return 0; /* a filesystem this code reads, or none yet (formatted next) */
 	if (rc == -EPROTONOSUPPORT)
 		fprintf(stderr,
-			"memwalfs: refusing to mount %s: its filesystem has format version %u, "
-			"which this memwalfs does not read (written by a newer memwalfs?); nothing "
-			"was changed\n",
-			a->store, version);
+		        "memwalfs: refusing to mount %s: its filesystem has format version %u, "
+		        "which this memwalfs does not read (written by a newer memwalfs?); nothing "
+		        "was changed\n",
+		        a->store, version);
 	else
 		fprintf(stderr, "memwalfs: refusing to mount %s: %s%s; nothing was changed\n",
-			a->store, strerror(-rc),
-			rc == -EUCLEAN ? " (the superblock is damaged)" : "");
+		        a->store, strerror(-rc),
+		        rc == -EUCLEAN ? " (the superblock is damaged)" : "");
 	return -1;
 }
 
@@ -630,10 +652,10 @@ static int serve(struct mount_args *a, int report_fd)
 	bool serving = false, fenced = false;
 
 	/* a read-only mount never creates a local store directory */
-	rc = store_open_url_flags(a->store, &a->s3, a->eo.read_only ? STORE_OPEN_EXISTING : 0,
-				  &st);
+	rc = store_open_url_flags(a->store, &a->s3, a->eo.read_only ? STORE_OPEN_EXISTING : 0, &st);
 	if (rc) {
-		fprintf(stderr, "memwalfs: cannot open store %s: %s\n", a->store, storeopt_strerror(rc));
+		fprintf(stderr, "memwalfs: cannot open store %s: %s\n", a->store,
+		        storeopt_strerror(rc));
 		goto out;
 	}
 	if (check_store_kind(a, st))
@@ -646,8 +668,8 @@ static int serve(struct mount_args *a, int report_fd)
 			rc = mwd_lock(name, a->mnt, a->store, MOUNT_LOCK_WAIT_SEC, &lock_fd);
 		if (rc)
 			log_warn("no per-store lock (%s): a closing daemon of this store is not "
-				 "waited for",
-				 strerror(-rc));
+			         "waited for",
+			         strerror(-rc));
 		if (check_formats(a, st))
 			goto out;
 	}
@@ -662,13 +684,13 @@ static int serve(struct mount_args *a, int report_fd)
 	rc = engine_open(st, &a->eo, &e);
 	if (rc) {
 		fprintf(stderr, "memwalfs: cannot open the engine on %s: %s\n", a->store,
-			strerror(-rc));
+		        strerror(-rc));
 		goto out;
 	}
 	rc = mwfs_open(e, &a->fo, &fs);
 	if (rc) {
 		fprintf(stderr, "memwalfs: cannot open the filesystem on %s: %s\n", a->store,
-			rc == -EPROTONOSUPPORT ? "unknown format version" : strerror(-rc));
+		        rc == -EPROTONOSUPPORT ? "unknown format version" : strerror(-rc));
 		goto out;
 	}
 	char prog[] = "memwalfs", dash_o[] = "-o", dash_d[] = "-d";
@@ -716,7 +738,7 @@ out:
 	} else if (rc) {
 		log_err("writing out buffered data at unmount: %s", strerror(-rc));
 		snprintf(final, sizeof(final), "error: writing out buffered data: %s",
-			 strerror(-rc));
+		         strerror(-rc));
 		status = 1;
 	}
 	rc = engine_close(e);
@@ -731,11 +753,11 @@ out:
 	if (fenced) {
 		/* a newer writer claimed the store (engine.c: fencing); umount.c reads this */
 		log_err("another mount of %s took the filesystem over: this mount was fenced, and "
-			"the writes made here after that were refused (they are not in the store)",
-			a->store);
+		        "the writes made here after that were refused (they are not in the store)",
+		        a->store);
 		snprintf(final, sizeof(final),
-			 "fenced: another mount took the filesystem over; writes made here after "
-			 "that were refused");
+		         "fenced: another mount took the filesystem over; writes made here after "
+		         "that were refused");
 		status = 1;
 	}
 	store_close(st);
@@ -758,7 +780,7 @@ static int run_mount(struct mount_args *a, int argc, char **argv)
 		return 2;
 	if (access("/dev/fuse", R_OK | W_OK)) {
 		fprintf(stderr, "memwalfs: /dev/fuse: %s (is the fuse module loaded?)\n",
-			strerror(errno));
+		        strerror(errno));
 		return 1;
 	}
 	a->local = strncmp(a->store, "s3://", 5) != 0;
@@ -827,8 +849,8 @@ int cmd_stats(int argc, char **argv)
 {
 	if (argc != 2 || argv[1][0] == '-') {
 		fprintf(argc == 2 ? stdout : stderr,
-			"usage: memwalfs stats MOUNTPOINT\n\nPrint the statistics of the memwalfs "
-			"filesystem mounted at MOUNTPOINT.\n");
+		        "usage: memwalfs stats MOUNTPOINT\n\nPrint the statistics of the memwalfs "
+		        "filesystem mounted at MOUNTPOINT.\n");
 		return argc == 2 && strcmp(argv[1], "-h") && strcmp(argv[1], "--help") ? 2 : 0;
 	}
 	char *buf = NULL;
@@ -840,7 +862,7 @@ int cmd_stats(int argc, char **argv)
 	}
 	if (n < 0 || !buf) {
 		fprintf(stderr, "memwalfs: %s: %s (is it a memwalfs mount point?)\n", argv[1],
-			strerror(errno));
+		        strerror(errno));
 		free(buf);
 		return 1;
 	}

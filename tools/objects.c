@@ -25,20 +25,18 @@
 #include "commands.h"
 #include "storeopt.h"
 
-
-
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: memwalfs objects ls|du|stat|cat|put|rm|cleanup [options] STORE [ARGS]\n"
-		   "  ls STORE [PREFIX]      list keys and sizes in key order\n"
-		   "  du STORE [PREFIX]      object count and bytes per top-level kind\n"
-		   "  stat STORE KEY         size, entity tag and mtime of an object\n"
-		   "  cat STORE KEY          write an object to stdout\n"
-		   "  put STORE KEY [FILE]   store FILE (default: stdin) as KEY\n"
-		   "  rm STORE KEY...        delete objects\n"
-		   "  cleanup STORE [PREFIX] remove abandoned uploads and temp files\n"
-		   "STORE is a directory or s3://bucket/prefix; it must exist (nothing here\n"
-		   "creates a store, and ls, du, stat and cat never write).\n");
+	           "  ls STORE [PREFIX]      list keys and sizes in key order\n"
+	           "  du STORE [PREFIX]      object count and bytes per top-level kind\n"
+	           "  stat STORE KEY         size, entity tag and mtime of an object\n"
+	           "  cat STORE KEY          write an object to stdout\n"
+	           "  put STORE KEY [FILE]   store FILE (default: stdin) as KEY\n"
+	           "  rm STORE KEY...        delete objects\n"
+	           "  cleanup STORE [PREFIX] remove abandoned uploads and temp files\n"
+	           "STORE is a directory or s3://bucket/prefix; it must exist (nothing here\n"
+	           "creates a store, and ls, du, stat and cat never write).\n");
 	storeopt_usage(f);
 }
 
@@ -140,13 +138,13 @@ int cmd_objects(int argc, char **argv)
 		return 2;
 	}
 	/* never creates a store; ls, du, stat and cat write nothing at all */
-	bool looks = !strcmp(sub, "ls") || !strcmp(sub, "du") || !strcmp(sub, "stat") ||
-		     !strcmp(sub, "cat");
+	bool looks =
+	    !strcmp(sub, "ls") || !strcmp(sub, "du") || !strcmp(sub, "stat") || !strcmp(sub, "cat");
 	rc = store_open_url_flags(pos[0], &o, looks ? STORE_OPEN_READ_ONLY : STORE_OPEN_EXISTING,
-				  &st);
+	                          &st);
 	if (rc) {
 		fprintf(stderr, "memwalfs objects: cannot open %s: %s\n", pos[0],
-			storeopt_strerror(rc));
+		        storeopt_strerror(rc));
 		return 1;
 	}
 	if (!strcmp(sub, "ls")) {
@@ -162,7 +160,8 @@ int cmd_objects(int argc, char **argv)
 			tb += d.bytes[i];
 		}
 		if (!rc)
-			printf("%-12s %10" PRIu64 " objects %14" PRIu64 " bytes\n", "total", tc, tb);
+			printf("%-12s %10" PRIu64 " objects %14" PRIu64 " bytes\n", "total", tc,
+			       tb);
 	} else if (!strcmp(sub, "stat") && npos == 2) {
 		struct store_stat s;
 		rc = store_head(st, pos[1], &s);

@@ -105,16 +105,17 @@ const char *storeopt_strerror(int rc)
 
 void storeopt_usage(FILE *f)
 {
-	fprintf(f, "store options (for s3://bucket/prefix stores):\n"
-		   "  --endpoint URL       S3 endpoint, e.g. http://127.0.0.1:7480 (default: AWS)\n"
-		   "  --region R           region (default: AWS_REGION or us-east-1)\n"
-		   "  --profile NAME       profile in ~/.aws/credentials (default: AWS_PROFILE)\n"
-		   "  --ca-file PATH       CA bundle for https (default: AWS_CA_BUNDLE, system)\n"
-		   "  --path-style         path-style addressing (default with --endpoint)\n"
-		   "  --virtual-hosted     virtual-hosted addressing\n"
-		   "  --unsigned-payload   UNSIGNED-PAYLOAD instead of body hashes (https only)\n"
-		   "  --conditional yes|no|probe  backend honours If-None-Match: * (default probe)\n"
-		   "  --connections N      keep-alive connections (default 16)\n"
-		   "credentials: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN or\n"
-		   "~/.aws/credentials.\n");
+	fprintf(f,
+	        "store options (for s3://bucket/prefix stores):\n"
+	        "  --endpoint URL       S3 endpoint, e.g. http://127.0.0.1:7480 (default: AWS)\n"
+	        "  --region R           region (default: AWS_REGION or us-east-1)\n"
+	        "  --profile NAME       profile in ~/.aws/credentials (default: AWS_PROFILE)\n"
+	        "  --ca-file PATH       CA bundle for https (default: AWS_CA_BUNDLE, system)\n"
+	        "  --path-style         path-style addressing (default with --endpoint)\n"
+	        "  --virtual-hosted     virtual-hosted addressing\n"
+	        "  --unsigned-payload   UNSIGNED-PAYLOAD instead of body hashes (https only)\n"
+	        "  --conditional yes|no|probe  backend honours If-None-Match: * (default probe)\n"
+	        "  --connections N      keep-alive connections (default 16)\n"
+	        "credentials: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN or\n"
+	        "~/.aws/credentials.\n");
 }

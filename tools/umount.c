@@ -89,13 +89,13 @@ static int do_unmount(const char *mnt)
 static void umount_usage(FILE *f)
 {
 	fprintf(f, "usage: memwalfs umount [--timeout SEC] MOUNTPOINT\n\n"
-		   "Unmount the memwalfs filesystem at MOUNTPOINT and wait until its daemon has\n"
-		   "committed every write and exited.  --timeout: give up waiting after SEC\n"
-		   "seconds (default: wait).\n\n"
-		   "Exit status: 0 the final commit succeeded; 1 it failed, or another mount of\n"
-		   "the same store took the filesystem over while it was mounted here (fenced:\n"
-		   "writes made here after that were refused with EIO and are not in the store),\n"
-		   "or MOUNTPOINT is not a memwalfs mount, or the wait timed out; 2 bad usage.\n");
+	           "Unmount the memwalfs filesystem at MOUNTPOINT and wait until its daemon has\n"
+	           "committed every write and exited.  --timeout: give up waiting after SEC\n"
+	           "seconds (default: wait).\n\n"
+	           "Exit status: 0 the final commit succeeded; 1 it failed, or another mount of\n"
+	           "the same store took the filesystem over while it was mounted here (fenced:\n"
+	           "writes made here after that were refused with EIO and are not in the store),\n"
+	           "or MOUNTPOINT is not a memwalfs mount, or the wait timed out; 2 bad usage.\n");
 }
 
 int cmd_umount(int argc, char **argv)
@@ -136,7 +136,7 @@ int cmd_umount(int argc, char **argv)
 	}
 	if (n <= 0) {
 		fprintf(stderr, "memwalfs: %s: not a memwalfs mount point (%s)\n", mnt,
-			n < 0 ? strerror(errno) : "no daemon information");
+		        n < 0 ? strerror(errno) : "no daemon information");
 		return 1;
 	}
 	bool zombie;
@@ -153,8 +153,9 @@ int cmd_umount(int argc, char **argv)
 		clock_gettime(CLOCK_MONOTONIC, &now);
 		long waited = (long)(now.tv_sec - t0.tv_sec);
 		if (timeout > 0 && waited >= timeout) {
-			fprintf(stderr, "memwalfs: daemon %ld still committing after %ld s; giving up\n",
-				pid, timeout);
+			fprintf(stderr,
+			        "memwalfs: daemon %ld still committing after %ld s; giving up\n",
+			        pid, timeout);
 			return 1;
 		}
 		if (waited >= 3 && !told) {
@@ -178,17 +179,18 @@ int cmd_umount(int argc, char **argv)
 	if (!strncmp(st, "fenced", 6)) {
 		/* mount.c: engine_close() or the buffer write-out ended with -ESTALE */
 		fprintf(stderr,
-			"memwalfs: %s: another mount of this filesystem took it over while it was "
-			"mounted here (this mount was fenced); writes made here after that were "
-			"refused with EIO and are not in the store\n",
-			mnt);
+		        "memwalfs: %s: another mount of this filesystem took it over while it was "
+		        "mounted here (this mount was fenced); writes made here after that were "
+		        "refused with EIO and are not in the store\n",
+		        mnt);
 		unlink(spath);
 	} else if (!strncmp(st, "error", 5)) {
 		fprintf(stderr, "memwalfs: %s: the daemon's final commit failed: %s\n", mnt, st);
 		unlink(spath);
 	} else {
-		fprintf(stderr, "memwalfs: %s: daemon %ld exited without a final status (killed?)\n",
-			mnt, pid);
+		fprintf(stderr,
+		        "memwalfs: %s: daemon %ld exited without a final status (killed?)\n", mnt,
+		        pid);
 	}
 	return 1;
 }

@@ -11,7 +11,7 @@
 
 #include "log.h"
 
-static _Atomic int level = -1;    /* -1: not yet read from MEMWALFS_LOG */
+static _Atomic int level = -1; /* -1: not yet read from MEMWALFS_LOG */
 static _Atomic bool use_syslog;
 
 static const char *const names[] = {"error", "warn", "info", "debug"};

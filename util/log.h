@@ -19,7 +19,7 @@ enum mw_log_level { MW_LOG_ERR = 0, MW_LOG_WARN, MW_LOG_INFO, MW_LOG_DEBUG };
 
 /* Emit one line if level <= the current level. */
 void mw_log(enum mw_log_level level, const char *file, int line, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+    __attribute__((format(printf, 4, 5)));
 
 /* Set the level (default MW_LOG_WARN, or MEMWALFS_LOG=err|warn|info|debug). */
 void mw_log_set_level(enum mw_log_level level);

@@ -17,7 +17,7 @@ uintptr_t mw_thread_self(void)
 #endif
 
 int mw_thread_start(struct mw_thread *t, const char *name, void *(*fn)(void *), void *arg,
-		    struct mw_mutex *mu, pthread_cond_t *cv)
+                    struct mw_mutex *mu, pthread_cond_t *cv)
 {
 	int rc;
 

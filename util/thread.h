@@ -96,7 +96,7 @@ static inline void mw_cond_wait(pthread_cond_t *cv, struct mw_mutex *mu)
 
 /* pthread_cond_timedwait() on mu (held by the caller); returns its result. */
 static inline int mw_cond_timedwait(pthread_cond_t *cv, struct mw_mutex *mu,
-				    const struct timespec *until)
+                                    const struct timespec *until)
 {
 	int rc;
 
@@ -113,12 +113,12 @@ static inline int mw_cond_timedwait(pthread_cond_t *cv, struct mw_mutex *mu,
 
 /* One background thread (see the top of this file). */
 struct mw_thread {
-	pthread_t tid;        /* the thread, valid while running */
-	bool running;         /* started and not yet joined (owner thread only) */
-	bool stop;            /* mw_thread_stop() asks the thread to exit [*mu] */
-	struct mw_mutex *mu;  /* borrowed: guards stop */
-	pthread_cond_t *cv;   /* borrowed: the thread waits on it under *mu */
-	const char *name;     /* for log lines (static string) */
+	pthread_t tid;       /* the thread, valid while running */
+	bool running;        /* started and not yet joined (owner thread only) */
+	bool stop;           /* mw_thread_stop() asks the thread to exit [*mu] */
+	struct mw_mutex *mu; /* borrowed: guards stop */
+	pthread_cond_t *cv;  /* borrowed: the thread waits on it under *mu */
+	const char *name;    /* for log lines (static string) */
 };
 
 /*
@@ -127,7 +127,7 @@ struct mw_thread {
  * thread); t is then not running and mw_thread_stop() does nothing.
  */
 int mw_thread_start(struct mw_thread *t, const char *name, void *(*fn)(void *), void *arg,
-		    struct mw_mutex *mu, pthread_cond_t *cv);
+                    struct mw_mutex *mu, pthread_cond_t *cv);
 
 /*
  * Set t->stop under *mu, wake every waiter of *cv and join the thread.

@@ -44,15 +44,16 @@ struct engine_iter;
 typedef void (*engine_progress_fn)(void *arg, const char *phase, uint64_t done, uint64_t total);
 
 struct engine_opts {
-	bool read_only;             /* open without claiming the writer epoch */
-	bool single_writer_ok;      /* accept a store without conditional create */
-	unsigned cadence_ms;        /* group-commit interval (default 100) */
-	size_t group_max_bytes;     /* commit a group early at this size (default 8 MiB) */
-	size_t inline_max;          /* values >= this many bytes are blobs (default 4096) */
-	size_t memtable_max_bytes;  /* freeze the MemTable at this size (default 64 MiB) */
-	size_t max_pending_bytes;   /* writers wait while more is not yet durable (default 256 MiB) */
-	size_t max_frozen_bytes;    /* writers wait while more is frozen, unflushed (default 256 MiB) */
-	size_t cache_bytes;         /* blob + block cache budget (default 256 MiB) */
+	bool read_only;            /* open without claiming the writer epoch */
+	bool single_writer_ok;     /* accept a store without conditional create */
+	unsigned cadence_ms;       /* group-commit interval (default 100) */
+	size_t group_max_bytes;    /* commit a group early at this size (default 8 MiB) */
+	size_t inline_max;         /* values >= this many bytes are blobs (default 4096) */
+	size_t memtable_max_bytes; /* freeze the MemTable at this size (default 64 MiB) */
+	size_t max_pending_bytes; /* writers wait while more is not yet durable (default 256 MiB) */
+	size_t
+	    max_frozen_bytes; /* writers wait while more is frozen, unflushed (default 256 MiB) */
+	size_t cache_bytes;   /* blob + block cache budget (default 256 MiB) */
 	engine_progress_fn progress; /* may be NULL */
 	void *progress_arg;
 	/*
@@ -122,7 +123,7 @@ int engine_close(struct engine *e);
 int engine_batch_new(struct engine_batch **out);
 /* Append a put (key and value are copied). */
 int engine_batch_put(struct engine_batch *b, const void *key, size_t klen, const void *val,
-		     size_t vlen);
+                     size_t vlen);
 /* Append a delete (the key is copied). */
 int engine_batch_delete(struct engine_batch *b, const void *key, size_t klen);
 /* Number of operations in the batch. */
@@ -142,7 +143,7 @@ int engine_write(struct engine *e, struct engine_batch *b, int flags, uint64_t *
 
 /* A one-operation batch. */
 int engine_put(struct engine *e, const void *key, size_t klen, const void *val, size_t vlen,
-	       int flags, uint64_t *ticket);
+               int flags, uint64_t *ticket);
 int engine_delete(struct engine *e, const void *key, size_t klen, int flags, uint64_t *ticket);
 
 /*
@@ -179,7 +180,7 @@ int engine_get(struct engine *e, const void *key, size_t klen, void **val, size_
  * filesystem read part of a chunk without an extra copy.
  */
 int engine_get_range(struct engine *e, const void *key, size_t klen, uint64_t off, void *buf,
-		     size_t len, size_t *got);
+                     size_t len, size_t *got);
 
 /*
  * Bring the value of key into memory so that a later engine_get() or
@@ -199,8 +200,8 @@ int engine_prefetch(struct engine *e, const void *key, size_t klen);
  * opts.sync_timeout_ms, when set, has passed; then the last error.  Like an
  * fsync on a hard mount, it waits out an outage.
  */
-int engine_get_range_wait(struct engine *e, const void *key, size_t klen, uint64_t off,
-			  void *buf, size_t len, size_t *got);
+int engine_get_range_wait(struct engine *e, const void *key, size_t klen, uint64_t off, void *buf,
+                          size_t len, size_t *got);
 
 /*
  * Ordered scan of [start, end) (end NULL: unbounded) over one consistent
@@ -210,8 +211,8 @@ int engine_get_range_wait(struct engine *e, const void *key, size_t klen, uint64
  *        engine_iter_next(it)) { k = engine_iter_key(it, &kn); ... }
  *   rc = rc ? rc : engine_iter_status(it); engine_iter_free(it);
  */
-int engine_iter_new(struct engine *e, const void *start, size_t slen, const void *end,
-		    size_t elen, struct engine_iter **out);
+int engine_iter_new(struct engine *e, const void *start, size_t slen, const void *end, size_t elen,
+                    struct engine_iter **out);
 /* Position at the first key >= key (within the range). */
 void engine_iter_seek(struct engine_iter *it, const void *key, size_t klen);
 bool engine_iter_valid(const struct engine_iter *it);
@@ -229,42 +230,42 @@ void engine_iter_free(struct engine_iter *it);
 
 /* What the engine is doing; all counters are since open. */
 struct engine_stats {
-	uint64_t epoch;              /* writer epoch claimed at open */
-	uint64_t wal_next;           /* next WAL position */
-	uint64_t wal_covered;        /* WAL position covered by flushed data */
-	uint64_t puts, deletes;      /* operations applied */
-	uint64_t batches;            /* engine_write() calls */
-	uint64_t groups_committed;   /* WAL entries written */
-	uint64_t group_bytes;        /* bytes of WAL entries written */
-	uint64_t packs_written;      /* blob packs written */
-	uint64_t pack_bytes;         /* bytes of packs written */
-	uint64_t commit_usec_total;  /* time spent committing groups */
+	uint64_t epoch;             /* writer epoch claimed at open */
+	uint64_t wal_next;          /* next WAL position */
+	uint64_t wal_covered;       /* WAL position covered by flushed data */
+	uint64_t puts, deletes;     /* operations applied */
+	uint64_t batches;           /* engine_write() calls */
+	uint64_t groups_committed;  /* WAL entries written */
+	uint64_t group_bytes;       /* bytes of WAL entries written */
+	uint64_t packs_written;     /* blob packs written */
+	uint64_t pack_bytes;        /* bytes of packs written */
+	uint64_t commit_usec_total; /* time spent committing groups */
 	uint64_t commit_usec_max;
-	uint64_t pending_bytes;      /* bytes applied but not yet durable */
-	uint64_t backpressure_waits; /* writes that waited for memory */
-	uint64_t memtable_bytes;     /* active MemTable */
+	uint64_t pending_bytes;              /* bytes applied but not yet durable */
+	uint64_t backpressure_waits;         /* writes that waited for memory */
+	uint64_t memtable_bytes;             /* active MemTable */
 	uint64_t frozen_count, frozen_bytes; /* frozen, not yet flushed */
-	uint64_t sst_count;          /* live SSTables */
+	uint64_t sst_count;                  /* live SSTables */
 	uint64_t flushes, compactions, gc_deleted;
 	uint64_t blob_cache_hits, blob_cache_misses;
 	uint64_t block_cache_hits, block_cache_misses;
 	uint64_t bloom_negatives;
 	uint64_t replay_entries, replay_bytes, replay_usec; /* replay at open */
-	int sticky_error;            /* 0, or the error that fenced the writer */
+	int sticky_error; /* 0, or the error that fenced the writer */
 	bool read_only;
-	uint64_t gc_passes;          /* GC passes completed */
-	uint64_t gc_errors;          /* GC passes that failed (retried next interval) */
-	uint64_t gc_bytes_reclaimed; /* bytes of the objects GC deleted */
-	uint64_t repacked_blobs;     /* live blobs rewritten out of mostly dead packs */
-	uint64_t repacked_bytes;     /* their bytes */
-	uint64_t store_pack_bytes;   /* pack bytes in the store at the last GC pass */
+	uint64_t gc_passes;             /* GC passes completed */
+	uint64_t gc_errors;             /* GC passes that failed (retried next interval) */
+	uint64_t gc_bytes_reclaimed;    /* bytes of the objects GC deleted */
+	uint64_t repacked_blobs;        /* live blobs rewritten out of mostly dead packs */
+	uint64_t repacked_bytes;        /* their bytes */
+	uint64_t store_pack_bytes;      /* pack bytes in the store at the last GC pass */
 	uint64_t store_live_pack_bytes; /* of which referenced by the newest manifest */
-	int64_t outage_since;        /* unix time commits began failing (0: store reachable) */
-	int outage_error;            /* the last transient commit error (0: none) */
-	uint64_t outages;            /* outages ridden out (or going on) */
-	uint64_t commit_retries;     /* commit attempts that failed and were retried */
-	uint64_t writers_waiting;    /* writes held by backpressure right now */
-	uint64_t sync_timeouts;      /* waits that gave up after sync_timeout_ms */
+	int64_t outage_since;           /* unix time commits began failing (0: store reachable) */
+	int outage_error;               /* the last transient commit error (0: none) */
+	uint64_t outages;               /* outages ridden out (or going on) */
+	uint64_t commit_retries;        /* commit attempts that failed and were retried */
+	uint64_t writers_waiting;       /* writes held by backpressure right now */
+	uint64_t sync_timeouts;         /* waits that gave up after sync_timeout_ms */
 };
 
 void engine_get_stats(struct engine *e, struct engine_stats *out);

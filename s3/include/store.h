@@ -60,19 +60,19 @@ struct store_caps {
 
 /* Result of store_head(). */
 struct store_stat {
-	uint64_t size;   /* object length in bytes */
-	char etag[72];   /* entity tag without quotes; "" when the backend has none */
-	int64_t mtime;   /* last modification, seconds since the epoch (0: unknown) */
+	uint64_t size; /* object length in bytes */
+	char etag[72]; /* entity tag without quotes; "" when the backend has none */
+	int64_t mtime; /* last modification, seconds since the epoch (0: unknown) */
 };
 
 /* Operation classes counted by every store (see store_get_stats()). */
 enum store_op {
-	STORE_OP_PUT = 0,  /* put, put_if_absent, single-piece writer finish */
-	STORE_OP_GET,      /* get (whole or ranged) */
-	STORE_OP_HEAD,     /* head */
-	STORE_OP_LIST,     /* one listing page */
-	STORE_OP_DELETE,   /* one delete, or one delete-many request */
-	STORE_OP_MPU,      /* multipart: initiate, part, complete, abort */
+	STORE_OP_PUT = 0, /* put, put_if_absent, single-piece writer finish */
+	STORE_OP_GET,     /* get (whole or ranged) */
+	STORE_OP_HEAD,    /* head */
+	STORE_OP_LIST,    /* one listing page */
+	STORE_OP_DELETE,  /* one delete, or one delete-many request */
+	STORE_OP_MPU,     /* multipart: initiate, part, complete, abort */
 	STORE_OP__COUNT
 };
 
@@ -123,7 +123,7 @@ int store_put_if_absent(struct store *s, const char *key, const void *buf, size_
  * when the object ends first, and 0 when off >= size.  -ENOENT if missing.
  */
 int store_get(struct store *s, const char *key, uint64_t off, uint64_t len, void **out,
-	      size_t *outlen);
+              size_t *outlen);
 
 /* Size and entity tag of an object.  -ENOENT if missing. */
 int store_head(struct store *s, const char *key, struct store_stat *st);
@@ -136,7 +136,7 @@ int store_head(struct store *s, const char *key, struct store_stat *st);
  * streaming uploads are never listed.
  */
 int store_list(struct store *s, const char *prefix, const char *start_after, size_t max_keys,
-	       store_list_fn fn, void *arg);
+               store_list_fn fn, void *arg);
 
 /* Delete one object.  Deleting a missing key succeeds. */
 int store_delete(struct store *s, const char *key);
@@ -169,7 +169,7 @@ void store_writer_abort(struct store_writer *w);
  * how many were removed.
  */
 int store_cleanup_uploads(struct store *s, const char *prefix, unsigned older_than_sec,
-			  unsigned *n);
+                          unsigned *n);
 
 /* Capabilities of this store; valid until store_close(). */
 const struct store_caps *store_caps(struct store *s);
@@ -207,24 +207,25 @@ int store_open_local_flags(const char *dir, int flags, struct store **out);
 
 /* Options of the S3 store (s3/s3.c).  Unset strings are NULL. */
 struct s3_opts {
-	const char *endpoint;      /* "https://s3.us-east-1.amazonaws.com", "http://127.0.0.1:7480"; NULL: AWS from region */
-	const char *region;        /* default "us-east-1" (or AWS_REGION / AWS_DEFAULT_REGION) */
-	const char *bucket;        /* required */
-	const char *prefix;        /* key prefix inside the bucket ("" or "fs1/") */
-	const char *access_key;    /* NULL: from the environment / ~/.aws/credentials */
+	const char *endpoint;   /* "https://s3.us-east-1.amazonaws.com", "http://127.0.0.1:7480";
+	                           NULL: AWS from region */
+	const char *region;     /* default "us-east-1" (or AWS_REGION / AWS_DEFAULT_REGION) */
+	const char *bucket;     /* required */
+	const char *prefix;     /* key prefix inside the bucket ("" or "fs1/") */
+	const char *access_key; /* NULL: from the environment / ~/.aws/credentials */
 	const char *secret_key;
 	const char *session_token;
-	const char *profile;       /* NULL: AWS_PROFILE or "default" */
-	const char *ca_file;       /* NULL: AWS_CA_BUNDLE for https, else system default */
-	bool path_style;           /* path-style addressing (default for custom endpoints) */
-	bool virtual_hosted;       /* force virtual-hosted addressing */
-	bool unsigned_payload;     /* UNSIGNED-PAYLOAD over TLS instead of hashing bodies */
-	int conditional_create;    /* 1 yes, 0 no, -1 probe (default) */
-	unsigned connections;      /* keep-alive connections in the pool (default 16) */
-	unsigned max_retries;      /* default 8 */
-	unsigned timeout_ms;       /* per request (default 30000) */
-	size_t part_size;          /* multipart part size (default 8 MiB) */
-	unsigned part_parallel;    /* parts in flight per writer (default 4) */
+	const char *profile;    /* NULL: AWS_PROFILE or "default" */
+	const char *ca_file;    /* NULL: AWS_CA_BUNDLE for https, else system default */
+	bool path_style;        /* path-style addressing (default for custom endpoints) */
+	bool virtual_hosted;    /* force virtual-hosted addressing */
+	bool unsigned_payload;  /* UNSIGNED-PAYLOAD over TLS instead of hashing bodies */
+	int conditional_create; /* 1 yes, 0 no, -1 probe (default) */
+	unsigned connections;   /* keep-alive connections in the pool (default 16) */
+	unsigned max_retries;   /* default 8 */
+	unsigned timeout_ms;    /* per request (default 30000) */
+	size_t part_size;       /* multipart part size (default 8 MiB) */
+	unsigned part_parallel; /* parts in flight per writer (default 4) */
 };
 
 /* Fill *o with defaults (all strings NULL, conditional_create -1, ...). */
@@ -247,6 +248,6 @@ int store_open_s3(const struct s3_opts *o, struct store **out);
  */
 int store_open_url(const char *url, const struct s3_opts *base, struct store **out);
 int store_open_url_flags(const char *url, const struct s3_opts *base, int flags,
-			 struct store **out);
+                         struct store **out);
 
 #endif /* MEMWALFS_STORE_H */

@@ -35,13 +35,12 @@ int ec_backing_new(enum ec_kind kind, const char *tag, struct ec_backing *b)
 		if (!ec_have_s3())
 			return 77;
 		snprintf(b->prefix, sizeof(b->prefix), "h8-%d-%s-%08x/", (int)getpid(), tag,
-			 (unsigned)(ec_mix((uint64_t)time(NULL) ^ (uint64_t)clock()) & 0xffffffff));
+		         (unsigned)(ec_mix((uint64_t)time(NULL) ^ (uint64_t)clock()) & 0xffffffff));
 		return 0;
 	}
 	const char *tmp = getenv("TMPDIR");
 
-	snprintf(b->dir, sizeof(b->dir), "%s/mwtest-h8-%s-XXXXXX", tmp && *tmp ? tmp : "/tmp",
-		 tag);
+	snprintf(b->dir, sizeof(b->dir), "%s/mwtest-h8-%s-XXXXXX", tmp && *tmp ? tmp : "/tmp", tag);
 	if (!mkdtemp(b->dir))
 		return -errno;
 	return 0;
@@ -82,7 +81,7 @@ void ec_backing_destroy(struct ec_backing *b)
 		return;
 	}
 	struct store *st = NULL;
-	struct tu_keys l = { 0 };
+	struct tu_keys l = {0};
 
 	if (ec_backing_open(b, &st))
 		return;

@@ -74,7 +74,7 @@ uint64_t ec_seed(const char *name)
 		       ((uint64_t)getpid() << 32);
 	}
 	fprintf(stderr, "%s: seed %" PRIu64 " (replay with MEMWALFS_SEED=%" PRIu64 ")\n", name,
-		seed, seed);
+	        seed, seed);
 	return seed;
 }
 
@@ -101,7 +101,7 @@ static bool chance(struct rng *r, unsigned pct)
 
 static void sleep_us(unsigned us)
 {
-	struct timespec ts = { us / 1000000, (long)(us % 1000000) * 1000 };
+	struct timespec ts = {us / 1000000, (long)(us % 1000000) * 1000};
 
 	while (nanosleep(&ts, &ts) && errno == EINTR)
 		;
@@ -111,11 +111,11 @@ static void sleep_us(unsigned us)
 /* Values and keys of the model                                        */
 /* ------------------------------------------------------------------ */
 
-#define EC_MAXT 4      /* threads */
-#define EC_KEYS 24     /* keys per thread */
-#define EC_MAXB 6      /* operations per batch */
+#define EC_MAXT 4  /* threads */
+#define EC_KEYS 24 /* keys per thread */
+#define EC_MAXB 6  /* operations per batch */
 #define EC_DEL UINT32_MAX
-#define EC_VHDR 12     /* value header: 'V' thread op(4) pos 0 vlen(4) */
+#define EC_VHDR 12 /* value header: 'V' thread op(4) pos 0 vlen(4) */
 
 static uint32_t be32(const uint8_t *p)
 {
@@ -129,7 +129,7 @@ static void make_key(char *buf, size_t n, unsigned t, unsigned k)
 
 /* Fill v[0, len) with the value of (seed, thread, op, pos). */
 static void make_value(uint8_t *v, uint32_t len, uint64_t seed, unsigned t, uint32_t op,
-		       unsigned pos)
+                       unsigned pos)
 {
 	uint64_t x = ec_mix(seed ^ ((uint64_t)t << 56) ^ ((uint64_t)op << 8) ^ pos);
 
@@ -179,16 +179,16 @@ struct ec_run;
 
 /* One workload thread; written only by that thread until joined. */
 struct ec_thread {
-	struct ec_run *run;     /* the seed's run */
-	unsigned t;             /* thread index */
-	unsigned nops;          /* writes to issue */
-	struct ec_op *ops;      /* [nops] */
-	unsigned n;             /* writes issued (incl. a failed last one) */
+	struct ec_run *run;       /* the seed's run */
+	unsigned t;               /* thread index */
+	unsigned nops;            /* writes to issue */
+	struct ec_op *ops;        /* [nops] */
+	unsigned n;               /* writes issued (incl. a failed last one) */
 	struct ec_sync syncs[64]; /* syncs issued */
-	unsigned nsync;         /* used */
-	char fail[512];         /* first invariant violation seen live, "" if none */
-	int model_op[EC_KEYS];  /* live model: op index of the current value, -1 absent */
-	int model_pos[EC_KEYS]; /* and its position in the op */
+	unsigned nsync;           /* used */
+	char fail[512];           /* first invariant violation seen live, "" if none */
+	int model_op[EC_KEYS];    /* live model: op index of the current value, -1 absent */
+	int model_pos[EC_KEYS];   /* and its position in the op */
 };
 
 /* Everything about one seed. */
@@ -204,7 +204,8 @@ struct ec_run {
 	struct ec_thread th[EC_MAXT]; /* the threads */
 };
 
-static void th_fail(struct ec_thread *th, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void th_fail(struct ec_thread *th, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 static void th_fail(struct ec_thread *th, const char *fmt, ...)
 {
 	va_list ap;
@@ -257,10 +258,10 @@ static void check_read_own(struct ec_thread *th, unsigned k)
 
 	if (want) {
 		make_value(want, len, run->seed, th->t, (uint32_t)th->model_op[k],
-			   (unsigned)th->model_pos[k]);
+		           (unsigned)th->model_pos[k]);
 		if (vn != len || memcmp(v, want, len))
 			th_fail(th, "read-your-writes: %s has wrong bytes (len %zu want %u)", key,
-				vn, len);
+			        vn, len);
 	}
 	free(want);
 	free(v);
@@ -270,7 +271,7 @@ static void *workload(void *arg)
 {
 	struct ec_thread *th = arg;
 	struct ec_run *run = th->run;
-	struct rng r = { ec_mix(run->seed * 131 + th->t) };
+	struct rng r = {ec_mix(run->seed * 131 + th->t)};
 	struct engine_batch *b = NULL;
 	uint8_t *vbuf = malloc(run->inline_max + 12000 + 200);
 	uint64_t tickets[8];
@@ -320,8 +321,10 @@ static void *workload(void *arg)
 		unsigned fl = (unsigned)rnd_range(&r, 0, 99);
 
 		memset(op, 0, sizeof(*op));
-		op->flags = fl < 20 ? ENGINE_WAIT : fl < 30 ? ENGINE_WAIT | ENGINE_URGENT :
-			    fl < 40 ? ENGINE_URGENT : 0;
+		op->flags = fl < 20   ? ENGINE_WAIT
+		            : fl < 30 ? ENGINE_WAIT | ENGINE_URGENT
+		            : fl < 40 ? ENGINE_URGENT
+		                      : 0;
 		if (what < 60) { /* a put */
 			op->n = 1;
 			op->key[0] = (uint16_t)rnd_range(&r, 0, EC_KEYS - 1);
@@ -344,7 +347,8 @@ static void *workload(void *arg)
 						dup |= op->key[j] == k;
 				} while (dup);
 				op->key[i] = k;
-				op->vlen[i] = chance(&r, 25) ? EC_DEL : pick_vlen(&r, run->inline_max);
+				op->vlen[i] =
+				    chance(&r, 25) ? EC_DEL : pick_vlen(&r, run->inline_max);
 			}
 		}
 
@@ -365,7 +369,7 @@ static void *workload(void *arg)
 			}
 			if (op->rc || engine_batch_count(b) != op->n) {
 				th_fail(th, "batch build failed: rc %d count %zu", op->rc,
-					engine_batch_count(b));
+				        engine_batch_count(b));
 				break;
 			}
 		} else if (op->vlen[0] != EC_DEL) {
@@ -378,8 +382,8 @@ static void *workload(void *arg)
 		else if (op->vlen[0] == EC_DEL)
 			op->rc = engine_delete(run->e, key, strlen(key), op->flags, tp);
 		else
-			op->rc = engine_put(run->e, key, strlen(key), vbuf, op->vlen[0], op->flags,
-					    tp);
+			op->rc =
+			    engine_put(run->e, key, strlen(key), vbuf, op->vlen[0], op->flags, tp);
 		op->s_end = atomic_fetch_add(&run->clock, 1);
 		th->n++;
 		if (op->rc) {
@@ -432,21 +436,22 @@ static int fail_seed(uint64_t seed, const char *fmt, ...)
 
 /* Decode a value found under key (t, k); check its bytes. */
 static int decode_found(struct ec_run *run, unsigned t, unsigned k, const uint8_t *v, size_t vn,
-			struct ec_found *f)
+                        struct ec_found *f)
 {
 	const struct ec_thread *th = &run->th[t];
 
 	if (vn < EC_VHDR || v[0] != 'V' || v[1] != t)
 		return fail_seed(run->seed, "t%u/k%03u: value of %zu bytes is not one we wrote", t,
-				 k, vn);
+		                 k, vn);
 	uint32_t op = be32(v + 2), len = be32(v + 8);
 	unsigned pos = v[6];
 
 	if (op >= th->n || pos >= th->ops[op].n || th->ops[op].key[pos] != k ||
 	    th->ops[op].vlen[pos] != len || len != vn)
 		return fail_seed(run->seed,
-				 "t%u/k%03u: value claims op %u pos %u len %u (found %zu bytes) "
-				 "but no such write to this key was issued", t, k, op, pos, len, vn);
+		                 "t%u/k%03u: value claims op %u pos %u len %u (found %zu bytes) "
+		                 "but no such write to this key was issued",
+		                 t, k, op, pos, len, vn);
 	uint8_t *want = malloc(len);
 
 	if (!want)
@@ -457,7 +462,7 @@ static int decode_found(struct ec_run *run, unsigned t, unsigned k, const uint8_
 	free(want);
 	if (bad)
 		return fail_seed(run->seed, "t%u/k%03u: value of op %u has corrupt bytes", t, k,
-				 op);
+		                 op);
 	f->op = (int)op;
 	f->pos = (int)pos;
 	return 0;
@@ -544,7 +549,7 @@ static int read_state(struct ec_run *run, struct engine *e, struct ec_found foun
 			make_key(want, sizeof(want), tt, k);
 			if (!got || kn != strlen(want) || memcmp(got, want, kn))
 				ret = fail_seed(run->seed, "seek to %s: got '%.*s', want %s", key,
-						(int)kn, got ? got : "", want);
+				                (int)kn, got ? got : "", want);
 		} else if (engine_iter_valid(it)) {
 			ret = fail_seed(run->seed, "seek to %s: valid past the last key", key);
 		}
@@ -558,7 +563,7 @@ static int read_state(struct ec_run *run, struct engine *e, struct ec_found foun
 			char key[32];
 			void *v = NULL;
 			size_t vn = 0;
-			struct ec_found g = { -1, 0 };
+			struct ec_found g = {-1, 0};
 
 			make_key(key, sizeof(key), t, k);
 			rc = engine_get(e, key, strlen(key), &v, &vn);
@@ -570,9 +575,8 @@ static int read_state(struct ec_run *run, struct engine *e, struct ec_found foun
 			}
 			free(v);
 			if (g.op != found[t][k].op || (g.op >= 0 && g.pos != found[t][k].pos))
-				return fail_seed(run->seed,
-						 "%s: get says op %d, scan says op %d", key, g.op,
-						 found[t][k].op);
+				return fail_seed(run->seed, "%s: get says op %d, scan says op %d",
+				                 key, g.op, found[t][k].op);
 		}
 	}
 	return 0;
@@ -583,7 +587,7 @@ static int read_state(struct ec_run *run, struct engine *e, struct ec_found foun
  * first p writes applied.
  */
 static void candidates(const struct ec_run *run, struct ec_found found[EC_MAXT][EC_KEYS],
-		       uint8_t *cand[EC_MAXT])
+                       uint8_t *cand[EC_MAXT])
 {
 	for (unsigned t = 0; t < run->nthreads; t++) {
 		const struct ec_thread *th = &run->th[t];
@@ -602,12 +606,12 @@ static void candidates(const struct ec_run *run, struct ec_found found[EC_MAXT][
 			for (unsigned i = 0; i < op->n; i++) {
 				unsigned k = op->key[i];
 				bool was = mop[k] == found[t][k].op &&
-					   (mop[k] < 0 || mpos[k] == found[t][k].pos);
+				           (mop[k] < 0 || mpos[k] == found[t][k].pos);
 
 				mop[k] = op->vlen[i] == EC_DEL ? -1 : (int)(p - 1);
 				mpos[k] = (int)i;
 				bool now = mop[k] == found[t][k].op &&
-					   (mop[k] < 0 || mpos[k] == found[t][k].pos);
+				           (mop[k] < 0 || mpos[k] == found[t][k].pos);
 
 				mism += (unsigned)(was && !now);
 				mism -= (unsigned)(!was && now);
@@ -628,7 +632,7 @@ static int next_cand(const uint8_t *cand, unsigned n, unsigned lo)
 
 /* Describe the key state of thread t against its prefix p, for a failure. */
 static void explain(const struct ec_run *run, unsigned t, unsigned p,
-		    struct ec_found found[EC_MAXT][EC_KEYS])
+                    struct ec_found found[EC_MAXT][EC_KEYS])
 {
 	const struct ec_thread *th = &run->th[t];
 	int mop[EC_KEYS], mpos[EC_KEYS];
@@ -643,22 +647,24 @@ static void explain(const struct ec_run *run, unsigned t, unsigned p,
 	for (unsigned k = 0; k < EC_KEYS; k++)
 		if (mop[k] != found[t][k].op || (mop[k] >= 0 && mpos[k] != found[t][k].pos))
 			fprintf(stderr, "  t%u/k%03u: after %u writes expect op %d, found op %d\n",
-				t, k, p, mop[k], found[t][k].op);
+			        t, k, p, mop[k], found[t][k].op);
 	fprintf(stderr, "  thread %u issued %u writes:", t, th->n);
 	for (unsigned i = 0; i < th->n && i < 400; i++)
 		fprintf(stderr, " %u%s%s[%" PRIu64 ",%" PRIu64 "]%s", i,
-			th->ops[i].batch ? "B" : th->ops[i].vlen[0] == EC_DEL ? "D" : "P",
-			th->ops[i].acked ? "a" : "", th->ops[i].s_start, th->ops[i].s_end,
-			th->ops[i].rc ? "!" : "");
+		        th->ops[i].batch               ? "B"
+		        : th->ops[i].vlen[0] == EC_DEL ? "D"
+		                                       : "P",
+		        th->ops[i].acked ? "a" : "", th->ops[i].s_start, th->ops[i].s_end,
+		        th->ops[i].rc ? "!" : "");
 	fputc('\n', stderr);
 }
 
 /* The invariants of the file header, over the state found after reopen. */
 static int check_model(struct ec_run *run, struct ec_found found[EC_MAXT][EC_KEYS], bool clean,
-		       uint64_t *acked_total, uint64_t *survived_total)
+                       uint64_t *acked_total, uint64_t *survived_total)
 {
-	uint8_t *cand[EC_MAXT] = { 0 };
-	unsigned acked[EC_MAXT] = { 0 };
+	uint8_t *cand[EC_MAXT] = {0};
+	unsigned acked[EC_MAXT] = {0};
 	int p[EC_MAXT];
 	int ret = 0;
 
@@ -701,12 +707,14 @@ static int check_model(struct ec_run *run, struct ec_found found[EC_MAXT][EC_KEY
 
 			if (any < 0)
 				ret = fail_seed(run->seed,
-						"thread %u: the state found is no prefix of its "
-						"writes (torn batch or reordering)", t);
+				                "thread %u: the state found is no prefix of its "
+				                "writes (torn batch or reordering)",
+				                t);
 			else
 				ret = fail_seed(run->seed,
-						"thread %u: acknowledged write %u lost (state is "
-						"its first %d writes)", t, acked[t] - 1, any);
+				                "thread %u: acknowledged write %u lost (state is "
+				                "its first %d writes)",
+				                t, acked[t] - 1, any);
 			explain(run, t, acked[t], found);
 			goto out;
 		}
@@ -731,10 +739,12 @@ static int check_model(struct ec_run *run, struct ec_found found[EC_MAXT][EC_KEY
 				int np = next_cand(cand[at], a->n, need);
 
 				if (np < 0) {
-					ret = fail_seed(run->seed,
-							"order: thread %u write %d survived but thread "
-							"%u write %u, which returned before it was "
-							"issued, is lost", bt, p[bt] - 1, at, need - 1);
+					ret = fail_seed(
+					    run->seed,
+					    "order: thread %u write %d survived but thread "
+					    "%u write %u, which returned before it was "
+					    "issued, is lost",
+					    bt, p[bt] - 1, at, need - 1);
 					explain(run, at, need, found);
 					goto out;
 				}
@@ -768,7 +778,7 @@ static const char *volatile phase = "start";
 
 /* Put, sync, reopen and read a few keys: writes after recovery last. */
 static int after_recovery(struct ec_run *run, const struct ec_backing *bk,
-			  const struct engine_opts *eo, struct ec_found found[EC_MAXT][EC_KEYS])
+                          const struct engine_opts *eo, struct ec_found found[EC_MAXT][EC_KEYS])
 {
 	struct store *st = NULL;
 	struct engine *e = NULL;
@@ -786,7 +796,7 @@ static int after_recovery(struct ec_run *run, const struct ec_backing *bk,
 		snprintf(key, sizeof(key), "z/%u", i);
 		snprintf(val, sizeof(val), "after-%" PRIu64 "-%u", run->seed, i);
 		rc = engine_put(e, key, strlen(key), val, strlen(val), i == 3 ? ENGINE_WAIT : 0,
-				NULL);
+		                NULL);
 		if (rc) {
 			fail_seed(run->seed, "put after recovery: %d", rc);
 			goto out;
@@ -838,7 +848,7 @@ static void fatal_handler(int sig)
 {
 	char msg[96];
 	int n = snprintf(msg, sizeof(msg), "FAIL seed %llu: signal %d in phase '%s'\n",
-			 (unsigned long long)current_seed, sig, phase);
+	                 (unsigned long long)current_seed, sig, phase);
 
 	if (write(2, msg, (size_t)n) < 0)
 		_exit(1);
@@ -850,13 +860,13 @@ static void alarm_handler(int sig)
 {
 	(void)sig;
 	fprintf(stderr, "FAIL seed %llu: hung in phase '%s' (watchdog)\n",
-		(unsigned long long)current_seed, phase);
+	        (unsigned long long)current_seed, phase);
 	if (getenv("EC_GDB")) { /* EC_GDB=1: show where every thread is */
 		char cmd[160];
 
 		snprintf(cmd, sizeof(cmd),
-			 "gdb -p %d -batch -ex 'thread apply all bt' </dev/null 1>&2 2>/dev/null",
-			 (int)getpid());
+		         "gdb -p %d -batch -ex 'thread apply all bt' </dev/null 1>&2 2>/dev/null",
+		         (int)getpid());
 		if (system(cmd))
 			fprintf(stderr, "(gdb failed)\n");
 	}
@@ -869,7 +879,7 @@ int ec_crash_seed(enum ec_kind kind, uint64_t seed, bool verbose)
 	struct ec_backing bk;
 	struct store *inner = NULL, *inner2 = NULL;
 	struct engine_opts eo, ro;
-	struct rng r = { seed };
+	struct rng r = {seed};
 	pthread_t tids[EC_MAXT];
 	char tag[32];
 	int rc, ret = -1;
@@ -914,7 +924,10 @@ int ec_crash_seed(enum ec_kind kind, uint64_t seed, bool verbose)
 	for (unsigned t = 0; t < run->nthreads; t++) {
 		run->th[t].run = run;
 		run->th[t].t = t;
-		run->th[t].nops = (unsigned)rnd_range(&r, 20, kind == EC_S3 ? 60 : small_mem ? 250 : 120);
+		run->th[t].nops = (unsigned)rnd_range(&r, 20,
+		                                      kind == EC_S3 ? 60
+		                                      : small_mem   ? 250
+		                                                    : 120);
 		run->th[t].ops = calloc(run->th[t].nops, sizeof(struct ec_op));
 		if (!run->th[t].ops) {
 			fail_seed(seed, "out of memory");
@@ -940,8 +953,11 @@ int ec_crash_seed(enum ec_kind kind, uint64_t seed, bool verbose)
 	}
 	if (!clean)
 		fault_store_crash_at(run->fs, FAULT_ALL,
-				     rnd_range(&r, 1, kind == EC_S3 ? 30 : small_mem ? 150 : 50),
-				     chance(&r, 50) ? FAULT_LAND_YES : FAULT_LAND_NO);
+		                     rnd_range(&r, 1,
+		                               kind == EC_S3 ? 30
+		                               : small_mem   ? 150
+		                                             : 50),
+		                     chance(&r, 50) ? FAULT_LAND_YES : FAULT_LAND_NO);
 
 	phase = "workload";
 	for (unsigned t = 0; t < run->nthreads; t++)
@@ -1008,7 +1024,7 @@ int ec_crash_seed(enum ec_kind kind, uint64_t seed, bool verbose)
 		inner2 = NULL;
 		fault_store_seed(f, seed ^ 0x5a5a);
 		fault_store_crash_at(f, FAULT_ALL, rnd_range(&r, 1, 8),
-				     chance(&r, 50) ? FAULT_LAND_YES : FAULT_LAND_NO);
+		                     chance(&r, 50) ? FAULT_LAND_YES : FAULT_LAND_NO);
 		if (!engine_open(fault_store_as_store(f), &eo, &e2)) {
 			/* outside the model's scan range [t, u) */
 			engine_put(e2, "y/0", 3, "x", 1, ENGINE_WAIT, NULL);
@@ -1046,9 +1062,11 @@ int ec_crash_seed(enum ec_kind kind, uint64_t seed, bool verbose)
 			n += run->th[t].n;
 		clock_gettime(CLOCK_MONOTONIC, &t1);
 		printf("seed %" PRIu64 ": ok, %u threads, %u writes, %s (%.1f s)\n", seed,
-		       run->nthreads, n, clean ? "clean close" : crashed_mid ? "crash during workload" :
-		       "crash after workload", (double)(t1.tv_sec - t0.tv_sec) +
-		       (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+		       run->nthreads, n,
+		       clean         ? "clean close"
+		       : crashed_mid ? "crash during workload"
+		                     : "crash after workload",
+		       (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
 	}
 out:
 	alarm(0);

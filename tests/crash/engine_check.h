@@ -29,9 +29,9 @@ enum ec_kind {
 
 /* One backing location; reopenable any number of times. */
 struct ec_backing {
-	enum ec_kind kind;  /* local or s3 */
-	char dir[256];      /* local: the temp dir */
-	char prefix[128];   /* s3: the key prefix ("h8-PID-TAG/") */
+	enum ec_kind kind; /* local or s3 */
+	char dir[256];     /* local: the temp dir */
+	char prefix[128];  /* s3: the key prefix ("h8-PID-TAG/") */
 };
 
 /*
@@ -63,11 +63,11 @@ int ec_crash_seed(enum ec_kind kind, uint64_t seed, bool verbose);
 
 /* Totals over the seeds run so far (for the campaign summary). */
 struct ec_crash_totals {
-	unsigned seeds;          /* seeds run */
-	unsigned crashed_mid;    /* the injected crash fired during the workload */
-	unsigned crashed_end;    /* crash forced after the workload */
-	unsigned clean;          /* clean close (no crash) */
-	unsigned open_crashes;   /* a recovery open was crashed too */
+	unsigned seeds;                /* seeds run */
+	unsigned crashed_mid;          /* the injected crash fired during the workload */
+	unsigned crashed_end;          /* crash forced after the workload */
+	unsigned clean;                /* clean close (no crash) */
+	unsigned open_crashes;         /* a recovery open was crashed too */
 	uint64_t ops, acked, survived; /* writes issued / acknowledged / found after reopen */
 	uint64_t frozen, flushes;      /* MemTables frozen / flushed before the crash */
 };

@@ -29,12 +29,12 @@
 #include "engine_check.h"
 #include "store.h"
 
-#define FAIL(...)                                                        \
-	do {                                                             \
-		fprintf(stderr, "FAIL fencing (line %d): ", __LINE__);   \
-		fprintf(stderr, __VA_ARGS__);                            \
-		fputc('\n', stderr);                                     \
-		goto out;                                                \
+#define FAIL(...)                                                                                  \
+	do {                                                                                       \
+		fprintf(stderr, "FAIL fencing (line %d): ", __LINE__);                             \
+		fprintf(stderr, __VA_ARGS__);                                                      \
+		fputc('\n', stderr);                                                               \
+		goto out;                                                                          \
 	} while (0)
 
 static uint64_t store_writes(struct store *st)
@@ -103,7 +103,7 @@ int ec_fencing(enum ec_kind kind)
 	struct engine *e1 = NULL, *e2 = NULL;
 	struct engine_opts eo;
 	struct engine_stats es;
-	struct waiter w = { 0 };
+	struct waiter w = {0};
 	pthread_t tid;
 	bool started = false;
 	char key[16];
@@ -199,7 +199,8 @@ int ec_fencing(enum ec_kind kind)
 	rc = check_key(e2, "a/p");
 	if (p_durable ? rc != 0 : rc != -ENOENT)
 		FAIL("B reads A's unsynced a/p: %d (A's waiter got %d; %llu of A's groups beat "
-		     "the fence)", rc, w.rc, (unsigned long long)(g1 - g0));
+		     "the fence)",
+		     rc, w.rc, (unsigned long long)(g1 - g0));
 
 	rc = engine_close(e1);
 	e1 = NULL;
@@ -221,19 +222,21 @@ int ec_fencing(enum ec_kind kind)
 		if ((rc = check_key(e2, key)))
 			FAIL("after reopen %s: %d", key, rc);
 	}
-	static const char *const gone[] = { "a/x", "a/y", "a/z", "a/p" };
+	static const char *const gone[] = {"a/x", "a/y", "a/z", "a/p"};
 
 	for (unsigned i = 0; i < (p_durable ? 3u : 4u); i++)
 		if ((rc = check_key(e2, gone[i])) != -ENOENT)
 			FAIL("after reopen %s (never acknowledged, written after the fence) "
-			     "is visible: %d", gone[i], rc);
+			     "is visible: %d",
+			     gone[i], rc);
 	rc = check_key(e2, "a/w");
 	if (w.rc == 0 && rc)
 		FAIL("A's acknowledged waiter a/w lost after reopen: %d", rc);
 	if (w.rc && rc != -ENOENT)
 		FAIL("A's failed waiter a/w visible after reopen: %d", rc);
 	printf("fencing: ok (A's waiter across the fence: %d; A's failed commit sent %llu "
-	       "write requests, none after)\n", w.rc, (unsigned long long)(w1 - w0));
+	       "write requests, none after)\n",
+	       w.rc, (unsigned long long)(w1 - w0));
 	ret = 0;
 out:
 	if (started)
@@ -250,12 +253,12 @@ out:
 /* Racing opens                                                        */
 /* ------------------------------------------------------------------ */
 
-#define RFAIL(...)                                                       \
-	do {                                                             \
-		fprintf(stderr, "FAIL open race (line %d): ", __LINE__); \
-		fprintf(stderr, __VA_ARGS__);                            \
-		fputc('\n', stderr);                                     \
-		goto out;                                                \
+#define RFAIL(...)                                                                                 \
+	do {                                                                                       \
+		fprintf(stderr, "FAIL open race (line %d): ", __LINE__);                           \
+		fprintf(stderr, __VA_ARGS__);                                                      \
+		fputc('\n', stderr);                                                               \
+		goto out;                                                                          \
 	} while (0)
 
 struct racer {
@@ -285,7 +288,7 @@ static void *racer_main(void *arg)
 		r->epoch = es.epoch;
 		snprintf(key, sizeof(key), "race/%u", r->i);
 		r->put_rc = engine_put(e, key, strlen(key), key, strlen(key),
-				       ENGINE_WAIT | ENGINE_URGENT, NULL);
+		                       ENGINE_WAIT | ENGINE_URGENT, NULL);
 		engine_close(e);
 	}
 	store_close(st);
@@ -302,7 +305,7 @@ int ec_open_race(enum ec_kind kind)
 	struct ec_backing bk;
 	struct racer r[4];
 	pthread_t tid[4];
-	bool started[4] = { 0 };
+	bool started[4] = {0};
 	struct store *st = NULL;
 	struct engine *e = NULL;
 	struct engine_opts o;
@@ -315,7 +318,7 @@ int ec_open_race(enum ec_kind kind)
 	if (rc)
 		return rc == 77 ? 77 : -1;
 	for (unsigned i = 0; i < 4; i++) {
-		r[i] = (struct racer){ &bk, i, 0, 0, 0 };
+		r[i] = (struct racer){&bk, i, 0, 0, 0};
 		started[i] = !pthread_create(&tid[i], NULL, racer_main, &r[i]);
 		if (!started[i])
 			r[i].open_rc = -EAGAIN;
@@ -332,15 +335,15 @@ int ec_open_race(enum ec_kind kind)
 		for (unsigned j = 0; j < i; j++)
 			if (!r[i].open_rc && !r[j].open_rc && r[i].epoch == r[j].epoch)
 				RFAIL("racers %u and %u both claimed epoch %" PRIu64, j, i,
-					 r[i].epoch);
+				      r[i].epoch);
 	}
 	char who[256];
 	size_t wn = 0;
 
 	for (unsigned i = 0; i < 4; i++)
 		wn += (size_t)snprintf(who + wn, sizeof(who) - wn,
-				       " racer %u: open %d epoch %" PRIu64 " put %d;", i,
-				       r[i].open_rc, r[i].epoch, r[i].put_rc);
+		                       " racer %u: open %d epoch %" PRIu64 " put %d;", i,
+		                       r[i].open_rc, r[i].epoch, r[i].put_rc);
 	if ((rc = ec_backing_open(&bk, &st)) || (rc = engine_open(st, &o, &e)))
 		RFAIL("reopen after the race: %d", rc);
 	for (unsigned i = 0; i < 4; i++) {

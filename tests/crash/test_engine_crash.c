@@ -60,7 +60,8 @@ int main(int argc, char **argv)
 		} else if (!strcmp(argv[i], "--quiet")) {
 			quiet = true;
 		} else {
-			fprintf(stderr, "usage: %s [--seeds FIRST-LAST] [--s3] [--quiet]\n", argv[0]);
+			fprintf(stderr, "usage: %s [--seeds FIRST-LAST] [--s3] [--quiet]\n",
+			        argv[0]);
 			return 2;
 		}
 	}
@@ -75,13 +76,14 @@ int main(int argc, char **argv)
 		base = strtoull(shift, &end, 0);
 		if (*end || base > UINT64_MAX - hi) {
 			fprintf(stderr, "bad MEMWALFS_SEED '%s' (a number, at most %" PRIu64 ")\n",
-				shift, UINT64_MAX - hi);
+			        shift, UINT64_MAX - hi);
 			return 2;
 		}
 		lo += base;
 		hi += base;
 		printf("crash campaign: MEMWALFS_SEED %" PRIu64 " shifts the seeds by %" PRIu64
-		       " (replay with MEMWALFS_SEED=%" PRIu64 ")\n", base, base, base);
+		       " (replay with MEMWALFS_SEED=%" PRIu64 ")\n",
+		       base, base, base);
 	}
 	printf("crash campaign: seeds %" PRIu64 "-%" PRIu64 " on the %s store\n", lo, hi,
 	       kind == EC_S3 ? "s3" : "local");
@@ -99,9 +101,11 @@ int main(int argc, char **argv)
 			return 77;
 		if (rc) {
 			failed++;
-			fprintf(stderr, "FAIL seed %" PRIu64 " (rerun: %s--seeds %" PRIu64 "-%" PRIu64
-				"%s)\n", s, base ? "env -u MEMWALFS_SEED " : "", s, s,
-				kind == EC_S3 ? " --s3" : "");
+			fprintf(stderr,
+			        "FAIL seed %" PRIu64 " (rerun: %s--seeds %" PRIu64 "-%" PRIu64
+			        "%s)\n",
+			        s, base ? "env -u MEMWALFS_SEED " : "", s, s,
+			        kind == EC_S3 ? " --s3" : "");
 		}
 		fflush(stdout);
 		fflush(stderr);
@@ -117,7 +121,7 @@ int main(int argc, char **argv)
 	       "; MemTables frozen %" PRIu64 ", flushed %" PRIu64 "\n",
 	       t.seeds, count,
 	       (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9,
-	       t.crashed_mid, t.crashed_end, t.clean, t.open_crashes, t.ops, t.acked,
-	       t.survived, t.frozen, t.flushes);
+	       t.crashed_mid, t.crashed_end, t.clean, t.open_crashes, t.ops, t.acked, t.survived,
+	       t.frozen, t.flushes);
 	return failed ? 1 : 0;
 }

@@ -105,11 +105,11 @@ static void check_prefix(struct engine *e, unsigned n, const char *what)
 		if (present) {
 			op_val(i, want);
 			if (rc || vn != op_vlen(i) || memcmp(v, want, vn))
-				fail_msg("%s: %s (op %u of %u acknowledged) rc %d len %zu", what, key,
-					 i, n, rc, vn);
+				fail_msg("%s: %s (op %u of %u acknowledged) rc %d len %zu", what,
+				         key, i, n, rc, vn);
 		} else if (rc != -ENOENT) {
 			fail_msg("%s: %s (op %u, %u acknowledged) should be absent, rc %d", what,
-				 key, i, n, rc);
+			         key, i, n, rc);
 		}
 		free(v);
 	}
@@ -135,7 +135,7 @@ static struct engine_opts quick_opts(void)
 
 /* Open a truth engine on a new handle of bk; check its first n ops (n or n+1 if maybe). */
 static void check_truth(const struct ec_backing *bk, unsigned n, bool maybe_one_more,
-			const char *what)
+                        const char *what)
 {
 	struct store *st = NULL;
 	struct engine *e = NULL;
@@ -243,7 +243,7 @@ static bool failnth_once(uint64_t n, int flags, unsigned mask)
 	bool fired;
 
 	snprintf(what, sizeof(what), "fail write call %" PRIu64 "%s", n,
-		 flags & FAULT_LAND ? " (landed)" : "");
+	         flags & FAULT_LAND ? " (landed)" : "");
 	assert_int_equal(ec_backing_new(EC_LOCAL, "failnth", &bk), 0);
 	assert_int_equal(ec_backing_open(&bk, &inner), 0);
 	assert_int_equal(fault_store_new(inner, &f), 0);
@@ -257,10 +257,10 @@ static bool failnth_once(uint64_t n, int flags, unsigned mask)
 		}
 		if (!rc && first_err)
 			fail_msg("%s: op %u acknowledged after op %u failed with %d", what, i,
-				 acked, first_err);
+			         acked, first_err);
 		if (first_err && rc != first_err)
 			fail_msg("%s: op %u returned %d, not the sticky %d", what, i, rc,
-				 first_err);
+			         first_err);
 		if (!rc)
 			acked++;
 	}
@@ -389,7 +389,8 @@ static void test_fail_nth_open(void **state)
 			engine_close(e);
 		} else if (rc == -EUCLEAN || rc == -EINVAL) {
 			fail_msg("open with store call %" PRIu64 " failing returned %d: a "
-				 "transient store error must not look like corruption", n, rc);
+			         "transient store error must not look like corruption",
+			         n, rc);
 		}
 		store_close(fault_store_as_store(f));
 		check_truth(&bk, NOPS, false, "after an open with a failed call");
@@ -397,8 +398,8 @@ static void test_fail_nth_open(void **state)
 		if (!fired)
 			break;
 	}
-	print_message("open: %" PRIu64 " fault points (%u opens worked despite the fault)\n",
-		      n - 1, opened);
+	print_message("open: %" PRIu64 " fault points (%u opens worked despite the fault)\n", n - 1,
+	              opened);
 	golden_free(&g);
 }
 
@@ -416,8 +417,7 @@ static void *waiter_main(void *arg)
 
 	snprintf(key, sizeof(key), "w/%u", w->i);
 	memset(v, (int)w->i, sizeof(v));
-	w->rc = engine_put(w->e, key, strlen(key), v, w->i % 2 ? sizeof(v) : 30, ENGINE_WAIT,
-			   NULL);
+	w->rc = engine_put(w->e, key, strlen(key), v, w->i % 2 ? sizeof(v) : 30, ENGINE_WAIT, NULL);
 	return NULL;
 }
 
@@ -441,7 +441,7 @@ static void test_waiters_get_error(void **state)
 	assert_int_equal(engine_put(e, "before", 6, "x", 1, ENGINE_WAIT | ENGINE_URGENT, NULL), 0);
 	fault_store_fail_nth(f, FAULT_M(FAULT_OP_PUT_IF_ABSENT), 1, -EIO, 0);
 	for (unsigned i = 0; i < 4; i++) {
-		w[i] = (struct waiter){ e, i, 1 };
+		w[i] = (struct waiter){e, i, 1};
 		assert_int_equal(pthread_create(&tid[i], NULL, waiter_main, &w[i]), 0);
 	}
 	for (unsigned i = 0; i < 4; i++)
@@ -503,7 +503,7 @@ static void test_throttling(void **state)
 		assert_int_equal(engine_open(fault_store_as_store(f), &o, &e), 0);
 		fault_store_seed(f, seed);
 		fault_store_fail_random(f, FAULT_WRITES, 0.08, land ? -ETIMEDOUT : -EAGAIN,
-					land ? FAULT_LAND : 0);
+		                        land ? FAULT_LAND : 0);
 		for (unsigned i = 0; i < NOPS && !rc; i++) {
 			rc = script_op(e, i);
 			acked += rc == 0;
@@ -512,7 +512,7 @@ static void test_throttling(void **state)
 			failed_runs++;
 			if (script_op(e, NOPS - 1) == 0)
 				fail_msg("%s: a write was acknowledged after the failure %d", what,
-					 rc);
+				         rc);
 		}
 		engine_close(e);
 		store_close(fault_store_as_store(f));
@@ -520,7 +520,7 @@ static void test_throttling(void **state)
 		ec_backing_destroy(&bk);
 	}
 	print_message("throttling: %u of 16 runs (seeds %" PRIu64 "..+15) hit an error\n",
-		      failed_runs, base);
+	              failed_runs, base);
 }
 
 static void test_fencing(void **state)
@@ -539,15 +539,15 @@ static bool clear_error(int rc)
 }
 
 enum mutation { FLIP_FIRST, FLIP_VERSION, FLIP_MIDDLE, FLIP_LAST, TRUNC_HALF, TRUNC_ZERO, MUT__N };
-static const char *const mut_name[] = { "flip byte 0", "flip byte 5", "flip middle byte",
-					"flip last byte", "truncate to half", "truncate to 0" };
+static const char *const mut_name[] = {"flip byte 0",    "flip byte 5",      "flip middle byte",
+                                       "flip last byte", "truncate to half", "truncate to 0"};
 
 /*
  * Corrupt object g->keys[oi] by mutation m in a copy of the golden store,
  * open and read everything.  Returns 1 if the corruption was reported.
  */
 static int corrupt_case(struct golden *g, size_t oi, enum mutation m, bool latest_manifest,
-			uint64_t covered)
+                        uint64_t covered)
 {
 	const char *obj = g->keys[oi];
 	struct ec_backing bk;
@@ -569,13 +569,30 @@ static int corrupt_case(struct golden *g, size_t oi, enum mutation m, bool lates
 	uint8_t *b = v;
 
 	switch (m) {
-	case FLIP_FIRST: if (n) b[0] ^= 0x40; break;
-	case FLIP_VERSION: if (n > 5) b[5] ^= 0x01; break;
-	case FLIP_MIDDLE: if (n) b[n / 2] ^= 0x08; break;
-	case FLIP_LAST: if (n) b[n - 1] ^= 0x80; break;
-	case TRUNC_HALF: n /= 2; break;
-	case TRUNC_ZERO: n = 0; break;
-	default: break;
+	case FLIP_FIRST:
+		if (n)
+			b[0] ^= 0x40;
+		break;
+	case FLIP_VERSION:
+		if (n > 5)
+			b[5] ^= 0x01;
+		break;
+	case FLIP_MIDDLE:
+		if (n)
+			b[n / 2] ^= 0x08;
+		break;
+	case FLIP_LAST:
+		if (n)
+			b[n - 1] ^= 0x80;
+		break;
+	case TRUNC_HALF:
+		n /= 2;
+		break;
+	case TRUNC_ZERO:
+		n = 0;
+		break;
+	default:
+		break;
 	}
 	assert_int_equal(store_put(st, obj, v, n), 0);
 	free(v);
@@ -600,7 +617,7 @@ static int corrupt_case(struct golden *g, size_t oi, enum mutation m, bool lates
 				free(v);
 				cap_end(&cap);
 				fail_msg("%s: get %s gave wrong data (rc %d, %zu bytes)", what, key,
-					 r, n);
+				         r, n);
 			} else if (!present && r != -ENOENT) {
 				free(v);
 				cap_end(&cap);
@@ -628,17 +645,20 @@ static int corrupt_case(struct golden *g, size_t oi, enum mutation m, bool lates
 	}
 	log = cap_end(&cap);
 	if (rc && !clear_error(rc))
-		fail_msg("%s: open returned %d, want -EUCLEAN or -EBADMSG\nlog:\n%s", what, rc, log);
+		fail_msg("%s: open returned %d, want -EUCLEAN or -EBADMSG\nlog:\n%s", what, rc,
+		         log);
 	if ((rc || errors) && !strstr(log, obj))
 		fail_msg("%s: the error (open %d, %zu read errors) does not name the object; "
-			 "log:\n%s", what, rc, errors, log);
+		         "log:\n%s",
+		         what, rc, errors, log);
 	detected = rc || errors || strstr(log, obj); /* noticed, even if worked around */
 	uint64_t pos = 0;
 
 	if (!detected && !strncmp(obj, "wal/", 4) && !fmt_parse_wal_name(obj, &pos) &&
 	    pos >= covered)
 		fail_msg("%s: a corrupt WAL entry that no manifest covers went unnoticed "
-			 "(open and reads fine)", what);
+		         "(open and reads fine)",
+		         what);
 	if (!detected && !strncmp(obj, "sst/", 4) && (m == FLIP_MIDDLE || m >= TRUNC_HALF))
 		fail_msg("%s: a corrupt SSTable went unnoticed", what);
 	if (!detected && latest_manifest)
@@ -655,7 +675,7 @@ static void test_corruption(void **state)
 {
 	(void)state;
 	struct golden g;
-	unsigned per[4] = { 0 }, hit[4] = { 0 };
+	unsigned per[4] = {0}, hit[4] = {0};
 	const char *latest = NULL;
 	uint64_t covered;
 
@@ -665,14 +685,14 @@ static void test_corruption(void **state)
 			latest = g.keys[i];
 	covered = golden_covered(&g, latest);
 	for (size_t i = 0; i < g.nkeys; i++) {
-		int kind = !strncmp(g.keys[i], "wal/", 4) ? 0 :
-			   !strncmp(g.keys[i], "pack/", 5) ? 1 :
-			   !strncmp(g.keys[i], "manifest/", 9) ? 2 :
-			   !strncmp(g.keys[i], "sst/", 4) ? 3 : -1;
+		int kind = !strncmp(g.keys[i], "wal/", 4)        ? 0
+		           : !strncmp(g.keys[i], "pack/", 5)     ? 1
+		           : !strncmp(g.keys[i], "manifest/", 9) ? 2
+		           : !strncmp(g.keys[i], "sst/", 4)      ? 3
+		                                                 : -1;
 
 		for (int m = 0; m < MUT__N; m++) {
-			int d = corrupt_case(&g, i, (enum mutation)m, g.keys[i] == latest,
-					     covered);
+			int d = corrupt_case(&g, i, (enum mutation)m, g.keys[i] == latest, covered);
 
 			if (kind >= 0) {
 				per[kind]++;
@@ -681,11 +701,12 @@ static void test_corruption(void **state)
 		}
 	}
 	if (!per[0] || !per[1] || !per[2])
-		fail_msg("expected wal/, pack/ and manifest/ objects, found %u %u %u cases",
-			 per[0], per[1], per[2]);
+		fail_msg("expected wal/, pack/ and manifest/ objects, found %u %u %u cases", per[0],
+		         per[1], per[2]);
 	print_message("corruption: %zu objects (WAL covered below %" PRIu64 "); detected wal "
-		      "%u/%u, pack %u/%u, manifest %u/%u, sst %u/%u\n", g.nkeys, covered, hit[0],
-		      per[0], hit[1], per[1], hit[2], per[2], hit[3], per[3]);
+	              "%u/%u, pack %u/%u, manifest %u/%u, sst %u/%u\n",
+	              g.nkeys, covered, hit[0], per[0], hit[1], per[1], hit[2], per[2], hit[3],
+	              per[3]);
 	golden_free(&g);
 }
 
@@ -713,7 +734,7 @@ static void *handle_put_main(void *arg)
 
 		snprintf(key, sizeof(key), "h/%u-%u", h->i, k); /* one parent dir */
 		rc = k % 2 ? store_put(h->st, key, key, strlen(key))
-			   : store_put_if_absent(h->st, key, key, strlen(key));
+		           : store_put_if_absent(h->st, key, key, strlen(key));
 		if (rc)
 			h->bad = rc;
 	}
@@ -735,7 +756,7 @@ static void test_two_handles_one_dir(void **state)
 
 	assert_int_equal(ec_backing_new(EC_LOCAL, "handles", &bk), 0);
 	for (unsigned i = 0; i < 2; i++) {
-		h[i] = (struct handle_putter){ NULL, i, 0 };
+		h[i] = (struct handle_putter){NULL, i, 0};
 		assert_int_equal(ec_backing_open(&bk, &h[i].st), 0);
 	}
 	for (unsigned i = 0; i < 2; i++)
@@ -748,21 +769,17 @@ static void test_two_handles_one_dir(void **state)
 	for (unsigned i = 0; i < 2; i++)
 		if (h[i].bad)
 			fail_msg("handle %u: a put of a fresh key returned %d (two handles on one "
-				 "directory in one process pick the same temp file name)", i,
-				 h[i].bad);
+			         "directory in one process pick the same temp file name)",
+			         i, h[i].bad);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_fail_nth_write),
-		cmocka_unit_test(test_fail_nth_open),
-		cmocka_unit_test(test_waiters_get_error),
-		cmocka_unit_test(test_throttling),
-		cmocka_unit_test(test_fencing),
-		cmocka_unit_test(test_two_handles_one_dir),
-		cmocka_unit_test(test_open_race),
-		cmocka_unit_test(test_corruption),
+	    cmocka_unit_test(test_fail_nth_write),    cmocka_unit_test(test_fail_nth_open),
+	    cmocka_unit_test(test_waiters_get_error), cmocka_unit_test(test_throttling),
+	    cmocka_unit_test(test_fencing),           cmocka_unit_test(test_two_handles_one_dir),
+	    cmocka_unit_test(test_open_race),         cmocka_unit_test(test_corruption),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -31,12 +31,12 @@
 #include "maint.h"
 #include "store.h"
 
-#define FAIL(...)                                                         \
-	do {                                                              \
-		fprintf(stderr, "FAIL fence-after-gc (line %d): ", __LINE__); \
-		fprintf(stderr, __VA_ARGS__);                             \
-		fputc('\n', stderr);                                      \
-		goto out;                                                 \
+#define FAIL(...)                                                                                  \
+	do {                                                                                       \
+		fprintf(stderr, "FAIL fence-after-gc (line %d): ", __LINE__);                      \
+		fprintf(stderr, __VA_ARGS__);                                                      \
+		fputc('\n', stderr);                                                               \
+		goto out;                                                                          \
 	} while (0)
 
 static int put_key(struct engine *e, const char *key, int flags)
@@ -88,7 +88,7 @@ static int run(enum ec_kind kind)
 	struct fault_store *fa = NULL;
 	struct engine *ea = NULL, *eb = NULL;
 	struct engine_opts oa, ob;
-	struct pending pa = { 0 };
+	struct pending pa = {0};
 	pthread_t tid;
 	bool started = false, held = false;
 	char key[32], wal[FMT_NAME_MAX];
@@ -173,7 +173,8 @@ static int run(enum ec_kind kind)
 	started = false;
 	if (pa.rc == 0)
 		FAIL("stalled writer A acknowledged a/stalled after B claimed the store and GC "
-		     "deleted B's fence (%s): a durable write no replay will read", wal);
+		     "deleted B's fence (%s): a durable write no replay will read",
+		     wal);
 	if (pa.rc != -ESTALE)
 		FAIL("A's stalled write returned %d, want -ESTALE", pa.rc);
 	if ((rc = put_key(ea, "a/after", ENGINE_WAIT | ENGINE_URGENT)) != -ESTALE)

@@ -102,12 +102,12 @@ struct late_store {
 
 /* A streaming writer of the late store: passes through, keeps a copy of the bytes. */
 struct late_writer {
-	struct store_writer base;    /* must be first */
-	struct store_writer *inner;  /* the inner store's writer */
-	struct late_store *ls;       /* the store it writes to */
-	char *key;                   /* its key (malloc()ed) */
-	uint8_t *buf;                /* every byte written so far (malloc()ed) */
-	size_t len, cap;             /* used / allocated bytes of buf */
+	struct store_writer base;   /* must be first */
+	struct store_writer *inner; /* the inner store's writer */
+	struct late_store *ls;      /* the store it writes to */
+	char *key;                  /* its key (malloc()ed) */
+	uint8_t *buf;               /* every byte written so far (malloc()ed) */
+	size_t len, cap;            /* used / allocated bytes of buf */
 };
 
 static bool has_pfx(const char *key, const char *pfx)
@@ -126,7 +126,7 @@ static void *dup_bytes(const void *p, size_t n)
 }
 
 static void record(struct late_store *ls, enum late_kind kind, const char *key, const void *buf,
-		   size_t len, int rc, bool late)
+                   size_t len, int rc, bool late)
 {
 	struct late_rec *r;
 
@@ -152,7 +152,7 @@ static void record(struct late_store *ls, enum late_kind kind, const char *key, 
  * *wbuf becomes NULL).
  */
 static bool take_hold(struct late_store *ls, enum late_kind kind, const char *key, const void *buf,
-		      size_t len, struct store_writer *w, uint8_t **wbuf)
+                      size_t len, struct store_writer *w, uint8_t **wbuf)
 {
 	bool take;
 
@@ -211,8 +211,8 @@ static void maybe_land(struct late_store *ls, enum late_kind kind, const char *k
 }
 
 /* A put or put_if_absent: held, or passed on (landing the held one around it). */
-static int put_common(struct late_store *ls, enum late_kind kind, const char *key,
-		      const void *buf, size_t len)
+static int put_common(struct late_store *ls, enum late_kind kind, const char *key, const void *buf,
+                      size_t len)
 {
 	int rc;
 
@@ -220,7 +220,7 @@ static int put_common(struct late_store *ls, enum late_kind kind, const char *ke
 		return ls->hold_err;
 	maybe_land(ls, kind, key, true);
 	rc = kind == LK_PIA ? store_put_if_absent(ls->inner, key, buf, len)
-			    : store_put(ls->inner, key, buf, len);
+	                    : store_put(ls->inner, key, buf, len);
 	record(ls, kind, key, buf, len, rc, false);
 	maybe_land(ls, kind, key, false);
 	return rc;
@@ -237,7 +237,7 @@ static int l_put_if_absent(struct store *s, const char *key, const void *buf, si
 }
 
 static int l_get(struct store *s, const char *key, uint64_t off, uint64_t len, void **out,
-		 size_t *outlen)
+                 size_t *outlen)
 {
 	return store_get(((struct late_store *)s)->inner, key, off, len, out, outlen);
 }
@@ -248,7 +248,7 @@ static int l_head(struct store *s, const char *key, struct store_stat *st)
 }
 
 static int l_list(struct store *s, const char *prefix, const char *start_after, size_t max_keys,
-		  store_list_fn fn, void *arg)
+                  store_list_fn fn, void *arg)
 {
 	return store_list(((struct late_store *)s)->inner, prefix, start_after, max_keys, fn, arg);
 }
@@ -335,9 +335,9 @@ static void lw_abort(struct store_writer *w)
 }
 
 static const struct store_writer_ops late_writer_ops = {
-	.write = lw_write,
-	.finish = lw_finish,
-	.abort = lw_abort,
+    .write = lw_write,
+    .finish = lw_finish,
+    .abort = lw_abort,
 };
 
 static int l_writer_open(struct store *s, const char *key, int flags, struct store_writer **out)
@@ -379,16 +379,16 @@ static void l_close(struct store *s)
 }
 
 static const struct store_ops late_ops = {
-	.put = l_put,
-	.put_if_absent = l_put_if_absent,
-	.get = l_get,
-	.head = l_head,
-	.list = l_list,
-	.del = l_delete,
-	.delete_many = l_delete_many,
-	.writer_open = l_writer_open,
-	.cleanup_uploads = l_cleanup,
-	.close = l_close,
+    .put = l_put,
+    .put_if_absent = l_put_if_absent,
+    .get = l_get,
+    .head = l_head,
+    .list = l_list,
+    .del = l_delete,
+    .delete_many = l_delete_many,
+    .writer_open = l_writer_open,
+    .cleanup_uploads = l_cleanup,
+    .close = l_close,
 };
 
 /* Wrap inner (owned from now on). */
@@ -408,7 +408,7 @@ static struct late_store *late_new(struct store *inner)
 /* Arm: hold the next call of kind under hold_pfx (err to the caller); land it
  * before (or after) the next call of land_kind under land_pfx. */
 static void late_arm(struct late_store *ls, enum late_kind kind, const char *hold_pfx, int err,
-		     enum late_kind land_kind, const char *land_pfx, bool land_before)
+                     enum late_kind land_kind, const char *land_pfx, bool land_before)
 {
 	pthread_mutex_lock(&ls->mu);
 	ls->hold_kind = (int)kind;
@@ -529,7 +529,7 @@ static void check_data(struct engine *e, const unsigned *round, const char *what
 			val_fill(want, i, round[i]);
 			if (rc || n != val_len(i) || memcmp(v, want, n) != 0)
 				fail_msg("%s: %s: rc %d, %zu bytes, want round %u", what, k, rc, n,
-					 round[i]);
+				         round[i]);
 		}
 		free(v);
 	}
@@ -601,7 +601,7 @@ static unsigned check_sst_names_unique(struct late_store *ls, const char *what)
 		names++;
 		if (writes_of_locked(ls, r->key) != 1)
 			fail_msg("%s: %s written %u times", what, r->key,
-				 writes_of_locked(ls, r->key));
+			         writes_of_locked(ls, r->key));
 	}
 	pthread_mutex_unlock(&ls->mu);
 	return names;
@@ -654,7 +654,7 @@ static void check_referenced(struct late_store *ls, struct manifest *m, const ch
 			fail_msg("%s: %s does not hold the bytes of its upload", what, name);
 		if (m->ssts[i].id >= m->next_sst)
 			fail_msg("%s: %s has id %" PRIu64 " >= next_sst %" PRIu64, what, name,
-				 m->ssts[i].id, m->next_sst);
+			         m->ssts[i].id, m->next_sst);
 		free(buf);
 	}
 	pthread_mutex_unlock(&ls->mu);
@@ -690,7 +690,7 @@ static const char *nth_sst(struct late_store *ls, unsigned nth)
  */
 static void finish_one_table(struct fx *x, const char *want, const char *gone, const char *what)
 {
-	struct manifest m = { 0 };
+	struct manifest m = {0};
 	char buf[160];
 
 	check_referenced(x->ls, &m, what);
@@ -738,7 +738,7 @@ static void gc_hook(void *arg)
 static void test_flush_upload_landed_then_retry(void **state)
 {
 	struct fx x;
-	struct gc_probe probe = { .x = &x };
+	struct gc_probe probe = {.x = &x};
 	struct maint_gc_result res;
 	char first[64], second[64];
 
@@ -810,7 +810,7 @@ static void test_flush_upload_lands_late(void **state)
 static void test_manifest_lands_before_retry(void **state)
 {
 	struct fx x;
-	struct manifest m = { 0 };
+	struct manifest m = {0};
 	const char *first, *second;
 	int rc;
 
@@ -870,7 +870,7 @@ static void test_manifest_lands_after_retry(void **state)
 static void test_compaction_output_lands_late(void **state)
 {
 	struct fx x;
-	struct manifest m = { 0 };
+	struct manifest m = {0};
 	struct engine_stats es;
 
 	(void)state;
@@ -909,11 +909,11 @@ static void test_compaction_output_lands_late(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_flush_upload_landed_then_retry),
-		cmocka_unit_test(test_flush_upload_lands_late),
-		cmocka_unit_test(test_manifest_lands_before_retry),
-		cmocka_unit_test(test_manifest_lands_after_retry),
-		cmocka_unit_test(test_compaction_output_lands_late),
+	    cmocka_unit_test(test_flush_upload_landed_then_retry),
+	    cmocka_unit_test(test_flush_upload_lands_late),
+	    cmocka_unit_test(test_manifest_lands_before_retry),
+	    cmocka_unit_test(test_manifest_lands_after_retry),
+	    cmocka_unit_test(test_compaction_output_lands_late),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

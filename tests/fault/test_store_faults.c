@@ -123,8 +123,8 @@ static void m_get(struct model *m, int k, uint64_t off)
 			free(b);
 		}
 		if (!found)
-			fail_msg("get %s@%" PRIu64 ": %zu bytes match no possible value", keys[k], off,
-				 n);
+			fail_msg("get %s@%" PRIu64 ": %zu bytes match no possible value", keys[k],
+			         off, n);
 		free(p);
 	} else {
 		expect_ok_or_err(m, rc, "get");
@@ -267,7 +267,8 @@ static void check_truth(struct fault_store *f, struct model *m)
 		int v = val_of(p, n);
 		free(p);
 		if (!v || !(m->poss[k] & BIT(v)))
-			fail_msg("%s holds value %d, possible set %" PRIx64, keys[k], v, m->poss[k]);
+			fail_msg("%s holds value %d, possible set %" PRIx64, keys[k], v,
+			         m->poss[k]);
 	}
 	assert_int_equal(tu_count_keys(in, ""), tu_count_keys(in, "m/"));
 }
@@ -477,7 +478,7 @@ static void test_crash_at(void **state)
 struct crash_writer {
 	struct store *s;
 	int id;
-	int acked; /* puts acknowledged before the first failure */
+	int acked;         /* puts acknowledged before the first failure */
 	bool failed_other; /* an error other than -EIO */
 };
 
@@ -606,15 +607,15 @@ static void test_delay_counters_clear(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_fail_nth_once),
-		cmocka_unit_test(test_fail_nth_persistent),
-		cmocka_unit_test(test_fail_nth_landed),
-		cmocka_unit_test(test_random_throttle),
-		cmocka_unit_test(test_cut_writer),
-		cmocka_unit_test(test_crash_now),
-		cmocka_unit_test(test_crash_at),
-		cmocka_unit_test(test_crash_concurrent),
-		cmocka_unit_test(test_delay_counters_clear),
+	    cmocka_unit_test(test_fail_nth_once),
+	    cmocka_unit_test(test_fail_nth_persistent),
+	    cmocka_unit_test(test_fail_nth_landed),
+	    cmocka_unit_test(test_random_throttle),
+	    cmocka_unit_test(test_cut_writer),
+	    cmocka_unit_test(test_crash_now),
+	    cmocka_unit_test(test_crash_at),
+	    cmocka_unit_test(test_crash_concurrent),
+	    cmocka_unit_test(test_delay_counters_clear),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

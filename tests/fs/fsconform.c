@@ -33,28 +33,28 @@
 static int failures, checks;
 static const char *group;
 
-#define CHECK(cond)                                                                            \
-	do {                                                                                   \
-		checks++;                                                                      \
-		if (!(cond)) {                                                                 \
-			failures++;                                                            \
-			fprintf(stderr, "FAIL %s:%d [%s] %s (errno %d %s)\n", __FILE__, __LINE__, \
-				group, #cond, errno, strerror(errno));                         \
-		}                                                                              \
+#define CHECK(cond)                                                                                \
+	do {                                                                                       \
+		checks++;                                                                          \
+		if (!(cond)) {                                                                     \
+			failures++;                                                                \
+			fprintf(stderr, "FAIL %s:%d [%s] %s (errno %d %s)\n", __FILE__, __LINE__,  \
+			        group, #cond, errno, strerror(errno));                             \
+		}                                                                                  \
 	} while (0)
 
 /* Expect a call to fail with a given errno. */
-#define CHECK_ERR(call, err)                                                                   \
-	do {                                                                                   \
-		errno = 0;                                                                     \
-		long r_ = (long)(call);                                                        \
-		checks++;                                                                      \
-		if (r_ != -1 || errno != (err)) {                                              \
-			failures++;                                                            \
-			fprintf(stderr, "FAIL %s:%d [%s] %s: want %s, got %ld errno %s\n",     \
-				__FILE__, __LINE__, group, #call, strerror(err), r_,           \
-				strerror(errno));                                              \
-		}                                                                              \
+#define CHECK_ERR(call, err)                                                                       \
+	do {                                                                                       \
+		errno = 0;                                                                         \
+		long r_ = (long)(call);                                                            \
+		checks++;                                                                          \
+		if (r_ != -1 || errno != (err)) {                                                  \
+			failures++;                                                                \
+			fprintf(stderr, "FAIL %s:%d [%s] %s: want %s, got %ld errno %s\n",         \
+			        __FILE__, __LINE__, group, #call, strerror(err), r_,               \
+			        strerror(errno));                                                  \
+		}                                                                                  \
 	} while (0)
 
 static char base[4096];
@@ -429,7 +429,8 @@ static void t_xattr(void)
 	CHECK_ERR(getxattr(P("x"), "security.selinux", buf, sizeof(buf)), EOPNOTSUPP);
 	CHECK_ERR(getxattr(P("x"), "system.posix_acl_access", NULL, 0), EOPNOTSUPP);
 	CHECK_ERR(setxattr(P("x"), "security.selinux", "l", 1, 0), EOPNOTSUPP);
-	CHECK(setxattr(P("x"), "trusted.t", "1", 1, 0) == 0 && removexattr(P("x"), "trusted.t") == 0);
+	CHECK(setxattr(P("x"), "trusted.t", "1", 1, 0) == 0 &&
+	      removexattr(P("x"), "trusted.t") == 0);
 	CHECK(mkdir(P("xd"), 0755) == 0 && setxattr(P("xd"), "user.d", "1", 1, 0) == 0);
 	CHECK(getxattr(P("xd"), "user.d", buf, sizeof(buf)) == 1);
 	CHECK(rmdir(P("xd")) == 0);
@@ -544,7 +545,8 @@ static void t_misc(void)
 	/* permissions: an unprivileged user cannot write into a 0755 root directory */
 	if (geteuid() == 0) {
 		CHECK(mkdir(P("priv"), 0755) == 0);
-		CHECK(write_file(P("priv/secret"), "s", 1) == 0 && chmod(P("priv/secret"), 0600) == 0);
+		CHECK(write_file(P("priv/secret"), "s", 1) == 0 &&
+		      chmod(P("priv/secret"), 0600) == 0);
 		pid_t pid = fork();
 		if (pid == 0) {
 			if (setgid(65534) || setuid(65534))

@@ -50,16 +50,19 @@ int main(int argc, char **argv)
 			return 77;
 		if (rc) {
 			failed++;
-			fprintf(stderr, "FAIL seed %" PRIu64 " on s3 (rerun: --seeds %" PRIu64
-				"-%" PRIu64 ")\n", s, s, s);
+			fprintf(stderr,
+			        "FAIL seed %" PRIu64 " on s3 (rerun: --seeds %" PRIu64 "-%" PRIu64
+			        ")\n",
+			        s, s, s);
 		}
 	}
 	struct ec_crash_totals t;
 
 	ec_crash_get_totals(&t);
 	printf("s3: fencing %s; crash campaign %u/%" PRIu64 " seeds passed (%u crashed during "
-	       "the workload); writes issued %" PRIu64 ", acknowledged %" PRIu64 ", found %"
-	       PRIu64 "\n", fence_rc ? "FAILED" : "ok", t.seeds, hi - lo + 1, t.crashed_mid, t.ops,
-	       t.acked, t.survived);
+	       "the workload); writes issued %" PRIu64 ", acknowledged %" PRIu64 ", found %" PRIu64
+	       "\n",
+	       fence_rc ? "FAILED" : "ok", t.seeds, hi - lo + 1, t.crashed_mid, t.ops, t.acked,
+	       t.survived);
 	return failed ? 1 : 0;
 }

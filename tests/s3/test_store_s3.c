@@ -64,7 +64,8 @@ static void test_wrong_secret(void **state)
 {
 	(void)state;
 	char log[4096];
-	int rc = tu_capture_stderr(log, sizeof(log), open_with_secret, (void *)"not-the-secret-0000");
+	int rc =
+	    tu_capture_stderr(log, sizeof(log), open_with_secret, (void *)"not-the-secret-0000");
 	assert_int_equal(rc, -EACCES);
 	assert_non_null(strstr(log, "HTTP 403"));
 	assert_non_null(strstr(log, "SignatureDoesNotMatch"));
@@ -131,8 +132,9 @@ static void test_transport_retries(void **state)
 	/* Nothing listens on port 1: the open fails at once (one attempt, no backoff) with
 	 * -ECONNREFUSED; retries are for a server that is up (test_store_s3_faults). */
 	double t0 = tu_now_sec();
-	assert_int_equal(tu_capture_stderr(log, sizeof(log), open_endpoint, (void *)"http://127.0.0.1:1"),
-	                 -ECONNREFUSED);
+	assert_int_equal(
+	    tu_capture_stderr(log, sizeof(log), open_endpoint, (void *)"http://127.0.0.1:1"),
+	    -ECONNREFUSED);
 	assert_true(tu_now_sec() - t0 < 1.0);
 	assert_non_null(strstr(log, "cannot reach http://127.0.0.1:1"));
 	assert_non_null(strstr(log, "connection refused"));

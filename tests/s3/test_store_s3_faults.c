@@ -260,7 +260,8 @@ static void test_not_retried(void **state)
 	size_t n = 0;
 
 	arm(&d, "403", 3, "PUT", NULL);
-	assert_int_equal(tu_capture_stderr(log, sizeof(log), put_via_proxy, (void *)"nr/403"), -EACCES);
+	assert_int_equal(tu_capture_stderr(log, sizeof(log), put_via_proxy, (void *)"nr/403"),
+	                 -EACCES);
 	measure(&d);
 	assert_int_equal(retries(&d), 0);
 	assert_int_equal(sent(&d, STORE_OP_PUT), 1);

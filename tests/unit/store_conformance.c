@@ -68,12 +68,13 @@ static void list_ok(const char *prefix, const char *after, size_t max, struct tu
 {
 	int rc = store_list(T->store, prefix, after, max, tu_keys_add, l);
 	if (rc != 0)
-		fail_msg("list prefix=%s after=%s max=%zu: %d", prefix, after ? after : "", max, rc);
+		fail_msg("list prefix=%s after=%s max=%zu: %d", prefix, after ? after : "", max,
+		         rc);
 }
 
 /* Listing (prefix, after, max) yields exactly want[0..n). */
 static void list_eq(const char *prefix, const char *after, size_t max, const char *const *want,
-		    size_t n)
+                    size_t n)
 {
 	struct tu_keys l = {0};
 	list_ok(prefix, after, max, &l);
@@ -81,7 +82,7 @@ static void list_eq(const char *prefix, const char *after, size_t max, const cha
 		for (size_t i = 0; i < l.n; i++)
 			fprintf(stderr, "  got %s\n", l.keys[i]);
 		fail_msg("list prefix=%s after=%s max=%zu: %zu keys, want %zu", prefix,
-			 after ? after : "", max, l.n, n);
+		         after ? after : "", max, l.n, n);
 	}
 	for (size_t i = 0; i < n; i++)
 		assert_string_equal(l.keys[i], want[i]);
@@ -145,8 +146,8 @@ static void test_roundtrip_100mib(void **state)
 	assert_int_equal(st.size, len);
 	/* a range deep inside */
 	get_eq("rt/big", 77 * MiB + 1, MiB + 5, b + 77 * MiB + 1, MiB + 5);
-	fprintf(stderr, "[%s] 100 MiB put %.2f s (%.0f MB/s), get %.2f s (%.0f MB/s)\n",
-		T->kind, t1 - t0, len / 1e6 / (t1 - t0), t2 - t1, len / 1e6 / (t2 - t1));
+	fprintf(stderr, "[%s] 100 MiB put %.2f s (%.0f MB/s), get %.2f s (%.0f MB/s)\n", T->kind,
+	        t1 - t0, len / 1e6 / (t1 - t0), t2 - t1, len / 1e6 / (t2 - t1));
 	assert_int_equal(store_delete(T->store, "rt/big"), 0);
 	free(b);
 }
@@ -158,19 +159,19 @@ static void test_ranges(void **state)
 	uint8_t *b = random_buf(sz, 3);
 
 	put_ok("range/obj", b, sz);
-	get_eq("range/obj", 0, 1, b, 1);                         /* first byte */
-	get_eq("range/obj", 0, sz, b, sz);                       /* exactly all */
-	get_eq("range/obj", 0, sz + 100, b, sz);                 /* longer than the object */
-	get_eq("range/obj", sz - 1, 1, b + sz - 1, 1);           /* last byte */
-	get_eq("range/obj", sz - 1, 100, b + sz - 1, 1);         /* runs off the end */
+	get_eq("range/obj", 0, 1, b, 1);                 /* first byte */
+	get_eq("range/obj", 0, sz, b, sz);               /* exactly all */
+	get_eq("range/obj", 0, sz + 100, b, sz);         /* longer than the object */
+	get_eq("range/obj", sz - 1, 1, b + sz - 1, 1);   /* last byte */
+	get_eq("range/obj", sz - 1, 100, b + sz - 1, 1); /* runs off the end */
 	get_eq("range/obj", sz - 1, STORE_TO_END, b + sz - 1, 1);
 	get_eq("range/obj", 123, STORE_TO_END, b + 123, sz - 123);
 	get_eq("range/obj", 4096, 4096, b + 4096, 4096);
-	get_eq("range/obj", 17, 0, NULL, 0);                     /* len 0 */
+	get_eq("range/obj", 17, 0, NULL, 0); /* len 0 */
 	get_eq("range/obj", 0, 0, NULL, 0);
-	get_eq("range/obj", sz, 10, NULL, 0);                    /* off == size */
+	get_eq("range/obj", sz, 10, NULL, 0); /* off == size */
 	get_eq("range/obj", sz, STORE_TO_END, NULL, 0);
-	get_eq("range/obj", sz + 1000, 10, NULL, 0);             /* off past the end */
+	get_eq("range/obj", sz + 1000, 10, NULL, 0); /* off past the end */
 	get_eq("range/obj", UINT64_MAX - 5, 3, NULL, 0);
 
 	put_ok("range/empty", "", 0);
@@ -234,9 +235,10 @@ static void test_list_order(void **state)
 	(void)state;
 	/* byte order across '/': '-' < '.' < '/' < '0' < 'b' */
 	static const char *const all[] = {"ord/a-c", "ord/a.b", "ord/a/b", "ord/a/c/d",
-					  "ord/a0", "ord/ab", "ord/b"};
-	static const char *const put_order[] = {"ord/ab", "ord/a/c/d", "ord/b", "ord/a.b",
-						"ord/a0", "ord/a/b", "ord/a-c", "orda", "or"};
+	                                  "ord/a0",  "ord/ab",  "ord/b"};
+	static const char *const put_order[] = {"ord/ab",  "ord/a/c/d", "ord/b",
+	                                        "ord/a.b", "ord/a0",    "ord/a/b",
+	                                        "ord/a-c", "orda",      "or"};
 	for (size_t i = 0; i < sizeof(put_order) / sizeof(*put_order); i++)
 		put_ok(put_order[i], "x", 1);
 
@@ -371,10 +373,10 @@ static void test_delete(void **state)
 	put_ok("del/keep", "4", 1);
 	assert_int_equal(store_delete(T->store, "del/a"), 0);
 	assert_int_equal(store_head(T->store, "del/a", &st), -ENOENT);
-	assert_int_equal(store_delete(T->store, "del/a"), 0);       /* again: missing is fine */
+	assert_int_equal(store_delete(T->store, "del/a"), 0); /* again: missing is fine */
 	assert_int_equal(store_delete(T->store, "del/never"), 0);
 	assert_int_equal(store_delete(T->store, "del/x/y/z"), 0);
-	assert_int_equal(store_delete(T->store, "del/c"), 0);       /* a prefix, not an object */
+	assert_int_equal(store_delete(T->store, "del/c"), 0); /* a prefix, not an object */
 	get_eq("del/c/d", 0, STORE_TO_END, "3", 1);
 	assert_int_equal(store_delete_many(T->store, keys, 4), 0);
 	assert_int_equal(store_delete_many(T->store, keys, 0), 0);
@@ -463,7 +465,7 @@ static void test_writer(void **state)
 	/* conditional finish */
 	if (!caps->conditional_finish) {
 		assert_int_equal(store_writer_open(T->store, "w/cond", STORE_W_IF_ABSENT, &w),
-				 -ENOTSUP);
+		                 -ENOTSUP);
 	} else {
 		assert_int_equal(store_writer_open(T->store, "w/cond", STORE_W_IF_ABSENT, &w), 0);
 		assert_int_equal(store_writer_write(w, b, 1000), 0);
@@ -571,16 +573,16 @@ static void test_cleanup_uploads(void **state)
 int run_store_conformance(const char *kind)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_roundtrip_small),
-		cmocka_unit_test(test_ranges),
-		cmocka_unit_test(test_head),
-		cmocka_unit_test(test_delete),
-		cmocka_unit_test(test_list_order),
-		cmocka_unit_test(test_list_1500),
-		cmocka_unit_test(test_writer),
-		cmocka_unit_test(test_put_if_absent),
-		cmocka_unit_test(test_cleanup_uploads),
-		cmocka_unit_test(test_roundtrip_100mib),
+	    cmocka_unit_test(test_roundtrip_small),
+	    cmocka_unit_test(test_ranges),
+	    cmocka_unit_test(test_head),
+	    cmocka_unit_test(test_delete),
+	    cmocka_unit_test(test_list_order),
+	    cmocka_unit_test(test_list_1500),
+	    cmocka_unit_test(test_writer),
+	    cmocka_unit_test(test_put_if_absent),
+	    cmocka_unit_test(test_cleanup_uploads),
+	    cmocka_unit_test(test_roundtrip_100mib),
 	};
 	char name[64];
 	struct store_stats st;
@@ -596,13 +598,13 @@ int run_store_conformance(const char *kind)
 	rc = cmocka_run_group_tests_name(name, tests, NULL, NULL);
 	store_get_stats(T->store, &st);
 	fprintf(stderr,
-		"[%s] requests: put %" PRIu64 " get %" PRIu64 " head %" PRIu64 " list %" PRIu64
-		" delete %" PRIu64 " mpu %" PRIu64 ", retries %" PRIu64 ", errors %" PRIu64
-		", sent %" PRIu64 " B, received %" PRIu64 " B\n",
-		kind, st.requests[STORE_OP_PUT], st.requests[STORE_OP_GET],
-		st.requests[STORE_OP_HEAD], st.requests[STORE_OP_LIST],
-		st.requests[STORE_OP_DELETE], st.requests[STORE_OP_MPU], st.retries, st.errors,
-		st.bytes_sent, st.bytes_received);
+	        "[%s] requests: put %" PRIu64 " get %" PRIu64 " head %" PRIu64 " list %" PRIu64
+	        " delete %" PRIu64 " mpu %" PRIu64 ", retries %" PRIu64 ", errors %" PRIu64
+	        ", sent %" PRIu64 " B, received %" PRIu64 " B\n",
+	        kind, st.requests[STORE_OP_PUT], st.requests[STORE_OP_GET],
+	        st.requests[STORE_OP_HEAD], st.requests[STORE_OP_LIST],
+	        st.requests[STORE_OP_DELETE], st.requests[STORE_OP_MPU], st.retries, st.errors,
+	        st.bytes_sent, st.bytes_received);
 	tu_store_close(T);
 	T = NULL;
 	return rc;

@@ -49,8 +49,10 @@ static void test_fp_rate_100k(void **state)
 	(void)state;
 	double r10 = fp_rate(100000, 10), r6 = fp_rate(100000, 6), r16 = fp_rate(100000, 16);
 
-	fprintf(stderr, "bloom fp rate over 100k keys: 6 bits %.3f%%, 10 bits %.3f%%, "
-			"16 bits %.4f%%\n", r6 * 100, r10 * 100, r16 * 100);
+	fprintf(stderr,
+	        "bloom fp rate over 100k keys: 6 bits %.3f%%, 10 bits %.3f%%, "
+	        "16 bits %.4f%%\n",
+	        r6 * 100, r10 * 100, r16 * 100);
 	assert_true(r10 < 0.015); /* theory: 0.82 % */
 	assert_true(r10 > 0.002);
 	assert_true(r6 < 0.07);   /* theory: 5.6 % */
@@ -99,9 +101,9 @@ static void test_malformed(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_fp_rate_100k),
-		cmocka_unit_test(test_small_and_empty),
-		cmocka_unit_test(test_malformed),
+	    cmocka_unit_test(test_fp_rate_100k),
+	    cmocka_unit_test(test_small_and_empty),
+	    cmocka_unit_test(test_malformed),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -103,7 +103,7 @@ static void test_eviction_by_charge(void **state)
 	assert_int_equal(st.usage, 100);
 	assert_int_equal(st.evictions, 0);
 	assert_int_equal(get(c, 0), 0); /* 0 becomes most recent */
-	ins(c, 10, 25);                  /* evicts 1, 2, 3 (oldest unused) */
+	ins(c, 10, 25);                 /* evicts 1, 2, 3 (oldest unused) */
 	assert_int_equal(get(c, 1), -1);
 	assert_int_equal(get(c, 2), -1);
 	assert_int_equal(get(c, 3), -1);
@@ -279,7 +279,8 @@ static void *conc_worker(void *arg)
 		} else if (op < 9) {
 			struct cache_handle *h;
 			int *v = mk(k);
-			if (cache_insert(w->c, &k, sizeof(k), v, 64 + (size_t)k % 512, del_int, &h)) {
+			if (cache_insert(w->c, &k, sizeof(k), v, 64 + (size_t)k % 512, del_int,
+			                 &h)) {
 				(*w->failures)++;
 				continue;
 			}
@@ -335,13 +336,13 @@ static void test_concurrent(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup(test_hit_miss, setup),
-		cmocka_unit_test_setup(test_eviction_by_charge, setup),
-		cmocka_unit_test_setup(test_handle_keeps_evicted_alive, setup),
-		cmocka_unit_test_setup(test_evicted_while_held, setup),
-		cmocka_unit_test_setup(test_capacity_zero_and_prune, setup),
-		cmocka_unit_test_setup(test_keys, setup),
-		cmocka_unit_test_setup(test_concurrent, setup),
+	    cmocka_unit_test_setup(test_hit_miss, setup),
+	    cmocka_unit_test_setup(test_eviction_by_charge, setup),
+	    cmocka_unit_test_setup(test_handle_keeps_evicted_alive, setup),
+	    cmocka_unit_test_setup(test_evicted_while_held, setup),
+	    cmocka_unit_test_setup(test_capacity_zero_and_prune, setup),
+	    cmocka_unit_test_setup(test_keys, setup),
+	    cmocka_unit_test_setup(test_concurrent, setup),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -286,7 +286,7 @@ static void test_orphan(void **state)
 	struct check_report r, r2;
 	assert_int_equal(check_store(fx->st, NULL, &r), 0);
 	assert_int_equal(store_put(fx->st, "sst/00000000000000000099-00000000000000000099", "x", 1),
-			 0);
+	                 0);
 	/* An orphan is reported but is not a problem. */
 	assert_int_equal(check_store(fx->st, NULL, &r2), 0);
 	assert_int_equal(r2.orphans.objects, r.orphans.objects + 1);
@@ -295,16 +295,16 @@ static void test_orphan(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_clean, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_empty_store, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_corrupt_wal, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_corrupt_wal_header, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_corrupt_pack_header, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_corrupt_pack_data, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_corrupt_sst, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_corrupt_manifest, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_missing_pack, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_orphan, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_clean, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_empty_store, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_corrupt_wal, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_corrupt_wal_header, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_corrupt_pack_header, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_corrupt_pack_data, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_corrupt_sst, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_corrupt_manifest, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_missing_pack, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_orphan, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -94,9 +94,11 @@ static void random_ent(struct ent *e, unsigned nkeys)
 	if (r < 2) {
 		e->type = KV_DELETE;
 	} else if (r < 4) {
-		struct blob_desc d = { .epoch = 1 + rnd() % 2, .position = 1 + rnd() % 5,
-				       .offset = 32 + rnd() % 1000, .length = 1 + rnd() % 5000,
-				       .hash = rnd() };
+		struct blob_desc d = {.epoch = 1 + rnd() % 2,
+		                      .position = 1 + rnd() % 5,
+		                      .offset = 32 + rnd() % 1000,
+		                      .length = 1 + rnd() % 5000,
+		                      .hash = rnd()};
 		e->type = KV_BLOB;
 		blob_desc_encode(e->val, &d);
 		e->vlen = BLOB_DESC_SIZE;
@@ -140,8 +142,7 @@ static int teardown(void **state)
 static uint64_t tbl_id = 1;
 
 /* Write the entries (sorted here) as a table of level; fill *out. */
-static void build_table(struct store *s, struct ents *a, uint32_t level,
-			struct manifest_sst *out)
+static void build_table(struct store *s, struct ents *a, uint32_t level, struct manifest_sst *out)
 {
 	struct sst_builder_opts o;
 	struct sst_builder *b;
@@ -158,7 +159,8 @@ static void build_table(struct store *s, struct ents *a, uint32_t level,
 	assert_int_equal(sst_builder_new(s, name, &o, &b), 0);
 	for (size_t i = 0; i < a->n; i++)
 		assert_int_equal(sst_builder_add(b, a->e[i].key, a->e[i].klen, a->e[i].seq,
-						 a->e[i].type, a->e[i].val, a->e[i].vlen), 0);
+		                                 a->e[i].type, a->e[i].val, a->e[i].vlen),
+		                 0);
 	assert_int_equal(sst_builder_finish(b, &p), 0);
 	out->name = strdup(name);
 	out->size = p.file_size;
@@ -176,7 +178,7 @@ static void build_table(struct store *s, struct ents *a, uint32_t level,
 /* Append a deep copy of t to m->ssts. */
 static void man_add(struct manifest *m, const struct manifest_sst *t)
 {
-	struct manifest one = { .ssts = (struct manifest_sst *)t, .nssts = 1 }, cp;
+	struct manifest one = {.ssts = (struct manifest_sst *)t, .nssts = 1}, cp;
 
 	assert_int_equal(manifest_copy(&cp, &one), 0);
 	m->ssts = realloc(m->ssts, (m->nssts + 1) * sizeof(*m->ssts));
@@ -218,8 +220,7 @@ static void read_tables(struct store *s, const struct manifest_sst *t, size_t n,
 }
 
 /* Newest entry of key with seq <= snap in the sorted a, or NULL. */
-static const struct ent *visible(const struct ents *a, const char *key, size_t klen,
-				 uint64_t snap)
+static const struct ent *visible(const struct ents *a, const char *key, size_t klen, uint64_t snap)
 {
 	size_t lo = 0, hi = a->n;
 
@@ -253,20 +254,20 @@ static void check_reads(const struct ents *ref, const struct ents *got, uint64_t
 {
 	for (size_t i = 0; i < ref->n; i++) {
 		const struct ent *e = &ref->e[i];
-		uint64_t snaps[3] = { snap, e->seq, UINT64_MAX };
+		uint64_t snaps[3] = {snap, e->seq, UINT64_MAX};
 
 		for (int k = 0; k < 3; k++) {
 			if (snaps[k] < snap)
 				continue;
 			assert_true(same_answer(visible(ref, e->key, e->klen, snaps[k]),
-						visible(got, e->key, e->klen, snaps[k])));
+			                        visible(got, e->key, e->klen, snaps[k])));
 		}
 	}
 }
 
 /* Random L0 tables: returns the model of everything written. */
 static void make_l0(struct store *s, struct manifest *m, unsigned ntables, unsigned per,
-		    unsigned nkeys, struct ents *all)
+                    unsigned nkeys, struct ents *all)
 {
 	for (unsigned t = 0; t < ntables; t++) {
 		struct ents a = {0};
@@ -309,7 +310,7 @@ static void opts_for(struct compact_opts *o)
 static void test_merge_newest_only(void **state)
 {
 	struct fx *f = *state;
-	struct manifest m = { .version = 1, .epoch = 1 };
+	struct manifest m = {.version = 1, .epoch = 1};
 	struct ents all = {0}, got = {0};
 	struct compact_opts o;
 	struct compact_job *j;
@@ -329,7 +330,7 @@ static void test_merge_newest_only(void **state)
 	read_tables(f->s, out, nout, &got);
 	for (size_t i = 0; i < all.n; i++) {
 		bool first = i == 0 || kv_key_cmp(all.e[i].key, all.e[i].klen, all.e[i - 1].key,
-						   all.e[i - 1].klen) != 0;
+		                                  all.e[i - 1].klen) != 0;
 		if (first && all.e[i].type != KV_DELETE) {
 			assert_true(expect < got.n);
 			assert_int_equal(ent_cmp(&all.e[i], &got.e[expect]), 0);
@@ -341,7 +342,8 @@ static void test_merge_newest_only(void **state)
 	compact_job_stats(j, &cs);
 	assert_int_equal(cs.entries_in, all.n);
 	assert_int_equal(cs.entries_out, expect);
-	assert_int_equal(cs.entries_in, cs.entries_out + cs.dropped_shadowed + cs.dropped_tombstones);
+	assert_int_equal(cs.entries_in,
+	                 cs.entries_out + cs.dropped_shadowed + cs.dropped_tombstones);
 	assert_true(cs.dropped_tombstones > 0);
 	assert_int_equal(out[0].level, 1);
 	assert_true(out[0].id >= m.next_sst);
@@ -356,7 +358,7 @@ static void test_merge_newest_only(void **state)
 static void test_merge_snapshot(void **state)
 {
 	struct fx *f = *state;
-	struct manifest m = { .version = 1, .epoch = 1 };
+	struct manifest m = {.version = 1, .epoch = 1};
 	struct ents all = {0}, got = {0};
 	struct compact_opts o;
 	struct compact_job *j;
@@ -379,13 +381,14 @@ static void test_merge_snapshot(void **state)
 			continue;
 		assert_int_not_equal(got.e[i].type, KV_DELETE);
 		if (i > 0 && kv_key_cmp(got.e[i].key, got.e[i].klen, got.e[i - 1].key,
-					got.e[i - 1].klen) == 0)
+		                        got.e[i - 1].klen) == 0)
 			assert_true(got.e[i - 1].seq > snap);
 	}
 	/* versions newer than the snapshot are all kept */
 	for (size_t i = 0; i < all.n; i++)
 		if (all.e[i].seq > snap) {
-			const struct ent *v = visible(&got, all.e[i].key, all.e[i].klen, all.e[i].seq);
+			const struct ent *v =
+			    visible(&got, all.e[i].key, all.e[i].klen, all.e[i].seq);
 			assert_non_null(v);
 			assert_int_equal(v->seq, all.e[i].seq);
 		}
@@ -399,7 +402,7 @@ static void test_merge_snapshot(void **state)
 static void test_tombstone_kept_above_older(void **state)
 {
 	struct fx *f = *state;
-	struct manifest m = { .version = 1, .epoch = 1 };
+	struct manifest m = {.version = 1, .epoch = 1};
 	struct ents all = {0}, old = {0}, got = {0}, merged = {0};
 	struct manifest_sst deep;
 	struct compact_opts o;
@@ -431,7 +434,8 @@ static void test_tombstone_kept_above_older(void **state)
 		dels += got.e[i].type == KV_DELETE;
 		if (i > 0) /* one version per key */
 			assert_int_not_equal(kv_key_cmp(got.e[i].key, got.e[i].klen,
-							got.e[i - 1].key, got.e[i - 1].klen), 0);
+			                                got.e[i - 1].key, got.e[i - 1].klen),
+			                     0);
 	}
 	assert_true(dels > 0);
 	/* outputs over L2 read like L0 over L2 */
@@ -459,7 +463,7 @@ static void test_tombstone_kept_above_older(void **state)
 static void test_output_split(void **state)
 {
 	struct fx *f = *state;
-	struct manifest m = { .version = 1, .epoch = 1 };
+	struct manifest m = {.version = 1, .epoch = 1};
 	struct ents all = {0}, got = {0};
 	struct compact_opts o;
 	struct compact_job *j;
@@ -483,10 +487,10 @@ static void test_output_split(void **state)
 		sum += out[i].size;
 		assert_int_equal(out[i].level, 1);
 		assert_true(kv_key_cmp(out[i].smallest, out[i].smallest_len, out[i].largest,
-				       out[i].largest_len) <= 0);
+		                       out[i].largest_len) <= 0);
 		if (i > 0) {
 			assert_true(kv_key_cmp(out[i - 1].largest, out[i - 1].largest_len,
-					       out[i].smallest, out[i].smallest_len) < 0);
+			                       out[i].smallest, out[i].smallest_len) < 0);
 			assert_true(out[i].id > out[i - 1].id);
 		}
 	}
@@ -519,7 +523,7 @@ static void test_output_split(void **state)
 static void test_blob_descriptors(void **state)
 {
 	struct fx *f = *state;
-	struct manifest m = { .version = 1, .epoch = 1 };
+	struct manifest m = {.version = 1, .epoch = 1};
 	struct ents all = {0};
 	struct compact_opts o;
 	struct compact_job *j;
@@ -533,7 +537,7 @@ static void test_blob_descriptors(void **state)
 	make_l0(f->s, &m, 4, 300, 150, &all);
 	for (size_t i = 0; i < all.n; i++) {
 		bool first = i == 0 || kv_key_cmp(all.e[i].key, all.e[i].klen, all.e[i - 1].key,
-						   all.e[i - 1].klen) != 0;
+		                                  all.e[i - 1].klen) != 0;
 		struct blob_desc d;
 		if (first && all.e[i].type == KV_BLOB) {
 			assert_int_equal(blob_desc_decode(all.e[i].val, all.e[i].vlen, &d), 0);
@@ -681,7 +685,7 @@ static void test_manifest_edit(void **state)
 }
 
 static struct manifest_sst fake(uint64_t id, uint32_t level, const char *s, const char *l,
-				uint64_t size)
+                                uint64_t size)
 {
 	struct manifest_sst t = {0};
 
@@ -700,7 +704,7 @@ static struct manifest_sst fake(uint64_t id, uint32_t level, const char *s, cons
 static void test_pick_policy(void **state)
 {
 	struct manifest_sst t[8];
-	struct manifest m = { .version = 3, .ssts = t };
+	struct manifest m = {.version = 3, .ssts = t};
 	struct compact_opts o;
 	struct compact_job *j;
 	const struct manifest_sst *in;
@@ -813,10 +817,13 @@ static void test_many_rounds(void **state)
 			deep = m.ssts[a].level > deep ? m.ssts[a].level : deep;
 			for (size_t b = a + 1; b < m.nssts; b++)
 				if (m.ssts[a].level && m.ssts[a].level == m.ssts[b].level)
-					assert_false(kv_key_cmp(m.ssts[a].smallest, m.ssts[a].smallest_len,
-								m.ssts[b].largest, m.ssts[b].largest_len) <= 0 &&
-						     kv_key_cmp(m.ssts[b].smallest, m.ssts[b].smallest_len,
-								m.ssts[a].largest, m.ssts[a].largest_len) <= 0);
+					assert_false(
+					    kv_key_cmp(m.ssts[a].smallest, m.ssts[a].smallest_len,
+					               m.ssts[b].largest,
+					               m.ssts[b].largest_len) <= 0 &&
+					    kv_key_cmp(m.ssts[b].smallest, m.ssts[b].smallest_len,
+					               m.ssts[a].largest,
+					               m.ssts[a].largest_len) <= 0);
 		}
 		read_tables(f->s, m.ssts, m.nssts, &got);
 		qsort(got.e, got.n, sizeof(*got.e), ent_cmp);
@@ -832,14 +839,14 @@ static void test_many_rounds(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_merge_newest_only, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_merge_snapshot, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_tombstone_kept_above_older, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_output_split, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_blob_descriptors, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_manifest_edit, setup, teardown),
-		cmocka_unit_test(test_pick_policy),
-		cmocka_unit_test_setup_teardown(test_many_rounds, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_merge_newest_only, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_merge_snapshot, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_tombstone_kept_above_older, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_output_split, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_blob_descriptors, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_manifest_edit, setup, teardown),
+	    cmocka_unit_test(test_pick_policy),
+	    cmocka_unit_test_setup_teardown(test_many_rounds, setup, teardown),
 	};
 
 	return cmocka_run_group_tests_name("compact", tests, NULL, NULL) ? 1 : 0;

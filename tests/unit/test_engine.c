@@ -157,7 +157,8 @@ static void test_put_get_reopen(void **state)
 	check_value(e, "blob2", big2, sizeof(big2));
 	check_value(e, "empty", "", 0);
 	/* overwrite and reopen again */
-	assert_int_equal(engine_put(e, "k00001", 6, "new", 3, ENGINE_WAIT | ENGINE_URGENT, NULL), 0);
+	assert_int_equal(engine_put(e, "k00001", 6, "new", 3, ENGINE_WAIT | ENGINE_URGENT, NULL),
+	                 0);
 	assert_int_equal(engine_close(e), 0);
 	e = open_engine(st, 20);
 	check_value(e, "k00001", "new", 3);
@@ -295,7 +296,7 @@ static void test_coalescing(void **state)
 	(void)state;
 
 	for (int i = 0; i < 8; i++) {
-		c[i] = (struct wctx){ .e = e, .id = i, .n = 5, .flags = ENGINE_WAIT };
+		c[i] = (struct wctx){.e = e, .id = i, .n = 5, .flags = ENGINE_WAIT};
 		assert_int_equal(pthread_create(&th[i], NULL, writer_thread, &c[i]), 0);
 	}
 	for (int i = 0; i < 8; i++) {
@@ -325,7 +326,8 @@ static void test_urgent_threads(void **state)
 	(void)state;
 
 	for (int i = 0; i < 4; i++) {
-		c[i] = (struct wctx){ .e = e, .id = i, .n = 50, .flags = ENGINE_WAIT | ENGINE_URGENT };
+		c[i] =
+		    (struct wctx){.e = e, .id = i, .n = 50, .flags = ENGINE_WAIT | ENGINE_URGENT};
 		assert_int_equal(pthread_create(&th[i], NULL, writer_thread, &c[i]), 0);
 	}
 	for (int i = 0; i < 4; i++) {
@@ -413,8 +415,8 @@ static void test_pack_failure(void **state)
 	st = fault_store_as_store(f);
 	e = open_engine(st, 50);
 	fault_store_fail_nth(f, FAULT_M(FAULT_OP_PUT), 1, -EIO, 0);
-	assert_int_equal(engine_put(e, "big", 3, big, sizeof(big), ENGINE_WAIT | ENGINE_URGENT, NULL),
-			 -EIO);
+	assert_int_equal(
+	    engine_put(e, "big", 3, big, sizeof(big), ENGINE_WAIT | ENGINE_URGENT, NULL), -EIO);
 	assert_int_equal(engine_close(e), -EIO);
 	e = open_engine(st, 50);
 	check_absent(e, "big");
@@ -450,8 +452,8 @@ static void *bg_put_main(void *arg)
 	struct bg_put *p = arg;
 	static uint8_t v[20000];
 	fill(v, sizeof(v), 3);
-	p->rc = engine_put(p->e, p->key, strlen(p->key), v, p->vlen, ENGINE_WAIT | ENGINE_URGENT,
-			   NULL);
+	p->rc =
+	    engine_put(p->e, p->key, strlen(p->key), v, p->vlen, ENGINE_WAIT | ENGINE_URGENT, NULL);
 	__atomic_store_n(&p->done, true, __ATOMIC_SEQ_CST);
 	return NULL;
 }
@@ -467,7 +469,7 @@ static void wait_retries(struct engine *e, uint64_t n)
 		usleep(10000);
 	}
 	fail_msg("the engine retried %llu times, want %llu", (unsigned long long)s.commit_retries,
-		 (unsigned long long)n);
+	         (unsigned long long)n);
 }
 
 /*
@@ -480,7 +482,7 @@ static void outage_case(unsigned op, size_t vlen)
 	struct store *inner = open_store(), *st;
 	struct fault_store *f;
 	struct engine_stats s;
-	struct bg_put p = { 0 };
+	struct bg_put p = {0};
 	pthread_t tid;
 
 	assert_int_equal(fault_store_new(inner, &f), 0);
@@ -488,7 +490,7 @@ static void outage_case(unsigned op, size_t vlen)
 	struct engine *e = open_retrying(st, 0);
 	assert_int_equal(engine_put(e, "before", 6, "1", 1, ENGINE_WAIT | ENGINE_URGENT, NULL), 0);
 	fault_store_fail_nth(f, FAULT_M(op), 1, -ECONNREFUSED, FAULT_PERSIST);
-	p = (struct bg_put){ e, "during", vlen, 0, false };
+	p = (struct bg_put){e, "during", vlen, 0, false};
 	assert_int_equal(pthread_create(&tid, NULL, bg_put_main, &p), 0);
 	wait_retries(e, 3);
 	assert_false(__atomic_load_n(&p.done, __ATOMIC_SEQ_CST)); /* still waiting */
@@ -542,7 +544,7 @@ static void test_outage_lost_ack(void **state)
 	/* the put lands but its answer is lost, and the read-back fails too */
 	fault_store_fail_nth(f, FAULT_M(FAULT_OP_PUT_IF_ABSENT), 1, -ETIMEDOUT, FAULT_LAND);
 	fault_store_fail_random(f, FAULT_M(FAULT_OP_GET), 1.0, -ECONNRESET, 0);
-	struct bg_put p = { e, "landed", 10, 0, false };
+	struct bg_put p = {e, "landed", 10, 0, false};
 	pthread_t tid;
 	assert_int_equal(pthread_create(&tid, NULL, bg_put_main, &p), 0);
 	wait_retries(e, 2);
@@ -600,7 +602,7 @@ struct lift_later {
 static void *lift_main(void *arg)
 {
 	struct lift_later *l = arg;
-	struct timespec ts = { .tv_sec = l->ms / 1000u, .tv_nsec = (long)(l->ms % 1000u) * 1000000L };
+	struct timespec ts = {.tv_sec = l->ms / 1000u, .tv_nsec = (long)(l->ms % 1000u) * 1000000L};
 	nanosleep(&ts, NULL);
 	fault_store_clear(l->f);
 	return NULL;
@@ -629,7 +631,7 @@ static void test_get_range_wait(void **state)
 	e = open_engine(st, 10); /* cold caches: the value is in an SSTable and a pack */
 	fault_store_fail_nth(f, FAULT_M(FAULT_OP_GET), 1, -ECONNREFUSED, FAULT_PERSIST);
 	assert_int_equal(engine_get_range(e, "b", 1, 0, got, sizeof(got), &n), -ECONNREFUSED);
-	struct lift_later l = { f, 400 };
+	struct lift_later l = {f, 400};
 	pthread_t tid;
 	uint64_t t0 = now_ms();
 	assert_int_equal(pthread_create(&tid, NULL, lift_main, &l), 0);
@@ -758,7 +760,7 @@ static void test_wait_room(void **state)
 		assert_int_equal(engine_put(e, k, strlen(k), v, sizeof(v), ENGINE_URGENT, NULL), 0);
 	}
 	assert_true(fault_store_wait_held(f, 1, 10000));
-	struct room_waiter w = { e, 0, false };
+	struct room_waiter w = {e, 0, false};
 	pthread_t tid;
 	assert_int_equal(pthread_create(&tid, NULL, room_main, &w), 0);
 	for (int i = 0; i < 500; i++) {
@@ -791,7 +793,8 @@ static void test_fencing(void **state)
 	check_value(b, "a1", "x", 1);
 	assert_int_equal(engine_put(b, "b1", 2, "z", 1, ENGINE_WAIT | ENGINE_URGENT, NULL), 0);
 	/* a's next commit fails with -ESTALE */
-	assert_int_equal(engine_put(a, "a3", 2, "w", 1, ENGINE_WAIT | ENGINE_URGENT, NULL), -ESTALE);
+	assert_int_equal(engine_put(a, "a3", 2, "w", 1, ENGINE_WAIT | ENGINE_URGENT, NULL),
+	                 -ESTALE);
 	assert_int_equal(engine_put(a, "a4", 2, "v", 1, 0, NULL), -ESTALE);
 	assert_int_equal(engine_close(a), -ESTALE);
 	check_value(b, "b1", "z", 1);
@@ -1023,7 +1026,6 @@ static void test_freeze_keeps_readable(void **state)
 	store_close(st);
 }
 
-
 /* Frozen MemTables are flushed to SSTables; reads and reopen use them. */
 static void test_flush_and_reopen(void **state)
 {
@@ -1049,7 +1051,9 @@ static void test_flush_and_reopen(void **state)
 		snprintf(v, sizeof(v), "value-%d-padding-padding-padding", i);
 		assert_int_equal(engine_put(e, k, strlen(k), v, strlen(v), 0, NULL), 0);
 		if (i % 2000 == 0)
-			assert_int_equal(engine_put(e, "blob", 4, big, sizeof(big) - (size_t)i / 100, 0, NULL), 0);
+			assert_int_equal(
+			    engine_put(e, "blob", 4, big, sizeof(big) - (size_t)i / 100, 0, NULL),
+			    0);
 		if (i % 7 == 0) {
 			snprintf(k, sizeof(k), "f%05d", i / 2);
 			assert_int_equal(engine_delete(e, k, strlen(k), 0, NULL), 0);
@@ -1106,7 +1110,8 @@ static void test_flush_and_reopen(void **state)
 			assert_int_equal(engine_open(st, &o, &e), 0);
 			engine_get_stats(e, &s);
 			assert_true(s.sst_count >= 1);
-			assert_true(s.replay_entries < groups); /* the covered WAL is not replayed */
+			assert_true(s.replay_entries <
+			            groups); /* the covered WAL is not replayed */
 		}
 	}
 	assert_int_equal(engine_close(e), 0);
@@ -1177,8 +1182,8 @@ static void test_crash_during_flush(void **state)
 			rc = engine_get(e, k, strlen(k), &val, &n);
 			if (rc == 0) {
 				if (first_missing >= 0) {
-					printf("seed %u: c%05d present after missing c%05d\n", seed, j,
-					       first_missing);
+					printf("seed %u: c%05d present after missing c%05d\n", seed,
+					       j, first_missing);
 					fail();
 				}
 				assert_int_equal(n, j % 5 == 0 ? 250 : 120);
@@ -1216,7 +1221,8 @@ static void test_replay_bound(void **state)
 
 	for (int i = 0; i < 1100; i++) {
 		snprintf(k, sizeof(k), "r%05d", i);
-		assert_int_equal(engine_put(e, k, strlen(k), "v", 1, ENGINE_WAIT | ENGINE_URGENT, NULL), 0);
+		assert_int_equal(
+		    engine_put(e, k, strlen(k), "v", 1, ENGINE_WAIT | ENGINE_URGENT, NULL), 0);
 	}
 	for (int t = 0; t < 500; t++) {
 		engine_get_stats(e, &s);
@@ -1239,32 +1245,32 @@ static void test_replay_bound(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_put_get_reopen, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_batch_atomic, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_cadence_and_urgent, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_size_trigger, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_coalescing, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_urgent_threads, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_sticky_error, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_lost_ack_resolved, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_pack_failure, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_outage_wal, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_outage_pack, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_outage_lost_ack, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_committed_blobs_cached, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_get_range_wait, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_outage_enospc, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_outage_sync_timeout, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_wait_room, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_fencing, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_scan_snapshot, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_read_only, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_corruption, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_backpressure, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_freeze_keeps_readable, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_flush_and_reopen, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_crash_during_flush, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_replay_bound, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_put_get_reopen, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_batch_atomic, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_cadence_and_urgent, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_size_trigger, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_coalescing, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_urgent_threads, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_sticky_error, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_lost_ack_resolved, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_pack_failure, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_outage_wal, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_outage_pack, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_outage_lost_ack, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_committed_blobs_cached, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_get_range_wait, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_outage_enospc, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_outage_sync_timeout, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_wait_room, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_fencing, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_scan_snapshot, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_read_only, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_corruption, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_backpressure, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_freeze_keeps_readable, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_flush_and_reopen, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_crash_during_flush, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_replay_bound, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

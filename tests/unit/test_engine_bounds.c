@@ -38,9 +38,9 @@
 /* A point read may touch L0 tables plus one table per deeper level. */
 static unsigned tables_per_read(struct store *st)
 {
-	struct manifest m = { 0 };
+	struct manifest m = {0};
 	unsigned l0 = 0, deeper = 0;
-	bool level_seen[8] = { false };
+	bool level_seen[8] = {false};
 
 	assert_int_equal(manifest_load_latest(st, &m), 0);
 	for (size_t i = 0; i < m.nssts; i++) {
@@ -93,11 +93,11 @@ static void test_growth(void **state)
 	assert_int_equal(engine_sync(e), 0);
 	engine_get_stats(e, &s);
 	print_message("growth: %u puts, %" PRIu64 " flushes, %" PRIu64 " compactions, %" PRIu64
-		      " GC passes (%" PRIu64 " objects deleted); peak memtable+frozen %" PRIu64
-		      " bytes (bound %" PRIu64 "), at most %u tables per read, %" PRIu64
-		      " live tables\n",
-		      n, s.flushes, s.compactions, s.gc_passes, s.gc_deleted, peak, bound, worst_read,
-		      s.sst_count);
+	              " GC passes (%" PRIu64 " objects deleted); peak memtable+frozen %" PRIu64
+	              " bytes (bound %" PRIu64 "), at most %u tables per read, %" PRIu64
+	              " live tables\n",
+	              n, s.flushes, s.compactions, s.gc_passes, s.gc_deleted, peak, bound,
+	              worst_read, s.sst_count);
 	assert_true(s.flushes >= 10);
 	assert_true(s.compactions >= 1);
 	assert_true(peak <= bound);
@@ -108,8 +108,9 @@ static void test_growth(void **state)
 	assert_int_equal(tu_store_reopen(t), 0);
 	assert_int_equal(engine_open(t->store, &o, &e), 0);
 	engine_get_stats(e, &s);
-	print_message("growth: replay after a crash: %" PRIu64 " entries, %" PRIu64 " bytes, %"
-		      PRIu64 " us\n", s.replay_entries, s.replay_bytes, s.replay_usec);
+	print_message("growth: replay after a crash: %" PRIu64 " entries, %" PRIu64
+	              " bytes, %" PRIu64 " us\n",
+	              s.replay_entries, s.replay_bytes, s.replay_usec);
 	assert_true(s.replay_entries <= 4 * 1024);
 	assert_true(s.replay_usec < 5000000);
 	/* spot check: the last key written is there */
@@ -151,7 +152,7 @@ static int usage_cb(void *arg, const char *key, uint64_t size)
 
 static struct usage store_usage(struct store *st, const char *prefix)
 {
-	struct usage u = { 0, 0 };
+	struct usage u = {0, 0};
 
 	assert_int_equal(store_list(st, prefix, NULL, 0, usage_cb, &u), 0);
 	return u;
@@ -229,17 +230,18 @@ static void test_space(void **state)
 	after = store_usage(t->store, "");
 	packs = store_usage(t->store, "pack/");
 	engine_get_stats(e, &s);
-	print_message("space (%s store): wrote %" PRIu64 " MiB (%" PRIu64 " blobs of 64 KiB) in %.1f s; "
-		      "store %" PRIu64 " bytes in %" PRIu64 " objects\n",
-		      t->kind, mib, nblobs, t_write, before.bytes, before.objects);
+	print_message("space (%s store): wrote %" PRIu64 " MiB (%" PRIu64
+	              " blobs of 64 KiB) in %.1f s; "
+	              "store %" PRIu64 " bytes in %" PRIu64 " objects\n",
+	              t->kind, mib, nblobs, t_write, before.bytes, before.objects);
 	print_message("space: deleted 90%% in %.1f s; reclaim (6 x flush+compact+GC) %.1f s: "
-		      "store %" PRIu64 " bytes in %" PRIu64 " objects (packs %" PRIu64
-		      " bytes in %" PRIu64 "), live %" PRIu64 " bytes: ratio %.3f; "
-		      "GC deleted %" PRIu64 " objects / %" PRIu64 " bytes, repacked %" PRIu64
-		      " blobs / %" PRIu64 " bytes\n",
-		      t_delete, t_reclaim, after.bytes, after.objects, packs.bytes, packs.objects,
-		      live, (double)after.bytes / (double)live, s.gc_deleted, s.gc_bytes_reclaimed,
-		      s.repacked_blobs, s.repacked_bytes);
+	              "store %" PRIu64 " bytes in %" PRIu64 " objects (packs %" PRIu64
+	              " bytes in %" PRIu64 "), live %" PRIu64 " bytes: ratio %.3f; "
+	              "GC deleted %" PRIu64 " objects / %" PRIu64 " bytes, repacked %" PRIu64
+	              " blobs / %" PRIu64 " bytes\n",
+	              t_delete, t_reclaim, after.bytes, after.objects, packs.bytes, packs.objects,
+	              live, (double)after.bytes / (double)live, s.gc_deleted, s.gc_bytes_reclaimed,
+	              s.repacked_blobs, s.repacked_bytes);
 	assert_true(after.bytes <= live * 3 / 2);
 	assert_true(s.repacked_blobs > 0);
 	/* every live value still reads back */
@@ -267,8 +269,8 @@ static void test_space(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_growth),
-		cmocka_unit_test(test_space),
+	    cmocka_unit_test(test_growth),
+	    cmocka_unit_test(test_space),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

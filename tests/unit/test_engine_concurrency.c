@@ -97,7 +97,7 @@ static size_t make_val(uint8_t *buf, unsigned w, uint64_t v, char which)
 	memcpy(buf, &v, 8);
 	buf[8] = (uint8_t)w;
 	buf[9] = (uint8_t)which;
-	memcpy(buf + 10, &(uint32_t){ (uint32_t)n }, 4);
+	memcpy(buf + 10, &(uint32_t){(uint32_t)n}, 4);
 	buf[14] = buf[15] = 0xEE;
 	for (size_t i = HDR; i < n; i++) {
 		if (i % 8 == 0)
@@ -121,7 +121,8 @@ static uint64_t check_val(const void *p, size_t n, unsigned w, char which, const
 	if (v > atomic_load(&published[w]) + 1 || make_val(want, w, v, which) != n ||
 	    memcmp(want, p, n)) {
 		record_fail("%s: w%u/%c value (version %" PRIu64 ", %zu bytes) is not what "
-			    "was written", ctx, w, which, v, n);
+		            "was written",
+		            ctx, w, which, v, n);
 		return UINT64_MAX;
 	}
 	return v;
@@ -201,11 +202,12 @@ static void reader_gets(uint64_t seen[NW], unsigned r)
 		}
 		got = check_val(v, n, w, which, "get");
 		if (got != UINT64_MAX && got < before)
-			record_fail("get %s saw version %" PRIu64 " after %" PRIu64 " was published",
-				    key, got, before);
+			record_fail("get %s saw version %" PRIu64 " after %" PRIu64
+			            " was published",
+			            key, got, before);
 		if (got != UINT64_MAX && got < seen[w])
 			record_fail("get %s went back from version %" PRIu64 " to %" PRIu64, key,
-				    seen[w], got);
+			            seen[w], got);
 		if (got != UINT64_MAX && got > seen[w])
 			seen[w] = got;
 		/* a slice of the same key */
@@ -225,8 +227,8 @@ static void reader_gets(uint64_t seen[NW], unsigned r)
 /* One scan of everything: a snapshot. */
 static void reader_scan(uint64_t seen_scan[NW])
 {
-	uint64_t before[NW], a[NW] = { 0 }, bv[NW] = { 0 }, kmax[NW] = { 0 };
-	bool has_a[NW] = { 0 }, has_b[NW] = { 0 };
+	uint64_t before[NW], a[NW] = {0}, bv[NW] = {0}, kmax[NW] = {0};
+	bool has_a[NW] = {0}, has_b[NW] = {0};
 	struct engine_iter *it = NULL;
 	int rc;
 
@@ -272,16 +274,19 @@ static void reader_scan(uint64_t seen_scan[NW])
 	for (unsigned w = 0; w < NW; w++) {
 		if (has_a[w] != has_b[w] || a[w] != bv[w])
 			record_fail("scan is no snapshot: w%u/a version %" PRIu64 ", w%u/b version "
-				    "%" PRIu64 " (one batch wrote both)", w, a[w], w, bv[w]);
+			            "%" PRIu64 " (one batch wrote both)",
+			            w, a[w], w, bv[w]);
 		else if (kmax[w] > a[w])
 			record_fail("scan is no snapshot: w%u has k version %" PRIu64 " but a "
-				    "version %" PRIu64, w, kmax[w], a[w]);
+			            "version %" PRIu64,
+			            w, kmax[w], a[w]);
 		else if (a[w] < before[w])
 			record_fail("scan saw w%u at version %" PRIu64 " after %" PRIu64
-				    " was published", w, a[w], before[w]);
+			            " was published",
+			            w, a[w], before[w]);
 		else if (a[w] < seen_scan[w])
 			record_fail("scan went back: w%u from %" PRIu64 " to %" PRIu64, w,
-				    seen_scan[w], a[w]);
+			            seen_scan[w], a[w]);
 		seen_scan[w] = a[w];
 	}
 	atomic_fetch_add(&n_scans, 1);
@@ -290,7 +295,7 @@ static void reader_scan(uint64_t seen_scan[NW])
 static void *reader_main(void *arg)
 {
 	unsigned r = (unsigned)(uintptr_t)arg;
-	uint64_t seen[NW] = { 0 }, seen_scan[NW] = { 0 };
+	uint64_t seen[NW] = {0}, seen_scan[NW] = {0};
 
 	for (unsigned i = 0; !atomic_load(&stop); i++) {
 		if ((i + r) % 4 == 0)
@@ -311,7 +316,7 @@ static void test_concurrency(void **state)
 	const char *env = getenv("EC_CONC_SECONDS");
 	unsigned secs = env ? (unsigned)atoi(env) : 4;
 	uint64_t seed = tu_seed("engine_concurrency");
-	static const size_t inl[] = { 256, 512, 1024 };
+	static const size_t inl[] = {256, 512, 1024};
 	char cmd[128];
 
 	salt = mix(seed);
@@ -322,14 +327,14 @@ static void test_concurrency(void **state)
 	o.inline_max = inl[seed % 3];
 	o.memtable_max_bytes = (seed >> 2) % 2 ? 1 << 20 : 256 << 10; /* freezes during the run */
 	print_message("concurrency: inline_max %zu, MemTable %zu KiB\n", o.inline_max,
-		      o.memtable_max_bytes >> 10);
+	              o.memtable_max_bytes >> 10);
 	assert_int_equal(engine_open(st, &o, &eng), 0);
 	for (unsigned i = 0; i < NW; i++)
 		assert_int_equal(pthread_create(&wt[i], NULL, writer_main, (void *)(uintptr_t)i),
-				 0);
+		                 0);
 	for (unsigned i = 0; i < NR; i++)
 		assert_int_equal(pthread_create(&rt[i], NULL, reader_main, (void *)(uintptr_t)i),
-				 0);
+		                 0);
 	for (unsigned s = 0; s < secs * 10 && !atomic_load(&stop); s++)
 		usleep(100000);
 	atomic_store(&stop, true);
@@ -338,7 +343,7 @@ static void test_concurrency(void **state)
 	for (unsigned i = 0; i < NR; i++)
 		pthread_join(rt[i], NULL);
 	print_message("concurrency: %" PRIu64 " rounds, %" PRIu64 " gets, %" PRIu64 " scans\n",
-		      atomic_load(&n_rounds), atomic_load(&n_reads), atomic_load(&n_scans));
+	              atomic_load(&n_rounds), atomic_load(&n_reads), atomic_load(&n_scans));
 	if (failure[0]) /* every thread is joined: no lock needed */
 		fail_msg("%s (seed %" PRIu64 ")", failure, seed);
 	assert_true(atomic_load(&n_scans) > 0);
@@ -360,8 +365,9 @@ static void test_concurrency(void **state)
 
 			free(v);
 			if (got != last)
-				fail_msg("after reopen %s has version %" PRIu64 ", last written %" PRIu64,
-					 key, got, last);
+				fail_msg("after reopen %s has version %" PRIu64
+				         ", last written %" PRIu64,
+				         key, got, last);
 		}
 	}
 	assert_int_equal(engine_close(eng), 0);
@@ -401,7 +407,7 @@ static void test_cadence_commits_idle_group(void **state)
 	struct store *st = NULL;
 	struct engine *e = NULL;
 	struct engine_opts o;
-	struct cad_arg a = { 0 };
+	struct cad_arg a = {0};
 	pthread_t tid;
 	char cmd[128];
 
@@ -420,7 +426,7 @@ static void test_cadence_commits_idle_group(void **state)
 		engine_sync(e);
 		pthread_join(tid, NULL);
 		fail_msg("a non-urgent ENGINE_WAIT put on an idle engine was not committed by the "
-			 "10 ms cadence within 20 s (it waited for the next urgent commit)");
+		         "10 ms cadence within 20 s (it waited for the next urgent commit)");
 	}
 	pthread_join(tid, NULL);
 	assert_int_equal(a.rc, 0);
@@ -434,8 +440,8 @@ static void test_cadence_commits_idle_group(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_cadence_commits_idle_group),
-		cmocka_unit_test(test_concurrency),
+	    cmocka_unit_test(test_cadence_commits_idle_group),
+	    cmocka_unit_test(test_concurrency),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

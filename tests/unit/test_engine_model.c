@@ -42,16 +42,16 @@
 #include "testutil.h"
 
 #define NKEYS 300
-#define MAXPEND 64        /* pending batches before a forced sync */
-#define MAXOPS 5          /* ops per batch */
+#define MAXPEND 64 /* pending batches before a forced sync */
+#define MAXOPS 5   /* ops per batch */
 #define INLINE_MAX 1024
 #define BLOB_MAX 20000
 
 /* The reference state of one key. */
 struct mval {
-	bool present;  /* put (true) or absent/deleted */
-	uint32_t len;  /* value length */
-	uint64_t ver;  /* value bytes = tu_random_bytes(len, ver) */
+	bool present; /* put (true) or absent/deleted */
+	uint32_t len; /* value length */
+	uint64_t ver; /* value bytes = tu_random_bytes(len, ver) */
 };
 
 /* One op of a pending batch. */
@@ -67,7 +67,7 @@ struct mbatch {
 };
 
 static uint64_t rs;
-static struct mval durable[NKEYS];     /* state at the last successful sync */
+static struct mval durable[NKEYS];      /* state at the last successful sync */
 static struct mbatch pend[MAXPEND + 1]; /* applied since, in order */
 static unsigned npend;
 static uint64_t next_ver = 1;
@@ -134,8 +134,7 @@ static int matches(struct engine *e, unsigned k, const struct mval *v, const cha
 	if (rc == -ENOENT)
 		return !v->present;
 	if (rc)
-		fail_msg("%s: get %s: %d (a referenced object is gone or corrupt)", when, key,
-			 rc);
+		fail_msg("%s: get %s: %d (a referenced object is gone or corrupt)", when, key, rc);
 	ok = v->present && n == v->len;
 	if (ok) {
 		tu_random_bytes(vbuf, n, v->ver);
@@ -153,7 +152,8 @@ static void check_all(struct engine *e, const char *when)
 
 		if (!matches(e, k, &v, when))
 			fail_msg("%s: key %u differs from the model (present %d len %u ver %" PRIu64
-				 ")", when, k, v.present, v.len, v.ver);
+			         ")",
+			         when, k, v.present, v.len, v.ver);
 	}
 }
 
@@ -170,7 +170,7 @@ static void check_scan(struct engine *e)
 	     engine_iter_next(it)) {
 		size_t kn;
 		const char *key = engine_iter_key(it, &kn);
-		char buf[16] = { 0 };
+		char buf[16] = {0};
 		unsigned k;
 
 		assert_true(kn > 1 && kn < sizeof(buf));
@@ -204,7 +204,7 @@ static void opts(struct engine_opts *o)
 static int random_write(struct engine *e)
 {
 	struct engine_batch *b = NULL;
-	struct mbatch mb = { .n = 1 + (rnd() % 4 == 0 ? (unsigned)(rnd() % (MAXOPS - 1)) : 0) };
+	struct mbatch mb = {.n = 1 + (rnd() % 4 == 0 ? (unsigned)(rnd() % (MAXOPS - 1)) : 0)};
 	int rc;
 
 	assert_int_equal(engine_batch_new(&b), 0);
@@ -215,14 +215,15 @@ static int random_write(struct engine *e)
 		op->key = (unsigned)(rnd() % NKEYS);
 		key_of(op->key, key);
 		if (rnd() % 100 < 20) {
-			op->v = (struct mval){ .present = false };
+			op->v = (struct mval){.present = false};
 			assert_int_equal(engine_batch_delete(b, key, strlen(key)), 0);
 			continue;
 		}
 		op->v.present = true;
 		op->v.ver = next_ver++;
-		op->v.len = rnd() % 100 < 35 ? INLINE_MAX + (uint32_t)(rnd() % (BLOB_MAX - INLINE_MAX))
-					     : (uint32_t)(rnd() % 200);
+		op->v.len = rnd() % 100 < 35
+		                ? INLINE_MAX + (uint32_t)(rnd() % (BLOB_MAX - INLINE_MAX))
+		                : (uint32_t)(rnd() % 200);
 		tu_random_bytes(vbuf, op->v.len, op->v.ver);
 		assert_int_equal(engine_batch_put(b, key, strlen(key), vbuf, op->v.len), 0);
 	}
@@ -250,13 +251,14 @@ static void check_after_crash(struct engine *e)
 			break;
 	}
 	if (k < 0)
-		fail_msg("after a crash the store holds no prefix of the %u unsynced batches", npend);
+		fail_msg("after a crash the store holds no prefix of the %u unsynced batches",
+		         npend);
 	settle((unsigned)k);
 }
 
 /* The crash: drop the engine, restart the store, reopen, compare, GC, compare. */
 static struct engine *crash_and_recover(struct tu_store *t, struct engine *e,
-					const struct engine_opts *o)
+                                        const struct engine_opts *o)
 {
 	if (!fault_store_crashed(t->fault))
 		fault_store_crash(t->fault);
@@ -282,8 +284,8 @@ static void test_model(void **state)
 	unsigned steps = env ? (unsigned)atoi(env) : 20000;
 	unsigned crashes = 0, reopens = 0, gcs = 0, flushes = 0, compactions = 0;
 	uint64_t deleted = 0, repacked = 0;
-	bool armed = false;      /* a crash is armed: no check may run (file header) */
-	bool check_due = false;  /* the periodic check fell due while armed */
+	bool armed = false;     /* a crash is armed: no check may run (file header) */
+	bool check_due = false; /* the periodic check fell due while armed */
 	unsigned armed_for = 0;
 	int rc;
 	(void)state;
@@ -335,7 +337,8 @@ static void test_model(void **state)
 		} else if (!armed) {
 			/* crash at a random later write (landing or not) */
 			fault_store_seed(t->fault, rnd());
-			fault_store_crash_at(t->fault, FAULT_WRITES, 1 + rnd() % 30, FAULT_LAND_RANDOM);
+			fault_store_crash_at(t->fault, FAULT_WRITES, 1 + rnd() % 30,
+			                     FAULT_LAND_RANDOM);
 			armed = true;
 			armed_for = 0;
 			rc = 0;
@@ -385,8 +388,8 @@ static void test_model(void **state)
 	check_scan(e);
 	assert_int_equal(engine_close(e), 0);
 	print_message("model: %u steps, %u crashes, %u clean reopens, %u flushes, %u compactions, "
-		      "%u GC passes (%" PRIu64 " objects deleted, %" PRIu64 " blobs repacked)\n",
-		      steps, crashes, reopens, flushes, compactions, gcs, deleted, repacked);
+	              "%u GC passes (%" PRIu64 " objects deleted, %" PRIu64 " blobs repacked)\n",
+	              steps, crashes, reopens, flushes, compactions, gcs, deleted, repacked);
 	assert_true(gcs > 0);
 	tu_store_close(t);
 }
@@ -394,7 +397,7 @@ static void test_model(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_model),
+	    cmocka_unit_test(test_model),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

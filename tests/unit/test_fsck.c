@@ -49,7 +49,7 @@ static void put(struct fixture *fx, const uint8_t *k, size_t kn, const void *v, 
 }
 
 static void put_inode(struct fixture *fx, uint64_t ino, uint32_t mode, uint32_t nlink,
-		      uint64_t size, uint64_t parent, const char *target)
+                      uint64_t size, uint64_t parent, const char *target)
 {
 	uint8_t k[SCHEMA_KEY_MAX], v[SCHEMA_INODE_LEN + 64];
 	struct schema_inode in = {.mode = mode, .nlink = nlink, .size = size, .parent = parent};
@@ -59,7 +59,7 @@ static void put_inode(struct fixture *fx, uint64_t ino, uint32_t mode, uint32_t 
 }
 
 static void put_dentry(struct fixture *fx, uint64_t parent, const char *name, uint64_t ino,
-		       uint32_t mode)
+                       uint32_t mode)
 {
 	uint8_t k[SCHEMA_KEY_MAX], v[SCHEMA_DENTRY_LEN];
 	schema_dentry_encode(ino, mode, v);
@@ -257,20 +257,20 @@ int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 	const struct CMUnitTest tests[] = {
-		T(test_clean),
-		T(test_missing_superblock),
-		T(test_dentry_to_missing_inode),
-		T(test_dentry_wrong_type),
-		T(test_file_nlink),
-		T(test_dir_nlink),
-		T(test_unreachable),
-		T(test_orphan_ok),
-		T(test_chunk_beyond_size),
-		T(test_chunk_of_missing_inode),
-		T(test_xattr_of_missing_inode),
-		T(test_symlink_without_target),
-		T(test_dir_parent_field),
-		T(test_through_store),
+	    T(test_clean),
+	    T(test_missing_superblock),
+	    T(test_dentry_to_missing_inode),
+	    T(test_dentry_wrong_type),
+	    T(test_file_nlink),
+	    T(test_dir_nlink),
+	    T(test_unreachable),
+	    T(test_orphan_ok),
+	    T(test_chunk_beyond_size),
+	    T(test_chunk_of_missing_inode),
+	    T(test_xattr_of_missing_inode),
+	    T(test_symlink_without_target),
+	    T(test_dir_parent_field),
+	    T(test_through_store),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -65,7 +65,7 @@ struct ref {
 struct obj {
 	char name[FMT_NAME_MAX];
 	int64_t mtime;
-	uint64_t data;          /* packs: blob data bytes */
+	uint64_t data;           /* packs: blob data bytes */
 	struct ref refs[MAXREF]; /* tables: packs referenced */
 	size_t nrefs;
 };
@@ -75,11 +75,11 @@ struct model {
 	struct store *s;
 	struct obj obj[MAXOBJ];
 	size_t nobj;
-	int64_t clock;         /* simulated wall clock */
-	struct manifest m;     /* newest committed manifest */
+	int64_t clock;     /* simulated wall clock */
+	struct manifest m; /* newest committed manifest */
 	uint64_t epoch;
-	uint64_t next_pos;     /* next WAL position */
-	uint64_t next_id;      /* next SSTable id (the engine's allocator) */
+	uint64_t next_pos; /* next WAL position */
+	uint64_t next_id;  /* next SSTable id (the engine's allocator) */
 };
 
 static struct obj *find(struct model *md, const char *name)
@@ -132,7 +132,7 @@ static int ref_cmp(const void *a, const void *b)
 
 /* Write a table referencing refs (blob entries) plus an inline entry. */
 static void write_table(struct model *md, const char *name, struct ref *refs, size_t n,
-			struct manifest_sst *out)
+                        struct manifest_sst *out)
 {
 	struct sst_builder_opts o;
 	struct sst_builder *b;
@@ -145,15 +145,17 @@ static void write_table(struct model *md, const char *name, struct ref *refs, si
 	assert_int_equal(sst_builder_new(md->s, name, &o, &b), 0);
 	assert_int_equal(sst_builder_add(b, "a", 1, 1, KV_INLINE, "x", 1), 0);
 	for (size_t i = 0; i < n; i++) {
-		struct blob_desc d = { .epoch = refs[i].epoch, .position = refs[i].pos,
-				       .offset = PACK_HEADER_SIZE, .length = refs[i].bytes };
+		struct blob_desc d = {.epoch = refs[i].epoch,
+		                      .position = refs[i].pos,
+		                      .offset = PACK_HEADER_SIZE,
+		                      .length = refs[i].bytes};
 		uint8_t desc[BLOB_DESC_SIZE];
 		char key[64];
 
 		blob_desc_encode(desc, &d);
 		snprintf(key, sizeof(key), "b%020" PRIu64 "-%020" PRIu64, d.epoch, d.position);
-		assert_int_equal(sst_builder_add(b, key, strlen(key), 2 + i, KV_BLOB, desc,
-						 sizeof(desc)), 0);
+		assert_int_equal(
+		    sst_builder_add(b, key, strlen(key), 2 + i, KV_BLOB, desc, sizeof(desc)), 0);
 	}
 	assert_int_equal(sst_builder_finish(b, &p), 0);
 	ob = touch(md, name);
@@ -186,7 +188,7 @@ static void commit(struct model *md, struct manifest *next)
 /* Append a deep copy of t to m. */
 static void man_add(struct manifest *m, const struct manifest_sst *t)
 {
-	struct manifest one = { .ssts = (struct manifest_sst *)t, .nssts = 1 }, cp;
+	struct manifest one = {.ssts = (struct manifest_sst *)t, .nssts = 1}, cp;
 
 	assert_int_equal(manifest_copy(&cp, &one), 0);
 	m->ssts = realloc(m->ssts, (m->nssts + 1) * sizeof(*m->ssts));
@@ -347,7 +349,7 @@ static bool sst_live(const struct verdict *v, const char *name)
 }
 
 static bool pack_referenced(struct model *md, const struct verdict *v, uint64_t e, uint64_t p,
-			    uint64_t *live_latest)
+                            uint64_t *live_latest)
 {
 	bool any = false;
 
@@ -398,7 +400,7 @@ static void decide(struct model *md, const struct gc_opts *o, struct verdict *v)
 
 /* Should the model object go in this pass? */
 static bool should_go(struct model *md, const struct gc_opts *o, const struct verdict *v,
-		      const struct obj *ob)
+                      const struct obj *ob)
 {
 	uint64_t a, b, live;
 	bool old = o->now - ob->mtime >= (int64_t)o->grace_sec;
@@ -436,7 +438,8 @@ static void gc_pass(struct model *md, struct gc *g, struct gc_opts *o, bool prin
 	for (size_t i = 0; i < md->nobj; i++)
 		if (!strncmp(md->obj[i].name, "pack/", 5) && rnd() % 8 == 0) {
 			assert_int_equal(sscanf(md->obj[i].name, "pack/%20" SCNu64 "-%20" SCNu64,
-						&live.epoch, &live.position), 2);
+			                        &live.epoch, &live.position),
+			                 2);
 			o->live_packs = &live;
 			o->nlive_packs = 1;
 			break;
@@ -464,7 +467,7 @@ static void gc_pass(struct model *md, struct gc *g, struct gc_opts *o, bool prin
 			rep |= plan.repack[k].epoch == s->id.epoch &&
 			       plan.repack[k].position == s->id.position;
 		assert_int_equal(rep, !s->unflushed && s->id.position < md->m.wal_covered &&
-					      lv > 0 && 2 * lv < s->data_bytes);
+		                          lv > 0 && 2 * lv < s->data_bytes);
 	}
 	assert_int_equal(gc_plan_execute(g, o, &plan, &deleted), 0);
 	/* every object: gone iff the model says so */
@@ -476,9 +479,9 @@ static void gc_pass(struct model *md, struct gc *g, struct gc_opts *o, bool prin
 
 		if (go != (rc == -ENOENT))
 			fail_msg("%s: model says %s, store says %d (now %" PRId64 " mtime %" PRId64
-				 " grace %u keep %u floor %" PRIu64 " kept %" PRIu64 "..)",
-				 ob->name, go ? "delete" : "keep", rc, o->now, ob->mtime,
-				 o->grace_sec, o->keep_manifests, v->floor, v->oldest_kept);
+			         " grace %u keep %u floor %" PRIu64 " kept %" PRIu64 "..)",
+			         ob->name, go ? "delete" : "keep", rc, o->now, ob->mtime,
+			         o->grace_sec, o->keep_manifests, v->floor, v->oldest_kept);
 		expect += go;
 		if (!go)
 			md->obj[w++] = *ob;
@@ -487,8 +490,9 @@ static void gc_pass(struct model *md, struct gc *g, struct gc_opts *o, bool prin
 	assert_int_equal(plan.ndeletes, expect);
 	assert_int_equal(deleted, expect);
 	if (print)
-		fprintf(stderr, "gc pass: %zu deleted, %zu objects left, %zu packs, %zu to repack\n",
-			expect, md->nobj, plan.npacks, plan.nrepack);
+		fprintf(stderr,
+		        "gc pass: %zu deleted, %zu objects left, %zu packs, %zu to repack\n",
+		        expect, md->nobj, plan.npacks, plan.nrepack);
 	/* safety, stated directly: the newest manifest's world is whole */
 	for (size_t k = 0; k < md->m.nssts; k++) {
 		struct obj *t = find(md, md->m.ssts[k].name);
@@ -518,7 +522,7 @@ static void run_history(uint64_t seed)
 	struct model *md = calloc(1, sizeof(*md));
 	struct gc *g;
 	struct gc_opts o;
-	static const unsigned graces[] = { 0, 25, 100, 400 };
+	static const unsigned graces[] = {0, 25, 100, 400};
 
 	assert_non_null(md);
 	rs = seed | 1;
@@ -615,7 +619,8 @@ static void test_gc_refuses(void **state)
 	fmt_manifest_name(name, 2);
 	assert_int_equal(store_put(t->store, name, "garbage", 7), 0);
 	assert_int_not_equal(gc_plan_make(g, &o, &plan), 0);
-	assert_int_equal(store_head(t->store, "wal/00000000000000000001", &(struct store_stat){0}), 0);
+	assert_int_equal(store_head(t->store, "wal/00000000000000000001", &(struct store_stat){0}),
+	                 0);
 	gc_free(g);
 	tu_store_close(t);
 }
@@ -623,8 +628,8 @@ static void test_gc_refuses(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_gc_model),
-		cmocka_unit_test(test_gc_refuses),
+	    cmocka_unit_test(test_gc_model),
+	    cmocka_unit_test(test_gc_refuses),
 	};
 
 	return cmocka_run_group_tests_name("gc", tests, NULL, NULL) ? 1 : 0;

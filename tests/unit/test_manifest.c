@@ -71,7 +71,7 @@ static void make(struct manifest *m)
 static void test_roundtrip_and_corruption(void **state)
 {
 	struct manifest m, d, c;
-	struct mw_buf b = { 0 };
+	struct mw_buf b = {0};
 	(void)state;
 
 	make(&m);
@@ -114,7 +114,7 @@ static void test_roundtrip_and_corruption(void **state)
 static void test_discovery(void **state)
 {
 	struct store *st;
-	struct manifest m = { 0 }, l;
+	struct manifest m = {0}, l;
 	uint64_t v;
 	(void)state;
 
@@ -191,7 +191,7 @@ static void *claimer(void *arg)
 static void test_commit_ours(void **state)
 {
 	struct store *st;
-	struct manifest m = { 0 }, l;
+	struct manifest m = {0}, l;
 	(void)state;
 
 	assert_int_equal(store_open_local(g_dir, &st), 0);
@@ -211,7 +211,7 @@ static void test_commit_ours(void **state)
 	assert_int_equal(l.wal_covered, 20);
 	manifest_clear(&l);
 	/* a newer writer (epoch 4) at version 3: fenced, nothing written */
-	struct manifest n = { .version = 3, .epoch = 4 };
+	struct manifest n = {.version = 3, .epoch = 4};
 	assert_int_equal(manifest_commit(st, &n, true), 0);
 	m.version = 3;
 	assert_int_equal(manifest_commit_ours(st, &m, true), -EEXIST);
@@ -227,13 +227,13 @@ static void test_claim_race(void **state)
 	struct store *st;
 	struct claim_ctx c[6];
 	pthread_t th[6];
-	bool seen[16] = { false };
+	bool seen[16] = {false};
 	uint64_t v;
 	(void)state;
 
 	assert_int_equal(store_open_local(g_dir, &st), 0);
 	for (int i = 0; i < 6; i++) {
-		c[i] = (struct claim_ctx){ .st = st };
+		c[i] = (struct claim_ctx){.st = st};
 		assert_int_equal(pthread_create(&th[i], NULL, claimer, &c[i]), 0);
 	}
 	for (int i = 0; i < 6; i++)
@@ -268,13 +268,13 @@ static void test_claim_bytes_unique(void **state)
 	assert_int_equal(manifest_claim(st, true, &a), 0);
 	assert_int_equal(a.version, 1);
 	assert_int_equal(store_get(st, "manifest/00000000000000000001", 0, STORE_TO_END, &ba, &na),
-			 0);
+	                 0);
 	assert_int_equal(store_delete(st, "manifest/00000000000000000001"), 0);
 	assert_int_equal(manifest_claim(st, true, &b), 0);
 	assert_int_equal(b.version, 1);
 	assert_int_equal(b.epoch, a.epoch);
 	assert_int_equal(store_get(st, "manifest/00000000000000000001", 0, STORE_TO_END, &bb, &nb),
-			 0);
+	                 0);
 	assert_int_equal(na, nb);
 	assert_true(a.claim != b.claim); /* 2^-32 to collide */
 	assert_true(memcmp(ba, bb, na) != 0);
@@ -297,11 +297,11 @@ static void test_claim_bytes_unique(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_roundtrip_and_corruption),
-		cmocka_unit_test_setup_teardown(test_discovery, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_commit_ours, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_claim_race, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_claim_bytes_unique, setup, teardown),
+	    cmocka_unit_test(test_roundtrip_and_corruption),
+	    cmocka_unit_test_setup_teardown(test_discovery, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_commit_ours, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_claim_race, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_claim_bytes_unique, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

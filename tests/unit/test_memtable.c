@@ -73,10 +73,10 @@ static void test_ordering(void **state)
 		enum kv_type t;
 		const char *v;
 	} want[] = {
-		{"", 0, 2, KV_INLINE, "empty"}, {"a", 1, 7, KV_DELETE, ""},
-		{"a", 1, 1, KV_INLINE, "a1"},   {"ab", 2, 9, KV_INLINE, "ab9"},
-		{"ab", 2, 5, KV_INLINE, "ab5"}, {"abc", 3, 4, KV_BLOB, "desc"},
-		{"b", 1, 3, KV_INLINE, "b3"},   {"\xff\x00", 2, 6, KV_INLINE, "hi"},
+	    {"", 0, 2, KV_INLINE, "empty"}, {"a", 1, 7, KV_DELETE, ""},
+	    {"a", 1, 1, KV_INLINE, "a1"},   {"ab", 2, 9, KV_INLINE, "ab9"},
+	    {"ab", 2, 5, KV_INLINE, "ab5"}, {"abc", 3, 4, KV_BLOB, "desc"},
+	    {"b", 1, 3, KV_INLINE, "b3"},   {"\xff\x00", 2, 6, KV_INLINE, "hi"},
 	};
 	assert_int_equal(memtable_iter_new(m, &it), 0);
 	size_t i = 0;
@@ -135,9 +135,10 @@ static void test_snapshots(void **state)
 		enum kv_type t;
 		const char *v;
 	} cases[] = {
-		{10, 10, KV_INLINE, "v10"}, {19, 10, KV_INLINE, "v10"}, {20, 20, KV_INLINE, "v20"},
-		{29, 20, KV_INLINE, "v20"}, {30, 30, KV_DELETE, ""},    {39, 30, KV_DELETE, ""},
-		{40, 40, KV_INLINE, "v40"}, {UINT64_MAX, 40, KV_INLINE, "v40"},
+	    {10, 10, KV_INLINE, "v10"}, {19, 10, KV_INLINE, "v10"},
+	    {20, 20, KV_INLINE, "v20"}, {29, 20, KV_INLINE, "v20"},
+	    {30, 30, KV_DELETE, ""},    {39, 30, KV_DELETE, ""},
+	    {40, 40, KV_INLINE, "v40"}, {UINT64_MAX, 40, KV_INLINE, "v40"},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		assert_int_equal(memtable_get(m, "k", 1, cases[i].snap, &t, &v, &vn, &seq), 1);
@@ -298,8 +299,9 @@ static void *conc_reader(void *arg)
 			size_t vn;
 			uint64_t seq;
 			put_be64(k, conc_key(i));
-			if (memtable_get(c->m, k, 8, UINT64_MAX, NULL, &v, &vn, &seq) != 1 || vn != 16 ||
-			    get_be64(v) != i || get_be64((const uint8_t *)v + 8) != ~i || seq != i + 1)
+			if (memtable_get(c->m, k, 8, UINT64_MAX, NULL, &v, &vn, &seq) != 1 ||
+			    vn != 16 || get_be64(v) != i ||
+			    get_be64((const uint8_t *)v + 8) != ~i || seq != i + 1)
 				c->failures++;
 			c->reads++;
 		}
@@ -364,12 +366,9 @@ static void test_concurrent_readers(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_empty),
-		cmocka_unit_test(test_ordering),
-		cmocka_unit_test(test_snapshots),
-		cmocka_unit_test(test_many_and_accounting),
-		cmocka_unit_test(test_big_values),
-		cmocka_unit_test(test_concurrent_readers),
+	    cmocka_unit_test(test_empty),      cmocka_unit_test(test_ordering),
+	    cmocka_unit_test(test_snapshots),  cmocka_unit_test(test_many_and_accounting),
+	    cmocka_unit_test(test_big_values), cmocka_unit_test(test_concurrent_readers),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

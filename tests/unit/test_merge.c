@@ -83,8 +83,8 @@ static void test_merge_order(void **state)
 	static const struct {
 		const char *k;
 		uint64_t seq;
-	} want[] = {{"a", 13}, {"a", 1},  {"b", 11}, {"b", 7}, {"b", 2},  {"c", 12}, {"c", 8},
-		    {"c", 3},  {"d", 10}, {"d", 4},  {"dd", 5}, {"e", 6},  {"f", 9},  {"g", 14}};
+	} want[] = {{"a", 13}, {"a", 1},  {"b", 11}, {"b", 7},  {"b", 2}, {"c", 12}, {"c", 8},
+	            {"c", 3},  {"d", 10}, {"d", 4},  {"dd", 5}, {"e", 6}, {"f", 9},  {"g", 14}};
 	size_t i = 0;
 	assert_false(kv_iter_valid(mi));
 	for (kv_iter_seek_first(mi); kv_iter_valid(mi); kv_iter_next(mi), i++) {
@@ -129,20 +129,19 @@ static void scan(struct dbiter *d, char *out, size_t cap)
 		const char *k = dbiter_key(d, &kn);
 		const char *v = dbiter_value(d, &vn);
 		o += (size_t)snprintf(out + o, cap - o, "%s%.*s=%s%.*s", o ? "," : "", (int)kn, k,
-				      dbiter_type(d) == KV_BLOB ? "#" : "", (int)vn, v);
+		                      dbiter_type(d) == KV_BLOB ? "#" : "", (int)vn, v);
 		assert_true(o < cap);
 	}
 	assert_int_equal(dbiter_status(d), 0);
 }
 
 static void check_view(struct fixture *f, uint64_t snap, const char *lo, const char *hi,
-		       const char *want)
+                       const char *want)
 {
 	struct dbiter *d;
 	char got[512];
-	assert_int_equal(dbiter_new(merged(f), snap, lo, lo ? strlen(lo) : 0, hi,
-				    hi ? strlen(hi) : 0, &d),
-			 0);
+	assert_int_equal(
+	    dbiter_new(merged(f), snap, lo, lo ? strlen(lo) : 0, hi, hi ? strlen(hi) : 0, &d), 0);
 	dbiter_seek_first(d);
 	scan(d, got, sizeof(got));
 	assert_string_equal(got, want);
@@ -235,9 +234,9 @@ static void test_dbiter_many(void **state)
 			put_be32(k, (uint32_t)i);
 			put_be64(v, ++seq);
 			bool del = (i + t) % 5 == 0;
-			assert_int_equal(memtable_add(m[t], seq, del ? KV_DELETE : KV_INLINE, k, 4, v,
-						      del ? 0 : 8),
-					 0);
+			assert_int_equal(memtable_add(m[t], seq, del ? KV_DELETE : KV_INLINE, k, 4,
+			                              v, del ? 0 : 8),
+			                 0);
 			last[i] = seq;
 			deleted[i] = del;
 		}
@@ -339,8 +338,8 @@ static void f_destroy(struct kv_iter *it)
 {
 	free(it);
 }
-static const struct kv_iter_ops fail_ops = {f_valid, f_seek_first, f_seek, f_next,   f_key,
-					    f_seq,   f_type,       f_value, f_status, f_destroy};
+static const struct kv_iter_ops fail_ops = {f_valid, f_seek_first, f_seek,  f_next,   f_key,
+                                            f_seq,   f_type,       f_value, f_status, f_destroy};
 
 static void test_error_propagation(void **state)
 {
@@ -380,14 +379,14 @@ static void test_error_propagation(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_merge_order, setup, teardown),
-		cmocka_unit_test(test_merge_empty),
-		cmocka_unit_test_setup_teardown(test_dbiter_snapshots, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_dbiter_bounds, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_dbiter_seek, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_dbiter_newer_inserts, setup, teardown),
-		cmocka_unit_test(test_dbiter_many),
-		cmocka_unit_test_setup_teardown(test_error_propagation, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_merge_order, setup, teardown),
+	    cmocka_unit_test(test_merge_empty),
+	    cmocka_unit_test_setup_teardown(test_dbiter_snapshots, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_dbiter_bounds, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_dbiter_seek, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_dbiter_newer_inserts, setup, teardown),
+	    cmocka_unit_test(test_dbiter_many),
+	    cmocka_unit_test_setup_teardown(test_error_propagation, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

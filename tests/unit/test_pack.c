@@ -38,7 +38,8 @@ static void test_build_read_write(void **state)
 	for (int i = 0; i < 3; i++) {
 		for (size_t j = 0; j < sizeof(blob[i]); j++)
 			blob[i][j] = (uint8_t)(i * 13 + j * 7);
-		assert_int_equal(pack_append(p, blob[i], sizeof(blob[i]) - (size_t)i * 1000, &d[i]), 0);
+		assert_int_equal(pack_append(p, blob[i], sizeof(blob[i]) - (size_t)i * 1000, &d[i]),
+		                 0);
 		assert_int_equal(d[i].epoch, 4);
 		assert_int_equal(d[i].position, 9);
 		assert_int_equal(d[i].hash, fmt_hash(blob[i], d[i].length));
@@ -51,7 +52,7 @@ static void test_build_read_write(void **state)
 	assert_int_equal(pack_count(p), 3);
 	assert_int_equal(pack_data_bytes(p), 7000 + 6000 + 5000);
 	assert_int_equal(pack_read(p, d[2].offset + 1, tmp, d[2].length), -ERANGE);
-	assert_int_equal(pack_read(p, 0, tmp, 4), -ERANGE); /* header is not a blob */
+	assert_int_equal(pack_read(p, 0, tmp, 4), -ERANGE);   /* header is not a blob */
 	assert_int_equal(pack_write(p, st, &bytes), -EINVAL); /* not sealed */
 	assert_int_equal(pack_seal(p), 0);
 	assert_int_equal(pack_write(p, st, &bytes), 0);
@@ -109,8 +110,8 @@ static void test_empty_pack(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_build_read_write),
-		cmocka_unit_test(test_empty_pack),
+	    cmocka_unit_test(test_build_read_write),
+	    cmocka_unit_test(test_empty_pack),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

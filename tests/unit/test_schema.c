@@ -128,8 +128,8 @@ static void test_super(void **state)
 	assert_int_equal(schema_super_decode(bad, sizeof(bad), &d), -EPROTONOSUPPORT);
 	assert_int_equal(d.version, SCHEMA_VERSION + 1);
 	/* chunk sizes: power of two within bounds */
-	uint32_t bad_cs[] = {0, 1024, 4095, 4096 + 4096 / 2, 3u << 20, SCHEMA_CHUNK_MAX * 2,
-			     0x80000000u};
+	uint32_t bad_cs[] = {
+	    0, 1024, 4095, 4096 + 4096 / 2, 3u << 20, SCHEMA_CHUNK_MAX * 2, 0x80000000u};
 	for (size_t i = 0; i < sizeof(bad_cs) / sizeof(bad_cs[0]); i++) {
 		s2 = s;
 		s2.chunk_size = bad_cs[i];
@@ -163,11 +163,19 @@ static void test_inode(void **state)
 {
 	(void)state;
 	struct schema_inode in = {
-		.mode = S_IFREG | 04755, .uid = UINT32_MAX, .gid = 0, .nlink = 65000,
-		.size = UINT64_MAX, .rdev = 0, .parent = 0,
-		.atime_sec = -1, .atime_nsec = 999999999, /* before 1970 */
-		.mtime_sec = INT64_MAX, .mtime_nsec = 0,
-		.ctime_sec = INT64_MIN, .ctime_nsec = 1,
+	    .mode = S_IFREG | 04755,
+	    .uid = UINT32_MAX,
+	    .gid = 0,
+	    .nlink = 65000,
+	    .size = UINT64_MAX,
+	    .rdev = 0,
+	    .parent = 0,
+	    .atime_sec = -1,
+	    .atime_nsec = 999999999, /* before 1970 */
+	    .mtime_sec = INT64_MAX,
+	    .mtime_nsec = 0,
+	    .ctime_sec = INT64_MIN,
+	    .ctime_nsec = 1,
 	};
 	uint8_t rec[SCHEMA_INODE_LEN + 4096];
 	size_t n = schema_inode_encode(&in, NULL, 0, rec);
@@ -239,9 +247,9 @@ static void test_dentry(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_key_layout), cmocka_unit_test(test_key_order),
-		cmocka_unit_test(test_prefix_end), cmocka_unit_test(test_super),
-		cmocka_unit_test(test_inode),      cmocka_unit_test(test_dentry),
+	    cmocka_unit_test(test_key_layout), cmocka_unit_test(test_key_order),
+	    cmocka_unit_test(test_prefix_end), cmocka_unit_test(test_super),
+	    cmocka_unit_test(test_inode),      cmocka_unit_test(test_dentry),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

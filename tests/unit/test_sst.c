@@ -54,7 +54,7 @@ struct model {
 };
 
 static void model_add(struct model *m, const void *k, size_t kl, uint64_t seq, enum kv_type t,
-		      const void *v, size_t vl)
+                      const void *v, size_t vl)
 {
 	struct ent *e;
 
@@ -77,8 +77,7 @@ static void model_add(struct model *m, const void *k, size_t kl, uint64_t seq, e
 	e->vlen = vl;
 }
 
-static void model_adds(struct model *m, const char *k, uint64_t seq, enum kv_type t,
-		       const char *v)
+static void model_adds(struct model *m, const char *k, uint64_t seq, enum kv_type t, const char *v)
 {
 	model_add(m, k, strlen(k), seq, t, v, v ? strlen(v) : 0);
 }
@@ -124,7 +123,7 @@ static int teardown(void **state)
 }
 
 static void build(struct store *s, const char *key, const struct model *m,
-		  const struct sst_builder_opts *o, struct sst_props *p)
+                  const struct sst_builder_opts *o, struct sst_props *p)
 {
 	struct sst_builder *b;
 
@@ -132,8 +131,8 @@ static void build(struct store *s, const char *key, const struct model *m,
 	for (size_t i = 0; i < m->n; i++) {
 		const struct ent *e = &m->e[i];
 
-		assert_int_equal(sst_builder_add(b, e->key, e->klen, e->seq, e->type, e->val,
-						 e->vlen), 0);
+		assert_int_equal(
+		    sst_builder_add(b, e->key, e->klen, e->seq, e->type, e->val, e->vlen), 0);
 	}
 	assert_int_equal(sst_builder_entries(b), m->n);
 	assert_int_equal(sst_builder_finish(b, p), 0);
@@ -182,8 +181,8 @@ static void verify(struct sst_reader *r, const struct model *m)
 
 	for (i = 0; i < m->n; i++) {
 		const struct ent *e = &m->e[i];
-		bool first = i == 0 || kv_key_cmp(e->key, e->klen, m->e[i - 1].key,
-						   m->e[i - 1].klen) != 0;
+		bool first =
+		    i == 0 || kv_key_cmp(e->key, e->klen, m->e[i - 1].key, m->e[i - 1].klen) != 0;
 		size_t nx = i + 1;
 		enum kv_type t;
 		uint64_t seq;
@@ -201,10 +200,10 @@ static void verify(struct sst_reader *r, const struct model *m)
 		free(v);
 		/* just below it: the next older version, or nothing */
 		if (e->seq > 0) {
-			int rc = sst_reader_get(r, e->key, e->klen, e->seq - 1, NULL, &seq, NULL,
-						NULL);
-			bool older = nx < m->n && kv_key_cmp(m->e[nx].key, m->e[nx].klen, e->key,
-							      e->klen) == 0;
+			int rc =
+			    sst_reader_get(r, e->key, e->klen, e->seq - 1, NULL, &seq, NULL, NULL);
+			bool older = nx < m->n &&
+			             kv_key_cmp(m->e[nx].key, m->e[nx].klen, e->key, e->klen) == 0;
 
 			assert_int_equal(rc, older ? 1 : 0);
 			if (older)
@@ -213,8 +212,8 @@ static void verify(struct sst_reader *r, const struct model *m)
 		if (!first)
 			continue;
 		/* newest version at the newest snapshot */
-		assert_int_equal(sst_reader_get(r, e->key, e->klen, UINT64_MAX, NULL, &seq, NULL,
-						NULL), 1);
+		assert_int_equal(
+		    sst_reader_get(r, e->key, e->klen, UINT64_MAX, NULL, &seq, NULL, NULL), 1);
 		assert_int_equal(seq, e->seq);
 		/* seek to the key lands on its newest version */
 		kv_iter_seek(it, e->key, e->klen);
@@ -232,8 +231,9 @@ static void verify(struct sst_reader *r, const struct model *m)
 			assert_false(kv_iter_valid(it));
 		/* absent key between (unless key + "\0" is the next key) */
 		if (nx == m->n || kv_key_cmp(m->e[nx].key, m->e[nx].klen, k2, e->klen + 1) != 0)
-			assert_int_equal(sst_reader_get(r, k2, e->klen + 1, UINT64_MAX, NULL, NULL,
-							NULL, NULL), 0);
+			assert_int_equal(
+			    sst_reader_get(r, k2, e->klen + 1, UINT64_MAX, NULL, NULL, NULL, NULL),
+			    0);
 		free(k2);
 	}
 	assert_int_equal(kv_iter_status(it), 0);
@@ -241,7 +241,7 @@ static void verify(struct sst_reader *r, const struct model *m)
 }
 
 static void build_verify(struct store *s, const char *key, const struct model *m,
-			 const struct sst_builder_opts *o, struct sst_props *out)
+                         const struct sst_builder_opts *o, struct sst_props *out)
 {
 	struct sst_props p;
 	struct sst_reader *r;
@@ -410,7 +410,7 @@ static void test_many_versions(void **state)
 	for (uint64_t s = 3000; s >= 1000; s -= 2) {
 		snprintf(v, sizeof(v), "version %llu", (unsigned long long)s);
 		model_adds(&m, "hot", s, s % 10 == 0 ? KV_DELETE : KV_INLINE,
-			   s % 10 == 0 ? NULL : v);
+		           s % 10 == 0 ? NULL : v);
 	}
 	model_adds(&m, "hot2", 4000, KV_INLINE, "after");
 	build_verify(f->s, "sst/versions", &m, &o, &p);
@@ -554,10 +554,12 @@ static void test_read_cost_and_cache(void **state)
 			struct sst_stats a, b;
 
 			sst_reader_stats(r, &a);
-			assert_int_equal(sst_reader_get(r, m.e[i].key, m.e[i].klen, UINT64_MAX, NULL,
-							NULL, NULL, NULL), 1);
+			assert_int_equal(sst_reader_get(r, m.e[i].key, m.e[i].klen, UINT64_MAX,
+			                                NULL, NULL, NULL, NULL),
+			                 1);
 			sst_reader_stats(r, &b);
-			assert_true(b.blocks_read - a.blocks_read + b.cache_hits - a.cache_hits == 1);
+			assert_true(b.blocks_read - a.blocks_read + b.cache_hits - a.cache_hits ==
+			            1);
 			if (pass)
 				assert_int_equal(b.blocks_read, a.blocks_read);
 		}
@@ -600,16 +602,17 @@ static void test_bloom_fp_100k(void **state)
 	for (unsigned i = 0; i < n; i++) {
 		int kl = snprintf(k, sizeof(k), "user/%09u", i * 2 + 1);
 
-		assert_int_equal(sst_reader_get(r, k, (size_t)kl, UINT64_MAX, NULL, NULL, NULL,
-						NULL), 0);
+		assert_int_equal(
+		    sst_reader_get(r, k, (size_t)kl, UINT64_MAX, NULL, NULL, NULL, NULL), 0);
 	}
 	sst_reader_stats(r, &st);
 	fp = (double)(st.bloom_checks - st.bloom_negatives) / (double)st.bloom_checks;
-	fprintf(stderr, "sst bloom over %u keys: %llu checks, %llu negatives, fp %.3f%%, "
-			"%llu blocks read, file %llu bytes, %llu data blocks\n",
-		n, (unsigned long long)st.bloom_checks, (unsigned long long)st.bloom_negatives,
-		fp * 100, (unsigned long long)st.blocks_read, (unsigned long long)p.file_size,
-		(unsigned long long)p.data_blocks);
+	fprintf(stderr,
+	        "sst bloom over %u keys: %llu checks, %llu negatives, fp %.3f%%, "
+	        "%llu blocks read, file %llu bytes, %llu data blocks\n",
+	        n, (unsigned long long)st.bloom_checks, (unsigned long long)st.bloom_negatives,
+	        fp * 100, (unsigned long long)st.blocks_read, (unsigned long long)p.file_size,
+	        (unsigned long long)p.data_blocks);
 	assert_true(fp < 0.02);
 	assert_int_equal(st.blocks_read, st.bloom_checks - st.bloom_negatives);
 	assert_int_equal(st.bloom_false_pos, st.blocks_read);
@@ -617,8 +620,8 @@ static void test_bloom_fp_100k(void **state)
 	for (unsigned i = 0; i < n; i += 97) {
 		int kl = snprintf(k, sizeof(k), "user/%09u", i * 2);
 
-		assert_int_equal(sst_reader_get(r, k, (size_t)kl, UINT64_MAX, NULL, NULL, NULL,
-						NULL), 1);
+		assert_int_equal(
+		    sst_reader_get(r, k, (size_t)kl, UINT64_MAX, NULL, NULL, NULL, NULL), 1);
 	}
 	sst_reader_unref(r);
 	sst_props_free(&p);
@@ -652,8 +655,8 @@ static int read_all(struct store *s, const char *key, const struct model *m)
 	for (size_t i = 0; !rc && i < m->n; i++) {
 		void *v = NULL;
 		size_t vl;
-		int g = sst_reader_get(r, m->e[i].key, m->e[i].klen, m->e[i].seq, NULL, NULL, &v,
-				       &vl);
+		int g =
+		    sst_reader_get(r, m->e[i].key, m->e[i].klen, m->e[i].seq, NULL, NULL, &v, &vl);
 
 		if (g < 0)
 			rc = g;
@@ -686,11 +689,12 @@ static void test_corrupt_data_block(void **state)
 	assert_int_equal(store_put(f->s, "sst/corrupt", buf, n), 0);
 	free(buf);
 	r = open_r(f->s, "sst/corrupt"); /* metadata is intact */
-	assert_int_equal(sst_reader_get(r, m.e[0].key, m.e[0].klen, UINT64_MAX, NULL, NULL, NULL,
-					NULL), -EUCLEAN);
+	assert_int_equal(
+	    sst_reader_get(r, m.e[0].key, m.e[0].klen, UINT64_MAX, NULL, NULL, NULL, NULL),
+	    -EUCLEAN);
 	/* blocks after it still read fine */
-	assert_int_equal(sst_reader_get(r, m.e[199].key, m.e[199].klen, UINT64_MAX, NULL, NULL,
-					NULL, NULL), 1);
+	assert_int_equal(
+	    sst_reader_get(r, m.e[199].key, m.e[199].klen, UINT64_MAX, NULL, NULL, NULL, NULL), 1);
 	assert_int_equal(sst_reader_iter_new(r, &it), 0);
 	kv_iter_seek_first(it);
 	assert_false(kv_iter_valid(it));
@@ -840,7 +844,6 @@ static void test_refcount(void **state)
 	model_free(&m);
 }
 
-
 /* ---- flush: MemTable -> SSTable -> manifest ---- */
 
 static void test_flush_promote(void **state)
@@ -862,11 +865,12 @@ static void test_flush_promote(void **state)
 	for (int i = 0; i < 500; i++) {
 		snprintf(k, sizeof(k), "ino/%06d", i);
 		snprintf(v, sizeof(v), "attrs %d", i);
-		assert_int_equal(memtable_add(mt, 10 + (uint64_t)i, KV_INLINE, k, strlen(k), v,
-					      strlen(v)), 0);
+		assert_int_equal(
+		    memtable_add(mt, 10 + (uint64_t)i, KV_INLINE, k, strlen(k), v, strlen(v)), 0);
 		if (i % 50 == 0)
 			assert_int_equal(memtable_add(mt, 1000 + (uint64_t)i, KV_BLOB, k, strlen(k),
-						      desc, sizeof(desc)), 0);
+			                              desc, sizeof(desc)),
+			                 0);
 	}
 	assert_int_equal(manifest_claim(f->s, cond, &m0), 0);
 	assert_int_equal(sst_flush_build(f->s, mt, m0.epoch, m0.next_sst, NULL, &add), 0);
@@ -890,8 +894,8 @@ static void test_flush_promote(void **state)
 		void *val;
 		size_t vl;
 
-		assert_int_equal(sst_reader_get(r, "ino/000050", 10, UINT64_MAX, &t, NULL, &val,
-						&vl), 1);
+		assert_int_equal(
+		    sst_reader_get(r, "ino/000050", 10, UINT64_MAX, &t, NULL, &val, &vl), 1);
 		assert_int_equal(t, KV_BLOB);
 		assert_int_equal(vl, BLOB_DESC_SIZE);
 		assert_memory_equal(val, desc, vl);
@@ -922,7 +926,7 @@ static void test_flush_promote(void **state)
 	 */
 	if (cond) {
 		struct store_stat st;
-		struct manifest nw = { .version = m1.version + 1, .epoch = m0.epoch + 1 };
+		struct manifest nw = {.version = m1.version + 1, .epoch = m0.epoch + 1};
 
 		assert_int_equal(manifest_commit(f->s, &nw, true), 0);
 		assert_int_equal(sst_flush_build(f->s, mt, m0.epoch, m1.next_sst, NULL, &add2), 0);
@@ -943,22 +947,22 @@ static void test_flush_promote(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_empty_table, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_one_entry, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_exact_block_and_one_over, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_huge_entries, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_many_versions, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_order_and_limits, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_props_blobs, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_read_cost_and_cache, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_bloom_fp_100k, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_corrupt_data_block, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_footer_faults, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_refcount, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_flush_promote, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_empty_table, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_one_entry, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_exact_block_and_one_over, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_huge_entries, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_many_versions, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_order_and_limits, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_props_blobs, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_read_cost_and_cache, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_bloom_fp_100k, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_corrupt_data_block, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_footer_faults, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_refcount, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_flush_promote, setup, teardown),
 	};
 	const struct CMUnitTest slow[] = {
-		cmocka_unit_test_setup_teardown(test_every_byte_flip, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_every_byte_flip, setup, teardown),
 	};
 	struct tu_store *probe = NULL;
 	int fails, prc;

@@ -90,7 +90,7 @@ static void test_key_valid(void **state)
 	assert_false(store_key_valid("a/.."));
 	assert_false(store_key_valid("./a"));
 	assert_false(store_key_valid("a/./b"));
-	assert_false(store_key_valid("a\\b"));       /* backslash: reserved for temp files */
+	assert_false(store_key_valid("a\\b")); /* backslash: reserved for temp files */
 	assert_false(store_key_valid("\\tmp.1.2"));
 	assert_false(store_key_valid("a\nb"));
 	assert_false(store_key_valid("a\tb"));
@@ -287,7 +287,8 @@ static void test_temp_files(void **state)
 	assert_int_equal(store_writer_write(w, "abc", 3), 0);
 	assert_int_equal(count_tmp(t->dir, "d"), 1);
 	assert_int_equal(tu_count_keys(t->store, ""), 1);
-	assert_int_equal(store_list(t->store, "d/w", NULL, 0, list_nothing, (void *)"writer tmp"), 0);
+	assert_int_equal(store_list(t->store, "d/w", NULL, 0, list_nothing, (void *)"writer tmp"),
+	                 0);
 	store_writer_abort(w);
 	assert_int_equal(count_tmp(t->dir, "d"), 0);
 
@@ -356,13 +357,13 @@ static void test_foreign_files(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_key_valid),
-		cmocka_unit_test(test_layout_and_caps),
-		cmocka_unit_test(test_open_errors),
-		cmocka_unit_test(test_open_flags),
-		cmocka_unit_test(test_symlinks_never_followed),
-		cmocka_unit_test(test_temp_files),
-		cmocka_unit_test(test_foreign_files),
+	    cmocka_unit_test(test_key_valid),
+	    cmocka_unit_test(test_layout_and_caps),
+	    cmocka_unit_test(test_open_errors),
+	    cmocka_unit_test(test_open_flags),
+	    cmocka_unit_test(test_symlinks_never_followed),
+	    cmocka_unit_test(test_temp_files),
+	    cmocka_unit_test(test_foreign_files),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

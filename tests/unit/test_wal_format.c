@@ -21,10 +21,13 @@
 /* Build an entry with two batches: {put a=1, blob b}, {delete c}. */
 static void build(struct mw_buf *b, uint64_t pos)
 {
-	struct wal_info info = { .epoch = 7, .position = pos, .first_seq = 100, .op_count = 3,
-				 .batch_count = 2 };
-	struct blob_desc d = { .epoch = 7, .position = pos, .offset = 32, .length = 5000,
-			       .hash = 0x1122334455667788ULL };
+	struct wal_info info = {
+	    .epoch = 7, .position = pos, .first_seq = 100, .op_count = 3, .batch_count = 2};
+	struct blob_desc d = {.epoch = 7,
+	                      .position = pos,
+	                      .offset = 32,
+	                      .length = 5000,
+	                      .hash = 0x1122334455667788ULL};
 	uint8_t desc[BLOB_DESC_SIZE];
 
 	blob_desc_encode(desc, &d);
@@ -39,7 +42,7 @@ static void build(struct mw_buf *b, uint64_t pos)
 
 static void test_roundtrip(void **state)
 {
-	struct mw_buf b = { 0 };
+	struct mw_buf b = {0};
 	struct wal_info info;
 	struct wal_cursor c;
 	const uint8_t *body, *k, *v;
@@ -80,7 +83,7 @@ static void test_roundtrip(void **state)
 
 static void test_truncated_and_bad_length(void **state)
 {
-	struct mw_buf b = { 0 };
+	struct mw_buf b = {0};
 	struct wal_info info;
 	const uint8_t *body;
 	size_t blen;
@@ -90,7 +93,7 @@ static void test_truncated_and_bad_length(void **state)
 	/* truncated tail, every length */
 	for (size_t n = 0; n < b.len; n++)
 		assert_int_equal(wal_entry_decode("wal/t", b.p, n, 1, &info, &body, &blen),
-				 -EUCLEAN);
+		                 -EUCLEAN);
 	/* trailing garbage: the length no longer matches */
 	assert_int_equal(mw_buf_append(&b, "x", 1), 0);
 	assert_int_equal(wal_entry_decode("wal/t", b.p, b.len, 1, &info, &body, &blen), -EUCLEAN);
@@ -104,7 +107,7 @@ static void test_truncated_and_bad_length(void **state)
 
 static void test_checksums_magic_version(void **state)
 {
-	struct mw_buf b = { 0 };
+	struct mw_buf b = {0};
 	struct wal_info info;
 	const uint8_t *body;
 	size_t blen;
@@ -115,7 +118,7 @@ static void test_checksums_magic_version(void **state)
 	for (size_t i = 0; i < b.len; i++) {
 		b.p[i] ^= 0x01;
 		assert_int_equal(wal_entry_decode("wal/f", b.p, b.len, 5, &info, &body, &blen),
-				 -EUCLEAN);
+		                 -EUCLEAN);
 		b.p[i] ^= 0x01;
 	}
 	assert_int_equal(wal_entry_decode("wal/f", b.p, b.len, 5, &info, &body, &blen), 0);
@@ -123,7 +126,7 @@ static void test_checksums_magic_version(void **state)
 	put_be16(b.p + WAL_OFF_VERSION, WAL_VERSION + 1);
 	put_be64(b.p + WAL_OFF_HEAD_HASH, fmt_hash(b.p, WAL_OFF_HEAD_HASH));
 	assert_int_equal(wal_entry_decode("wal/f", b.p, b.len, 5, &info, &body, &blen),
-			 -EPROTONOSUPPORT);
+	                 -EPROTONOSUPPORT);
 	/* bad magic */
 	put_be16(b.p + WAL_OFF_VERSION, WAL_VERSION);
 	put_be32(b.p, 0x12345678);
@@ -138,8 +141,8 @@ static void test_checksums_magic_version(void **state)
 
 static void test_fence_entry(void **state)
 {
-	struct mw_buf b = { 0 };
-	struct wal_info info = { .flags = WAL_FLAG_FENCE, .epoch = 3, .position = 9 }, out;
+	struct mw_buf b = {0};
+	struct wal_info info = {.flags = WAL_FLAG_FENCE, .epoch = 3, .position = 9}, out;
 	const uint8_t *body;
 	size_t blen;
 	(void)state;
@@ -161,15 +164,15 @@ static void test_malformed_body(void **state)
 	size_t kn, vn;
 	enum kv_type t;
 	/* batch of 1 op: type 9 (unknown) */
-	static const uint8_t bad_type[] = { 1, 9, 1, 'a', 0 };
+	static const uint8_t bad_type[] = {1, 9, 1, 'a', 0};
 	/* key length past the end */
-	static const uint8_t bad_klen[] = { 1, 1, 50, 'a', 0 };
+	static const uint8_t bad_klen[] = {1, 1, 50, 'a', 0};
 	/* batch says 2 ops, only one present */
-	static const uint8_t short_batch[] = { 2, 1, 1, 'a', 0 };
+	static const uint8_t short_batch[] = {2, 1, 1, 'a', 0};
 	/* trailing bytes after the last batch */
-	static const uint8_t trailing[] = { 1, 1, 1, 'a', 0, 7 };
+	static const uint8_t trailing[] = {1, 1, 1, 'a', 0, 7};
 	/* unterminated varint */
-	static const uint8_t bad_varint[] = { 0x80 };
+	static const uint8_t bad_varint[] = {0x80};
 	(void)state;
 
 	wal_cursor_init(&c, bad_type, sizeof(bad_type), 1);
@@ -220,12 +223,12 @@ static void test_names_and_desc(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_roundtrip),
-		cmocka_unit_test(test_truncated_and_bad_length),
-		cmocka_unit_test(test_checksums_magic_version),
-		cmocka_unit_test(test_fence_entry),
-		cmocka_unit_test(test_malformed_body),
-		cmocka_unit_test(test_names_and_desc),
+	    cmocka_unit_test(test_roundtrip),
+	    cmocka_unit_test(test_truncated_and_bad_length),
+	    cmocka_unit_test(test_checksums_magic_version),
+	    cmocka_unit_test(test_fence_entry),
+	    cmocka_unit_test(test_malformed_body),
+	    cmocka_unit_test(test_names_and_desc),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -20,8 +20,8 @@
  */
 
 static pthread_mutex_t tmp_mu = PTHREAD_MUTEX_INITIALIZER;
-static char **tmp_dirs;   /* protected by tmp_mu */
-static size_t tmp_n;      /* protected by tmp_mu */
+static char **tmp_dirs; /* protected by tmp_mu */
+static size_t tmp_n;    /* protected by tmp_mu */
 
 static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
@@ -124,7 +124,7 @@ uint64_t tu_seed(const char *name)
 	else
 		seed = tu_now_ns() ^ ((uint64_t)getpid() << 32);
 	fprintf(stderr, "%s: seed %" PRIu64 " (replay with MEMWALFS_SEED=%" PRIu64 ")\n",
-		name ? name : "test", seed, seed);
+	        name ? name : "test", seed, seed);
 	return seed;
 }
 
@@ -224,7 +224,7 @@ int tu_store_open(const char *kind, struct tu_store **out)
 		uint64_t r = tu_now_ns() ^ ((uint64_t)getpid() << 20);
 		uint64_t st = r;
 		if (asprintf(&t->prefix, "memwalfs-test-%d-%016" PRIx64 "/", (int)getpid(),
-			     splitmix(&st)) < 0)
+		             splitmix(&st)) < 0)
 			t->prefix = NULL;
 		rc = t->prefix ? 0 : -ENOMEM;
 	} else {
