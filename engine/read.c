@@ -240,15 +240,22 @@ int engine_get_range_wait(struct engine *e, const void *key, size_t klen, uint64
 		if (e->o.sync_timeout_ms && waited_ms >= e->o.sync_timeout_ms)
 			break;
 		if (tries == 1)
-			log_warn("engine: a read that a write waits on failed (%s); it is retried "
-			         "until the store answers",
-			         strerror(-rc));
+			log_warn(
+			    "engine: a read failed (%s); it is retried until the store answers",
+			    strerror(-rc));
 		struct timespec ts = {.tv_sec = wait_ms / 1000u,
 		                      .tv_nsec = (long)(wait_ms % 1000u) * 1000000L};
 		nanosleep(&ts, NULL);
 		wait_ms = wait_ms * 2 > RETRY_MAX_MS ? RETRY_MAX_MS : wait_ms * 2;
 	}
 	return rc;
+}
+
+int engine_prefetch_wait(struct engine *e, const void *key, size_t klen)
+{
+	size_t got;
+	/* a read of no bytes loads what engine_prefetch() loads */
+	return engine_get_range_wait(e, key, klen, 0, NULL, 0, &got);
 }
 
 int read_merged_iter(struct engine *e, struct kv_iter **out, uint64_t *gen)

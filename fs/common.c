@@ -150,3 +150,35 @@ bool fs_all_zero(const uint8_t *p, size_t n)
 {
 	return n == 0 || (p[0] == 0 && memcmp(p, p + 1, n - 1) == 0);
 }
+
+bool fs_store_down(int rc)
+{
+	return rc && rc != -ENOENT && rc != -ENOMEM && rc != -EINVAL && rc != -EUCLEAN &&
+	       rc != -EPROTONOSUPPORT && rc != -ESTALE && rc != -EROFS;
+}
+
+bool fs_outage_enter(struct mwfs *fs)
+{
+	unsigned cap = (fs->o.max_threads ? fs->o.max_threads : 8) / 2;
+	unsigned cur = atomic_load(&fs->outage_readers);
+	do {
+		if (cur >= (cap ? cap : 1))
+			return false;
+	} while (!atomic_compare_exchange_weak(&fs->outage_readers, &cur, cur + 1));
+	return true;
+}
+
+void fs_outage_leave(struct mwfs *fs)
+{
+	atomic_fetch_sub(&fs->outage_readers, 1);
+}
+
+int fs_warm_key(struct mwfs *fs, const uint8_t *key, size_t kn)
+{
+	int rc = engine_prefetch(fs->e, key, kn);
+	if (fs_store_down(rc) && fs_outage_enter(fs)) {
+		rc = engine_prefetch_wait(fs->e, key, kn);
+		fs_outage_leave(fs);
+	}
+	return rc;
+}

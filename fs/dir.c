@@ -153,6 +153,31 @@ static int op_check(struct op *op, fuse_req_t req, const char *name, int how)
 	return rc;
 }
 
+/*
+ * Read what resolving name in parent will read, before fs->mu is taken: the
+ * parent's record, the entry and the inode it names (a cold lookup on S3 is
+ * a GET or two; held under fs->mu it would stall every handler of the
+ * mount, and in an outage for as long as the S3 layer retries).  Under the
+ * lock op_resolve() reads the same keys again, from memory.  A store that
+ * does not answer fails the handler here.  0 or negative errno.
+ */
+static int op_warm(struct op *op, uint64_t parent, const char *name)
+{
+	uint8_t key[SCHEMA_KEY_MAX];
+	size_t kn = schema_key_dentry(key, parent, name, strlen(name));
+	uint64_t ino;
+	int rc = inode_warm(op->fs, parent);
+	if (!rc)
+		rc = fs_warm_key(op->fs, key, kn);
+	if (!rc)
+		rc = dentry_get(op->fs, parent, name, &ino);
+	if (!rc) {
+		op->ino = ino; /* a hint for more warming; op_resolve() reads it again */
+		rc = inode_warm(op->fs, ino);
+	}
+	return rc == -ENOENT ? 0 : rc; /* op_resolve() decides what a missing one means */
+}
+
 static void op_lock(struct op *op)
 {
 	mw_mutex_lock(&op->fs->mu);
@@ -182,10 +207,12 @@ static int op_resolve(struct op *op, uint64_t parent, const char *name, int how)
 	return (how & OP_CHILD) ? inode_get(op->fs, ino, &op->ip) : 0;
 }
 
-/* op_check(), op_lock() and op_resolve() of parent/name in one. */
+/* op_check(), op_warm(), op_lock() and op_resolve() of parent/name in one. */
 static int op_begin(struct op *op, fuse_req_t req, fuse_ino_t parent, const char *name, int how)
 {
 	int rc = op_check(op, req, name, how);
+	if (!rc)
+		rc = op_warm(op, parent, name);
 	if (rc)
 		return rc;
 	op_lock(op);
@@ -262,6 +289,8 @@ static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	int rc = op_check(&op, req, name, OP_WRITE);
 	if (!rc && link && strlen(link) >= 4096)
 		rc = -ENAMETOOLONG;
+	if (!rc)
+		rc = op_warm(&op, parent, name);
 	if (rc) {
 		fuse_reply_err(req, fs_err(rc));
 		return;
@@ -387,7 +416,19 @@ void dir_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct inode_tx tx;
 	struct op op;
-	int rc = op_begin(&op, req, parent, name, OP_WRITE | OP_NODOTS | OP_CHILD);
+	int rc = op_check(&op, req, name, OP_WRITE | OP_NODOTS | OP_CHILD);
+	if (!rc)
+		rc = op_warm(&op, parent, name);
+	if (!rc && op.ino) {
+		/* the emptiness check below reads the listing's first block: warm it too */
+		int r = dir_empty(op.fs, op.ino);
+		if (r && r != -ENOTEMPTY)
+			rc = r;
+	}
+	if (!rc) {
+		op_lock(&op);
+		rc = op_resolve(&op, parent, name, OP_WRITE | OP_NODOTS | OP_CHILD);
+	}
 	if (!rc && !S_ISDIR(op.ip->a.mode))
 		rc = -ENOTDIR;
 	if (!rc)
@@ -479,6 +520,10 @@ void dir_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t 
 	if (!rc && ((flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE)) ||
 	            (flags & RENAME_NOREPLACE && flags & RENAME_EXCHANGE)))
 		rc = -EINVAL;
+	if (!rc)
+		rc = op_warm(&src, parent, name);
+	if (!rc)
+		rc = op_warm(&dst, newparent, newname);
 	if (rc) {
 		fuse_reply_err(req, fs_err(rc));
 		return;
@@ -540,6 +585,10 @@ void dir_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *
 	struct inode_tx tx;
 	struct op op;
 	int rc = op_check(&op, req, newname, OP_WRITE);
+	if (!rc)
+		rc = inode_warm(op.fs, ino);
+	if (!rc)
+		rc = op_warm(&op, newparent, newname);
 	if (rc) {
 		fuse_reply_err(req, fs_err(rc));
 		return;
@@ -629,8 +678,11 @@ static int dirh_add(struct dirh *d, uint64_t ino, uint32_t type, const char *nam
 static int dir_parent(struct mwfs *fs, uint64_t ino, uint64_t *parent)
 {
 	struct inode *dp;
+	int rc = inode_warm(fs, ino);
+	if (rc)
+		return rc;
 	mw_mutex_lock(&fs->mu);
-	int rc = get_dir(fs, ino, &dp);
+	rc = get_dir(fs, ino, &dp);
 	if (!rc) {
 		*parent = dp->a.parent ? dp->a.parent : ino;
 		inode_put(fs, dp);
@@ -713,8 +765,23 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		rc = dirh_load(fs, d, ino);
 	if (rc)
 		goto out;
-	if (plus)
+	if (plus) {
+		/*
+		 * Warm the records of the entries this reply can hold before
+		 * taking fs->mu (see op_warm()); a store that does not answer
+		 * fails the listing instead of stalling the mount.
+		 */
+		size_t fit = size / 64 + 1; /* a direntplus is over 128 bytes */
+		for (size_t i = (size_t)off < 2 ? 2 : (size_t)off; !rc && i < d->n && fit;
+		     i++, fit--) {
+			rc = inode_warm(fs, d->ents[i].ino);
+			if (rc == -ENOENT)
+				rc = 0; /* removed since the snapshot: skipped below */
+		}
+		if (rc)
+			goto out;
 		mw_mutex_lock(&fs->mu);
+	}
 	for (size_t i = (size_t)off; i < d->n; i++) {
 		const struct dent *de = &d->ents[i];
 		const char *name = d->names + de->name;

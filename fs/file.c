@@ -323,6 +323,16 @@ void file_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_i
 	fuse_reply_err(req, fs_err(rc));
 }
 
+int file_cut_warm(struct mwfs *fs, uint64_t ino, uint64_t off)
+{
+	if (off % fs->cs == 0)
+		return 0; /* a cut on a chunk boundary deletes whole chunks: nothing to read */
+	uint8_t key[SCHEMA_KEY_MAX];
+	size_t kn = schema_key_chunk(key, ino, off / fs->cs);
+	int rc = fs_warm_key(fs, key, kn);
+	return rc == -ENOENT ? 0 : rc;
+}
+
 /*
  * Queue deletion (or zeroing) of the stored bytes of ip in [from, to) into
  * b (fs->mu held, dlock exclusive, buffer flushed).  to UINT64_MAX: to the
@@ -419,6 +429,17 @@ void file_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t l
 		return;
 	}
 	uint64_t end = (uint64_t)off + (uint64_t)len;
+	if (mode & FALLOC_FL_PUNCH_HOLE) {
+		rc = engine_wait_room(fs->e, FS_META_ROOM + 2 * fs->cs);
+		if (!rc)
+			rc = file_cut_warm(fs, ip->ino, (uint64_t)off);
+		if (!rc)
+			rc = file_cut_warm(fs, ip->ino, end);
+		if (rc) {
+			fuse_reply_err(req, fs_err(rc));
+			return;
+		}
+	}
 	pthread_rwlock_wrlock(&ip->dlock);
 	rc = wbuf_flush(fs, ip);
 	mw_mutex_lock(&fs->mu);

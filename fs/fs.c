@@ -158,8 +158,18 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 		fuse_reply_err(req, EROFS);
 		return;
 	}
+	/* backpressure and a cold inode record are waited for before fs->mu (dir.c op_warm()) */
+	int rc = engine_wait_room(fs->e, FS_META_ROOM);
+	if (!rc)
+		rc = inode_warm(fs, ino);
+	if (!rc && (to_set & FUSE_SET_ATTR_SIZE) && attr->st_size > 0)
+		rc = file_cut_warm(fs, ino, (uint64_t)attr->st_size);
+	if (rc) {
+		fuse_reply_err(req, fs_err(rc));
+		return;
+	}
 	mw_mutex_lock(&fs->mu);
-	int rc = inode_get(fs, ino, &ip);
+	rc = inode_get(fs, ino, &ip);
 	if (rc)
 		goto out;
 	if (to_set & FUSE_SET_ATTR_SIZE) {

@@ -107,6 +107,18 @@ static void inode_free(struct inode *ip)
 	free(ip);
 }
 
+int inode_warm(struct mwfs *fs, uint64_t ino)
+{
+	mw_mutex_lock(&fs->mu);
+	bool loaded = inode_find(fs, ino) != NULL;
+	mw_mutex_unlock(&fs->mu);
+	if (loaded)
+		return 0;
+	uint8_t key[SCHEMA_KEY_MAX];
+	size_t kn = schema_key_inode(key, ino);
+	return fs_warm_key(fs, key, kn);
+}
+
 /*
  * Take a reference on inode ino, loading its record if needed (fs->mu
  * held).  -ENOENT if it has no record, -EUCLEAN if the record is corrupt.
@@ -369,8 +381,11 @@ int inode_put(struct mwfs *fs, struct inode *ip)
 int inode_check(struct mwfs *fs, uint64_t ino)
 {
 	struct inode *ip = NULL;
+	int rc = inode_warm(fs, ino);
+	if (rc)
+		return rc;
 	mw_mutex_lock(&fs->mu);
-	int rc = inode_get(fs, ino, &ip);
+	rc = inode_get(fs, ino, &ip);
 	inode_put(fs, ip);
 	mw_mutex_unlock(&fs->mu);
 	return rc;

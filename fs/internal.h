@@ -83,7 +83,7 @@ struct mwfs {
 	pthread_key_t tkey;         /* per-thread scratch buffers (struct tls) */
 	struct readahead *ra;       /* read-ahead threads and in-flight loads (readahead.c) */
 	struct wbflush *wbf;        /* puts write buffers left partly filled (wbuf.c) */
-	atomic_uint outage_readers; /* reads waiting out a store outage (file.c read_chunk) */
+	atomic_uint outage_readers; /* requests waiting out a store outage (fs_outage_enter()) */
 };
 
 /* Per-thread scratch, reused across requests (avoids a malloc per read). */
@@ -105,12 +105,36 @@ void fs_touch(struct schema_inode *a, bool atime, bool mtime, bool ctime);
 void fs_fill_stat(struct mwfs *fs, const struct inode *ip, struct stat *st);
 void fs_fill_entry(struct mwfs *fs, const struct inode *ip, struct fuse_entry_param *e);
 bool fs_all_zero(const uint8_t *p, size_t n);
+/* rc is a failure to reach the store (worth waiting out), not an answer such as -ENOENT. */
+bool fs_store_down(int rc);
+/*
+ * A request that found the store unreachable waits for it (like a hard NFS
+ * mount) while fewer than half the request threads wait so:
+ * fs_outage_enter() takes a place (false: none left, fail now, so that
+ * threads are left to answer from the caches), fs_outage_leave() gives it
+ * back.
+ */
+bool fs_outage_enter(struct mwfs *fs);
+void fs_outage_leave(struct mwfs *fs);
+/*
+ * engine_prefetch() of key before fs->mu is taken, waiting out an outage
+ * within fs_outage_enter()'s bound.  0, -ENOENT or the store's error.
+ */
+int fs_warm_key(struct mwfs *fs, const uint8_t *key, size_t kn);
 
 /* inode.c (all with fs->mu held) */
 int inode_get(struct mwfs *fs, uint64_t ino, struct inode **out);
 struct inode *inode_find(struct mwfs *fs, uint64_t ino);
 int inode_put(struct mwfs *fs, struct inode *ip);
 int inode_check(struct mwfs *fs, uint64_t ino); /* takes fs->mu */
+/*
+ * Bring ino's record into the engine's caches unless the inode is loaded
+ * (fs->mu NOT held; takes it only to look).  A handler calls it before it
+ * takes fs->mu, so that inode_get() under the lock reads memory instead of
+ * waiting for the store with every other handler held up.  0, -ENOENT, or
+ * the store's error (the handler then fails without taking fs->mu).
+ */
+int inode_warm(struct mwfs *fs, uint64_t ino);
 void inode_forget(struct mwfs *fs, uint64_t ino, uint64_t n);
 int inode_new(struct mwfs *fs, struct engine_batch *b, uint32_t mode, struct inode **out);
 int inode_batch_put(struct mwfs *fs, struct engine_batch *b, const struct inode *ip);
@@ -173,6 +197,12 @@ void file_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, struct fu
 void file_copy_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in, struct fuse_file_info *fi_in,
                      fuse_ino_t ino_out, off_t off_out, struct fuse_file_info *fi_out, size_t len,
                      int flags);
+/*
+ * Read the chunk that a cut at offset off of inode ino rewrites into the
+ * engine's caches, before the locks that file_truncate_locked() and punch
+ * hole hold (fs->mu NOT held).  0 or the store's error.
+ */
+int file_cut_warm(struct mwfs *fs, uint64_t ino, uint64_t off);
 /* Set the size: flush, trim chunks (ip->dlock exclusive and fs->mu held). */
 int file_truncate_locked(struct mwfs *fs, struct inode *ip, struct engine_batch *b, uint64_t size);
 

@@ -35,7 +35,6 @@
  * free the inode.  Lock order as everywhere: ip->dlock, then fs->mu.
  */
 #include <errno.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -45,28 +44,10 @@
 #include "thread.h"
 
 /*
- * A read that failed because the store does not answer waits for it (like a
- * hard NFS mount; the kernel's read of a partial page before a write is such
- * a read, and failing it fails the write) while fewer than half the
- * request threads are waiting so; beyond that it fails at once, so that
- * threads are left to answer from the caches.
- */
-static bool outage_reader_enter(struct mwfs *fs)
-{
-	unsigned cap = (fs->o.max_threads ? fs->o.max_threads : 8) / 2;
-	unsigned cur = atomic_load(&fs->outage_readers);
-	do {
-		if (cur >= (cap ? cap : 1))
-			return false;
-	} while (!atomic_compare_exchange_weak(&fs->outage_readers, &cur, cur + 1));
-	return true;
-}
-
-/*
  * Read n bytes at offset co of chunk idx into dst; holes and the tail past the
  * value read as 0.  A store that does not answer is waited for
  * (engine_get_range_wait()): always when wait is set (a write buffer's bytes
- * depend on the read), else within outage_reader_enter()'s bound.
+ * depend on the read), else within fs_outage_enter()'s bound.
  */
 int chunk_read(struct mwfs *fs, uint64_t ino, uint64_t idx, uint32_t co, uint8_t *dst, size_t n,
                bool wait)
@@ -74,11 +55,10 @@ int chunk_read(struct mwfs *fs, uint64_t ino, uint64_t idx, uint32_t co, uint8_t
 	uint8_t key[SCHEMA_KEY_MAX];
 	size_t kn = schema_key_chunk(key, ino, idx), got = 0;
 	int rc = engine_get_range(fs->e, key, kn, co, dst, n, &got);
-	if (rc && rc != -ENOENT && rc != -ENOMEM && rc != -EUCLEAN &&
-	    (wait || outage_reader_enter(fs))) {
+	if (fs_store_down(rc) && (wait || fs_outage_enter(fs))) {
 		rc = engine_get_range_wait(fs->e, key, kn, co, dst, n, &got);
 		if (!wait)
-			atomic_fetch_sub(&fs->outage_readers, 1);
+			fs_outage_leave(fs);
 	}
 	if (rc == -ENOENT) {
 		rc = 0;

@@ -71,7 +71,18 @@ static int check_change(struct mwfs *fs, fuse_ino_t ino, const char *name, size_
 		return -EPERM;
 	if (unsupported(name))
 		return -EOPNOTSUPP;
-	return 0;
+	/* wait for backpressure and read what change() reads before fs->mu (op_warm() in dir.c) */
+	int rc = engine_wait_room(fs->e, size + nlen + FS_META_ROOM);
+	if (!rc)
+		rc = inode_warm(fs, ino);
+	if (!rc) {
+		uint8_t key[SCHEMA_KEY_MAX];
+		size_t kn = schema_key_xattr(key, ino, name, nlen);
+		rc = fs_warm_key(fs, key, kn);
+		if (rc == -ENOENT)
+			rc = 0;
+	}
+	return rc;
 }
 
 /* Does the xattr under key exist?  0, or -EEXIST/-ENODATA as flags want. */

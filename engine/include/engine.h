@@ -203,6 +203,9 @@ int engine_prefetch(struct engine *e, const void *key, size_t klen);
 int engine_get_range_wait(struct engine *e, const void *key, size_t klen, uint64_t off, void *buf,
                           size_t len, size_t *got);
 
+/* engine_prefetch() that waits out a store outage like engine_get_range_wait(). */
+int engine_prefetch_wait(struct engine *e, const void *key, size_t klen);
+
 /*
  * Ordered scan of [start, end) (end NULL: unbounded) over one consistent
  * snapshot taken at creation.  Typical loop:
