@@ -8,6 +8,7 @@
  * them all).
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -88,12 +89,49 @@ int fs_err(int rc)
 	}
 }
 
+/*
+ * The one clock of every timestamp the daemon sets. The kernel stamps some times itself (the
+ * ctime after link, mtime and ctime of writes under the writeback cache) from its coarse clock
+ * (current_time(): one step per tick, 4 ms at HZ=250); a finer clock here would stamp a file
+ * created within the same tick later than a link made after it. So this is the same coarse
+ * clock, and never earlier than a time it gave before (a clock set back does not make a
+ * timestamp go backwards): equal times within a tick, as on ext4 without fine-grained stamps.
+ */
+static _Atomic int64_t last_now_ns; /* the latest time fs_now gave, ns since the epoch */
+
 void fs_now(int64_t *sec, uint32_t *nsec)
 {
 	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	*sec = ts.tv_sec;
-	*nsec = (uint32_t)ts.tv_nsec;
+	clock_gettime(CLOCK_REALTIME_COARSE, &ts);
+	int64_t now = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	int64_t last = atomic_load_explicit(&last_now_ns, memory_order_relaxed);
+	while (now > last &&
+	       !atomic_compare_exchange_weak_explicit(&last_now_ns, &last, now,
+	                                              memory_order_relaxed, memory_order_relaxed))
+		;
+	if (now < last)
+		now = last;
+	*sec = now / 1000000000;
+	*nsec = (uint32_t)(now % 1000000000);
+}
+
+/*
+ * A time the kernel stamped with its own clock (the ctime of a setattr): fs_now gives nothing
+ * earlier from now on. On kernels with fine-grained timestamps (6.13 on) the kernel's clock is
+ * the coarse one or, within a tick, a little later; this keeps the daemon's stamps after the
+ * kernel's. A time more than 1 s ahead of the clock is not taken (not a clock reading).
+ */
+void fs_clock_seen(int64_t sec, uint32_t nsec)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME_COARSE, &ts);
+	int64_t t = sec * 1000000000 + nsec;
+	if (t > (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec + 1000000000)
+		return;
+	int64_t last = atomic_load_explicit(&last_now_ns, memory_order_relaxed);
+	while (t > last && !atomic_compare_exchange_weak_explicit(
+	                       &last_now_ns, &last, t, memory_order_relaxed, memory_order_relaxed))
+		;
 }
 
 /* Set the chosen timestamps of a to now. */

@@ -218,9 +218,10 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 	if (to_set & FUSE_SET_ATTR_MTIME)
 		set_time(&ip->a.mtime_sec, &ip->a.mtime_nsec, &attr->st_mtim,
 		         to_set & FUSE_SET_ATTR_MTIME_NOW);
-	if (to_set & FUSE_SET_ATTR_CTIME)
+	if (to_set & FUSE_SET_ATTR_CTIME) {
 		set_time(&ip->a.ctime_sec, &ip->a.ctime_nsec, &attr->st_ctim, false);
-	else
+		fs_clock_seen(ip->a.ctime_sec, ip->a.ctime_nsec); /* the kernel's clock */
+	} else
 		fs_touch(&ip->a, false, false, true);
 	/* if not applied, the attributes the kernel must keep seeing are restored */
 	rc = inode_tx_commit(&tx, 0);
