@@ -124,7 +124,7 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	struct stat st;
 	(void)fi;
 	mw_mutex_lock(&fs->mu);
-	int rc = inode_get(fs, ino, &ip);
+	int rc = inode_get_removed(fs, ino, &ip); /* fstat of a removed directory: nlink 0 */
 	if (!rc) {
 		fs_fill_stat(fs, ip, &st);
 		inode_put(fs, ip);
@@ -169,7 +169,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 		return;
 	}
 	mw_mutex_lock(&fs->mu);
-	rc = inode_get(fs, ino, &ip);
+	rc = inode_get_removed(fs, ino, &ip); /* fchmod of a removed directory works too */
 	if (rc)
 		goto out;
 	if (to_set & FUSE_SET_ATTR_SIZE) {

@@ -128,9 +128,22 @@ int inode_get(struct mwfs *fs, uint64_t ino, struct inode **out)
 {
 	mw_mutex_assert_held(&fs->mu);
 	struct inode *ip = inode_find(fs, ino);
+	if (ip && ip->gone)
+		return -ENOENT;
+	return inode_get_removed(fs, ino, out);
+}
+
+/*
+ * Like inode_get(), but an inode whose records are gone while the kernel still holds it (a
+ * directory removed by rmdir or a rename over it, still open or looked up) is returned too,
+ * with nlink 0: for the attribute operations, which work on it as on ext4 (fstat, fchmod).
+ * Changes to such an inode stay in memory (inode_batch_put() writes no record of it).
+ */
+int inode_get_removed(struct mwfs *fs, uint64_t ino, struct inode **out)
+{
+	mw_mutex_assert_held(&fs->mu);
+	struct inode *ip = inode_find(fs, ino);
 	if (ip) {
-		if (ip->gone)
-			return -ENOENT;
 		ip->refs++;
 		*out = ip;
 		return 0;
@@ -215,6 +228,8 @@ int inode_batch_put(struct mwfs *fs, struct engine_batch *b, const struct inode 
 	(void)fs;
 	uint8_t key[SCHEMA_KEY_MAX];
 	uint8_t rec[SCHEMA_INODE_LEN + 4096];
+	if (ip->gone)
+		return 0; /* its records were deleted: none comes back */
 	struct schema_inode a = ip->a;
 	size_t tlen = ip->target ? strlen(ip->target) : 0;
 	if (tlen > 4096)

@@ -125,6 +125,7 @@ int fs_warm_key(struct mwfs *fs, const uint8_t *key, size_t kn);
 
 /* inode.c (all with fs->mu held) */
 int inode_get(struct mwfs *fs, uint64_t ino, struct inode **out);
+int inode_get_removed(struct mwfs *fs, uint64_t ino, struct inode **out);
 struct inode *inode_find(struct mwfs *fs, uint64_t ino);
 int inode_put(struct mwfs *fs, struct inode *ip);
 int inode_check(struct mwfs *fs, uint64_t ino); /* takes fs->mu */
