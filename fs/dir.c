@@ -1,7 +1,14 @@
 /*
  * dir.c - namespace handlers: lookup, create/mknod/mkdir/symlink, unlink,
- * rmdir, rename (NOREPLACE, EXCHANGE, directories with their subtree),
- * link, and directory listing (readdir, readdirplus).
+ * rmdir, rename (NOREPLACE, EXCHANGE, WHITEOUT, directories with their
+ * subtree), link, and directory listing (readdir, readdirplus).
+ *
+ * Export support (file handles, NFS re-export): the kernel looks up "." in
+ * any inode (a file handle names an inode it has forgotten) and ".." in a
+ * directory (the parent of a disconnected dentry); dir_lookup() answers
+ * both from the inode table.  Inode numbers are never reused (inode.c takes
+ * them from ranges the superblock records before use), so one fixed
+ * generation (fs_fill_entry()) keeps handles stable across remounts.
  *
  * A directory entry is one key ('D' parent name -> child, type), so a
  * lookup is one point read and a listing one prefix scan.  Every handler
@@ -27,6 +34,9 @@
 #endif
 #ifndef RENAME_EXCHANGE
 #define RENAME_EXCHANGE (1 << 1)
+#endif
+#ifndef RENAME_WHITEOUT
+#define RENAME_WHITEOUT (1 << 2)
 #endif
 
 static int check_name(const char *name)
@@ -237,14 +247,53 @@ static int op_end(struct op *op, int rc)
 
 /* ---- handlers ----------------------------------------------------------- */
 
+/*
+ * Export operations: "." in any inode is the inode itself, ".." in a
+ * directory its parent (the root's is the root).  Sets op->ip like
+ * op_begin() with OP_CHILD; an inode without links is -ENOENT (the kernel
+ * answers ESTALE to the handle, as ext4 does).  0 or negative errno.
+ */
+static int op_begin_dots(struct op *op, fuse_req_t req, fuse_ino_t ino, const char *name)
+{
+	memset(op, 0, sizeof(*op));
+	op->fs = fuse_req_userdata(req);
+	op->name = name;
+	int rc = inode_warm(op->fs, ino);
+	if (rc)
+		return rc;
+	op_lock(op);
+	op->parent = ino;
+	rc = inode_get(op->fs, ino, &op->ip);
+	if (!rc && op->ip->a.nlink == 0)
+		rc = -ENOENT;
+	if (rc || !strcmp(name, "."))
+		return rc;
+	if (!S_ISDIR(op->ip->a.mode))
+		return -ENOTDIR;
+	uint64_t parent = op->ip->a.parent ? op->ip->a.parent : ino;
+	inode_put(op->fs, op->ip);
+	op->ip = NULL;
+	mw_mutex_unlock(&op->fs->mu); /* warm the parent outside the lock */
+	op->locked = false;
+	rc = inode_warm(op->fs, parent);
+	if (rc)
+		return rc;
+	op_lock(op);
+	return inode_get(op->fs, parent, &op->ip);
+}
+
 void dir_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct fuse_entry_param e;
 	struct op op;
-	int rc = op_begin(&op, req, parent, name, OP_CHILD);
+	int rc = (!strcmp(name, ".") || !strcmp(name, ".."))
+	             ? op_begin_dots(&op, req, parent, name)
+	             : op_begin(&op, req, parent, name, OP_CHILD);
 	if (!rc) {
 		op.ip->nlookup++;
 		fs_fill_entry(op.fs, op.ip, &e);
+		if (op.ip->ino == SCHEMA_ROOT_INO)
+			e.generation = 0; /* the kernel's root inode has generation 0 ("..") */
 	}
 	rc = op_end(&op, rc);
 	if (rc == -ENOENT) {
@@ -475,10 +524,12 @@ static int rename_exchange(struct op *src, struct op *dst, struct inode_tx *tx)
 
 /*
  * Plain rename: move src's entry to dst, replacing dst's child if any
- * (fs->mu held; both parents and the source in tx).  *dropped is set when
+ * (fs->mu held; both parents and the source in tx).  With wh (WHITEOUT)
+ * src's name is not deleted but points at wh.  *dropped is set when
  * the replaced child is an empty directory whose records the batch deletes.
  */
-static int rename_replace(struct op *src, struct op *dst, struct inode_tx *tx, bool *dropped)
+static int rename_replace(struct op *src, struct op *dst, struct inode_tx *tx, struct inode *wh,
+                          bool *dropped)
 {
 	struct inode *si = src->ip, *di = dst->ip;
 	int rc = 0;
@@ -500,7 +551,8 @@ static int rename_replace(struct op *src, struct op *dst, struct inode_tx *tx, b
 		}
 	}
 	if (!rc)
-		rc = dentry_del(tx->b, src->parent, src->name);
+		rc = wh ? dentry_put(tx->b, src->parent, src->name, wh)
+		        : dentry_del(tx->b, src->parent, src->name);
 	if (!rc)
 		rc = dentry_put(tx->b, dst->parent, dst->name, si);
 	reparent(si, src->dp, dst->dp);
@@ -512,13 +564,14 @@ void dir_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t 
 {
 	struct op src, dst; /* src holds fs->mu for both */
 	struct inode_tx tx;
+	struct inode *wh = NULL; /* RENAME_WHITEOUT: the whiteout left at src */
 	bool dropped = false;
 	int rc = op_check(&src, req, name, 0);
 	int rc2 = op_check(&dst, req, newname, OP_WRITE);
 	if (!rc)
 		rc = rc2;
-	if (!rc && ((flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE)) ||
-	            (flags & RENAME_NOREPLACE && flags & RENAME_EXCHANGE)))
+	if (!rc && ((flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE | RENAME_WHITEOUT)) ||
+	            (flags & RENAME_EXCHANGE && flags & (RENAME_NOREPLACE | RENAME_WHITEOUT))))
 		rc = -EINVAL;
 	if (!rc)
 		rc = op_warm(&src, parent, name);
@@ -564,7 +617,16 @@ void dir_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t 
 		inode_tx_add(&tx, dst.ip);
 		rc = rename_exchange(&src, &dst, &tx);
 	} else {
-		rc = rename_replace(&src, &dst, &tx, &dropped);
+		if (flags & RENAME_WHITEOUT) {
+			/* a character device 0/0 with mode 0, as the kernel and ext4 make it */
+			rc = inode_new(fs, tx.b, S_IFCHR, &wh);
+			if (!rc) {
+				inode_tx_add(&tx, wh);
+				init_node(wh, src.dp, fuse_req_ctx(req), 0);
+			}
+		}
+		if (!rc)
+			rc = rename_replace(&src, &dst, &tx, wh, &dropped);
 	}
 	fs_touch(&src.ip->a, false, false, true);
 	fs_touch(&src.dp->a, false, true, true);
@@ -574,6 +636,11 @@ void dir_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t 
 		dst.ip->a.nlink = 0;
 		dst.ip->gone = true;
 	}
+	if (rc && wh) {
+		wh->a.nlink = 0; /* never stored: dropped by inode_put() */
+		wh->gone = true;
+	}
+	inode_put(fs, wh);
 out:
 	op_end(&dst, 0);
 	fuse_reply_err(req, fs_err(op_end(&src, rc)));

@@ -57,6 +57,10 @@ uint32_t mwfs_chunk_size(const struct mwfs *fs)
  *   ASYNC_DIO         parallel O_DIRECT requests: each takes ip->dlock.
  *   PARALLEL_DIROPS   lookups and readdirs of one directory in parallel:
  *                     fs->mu serialises what they share.
+ *   EXPORT_SUPPORT    file handles (name_to_handle_at, NFS re-export):
+ *                     dir_lookup() answers "." in any inode and ".." in a
+ *                     directory; generations are fixed, inode numbers never
+ *                     reused (dir.c's header).
  *   WRITEBACK_CACHE   only with the writeback option: the kernel keeps
  *                     dirty pages, sets mtime/ctime (fs_touch is skipped
  *                     then), may read through write-only handles (file_read
@@ -65,14 +69,14 @@ uint32_t mwfs_chunk_size(const struct mwfs *fs)
  * Declined: POSIX_LOCKS and FLOCK_LOCKS (no getlk/setlk/flock: the kernel
  * locks locally, right for one mount per store), HANDLE_KILLPRIV (the
  * kernel clears suid/sgid on write and chown), POSIX_ACL (not supported),
- * EXPORT_SUPPORT (no "." / ".." lookups), DONT_MASK (the kernel applies the
+ * DONT_MASK (the kernel applies the
  * umask), SPLICE_* (no write_buf), IOCTL_DIR (no ioctl), CACHE_SYMLINKS,
  * EXPLICIT_INVAL_DATA, EXPIRE_ONLY, NO_OPEN(DIR)_SUPPORT.
  */
 #define MWFS_CAPS                                                                                  \
 	(FUSE_CAP_ASYNC_READ | FUSE_CAP_ATOMIC_O_TRUNC | FUSE_CAP_AUTO_INVAL_DATA |                \
 	 FUSE_CAP_READDIRPLUS | FUSE_CAP_READDIRPLUS_AUTO | FUSE_CAP_ASYNC_DIO |                   \
-	 FUSE_CAP_PARALLEL_DIROPS | FUSE_CAP_WRITEBACK_CACHE)
+	 FUSE_CAP_PARALLEL_DIROPS | FUSE_CAP_EXPORT_SUPPORT | FUSE_CAP_WRITEBACK_CACHE)
 
 static void op_init(void *userdata, struct fuse_conn_info *conn)
 {
@@ -83,8 +87,8 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_WRITEBACK_CACHE;
 		fs->writeback = true;
 	}
-	conn->want |= conn->capable &
-	              (FUSE_CAP_ATOMIC_O_TRUNC | FUSE_CAP_READDIRPLUS | FUSE_CAP_PARALLEL_DIROPS);
+	conn->want |= conn->capable & (FUSE_CAP_ATOMIC_O_TRUNC | FUSE_CAP_READDIRPLUS |
+	                               FUSE_CAP_PARALLEL_DIROPS | FUSE_CAP_EXPORT_SUPPORT);
 	conn->max_write = 1u << 20;
 	if (conn->max_readahead < (1u << 20))
 		conn->max_readahead = 1u << 20;

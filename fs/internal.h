@@ -151,7 +151,7 @@ int inode_reclaim_orphans(struct mwfs *fs);
  * the batch and, if anything fails, puts the snapshots back so that the
  * kernel keeps seeing what is stored.  See inode.c.
  */
-#define INODE_TX_MAX 4
+#define INODE_TX_MAX 5 /* rename: 2 parents, source, replaced child, whiteout */
 struct inode_tx {
 	struct mwfs *fs;                     /* borrowed */
 	struct engine_batch *b;              /* the thread's batch (fs_batch()) */

@@ -153,9 +153,12 @@ target_umount() {
 }
 
 # target_remount NAME: unmount and mount again (cold caches in the filesystem
-# process), then drop the kernel's caches.
+# process), then drop the kernel's caches.  rclone's VFS cache lives on disk
+# and outlives a remount (it served every "cold" read of the 2026-12-01 run
+# with no GET): it is emptied too.
 target_remount() {
 	target_umount "$1"
+	[ "$1" = rclone ] && rm -rf "${WORK:?}/rclone/cache" && mkdir -p "$WORK/rclone/cache"
 	drop_caches
 	target_mount "$1"
 }

@@ -222,7 +222,7 @@ wl_rand() {
 	mkdir -p "$d/f"
 	step rand-prepare fio $FIO_COMMON --output=/dev/null --name=rr --filename="$d/r.dat" \
 		--rw=write --bs=1M --size="${RAND_MB}M" --end_fsync=1
-	step_end
+	step_end "b$RUN/rand/" 1 $((RAND_MB * 1048576))
 	target_remount "$TGT" || return 1
 	fio_step randread-4k read --name=rr --filename="$d/r.dat" --rw=randread --bs=4k \
 		--size="${RAND_MB}M" --time_based --runtime="$RAND_S" --randrepeat=0
