@@ -491,6 +491,8 @@ void engine_get_stats(struct engine *e, struct engine_stats *out)
 	out->frozen_bytes = e->frozen_bytes;
 	out->sticky_error = e->sticky;
 	out->read_only = e->o.read_only;
+	out->live_bytes_est =
+	    e->stats.store_live_pack_bytes + (e->stats.pack_bytes - e->gc_pack_mark);
 	mw_mutex_unlock(&e->mu);
 	pthread_mutex_lock(&e->mem_mu);
 	out->memtable_bytes = memtable_bytes(e->mem);
@@ -579,6 +581,7 @@ size_t engine_stats_format(struct engine *e, char *buf, size_t len)
 	U64(repacked_bytes);
 	U64(store_pack_bytes);
 	U64(store_live_pack_bytes);
+	U64(live_bytes_est);
 	EMIT("outage_since %" PRId64 "\n", s.outage_since);
 	EMIT("outage_seconds %" PRId64 "\n",
 	     s.outage_since ? (int64_t)time(NULL) - s.outage_since : 0);

@@ -75,6 +75,7 @@ struct engine {
 	uint64_t lease_from_us;     /* when the last epoch check that passed was sent (committer) */
 	struct mw_thread committer; /* the committer; .stop: engine_close() asked it to stop [mu] */
 	struct engine_stats stats;  /* counters [mu]; memtable fields computed on read */
+	uint64_t gc_pack_mark;      /* stats.pack_bytes when the last good GC pass began [mu] */
 	uint64_t frozen_bytes;      /* bytes of frozen, unflushed MemTables [mu] */
 	uint64_t freeze_pos;        /* WAL position at the last freeze (replay length bound) [mu] */
 	pthread_cond_t flush_cv;    /* wakes the flusher [mu] */

@@ -251,6 +251,7 @@ static int gc_pass(struct engine *e, struct maint_gc_result *res)
 	struct gc_plan plan = {0};
 	uint64_t deleted = 0;
 	unsigned aborted = 0, age;
+	uint64_t pack_mark;
 	int rc, urc;
 
 	memset(res, 0, sizeof(*res));
@@ -261,6 +262,7 @@ static int gc_pass(struct engine *e, struct maint_gc_result *res)
 	o.cleanup_uploads = false; /* below, with a floor on the age */
 	mw_mutex_lock(&e->mu);
 	rc = e->sticky;
+	pack_mark = e->stats.pack_bytes; /* what is written from here on counts as live */
 	o.protect_epoch = e->epoch;
 	o.protect_sst_from = e->man.next_sst;
 	o.protect_wal_from = e->man.wal_covered;
@@ -298,6 +300,7 @@ out:
 		e->stats.gc_passes++;
 		e->stats.store_pack_bytes = res->pack_bytes;
 		e->stats.store_live_pack_bytes = res->live_pack_bytes;
+		e->gc_pack_mark = pack_mark;
 	}
 	mw_mutex_unlock(&e->mu);
 	if (rc)

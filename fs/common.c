@@ -134,6 +134,22 @@ void fs_clock_seen(int64_t sec, uint32_t nsec)
 		;
 }
 
+/*
+ * The space statfs reports and fallocate checks: the capacity is the mount's option (an
+ * object store has no size of its own), used the engine's estimate of its live data (pack
+ * bytes referenced at the last GC pass plus those written since: an upper estimate).
+ * Takes the engine's lock briefly, not fs->mu.
+ */
+void fs_space(struct mwfs *fs, uint64_t *capacity, uint64_t *used)
+{
+	struct engine_stats s;
+	engine_get_stats(fs->e, &s);
+	uint64_t cap = fs->o.capacity ? fs->o.capacity : MWFS_DEFAULT_CAPACITY;
+	cap &= ~(uint64_t)4095;
+	*capacity = cap;
+	*used = s.live_bytes_est < cap ? s.live_bytes_est : cap;
+}
+
 /* Set the chosen timestamps of a to now. */
 void fs_touch(struct schema_inode *a, bool atime, bool mtime, bool ctime)
 {

@@ -429,6 +429,23 @@ void file_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t l
 		return;
 	}
 	uint64_t end = (uint64_t)off + (uint64_t)len;
+	if (!(mode & FALLOC_FL_PUNCH_HOLE)) {
+		/*
+		 * Nothing is reserved (an object store), but an allocation beyond the free space
+		 * fails as on a disk: the bytes past the end of the file count (holes inside it
+		 * are not looked for).
+		 */
+		uint64_t cap, used, size;
+		fs_space(fs, &cap, &used);
+		mw_mutex_lock(&fs->mu);
+		size = ip->a.size;
+		mw_mutex_unlock(&fs->mu);
+		uint64_t from = (uint64_t)off > size ? (uint64_t)off : size;
+		if (end > from && end - from > cap - used) {
+			fuse_reply_err(req, ENOSPC);
+			return;
+		}
+	}
 	if (mode & FALLOC_FL_PUNCH_HOLE) {
 		rc = engine_wait_room(fs->e, FS_META_ROOM + 2 * fs->cs);
 		if (!rc)

@@ -33,6 +33,7 @@ void mwfs_opts_default(struct mwfs_opts *o)
 	o->readahead_threads = 4;
 	o->readahead_bytes = 8u << 20;
 	o->wb_flush_ms = 100;
+	o->capacity = MWFS_DEFAULT_CAPACITY;
 }
 
 uint32_t mwfs_chunk_size(const struct mwfs *fs)
@@ -272,12 +273,14 @@ static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 	struct statvfs sv;
 	(void)ino;
 	memset(&sv, 0, sizeof(sv));
-	/* An object store has no fixed capacity: report a large, constant one. */
+	/* the size is the capacity option; used, the engine's estimate of the live data */
+	uint64_t cap, used;
+	fs_space(fs, &cap, &used);
 	sv.f_bsize = fs->cs;
 	sv.f_frsize = 4096;
-	sv.f_blocks = 1ull << 38; /* 1 PiB of 4 KiB blocks */
-	sv.f_bfree = sv.f_blocks;
-	sv.f_bavail = sv.f_blocks;
+	sv.f_blocks = cap / 4096;
+	sv.f_bfree = sv.f_blocks - (used + 4095) / 4096;
+	sv.f_bavail = sv.f_bfree;
 	sv.f_files = 1ull << 40;
 	mw_mutex_lock(&fs->mu);
 	sv.f_ffree = sv.f_files - fs->next_ino;

@@ -23,6 +23,8 @@ struct engine;
 struct mwfs;
 
 /* Options of the filesystem (mwfs_opts_default() fills the defaults). */
+#define MWFS_DEFAULT_CAPACITY (1ull << 50) /* 1 PiB: an object store has no fixed size */
+
 struct mwfs_opts {
 	uint32_t chunk_size;        /* data chunk size used when formatting (default 1 MiB) */
 	double entry_timeout;       /* kernel dentry cache time in seconds (default 10) */
@@ -33,6 +35,7 @@ struct mwfs_opts {
 	unsigned readahead_threads; /* threads prefetching for sequential readers (default 4) */
 	uint64_t readahead_bytes;   /* how far ahead they fetch (default 8 MiB; 0: off) */
 	unsigned wb_flush_ms;       /* put a partly written chunk after this long (default 100) */
+	uint64_t capacity;          /* the size statfs reports, bytes (default, and 0: 1 PiB) */
 	const char *daemon_info;    /* value of MWFS_DAEMON_XATTR on the root ("PID STATUSPATH"),
 	                               or NULL; borrowed: must outlive the filesystem */
 };

@@ -95,6 +95,7 @@ static void usage(FILE *f)
 	    "                         default; no_default_permissions turns it off), noatime,\n"
 	    "                         ...; memwalfs settings as endpoint=, region=, cadence=,\n"
 	    "                         cache=, memtable=, chunk=, readahead=, fsync_timeout=,\n"
+	    "                         capacity=,\n"
 	    "                         single_writer, format, stack (for fstab)\n"
 	    "  --cadence MS           group-commit interval (default 100)\n"
 	    "  --fsync-timeout SEC    while the store is unreachable, fsync waits this long,\n"
@@ -104,6 +105,9 @@ static void usage(FILE *f)
 	    "  --memtable-size BYTES  MemTable size before a flush (default 64M)\n"
 	    "  --chunk-size BYTES     data chunk size when formatting (default 1M)\n"
 	    "  --threads N            FUSE worker threads (default 8)\n"
+	    "  --capacity BYTES       the size statfs (df) reports, e.g. 500G or 2T (default\n"
+	    "                         1P); free is that less the live data, and fallocate\n"
+	    "                         beyond the free space fails with ENOSPC\n"
 	    "  --readahead BYTES      prefetch this far ahead of sequential readers\n"
 	    "                         (default 8M; 0 turns read-ahead off)\n"
 	    "  --no-writeback-cache   do not use the kernel writeback cache\n"
@@ -150,6 +154,16 @@ static bool parse_size(const char *s, size_t *out)
 	case 'g':
 	case 'G':
 		v <<= 30;
+		end++;
+		break;
+	case 't':
+	case 'T':
+		v <<= 40;
+		end++;
+		break;
+	case 'p':
+	case 'P':
+		v <<= 50;
 		end++;
 		break;
 	default:
@@ -210,6 +224,10 @@ static int set_option(struct mount_args *a, const char *name, const char *val)
 		if (!val || !parse_size(val, &sz))
 			goto bad;
 		a->fo.readahead_bytes = sz;
+	} else if (!strcmp(name, "capacity")) {
+		if (!val || !parse_size(val, &sz) || sz < (1u << 20))
+			goto bad;
+		a->fo.capacity = sz;
 	} else if (!strcmp(name, "endpoint")) {
 		if (!val)
 			goto bad;
@@ -284,6 +302,7 @@ static int parse_args(struct mount_args *a, int argc, char **argv)
 	    {"--threads", "threads"},
 	    {"--readahead", "readahead"},
 	    {"--fsync-timeout", "fsync_timeout"},
+	    {"--capacity", "capacity"},
 	};
 	int verbose = 0;
 	for (int i = 1; i < argc;) {

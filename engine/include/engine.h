@@ -263,12 +263,18 @@ struct engine_stats {
 	uint64_t repacked_bytes;        /* their bytes */
 	uint64_t store_pack_bytes;      /* pack bytes in the store at the last GC pass */
 	uint64_t store_live_pack_bytes; /* of which referenced by the newest manifest */
-	int64_t outage_since;           /* unix time commits began failing (0: store reachable) */
-	int outage_error;               /* the last transient commit error (0: none) */
-	uint64_t outages;               /* outages ridden out (or going on) */
-	uint64_t commit_retries;        /* commit attempts that failed and were retried */
-	uint64_t writers_waiting;       /* writes held by backpressure right now */
-	uint64_t sync_timeouts;         /* waits that gave up after sync_timeout_ms */
+	/*
+	 * Live data, estimated cheaply (statfs): store_live_pack_bytes plus the pack bytes
+	 * written since the last GC pass began; before the first pass of this open, only what
+	 * it wrote. An upper estimate (overwrites count until a pass finds them dead).
+	 */
+	uint64_t live_bytes_est;
+	int64_t outage_since;     /* unix time commits began failing (0: store reachable) */
+	int outage_error;         /* the last transient commit error (0: none) */
+	uint64_t outages;         /* outages ridden out (or going on) */
+	uint64_t commit_retries;  /* commit attempts that failed and were retried */
+	uint64_t writers_waiting; /* writes held by backpressure right now */
+	uint64_t sync_timeouts;   /* waits that gave up after sync_timeout_ms */
 };
 
 void engine_get_stats(struct engine *e, struct engine_stats *out);
