@@ -40,6 +40,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/wait.h>
@@ -76,6 +77,11 @@ struct mount_args {
 	const char *pidfile;      /* --pidfile: write the serving process id here */
 	char *o_copies[32];       /* -o lists (settings point into them); freed at exit */
 	int n_copies;
+	bool remount;    /* -o remount: change a live mount (remount()) */
+	char *raw_o[32]; /* the -o lists as given, for remount() (in o_copies) */
+	int n_raw;
+	const char *setting; /* the first memwalfs setting in an -o list, or NULL */
+	char late[64]; /* nodiratime, strictatime: set by remount() once mounted (parse_o()) */
 };
 
 static void usage(FILE *f)
@@ -96,7 +102,9 @@ static void usage(FILE *f)
 	    "                         ...; memwalfs settings as endpoint=, region=, cadence=,\n"
 	    "                         cache=, memtable=, chunk=, readahead=, fsync_timeout=,\n"
 	    "                         capacity=,\n"
-	    "                         single_writer, format, stack (for fstab)\n"
+	    "                         single_writer, format, stack (for fstab); remount\n"
+	    "                         (with MOUNTPOINT alone): change ro/rw and the mount flags\n"
+	    "                         (no)suid, (no)dev, (no)exec, atime options of a live mount\n"
 	    "  --cadence MS           group-commit interval (default 100)\n"
 	    "  --fsync-timeout SEC    while the store is unreachable, fsync waits this long,\n"
 	    "                         then fails with EIO (default 0: wait until it is back,\n"
@@ -254,15 +262,37 @@ bad:
 	return -1;
 }
 
-/* Split a -o list: memwalfs settings, options fstab adds, FUSE options. */
+/*
+ * Split a -o list: memwalfs settings, options fstab adds, FUSE options.
+ *
+ * The standard mount options: ro, rw, dev, nodev, suid, nosuid, exec,
+ * noexec, noatime (and sync, async, dirsync) go to the kernel mount through
+ * libfuse, which starts from nosuid,nodev (mount.fuse.memwalfs adds
+ * dev,suid for mount(8), see there); nodiratime and strictatime, which
+ * libfuse does not know, are set by a remount() once mounted (in the
+ * background mode; -f says they were not applied).  relatime is the
+ * kernel's default: accepted, nothing to pass.  Whatever the atime option,
+ * memwalfs stores an atime only when one is set explicitly (utimensat),
+ * never because of a read: FUSE sends no atime updates.  Accepted and
+ * ignored, because only fstab, mount(8) and systemd read them: defaults,
+ * auto, noauto, user, users, nouser, _netdev, nofail, x-*, comment=.
+ */
 static int parse_o(struct mount_args *a, char *list)
 {
-	static const char *const dropped[] = {"defaults", "auto",    "noauto", "user", "users",
-	                                      "nouser",   "_netdev", "nofail", "rw",   NULL};
+	static const char *const dropped[] = {"defaults", "auto",    "noauto",   "user",
+	                                      "users",    "nouser",  "_netdev",  "nofail",
+	                                      "rw",       "remount", "relatime", NULL};
 	for (char *save = NULL, *opt = strtok_r(list, ",", &save); opt;
 	     opt = strtok_r(NULL, ",", &save)) {
 		char *eq = strchr(opt, '=');
 		bool drop = !strncmp(opt, "x-", 2) || !strncmp(opt, "comment=", 8);
+		if (!strcmp(opt, "remount"))
+			a->remount = true;
+		if (!strcmp(opt, "strictatime") || !strcmp(opt, "nodiratime")) {
+			size_t n = strlen(a->late);
+			snprintf(a->late + n, sizeof(a->late) - n, "%s%s", n ? "," : "", opt);
+			continue;
+		}
 		for (int i = 0; dropped[i]; i++)
 			drop = drop || !strcmp(opt, dropped[i]);
 		if (drop)
@@ -284,6 +314,8 @@ static int parse_o(struct mount_args *a, char *list)
 			*eq = '=';
 		if (r < 0)
 			return -1;
+		if (r > 0 && !a->setting)
+			a->setting = opt;
 		if (r == 0 && add_fuse_opt(a, opt))
 			return -1;
 	}
@@ -355,12 +387,16 @@ static int parse_args(struct mount_args *a, int argc, char **argv)
 				return -1;
 			}
 			char *copy = strdup(v); /* strings point into it: kept until exit */
-			if (!copy || a->n_copies == 32) {
+			char *raw = strdup(v);  /* as given, for remount() */
+			if (!copy || !raw || a->n_copies >= 31) {
 				free(copy);
+				free(raw);
 				fprintf(stderr, "memwalfs: too many -o options\n");
 				return -1;
 			}
 			a->o_copies[a->n_copies++] = copy;
+			a->o_copies[a->n_copies++] = raw;
+			a->raw_o[a->n_raw++] = raw;
 			if (parse_o(a, copy))
 				return -1;
 		} else if (!strcmp(s, "-s") || !strcmp(s, "-n")) {
@@ -376,6 +412,8 @@ static int parse_args(struct mount_args *a, int argc, char **argv)
 		}
 		i++;
 	}
+	if (npos == 1 && a->remount) /* remount needs only the mount point */
+		pos[npos++] = pos[0];
 	if (npos != 2) {
 		usage(stderr);
 		return -1;
@@ -384,6 +422,191 @@ static int parse_args(struct mount_args *a, int argc, char **argv)
 		mw_log_set_level(verbose > 1 ? MW_LOG_DEBUG : MW_LOG_INFO);
 	a->store = pos[0];
 	a->mountpoint = pos[1];
+	return 0;
+}
+
+/* ---- remount ------------------------------------------------------------ */
+
+/*
+ * Is the daemon of mount point mnt a read-only one (started with -o ro)?
+ * Its pid comes from MWFS_DAEMON_XATTR, its options from /proc/PID/cmdline.
+ * 1 yes, 0 no, -1 not a memwalfs mount (printed).
+ */
+static int daemon_read_only(const char *mnt)
+{
+	char info[PATH_MAX + 32], path[64], buf[16384];
+	ssize_t n = getxattr(mnt, MWFS_DAEMON_XATTR, info, sizeof(info) - 1);
+	if (n <= 0) {
+		fprintf(stderr, "memwalfs: %s: not a memwalfs mount point (%s)\n", mnt,
+		        n < 0 ? strerror(errno) : "no daemon information");
+		return -1;
+	}
+	info[n] = 0;
+	snprintf(path, sizeof(path), "/proc/%ld/cmdline", strtol(info, NULL, 10));
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
+		return 0; /* unknown: the kernel remount goes ahead, writes then say EROFS */
+	buf[n] = 0;
+	bool after_o = false;
+	for (char *arg = buf; arg < buf + n; arg += strlen(arg) + 1) {
+		char *list = after_o ? arg : !strncmp(arg, "-o", 2) && arg[2] ? arg + 2 : NULL;
+		after_o = !strcmp(arg, "-o");
+		for (char *save = NULL, *t = list ? strtok_r(list, ",", &save) : NULL; t;
+		     t = strtok_r(NULL, ",", &save))
+			if (!strcmp(t, "ro"))
+				return 1;
+	}
+	return 0;
+}
+
+/* Is opt one of the super options of the mount at mnt (/proc/self/mountinfo)? */
+static bool super_has(const char *mnt, const char *opt)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	char line[8192];
+	bool found = false;
+	while (f && fgets(line, sizeof(line), f)) {
+		char point[PATH_MAX];
+		char *sep = strstr(line, " - ");
+		if (!sep || sscanf(line, "%*s %*s %*s %*s %4095s", point) != 1 ||
+		    strcmp(point, mnt))
+			continue;
+		found = false; /* the last (topmost) mount at mnt counts */
+		char *sup = strrchr(sep, ' ');
+		for (char *save = NULL, *t = sup ? strtok_r(sup + 1, ",\n", &save) : NULL; t;
+		     t = strtok_r(NULL, ",\n", &save))
+			found = found || !strcmp(t, opt);
+	}
+	if (f)
+		fclose(f);
+	return found;
+}
+
+/*
+ * -o remount: change the mount at a->mnt in place.  What a FUSE remount can
+ * change is the kernel's side: ro/rw of the superblock (the kernel writes
+ * back its dirty pages first and then refuses every write with EROFS; the
+ * daemon stays the store's writer, so rw comes back at once and no other
+ * writer can take the store meanwhile) and the per-mount flags nosuid,
+ * nodev, noexec, sync, dirsync, noatime, nodiratime, relatime,
+ * strictatime.  A daemon started with ro opened the store read-only: rw is
+ * refused.  memwalfs settings (cadence= ...) and FUSE options not already
+ * in force (allow_other, ...) need an unmount and a mount: refused.
+ * Options not named keep their state (as with mount(8)).  Returns the exit
+ * status (0, 1 refused or failed, 2 bad option), printing why.
+ */
+static int remount(struct mount_args *a)
+{
+	static const struct {
+		const char *name;
+		unsigned long set, clear;
+	} flags[] = {
+	    {"ro", MS_RDONLY, 0},
+	    {"rw", 0, MS_RDONLY},
+	    {"nosuid", MS_NOSUID, 0},
+	    {"suid", 0, MS_NOSUID},
+	    {"nodev", MS_NODEV, 0},
+	    {"dev", 0, MS_NODEV},
+	    {"noexec", MS_NOEXEC, 0},
+	    {"exec", 0, MS_NOEXEC},
+	    {"sync", MS_SYNCHRONOUS, 0},
+	    {"async", 0, MS_SYNCHRONOUS},
+	    {"dirsync", MS_DIRSYNC, 0},
+	    {"noatime", MS_NOATIME, MS_RELATIME | MS_STRICTATIME},
+	    {"relatime", MS_RELATIME, MS_NOATIME | MS_STRICTATIME},
+	    {"strictatime", MS_STRICTATIME, MS_NOATIME | MS_RELATIME},
+	    {"nodiratime", MS_NODIRATIME, 0},
+	    {"diratime", 0, MS_NODIRATIME},
+	};
+	static const char *const fixed[] = {"allow_other", "allow_root", "default_permissions",
+	                                    "user_id=",    "group_id=",  "max_read=",
+	                                    "blksize=",    "fsname=",    "subtype=",
+	                                    NULL};
+	if (!realpath(a->mountpoint, a->mnt)) {
+		fprintf(stderr, "memwalfs: %s: %s\n", a->mountpoint, strerror(errno));
+		return 1;
+	}
+	if (a->setting) {
+		fprintf(stderr,
+		        "memwalfs: remount cannot change %s (memwalfs settings take an unmount "
+		        "and a mount); remount changes ro/rw and the mount flags (no)suid, "
+		        "(no)dev, (no)exec, sync, dirsync, noatime, nodiratime, relatime, "
+		        "strictatime\n",
+		        a->setting);
+		return 2;
+	}
+	struct statvfs sv;
+	if (statvfs(a->mnt, &sv)) {
+		fprintf(stderr, "memwalfs: %s: %s\n", a->mnt, strerror(errno));
+		return 1;
+	}
+	unsigned long f = 0;
+	f |= sv.f_flag & ST_RDONLY ? MS_RDONLY : 0;
+	f |= sv.f_flag & ST_NOSUID ? MS_NOSUID : 0;
+	f |= sv.f_flag & ST_NODEV ? MS_NODEV : 0;
+	f |= sv.f_flag & ST_NOEXEC ? MS_NOEXEC : 0;
+	f |= sv.f_flag & ST_SYNCHRONOUS ? MS_SYNCHRONOUS : 0;
+	f |= sv.f_flag & ST_NOATIME ? MS_NOATIME : 0;
+	f |= sv.f_flag & ST_NODIRATIME ? MS_NODIRATIME : 0;
+	f |= sv.f_flag & ST_RELATIME ? MS_RELATIME : 0;
+	if (!(f & (MS_NOATIME | MS_RELATIME)))
+		f |= MS_STRICTATIME;
+	for (int i = 0; i < a->n_raw; i++) {
+		char list[4096];
+		snprintf(list, sizeof(list), "%s", a->raw_o[i]);
+		for (char *save = NULL, *t = strtok_r(list, ",", &save); t;
+		     t = strtok_r(NULL, ",", &save)) {
+			bool known = !strcmp(t, "remount") || !strcmp(t, "defaults") ||
+			             !strncmp(t, "x-", 2) || !strncmp(t, "comment=", 8) ||
+			             !strcmp(t, "_netdev") || !strcmp(t, "noauto") ||
+			             !strcmp(t, "auto") || !strcmp(t, "nofail");
+			for (size_t k = 0; !known && k < sizeof(flags) / sizeof(flags[0]); k++)
+				if (!strcmp(t, flags[k].name)) {
+					f = (f & ~flags[k].clear) | flags[k].set;
+					known = true;
+				}
+			for (int k = 0; !known && fixed[k]; k++) {
+				size_t n = strlen(fixed[k]);
+				if (strncmp(t, fixed[k], n) || (fixed[k][n - 1] != '=' && t[n]))
+					continue;
+				if (!super_has(a->mnt, t)) {
+					fprintf(
+					    stderr,
+					    "memwalfs: remount cannot change the FUSE option %s "
+					    "(it takes an unmount and a mount)\n",
+					    t);
+					return 2;
+				}
+				known = true;
+			}
+			if (!known) {
+				fprintf(stderr,
+				        "memwalfs: remount: unknown or unchangeable option %s; "
+				        "remount changes ro/rw and the mount flags (no)suid, "
+				        "(no)dev, (no)exec, sync, dirsync, noatime, nodiratime, "
+				        "relatime, strictatime\n",
+				        t);
+				return 2;
+			}
+		}
+	}
+	int ro = daemon_read_only(a->mnt);
+	if (ro < 0)
+		return 1;
+	if (ro && !(f & MS_RDONLY)) {
+		fprintf(stderr,
+		        "memwalfs: %s is served by a read-only daemon (mounted with ro), which "
+		        "cannot become the store's writer: unmount it and mount it rw\n",
+		        a->mnt);
+		return 1;
+	}
+	if (mount(NULL, a->mnt, NULL, MS_REMOUNT | f, NULL)) {
+		fprintf(stderr, "memwalfs: remount of %s: %s\n", a->mnt, strerror(errno));
+		return 1;
+	}
 	return 0;
 }
 
@@ -797,6 +1020,13 @@ static int run_mount(struct mount_args *a, int argc, char **argv)
 {
 	if (parse_args(a, argc, argv))
 		return 2;
+	if (a->remount)
+		return remount(a);
+	if (a->late[0] && a->foreground)
+		fprintf(stderr,
+		        "memwalfs: %s not applied with -f (set them with memwalfs mount -o "
+		        "remount,%s MOUNTPOINT)\n",
+		        a->late, a->late);
 	if (access("/dev/fuse", R_OK | W_OK)) {
 		fprintf(stderr, "memwalfs: /dev/fuse: %s (is the fuse module loaded?)\n",
 		        strerror(errno));
@@ -839,8 +1069,16 @@ static int run_mount(struct mount_args *a, int argc, char **argv)
 		waitpid(pid, &ws, 0);
 		return 1;
 	}
-	if (status != 0)
+	if (status != 0) {
 		waitpid(pid, NULL, 0);
+		return status;
+	}
+	if (a->late[0]) { /* mounted: the flags libfuse cannot pass (parse_o()) */
+		a->raw_o[0] = a->late;
+		a->n_raw = 1;
+		a->setting = NULL; /* the memwalfs settings were for the mount */
+		status = (unsigned char)remount(a);
+	}
 	return status;
 }
 
