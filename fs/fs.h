@@ -98,5 +98,13 @@ uint32_t mwfs_chunk_size(const struct mwfs *fs);
 #define MWFS_STATS_XATTR "user.memwalfs.stats"
 /* The xattr of the root directory whose value is mwfs_opts.daemon_info. */
 #define MWFS_DAEMON_XATTR "user.memwalfs.daemon"
+/*
+ * getxattr of this name on the root puts every write buffer into the engine,
+ * commits everything pending and waits until it is durable (as fsync does,
+ * with the same --fsync-timeout), then answers "durable\n"; the error
+ * otherwise.  "memwalfs sync" (tools/sync.c) uses it after syncfs(2), since
+ * libfuse 3.14 has no syncfs operation of its own.
+ */
+#define MWFS_SYNC_XATTR "user.memwalfs.sync"
 
 #endif /* MEMWALFS_FS_H */

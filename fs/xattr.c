@@ -4,9 +4,10 @@
  * values at most 64 KiB (the Linux VFS limits).
  *
  * The root directory also answers getxattr(MWFS_STATS_XATTR) with the
- * engine's statistics (engine_stats_format()) and MWFS_DAEMON_XATTR with
- * the daemon's pid and status file (tools/umount.h); they are not stored,
- * not listed and cannot be set.
+ * engine's statistics (engine_stats_format()), MWFS_DAEMON_XATTR with
+ * the daemon's pid and status file (tools/daemon.h) and MWFS_SYNC_XATTR by
+ * committing everything (fs.h); they are not stored, not listed and cannot
+ * be set.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -39,7 +40,8 @@ static bool unsupported(const char *name)
 static bool is_stats(fuse_ino_t ino, const char *name)
 {
 	return ino == SCHEMA_ROOT_INO &&
-	       (!strcmp(name, MWFS_STATS_XATTR) || !strcmp(name, MWFS_DAEMON_XATTR));
+	       (!strcmp(name, MWFS_STATS_XATTR) || !strcmp(name, MWFS_DAEMON_XATTR) ||
+	        !strcmp(name, MWFS_SYNC_XATTR));
 }
 
 static void reply_value(fuse_req_t req, const void *val, size_t vn, size_t size)
@@ -151,6 +153,19 @@ void xattr_get(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 	}
 	if (unsupported(name)) {
 		fuse_reply_err(req, EOPNOTSUPP);
+		return;
+	}
+	if (is_stats(ino, name) && !strcmp(name, MWFS_SYNC_XATTR)) {
+		int rc = 0;
+		if (!fs->o.read_only) {
+			rc = wbuf_flush_all(fs);
+			if (!rc)
+				rc = engine_sync(fs->e);
+		}
+		if (rc)
+			fuse_reply_err(req, fs_err(rc));
+		else
+			reply_value(req, "durable\n", 8, size);
 		return;
 	}
 	if (is_stats(ino, name) && !strcmp(name, MWFS_DAEMON_XATTR)) {

@@ -13,6 +13,7 @@
 const struct command memwalfs_commands[] = {
     {"mount", cmd_mount, "mount a store (directory or s3://bucket/prefix) as a filesystem"},
     {"umount", cmd_umount, "unmount and wait until the daemon has committed everything"},
+    {"sync", cmd_sync, "commit everything written to a mount now and wait until it is durable"},
     {"stats", cmd_stats, "print the statistics of a mounted filesystem"},
     {"objects", cmd_objects, "list, read and inspect the objects of a store (bucket or directory)"},
     {"inspect", cmd_inspect, "show the manifest, SSTables, WAL, packs and orphans of a store"},
