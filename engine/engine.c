@@ -575,6 +575,7 @@ size_t engine_stats_format(struct engine *e, char *buf, size_t len)
 	EMIT("sticky_error %d\n", s.sticky_error);
 	EMIT("read_only %d\n", s.read_only ? 1 : 0);
 	U64(gc_passes);
+	U64(gc_skipped);
 	U64(gc_errors);
 	U64(gc_bytes_reclaimed);
 	U64(repacked_blobs);

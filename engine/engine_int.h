@@ -91,6 +91,8 @@ struct engine {
 	pthread_mutex_t gc_mu;            /* serialises GC passes (taken before mu) */
 	pthread_cond_t gc_cv;             /* wakes the GC thread [mu] */
 	struct mw_thread gc_thread;       /* the GC thread (maint.c); .stop: asked to exit [mu] */
+	uint64_t gc_mark[3];              /* what had changed when the last pass began [mu] */
+	bool gc_idle;                     /* that pass left nothing to wait for (maint.c) [mu] */
 	struct cache *block_cache;        /* SSTable data blocks (thread-safe) */
 	struct sst_counters sst_counters; /* read costs of all SSTables (atomic) */
 

@@ -400,6 +400,7 @@ struct pass {
 	size_t nlive_ssts;
 	struct prefs refs; /* packs referenced by kept tables */
 	uint64_t floor;    /* WAL floor */
+	uint64_t deferred; /* manifests kept only until their successor ages */
 };
 
 static int str_cmp(const void *a, const void *b)
@@ -431,6 +432,7 @@ static int load_kept(struct pass *ps, uint64_t latest)
 				return rc;
 			if (age >= (int64_t)ps->o->grace_sec)
 				break;
+			ps->deferred++; /* v goes once its successor has aged */
 		}
 		k = realloc(ps->kept, (ps->nkept + 1) * sizeof(*k));
 		if (!k)
@@ -550,6 +552,8 @@ static int plan_ssts(struct pass *ps, struct gc_plan *plan)
 		}
 		if (!rc && age >= (int64_t)ps->o->grace_sec)
 			rc = plan_delete(plan, name, l.sizes[i], &plan->n_sst);
+		else if (!rc)
+			plan->n_deferred++;
 	}
 	listing_free(&l);
 	return rc;
@@ -593,6 +597,7 @@ static int plan_packs(struct pass *ps, struct gc_plan *plan)
 				rc = plan_delete(plan, name, l.sizes[i], &plan->n_pack);
 				continue;
 			}
+			plan->n_deferred++;
 		}
 		s = &plan->packs[plan->npacks++];
 		s->id = id;
@@ -650,6 +655,7 @@ int gc_plan_make(struct gc *g, const struct gc_opts *o, struct gc_plan *out)
 	if ((rc = plan_manifests(&ps, &plan)) || (rc = plan_wal(&ps, &plan)) ||
 	    (rc = plan_ssts(&ps, &plan)) || (rc = plan_packs(&ps, &plan)))
 		goto out;
+	plan.n_deferred += ps.deferred;
 	cache_prune(g);
 	log_debug("gc: plan: manifests %" PRIu64 "..%" PRIu64 " kept, WAL floor %" PRIu64
 	          ", delete %zu objects (%" PRIu64 " bytes), %zu packs stay, %zu to repack",

@@ -90,6 +90,7 @@ struct gc_plan {
 	struct gc_pack_id *repack; /* packs selected for repack (malloc()ed) */
 	size_t nrepack;
 	uint64_t pack_bytes, live_pack_bytes; /* totals over packs that stay */
+	uint64_t n_deferred; /* objects kept only until they are older than the grace */
 };
 
 /* Free the arrays of p and zero it.  Accepts a zeroed plan. */

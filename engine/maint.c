@@ -5,7 +5,8 @@
  *
  * DESIGN
  *
- * The GC thread wakes every opts.gc_interval_ms and runs one pass; tests
+ * The GC thread wakes every opts.gc_interval_ms and runs one pass, unless
+ * nothing changed since a pass that left nothing to wait for; tests
  * and tools run the same pass with maint_gc_now().  Passes are serialised
  * by e->gc_mu (taken before e->mu, never while holding it).  A pass:
  *
@@ -278,6 +279,7 @@ static int gc_pass(struct engine *e, struct maint_gc_result *res)
 	res->pack_bytes = plan.pack_bytes;
 	res->live_pack_bytes = plan.live_pack_bytes;
 	res->repack_packs = plan.nrepack;
+	res->deferred = plan.n_deferred;
 	age = o.grace_sec > MAINT_UPLOAD_MIN_AGE_SEC ? o.grace_sec : MAINT_UPLOAD_MIN_AGE_SEC;
 	urc = store_cleanup_uploads(e->st, "", age, &aborted);
 	if (urc && urc != -ENOTSUP)
@@ -348,11 +350,24 @@ static void *gc_main(void *arg)
 			;
 		if (e->gc_thread.stop || e->sticky)
 			break;
+		/*
+		 * Nothing to collect: no new manifest, commit or retry since a
+		 * pass that left nothing waiting for its grace period or for
+		 * repack.  Then this wake-up sends no request (an idle mount
+		 * costs nothing on S3).
+		 */
+		uint64_t mark[3] = {e->man.version, e->durable_upto, e->stats.commit_retries};
+		if (e->gc_idle && !memcmp(mark, e->gc_mark, sizeof(mark))) {
+			e->stats.gc_skipped++;
+			continue;
+		}
 		mw_mutex_unlock(&e->mu);
 		pthread_mutex_lock(&e->gc_mu);
-		gc_pass(e, &r);
+		int rc = gc_pass(e, &r);
 		pthread_mutex_unlock(&e->gc_mu);
 		mw_mutex_lock(&e->mu);
+		e->gc_idle = rc == 0 && r.deferred == 0 && r.repack_packs == 0;
+		memcpy(e->gc_mark, mark, sizeof(mark));
 	}
 	mw_mutex_unlock(&e->mu);
 	return NULL;

@@ -47,6 +47,7 @@ struct maint_gc_result {
 	uint64_t repack_packs;    /* packs selected for repack */
 	uint64_t repacked_blobs;  /* blobs rewritten through the write path */
 	uint64_t repacked_bytes;  /* their bytes */
+	uint64_t deferred;        /* objects kept only until they are older than the grace */
 };
 
 /*

@@ -257,6 +257,7 @@ struct engine_stats {
 	int sticky_error; /* 0, or the error that fenced the writer */
 	bool read_only;
 	uint64_t gc_passes;             /* GC passes completed */
+	uint64_t gc_skipped;            /* GC wake-ups with nothing to collect: no request sent */
 	uint64_t gc_errors;             /* GC passes that failed (retried next interval) */
 	uint64_t gc_bytes_reclaimed;    /* bytes of the objects GC deleted */
 	uint64_t repacked_blobs;        /* live blobs rewritten out of mostly dead packs */

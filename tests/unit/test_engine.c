@@ -657,6 +657,64 @@ static void test_get_range_wait(void **state)
 	store_close(st);
 }
 
+static uint64_t all_calls(struct fault_store *f)
+{
+	uint64_t n = 0;
+	for (int op = 0; op < FAULT_OP__COUNT; op++)
+		n += fault_store_calls(f, (enum fault_op)op);
+	return n;
+}
+
+static struct engine_stats stats_of(struct engine *e)
+{
+	struct engine_stats s;
+	engine_get_stats(e, &s);
+	return s;
+}
+
+/*
+ * An idle engine sends no request: once a GC pass has left nothing waiting
+ * (no grace here), later wake-ups are skipped until something is written.
+ */
+static void test_gc_idle(void **state)
+{
+	struct store *inner = open_store(), *st;
+	struct fault_store *f;
+	struct engine_opts o;
+	struct engine *e = NULL;
+	(void)state;
+
+	assert_int_equal(fault_store_new(inner, &f), 0);
+	st = fault_store_as_store(f);
+	engine_opts_default(&o);
+	o.cadence_ms = 10;
+	o.gc_interval_ms = 20;
+	o.gc_grace_sec = ENGINE_GC_NO_GRACE;
+	o.commit_retry_ms = ENGINE_NO_RETRY;
+	assert_int_equal(engine_open(st, &o, &e), 0);
+	assert_int_equal(engine_put(e, "k", 1, "v", 1, ENGINE_WAIT | ENGINE_URGENT, NULL), 0);
+	/* wait for a pass after the write, then for a skipped wake-up */
+	uint64_t p0 = stats_of(e).gc_passes;
+	for (int i = 0; i < 1000 && stats_of(e).gc_passes < p0 + 1; i++)
+		usleep(10000);
+	uint64_t k0 = stats_of(e).gc_skipped;
+	for (int i = 0; i < 1000 && stats_of(e).gc_skipped < k0 + 1; i++)
+		usleep(10000);
+	assert_true(stats_of(e).gc_skipped > k0);
+	uint64_t calls = all_calls(f), passes = stats_of(e).gc_passes;
+	usleep(300000); /* 15 GC intervals */
+	assert_int_equal(all_calls(f), calls);
+	assert_int_equal(stats_of(e).gc_passes, passes);
+	assert_true(stats_of(e).gc_skipped >= k0 + 5);
+	/* a commit makes the next wake-up run a pass again */
+	assert_int_equal(engine_put(e, "k2", 2, "v", 1, ENGINE_WAIT | ENGINE_URGENT, NULL), 0);
+	for (int i = 0; i < 1000 && stats_of(e).gc_passes == passes; i++)
+		usleep(10000);
+	assert_true(stats_of(e).gc_passes > passes);
+	assert_int_equal(engine_close(e), 0);
+	store_close(st);
+}
+
 /* A full store: -ENOSPC at once to waiters and new writes; it all commits once space is back. */
 static void test_outage_enospc(void **state)
 {
@@ -1259,6 +1317,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_outage_lost_ack, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_committed_blobs_cached, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_get_range_wait, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_gc_idle, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_outage_enospc, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_outage_sync_timeout, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_wait_room, setup, teardown),
