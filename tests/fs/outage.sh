@@ -8,7 +8,7 @@
 # again, even when the test fails; about 2.5 minutes):
 #  1. RGW stopped for OUTAGE_SEC (45) under a create+fsync loop (mount A): a file the daemon
 #     has read (its kernel pages dropped), a stat and an ls -l of a directory seen before
-#     answer within 1 s during the outage, and so does a file this mount wrote and read before
+#     answer within LIVE_SEC during the outage, and so does a file this mount wrote and read before
 #     it (its kernel pages dropped: the kernel may drop them at any time); the stats show
 #     outage_since while it lasts and 0 after, outages >= 1; the fsync that waited returns 0
 #     after the server is back, none that started during the outage returns 0 before its end,
@@ -55,6 +55,11 @@ OUTAGE_SEC=${OUTAGE_SEC:-45}
 DD_OUTAGE_SEC=${DD_OUTAGE_SEC:-20}
 if [ "${OUTAGE_LONG:-0}" = 1 ]; then OUTAGE_SEC=300 DD_OUTAGE_SEC=300; fi
 STORM_SEC=${STORM_SEC:-30}
+# A request that should be answered from memory during an outage must answer within LIVE_SEC
+# (5): a stall (a request waiting for the store under a lock, a pool with no free worker)
+# lasts the S3 layer's retries (10-25 s) or the whole outage, while a loaded 2-core CI machine
+# can take over a second just to schedule dd. The times measured are printed (0.01-0.2 s).
+LIVE_SEC=${LIVE_SEC:-5}
 T_START=$(date +%s.%N)
 
 now() { date +%s.%N; }
@@ -192,8 +197,8 @@ wait_recovered() {
 # proactive reclaimer such as DAMON pages out page cache idle for a minute), so a read that is
 # to be served by the daemon's own caches during an outage starts with this. dd (count=0,
 # iflag=nocache: DONTNEED over the whole file) rather than python: an interpreter's start-up
-# alone can take most of the 1 s on a loaded 2-core machine.
-dropcache() { timeout -k 1 1 dd if="$1" iflag=nocache count=0 status=none; }
+# alone can take a second on a loaded 2-core machine.
+dropcache() { timeout -k 1 "$LIVE_SEC" dd if="$1" iflag=nocache count=0 status=none; }
 # stuck MNT MESSAGE: a request that did not answer in time: collected in LATE_FAILS (the test
 # goes on: the outage has a fixed length, and what follows shows whether the mount recovers);
 # the first time per mount, the stacks of its daemon's threads (gdb) are printed
@@ -210,32 +215,32 @@ stuck() {
 	fi
 }
 # timed_reads MNT TAG: during an outage, a file the daemon has read before (seen/warm, its
-# kernel pages dropped first), a lookup and a listing of MNT/seen answer within 1 s
+# kernel pages dropped first), a lookup and a listing of MNT/seen answer within LIVE_SEC
 timed_reads() {
 	local t0 a b c
-	dropcache "$1/seen/warm" || { stuck "$1" "$2: open of seen/warm did not answer within 1 s"; return 0; }
+	dropcache "$1/seen/warm" || { stuck "$1" "$2: open of seen/warm did not answer within $LIVE_SEC s"; return 0; }
 	t0=$(now)
-	timeout -k 1 1 cat "$1/seen/warm" >"$WORK/got" ||
-		{ stuck "$1" "$2: reading a file the daemon has cached did not answer within 1 s"; return 0; }
+	timeout -k 1 "$LIVE_SEC" cat "$1/seen/warm" >"$WORK/got" ||
+		{ stuck "$1" "$2: reading a file the daemon has cached did not answer within $LIVE_SEC s"; return 0; }
 	a=$(since "$t0")
 	cmp -s "$WORK/got" "$WORK/warm.ref" || fail "$2: seen/warm read back wrong"
 	t0=$(now)
-	timeout -k 1 1 stat "$1/seen/cached" >/dev/null ||
-		{ stuck "$1" "$2: stat of a file seen before did not answer within 1 s"; return 0; }
+	timeout -k 1 "$LIVE_SEC" stat "$1/seen/cached" >/dev/null ||
+		{ stuck "$1" "$2: stat of a file seen before did not answer within $LIVE_SEC s"; return 0; }
 	b=$(since "$t0")
 	t0=$(now)
-	timeout -k 1 1 ls -l "$1/seen" >"$WORK/ls.out" ||
-		{ stuck "$1" "$2: ls -l of a directory seen before did not answer within 1 s"; return 0; }
+	timeout -k 1 "$LIVE_SEC" ls -l "$1/seen" >"$WORK/ls.out" ||
+		{ stuck "$1" "$2: ls -l of a directory seen before did not answer within $LIVE_SEC s"; return 0; }
 	c=$(since "$t0")
 	[ "$(grep -c ' small' "$WORK/ls.out")" = 20 ] || fail "$2: ls lists $(grep -c ' small' "$WORK/ls.out") of 20 files"
 	echo "   $2: cat of a file in the daemon's cache ${a} s, stat ${b} s, ls -l ${c} s"
 }
 # written_read MNT TAG: during an outage, the file this mount wrote and read before the
-# outage (seen/cached), once the kernel dropped its pages, is read within 1 s. A failure is
+# outage (seen/cached), once the kernel dropped its pages, is read within LIVE_SEC. A failure is
 # collected in LATE_FAILS (the test goes on and fails at the end); the read goes on without a
 # time limit, and MNT.late says what it returned in the end and after how long.
 written_read() {
-	dropcache "$1/seen/cached" || { stuck "$1" "$2: open of seen/cached did not answer within 1 s"; return 0; }
+	dropcache "$1/seen/cached" || { stuck "$1" "$2: open of seen/cached did not answer within $LIVE_SEC s"; return 0; }
 	rm -f "$1.late"
 	python3 -c 'import hashlib, sys, time
 t0 = time.time()
@@ -249,19 +254,19 @@ open(sys.argv[3], "w").write("that read, without a time limit, ended after %.2f 
 		"$1/seen/cached" "$WORK/cached.ref" "$1.late" </dev/null &
 	BGPIDS+=($!)
 	echo $! >"$1.readerpid"
-	# the 1 s is the read's own time, measured by the reader once started (the interpreter's
+	# the limit is the read's own time, measured by the reader once started (the interpreter's
 	# start-up on a loaded machine is not the filesystem's)
-	for _ in $(seq 100); do
+	for _ in $(seq $((LIVE_SEC * 10 + 50))); do
 		sleep 0.1
 		[ -s "$1.late" ] && break
 	done
 	if [ -s "$1.late" ] && grep -q "returned 1000000 bytes (right)" "$1.late" &&
-		awk '{for (i = 1; i < NF; i++) if ($i == "after") exit !($(i + 1) <= 1.0)}' "$1.late"; then
+		awk -v lim="$LIVE_SEC" '{for (i = 1; i < NF; i++) if ($i == "after") exit !($(i + 1) <= lim)}' "$1.late"; then
 		echo "   $2: a file written and read before, its kernel pages dropped: $(cat "$1.late")"
 		return 0
 	fi
-	LATE_FAILS+=("$2: a read of a file written and read before the outage (its kernel pages dropped) did not answer within 1 s; MNT.late=$1.late")
-	echo "   $2: FAIL (collected): reading seen/cached with its kernel pages dropped did not answer within 1 s"
+	LATE_FAILS+=("$2: a read of a file written and read before the outage (its kernel pages dropped) did not answer within $LIVE_SEC s; MNT.late=$1.late")
+	echo "   $2: FAIL (collected): reading seen/cached with its kernel pages dropped did not answer within $LIVE_SEC s"
 }
 # prepare_seen MNT: a directory seen/ with 20 small files listed once, a file written and read
 # once (cached: its pages in the kernel), and one read once through the daemon (warm: the
