@@ -4,8 +4,8 @@
 # usage: tools/bench/run.sh [--quick] [--targets LIST] [--workloads LIST]
 #                           [--runs N] [--out DIR] [--no-install] [--no-build]
 #
-#   --quick      small sizes, one run: at most ~5 minutes on 2 cores
-#                (the full run, 3 runs: at most ~45 minutes)
+#   --quick      small sizes, one run: 5.6 min on 2 cores at load 10, 9 min at
+#                load 13 (the full run, 3 runs: 46 min at load 10)
 #   --targets    comma list among: memwalfs-s3 memwalfs-local s3fs rclone bindfs
 #                local s3-raw (default: all)
 #   --workloads  comma list among: seq jbsmall md gs dcreate rand (the default
@@ -71,8 +71,9 @@ while [ $# -gt 0 ]; do
 done
 [ "$(id -u)" = 0 ] || { echo "run.sh: run as root (mounts, drop_caches, apt)" >&2; exit 2; }
 
-# Sizes.  Quick: ~5 minutes.  Full: at most ~45 minutes with 3 runs on 2
-# cores.  Shrunk from the peers' own sizes (BENCHMARKS.md says where): juicefs
+# Sizes.  Quick: aimed at 5 minutes, ~6-9 on a loaded 2-core machine (floor:
+# ~8 remounts per target and rclone's 5 s write-back delay on 6 write steps).
+# Full: aimed at 45 minutes with 3 runs on 2 cores (46 at load 10).  Shrunk from the peers' own sizes (BENCHMARKS.md says where): juicefs
 # bench's big files 4 x 1 GiB -> 4 x JB_BIG_MB; mountpoint-s3's 100 GiB
 # objects -> one SEQ_MB file; mdtest's tree on s3fs/rclone -> depth MD_Z_S3;
 # creates stop after MD_W s (mdtest's stonewall, -W); GeeseFS's set on
