@@ -321,7 +321,8 @@ int mwd_lock(const char *name, const char *mountpoint, const char *fsname, unsig
 			continue;
 		}
 		if (!told && waited >= 1.0) {
-			/* said only once a person would notice: a quick remount waits milliseconds */
+			/* said only once a person would notice: a quick remount waits milliseconds
+			 */
 			fprintf(stderr,
 			        "memwalfs: waiting up to %u s for daemon %ld to finish its final "
 			        "commit of this store...\n",

@@ -26,21 +26,21 @@
 #include <time.h>
 #include <unistd.h>
 
-#define FILE_BYTES 4096		/* bytes written into each file */
-#define MAX_WRITERS 1024	/* sanity bound on the thread count */
+#define FILE_BYTES 4096  /* bytes written into each file */
+#define MAX_WRITERS 1024 /* sanity bound on the thread count */
 
 struct writer {
-	pthread_t thread;	/* the thread running writer_main() */
-	int id;			/* 0..writers-1, part of each file name */
-	double *lat;		/* latency samples in ms, owned */
-	size_t n;		/* samples taken */
-	size_t cap;		/* room in lat */
-	int errors;		/* failed calls */
+	pthread_t thread; /* the thread running writer_main() */
+	int id;           /* 0..writers-1, part of each file name */
+	double *lat;      /* latency samples in ms, owned */
+	size_t n;         /* samples taken */
+	size_t cap;       /* room in lat */
+	int errors;       /* failed calls */
 };
 
-static const char *g_dir;		/* directory the files are created in */
-static double g_deadline;		/* CLOCK_MONOTONIC seconds to stop at */
-static atomic_long g_budget;		/* files still allowed to be created */
+static const char *g_dir;    /* directory the files are created in */
+static double g_deadline;    /* CLOCK_MONOTONIC seconds to stop at */
+static atomic_long g_budget; /* files still allowed to be created */
 
 static double mono(void)
 {

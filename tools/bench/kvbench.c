@@ -75,11 +75,11 @@ struct cfg {
 	bool run_mode[M__COUNT]; /* modes selected */
 	unsigned windows[4];     /* windows to run */
 	unsigned nwindows;
-	unsigned reps;           /* measured repetitions (plus one warm-up) */
-	unsigned reads;          /* point reads after loading */
-	unsigned cadence_ms;     /* engine cadence */
-	const char *out;         /* also append the table here (may be NULL) */
-	bool keep;               /* keep the run's objects */
+	unsigned reps;       /* measured repetitions (plus one warm-up) */
+	unsigned reads;      /* point reads after loading */
+	unsigned cadence_ms; /* engine cadence */
+	const char *out;     /* also append the table here (may be NULL) */
+	bool keep;           /* keep the run's objects */
 	bool is_s3;
 };
 
@@ -154,8 +154,7 @@ static size_t blob_size(uint64_t i, uint64_t seed)
  * copied into buf (BLOB_MAX bytes), the row number in the first 8 bytes.
  * Returns the length; *p is buf.
  */
-static size_t row_value(enum workload w, uint64_t i, uint64_t seed, uint8_t *buf,
-			const uint8_t **p)
+static size_t row_value(enum workload w, uint64_t i, uint64_t seed, uint8_t *buf, const uint8_t **p)
 {
 	size_t n = w == W_BLOB ? blob_size(i, seed) : KV_VLEN;
 	size_t off = splitmix(i * 31 + seed) % POOL_BYTES;
@@ -318,7 +317,7 @@ static void cleanup(const struct cfg *c, const char *run_url)
  * (n entries) is scratch space; *p50 and *p99 receive the latencies in us.
  */
 static int read_rows(struct engine *e, enum workload w, uint64_t seed, uint64_t rows, unsigned n,
-		     uint64_t salt, double *lat, double *p50, double *p99)
+                     uint64_t salt, double *lat, double *p50, double *p99)
 {
 	uint8_t key[48];
 	int rc = 0;
@@ -334,13 +333,13 @@ static int read_rows(struct engine *e, enum workload w, uint64_t seed, uint64_t 
 		size_t want = w == W_BLOB ? blob_size(i, seed) : KV_VLEN;
 		if (!rc && (vn != want || get_be64(v) != i)) {
 			fprintf(stderr, "kvbench: row %llu read back wrong (%zu bytes, want %zu)\n",
-				(unsigned long long)i, vn, want);
+			        (unsigned long long)i, vn, want);
 			rc = -EUCLEAN;
 		}
 		free(v);
 		if (rc) {
 			fprintf(stderr, "kvbench: read of row %llu: %s\n", (unsigned long long)i,
-				strerror(-rc));
+			        strerror(-rc));
 			return rc;
 		}
 	}
@@ -354,7 +353,7 @@ static int read_rows(struct engine *e, enum workload w, uint64_t seed, uint64_t 
 }
 
 static int run_one(const struct cfg *c, enum workload w, enum mode m, unsigned window,
-		   const char *tag, struct result *r)
+                   const char *tag, struct result *r)
 {
 	char run_url[1024];
 	struct store *st = NULL;
@@ -512,22 +511,22 @@ static void human(double b, char *out, size_t n)
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: kvbench [options] STORE_URL\n"
-		"  STORE_URL              a directory (local store) or s3://bucket/prefix\n"
-		"  --endpoint URL         S3 endpoint (e.g. http://127.0.0.1:7480)\n"
-		"  --region R             S3 region (default us-east-1)\n"
-		"  --workload W           kv-int, kv-uuid, blob or all (repeatable; default all)\n"
-		"  --mode M               seed, fsync or both (default both)\n"
-		"  --window N             1, 32, ... (repeatable; default 1 and 32)\n"
-		"  --reps N               measured repetitions (default 3; plus one warm-up)\n"
-		"  --kv-rows N            rows of the kv workloads (default 1000000)\n"
-		"  --blob-rows N          rows of the blob workload (default 100000)\n"
-		"  --quick                100000 kv rows, 2000 blob rows, 1000 reads\n"
-		"  --reads N              point reads after loading (default 10000)\n"
-		"  --cadence MS           group-commit cadence (default 100)\n"
-		"  --out FILE             also append the markdown table to FILE\n"
-		"  --keep                 keep each run's objects\n"
-		"Credentials: AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY.\n");
+	        "usage: kvbench [options] STORE_URL\n"
+	        "  STORE_URL              a directory (local store) or s3://bucket/prefix\n"
+	        "  --endpoint URL         S3 endpoint (e.g. http://127.0.0.1:7480)\n"
+	        "  --region R             S3 region (default us-east-1)\n"
+	        "  --workload W           kv-int, kv-uuid, blob or all (repeatable; default all)\n"
+	        "  --mode M               seed, fsync or both (default both)\n"
+	        "  --window N             1, 32, ... (repeatable; default 1 and 32)\n"
+	        "  --reps N               measured repetitions (default 3; plus one warm-up)\n"
+	        "  --kv-rows N            rows of the kv workloads (default 1000000)\n"
+	        "  --blob-rows N          rows of the blob workload (default 100000)\n"
+	        "  --quick                100000 kv rows, 2000 blob rows, 1000 reads\n"
+	        "  --reads N              point reads after loading (default 10000)\n"
+	        "  --cadence MS           group-commit cadence (default 100)\n"
+	        "  --out FILE             also append the markdown table to FILE\n"
+	        "  --keep                 keep each run's objects\n"
+	        "Credentials: AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY.\n");
 }
 
 int main(int argc, char **argv)
@@ -535,14 +534,21 @@ int main(int argc, char **argv)
 	struct cfg c = {0};
 	bool any_wl = false, any_mode = false;
 	static const struct option lo[] = {
-		{"endpoint", required_argument, 0, 'e'}, {"region", required_argument, 0, 'r'},
-		{"workload", required_argument, 0, 'w'}, {"mode", required_argument, 0, 'm'},
-		{"window", required_argument, 0, 'W'},   {"reps", required_argument, 0, 'n'},
-		{"kv-rows", required_argument, 0, 'k'},  {"blob-rows", required_argument, 0, 'b'},
-		{"quick", no_argument, 0, 'q'},          {"reads", required_argument, 0, 'R'},
-		{"cadence", required_argument, 0, 'c'},  {"out", required_argument, 0, 'o'},
-		{"keep", no_argument, 0, 'K'},           {"help", no_argument, 0, 'h'},
-		{0, 0, 0, 0},
+	    {"endpoint", required_argument, 0, 'e'},
+	    {"region", required_argument, 0, 'r'},
+	    {"workload", required_argument, 0, 'w'},
+	    {"mode", required_argument, 0, 'm'},
+	    {"window", required_argument, 0, 'W'},
+	    {"reps", required_argument, 0, 'n'},
+	    {"kv-rows", required_argument, 0, 'k'},
+	    {"blob-rows", required_argument, 0, 'b'},
+	    {"quick", no_argument, 0, 'q'},
+	    {"reads", required_argument, 0, 'R'},
+	    {"cadence", required_argument, 0, 'c'},
+	    {"out", required_argument, 0, 'o'},
+	    {"keep", no_argument, 0, 'K'},
+	    {"help", no_argument, 0, 'h'},
+	    {0, 0, 0, 0},
 	};
 	int opt;
 
@@ -645,14 +651,14 @@ int main(int argc, char **argv)
 
 	char line[1024];
 	snprintf(line, sizeof(line),
-		 "\nStore: %s%s%s; cadence %u ms; %u measured repetitions after one warm-up; "
-		 "rows/s is the median (min..max).\n\n"
-		 "| workload | mode | window | rows | rows/s | objects | PUT+MPU reqs | "
-		 "persisted | logical | persisted/logical | read p50 / p99 (loaded) | "
-		 "read p50 / p99 (reopened) | reopen | SSTs | GETs/read |\n"
-		 "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
-		 c.url, c.s3.endpoint ? " at " : "", c.s3.endpoint ? c.s3.endpoint : "",
-		 c.cadence_ms, c.reps);
+	         "\nStore: %s%s%s; cadence %u ms; %u measured repetitions after one warm-up; "
+	         "rows/s is the median (min..max).\n\n"
+	         "| workload | mode | window | rows | rows/s | objects | PUT+MPU reqs | "
+	         "persisted | logical | persisted/logical | read p50 / p99 (loaded) | "
+	         "read p50 / p99 (reopened) | reopen | SSTs | GETs/read |\n"
+	         "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+	         c.url, c.s3.endpoint ? " at " : "", c.s3.endpoint ? c.s3.endpoint : "",
+	         c.cadence_ms, c.reps);
 	emit(&c, line);
 
 	int failures = 0;
@@ -673,33 +679,38 @@ int main(int argc, char **argv)
 				int rc = 0;
 				for (unsigned rep = 0; rep <= c.reps && !rc; rep++) {
 					snprintf(tag, sizeof(tag), "kvb-%d-%u-%s-%s-w%u-%u",
-						 (int)getpid(), runno++, workload_name[w],
-						 mode_name[m], win, rep);
+					         (int)getpid(), runno++, workload_name[w],
+					         mode_name[m], win, rep);
 					rc = run_one(&c, (enum workload)w, (enum mode)m, win, tag,
-						     rep ? &res[rep - 1] : &warm);
+					             rep ? &res[rep - 1] : &warm);
 					const struct result *rr = rep ? &res[rep - 1] : &warm;
-					fprintf(stderr,
-						"kvbench: %s %s w%u %s: %s %.0f rows/s in %.1f s; "
-						"%llu groups, %llu objects, %llu PUT+MPU, %llu/%llu bytes; "
-						"read p50/p99 %.0f/%.0f us; reopen %.2f s (%llu SSTs, "
-						"%llu WAL replayed), read p50/p99 %.0f/%.0f us, %llu GETs\n",
-						workload_name[w], mode_name[m], win,
-						rep ? "rep" : "warm-up", rc ? strerror(-rc) : "ok",
-						rr->rows_per_s, rr->load_s, (unsigned long long)rr->groups,
-						(unsigned long long)rr->objects,
-						(unsigned long long)(rr->put_reqs + rr->mpu_reqs),
-						(unsigned long long)rr->bytes,
-						(unsigned long long)rr->logical, rr->p50_us, rr->p99_us,
-						rr->reopen_s, (unsigned long long)rr->sst_count,
-						(unsigned long long)rr->replayed, rr->cold_p50_us,
-						rr->cold_p99_us, (unsigned long long)rr->cold_gets);
+					fprintf(
+					    stderr,
+					    "kvbench: %s %s w%u %s: %s %.0f rows/s in %.1f s; "
+					    "%llu groups, %llu objects, %llu PUT+MPU, %llu/%llu "
+					    "bytes; "
+					    "read p50/p99 %.0f/%.0f us; reopen %.2f s (%llu SSTs, "
+					    "%llu WAL replayed), read p50/p99 %.0f/%.0f us, %llu "
+					    "GETs\n",
+					    workload_name[w], mode_name[m], win,
+					    rep ? "rep" : "warm-up", rc ? strerror(-rc) : "ok",
+					    rr->rows_per_s, rr->load_s,
+					    (unsigned long long)rr->groups,
+					    (unsigned long long)rr->objects,
+					    (unsigned long long)(rr->put_reqs + rr->mpu_reqs),
+					    (unsigned long long)rr->bytes,
+					    (unsigned long long)rr->logical, rr->p50_us, rr->p99_us,
+					    rr->reopen_s, (unsigned long long)rr->sst_count,
+					    (unsigned long long)rr->replayed, rr->cold_p50_us,
+					    rr->cold_p99_us, (unsigned long long)rr->cold_gets);
 				}
 				if (rc) {
 					failures++;
 					snprintf(line, sizeof(line),
-						 "| %s | %s | %u | %llu | error: %s | | | | | | | | | | |\n",
-						 workload_name[w], mode_name[m], win,
-						 (unsigned long long)c.rows[w], strerror(-rc));
+					         "| %s | %s | %u | %llu | error: %s | | | | | | | "
+					         "| | | |\n",
+					         workload_name[w], mode_name[m], win,
+					         (unsigned long long)c.rows[w], strerror(-rc));
 					emit(&c, line);
 					continue;
 				}
@@ -737,15 +748,16 @@ int main(int argc, char **argv)
 				char hb[32], hl[32];
 				human(bytes, hb, sizeof(hb));
 				human(logical, hl, sizeof(hl));
-				snprintf(line, sizeof(line),
-					 "| %s | %s | %u | %llu | %.0f (%.0f..%.0f) | %.0f | %.0f | "
-					 "%s | %s | %.3f | %.0f / %.0f us | %.0f / %.0f us | %.2f s | "
-					 "%.0f | %.2f |\n",
-					 workload_name[w], mode_name[m], win,
-					 (unsigned long long)c.rows[w], res[c.reps / 2].rows_per_s,
-					 res[0].rows_per_s, res[c.reps - 1].rows_per_s, obj, reqs, hb,
-					 hl, logical > 0 ? bytes / logical : 0.0, p50, p99, cp50, cp99,
-					 ro, sst, gpr);
+				snprintf(
+				    line, sizeof(line),
+				    "| %s | %s | %u | %llu | %.0f (%.0f..%.0f) | %.0f | %.0f | "
+				    "%s | %s | %.3f | %.0f / %.0f us | %.0f / %.0f us | %.2f s | "
+				    "%.0f | %.2f |\n",
+				    workload_name[w], mode_name[m], win,
+				    (unsigned long long)c.rows[w], res[c.reps / 2].rows_per_s,
+				    res[0].rows_per_s, res[c.reps - 1].rows_per_s, obj, reqs, hb,
+				    hl, logical > 0 ? bytes / logical : 0.0, p50, p99, cp50, cp99,
+				    ro, sst, gpr);
 				emit(&c, line);
 			}
 		}

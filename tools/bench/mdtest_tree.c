@@ -51,31 +51,38 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MAX_PROCS 64		/* sanity bound on -n */
-#define MAX_NODES 200000	/* sanity bound on the tree size */
-#define MAX_RUNS 8		/* entries in the -n list */
+#define MAX_PROCS 64     /* sanity bound on -n */
+#define MAX_NODES 200000 /* sanity bound on the tree size */
+#define MAX_RUNS 8       /* entries in the -n list */
 
-enum phase { DIR_CREATE, DIR_STAT, DIR_REMOVE, FILE_CREATE, FILE_STAT, FILE_READ,
-	     FILE_REMOVE, NPHASES };
+enum phase {
+	DIR_CREATE,
+	DIR_STAT,
+	DIR_REMOVE,
+	FILE_CREATE,
+	FILE_STAT,
+	FILE_READ,
+	FILE_REMOVE,
+	NPHASES
+};
 
 static const char *const phase_name[NPHASES] = {
-	"dir-create", "dir-stat", "dir-remove", "file-create", "file-stat", "file-read",
-	"file-remove",
+    "dir-create", "dir-stat", "dir-remove", "file-create", "file-stat", "file-read", "file-remove",
 };
 
 /* Shared between the processes of one -n entry (MAP_SHARED | MAP_ANONYMOUS). */
 struct shared {
-	pthread_barrier_t barrier;	/* all workers meet here between phases */
-	double start[NPHASES];		/* CLOCK_MONOTONIC at the phase's barrier (rank 0) */
-	double end[NPHASES][MAX_PROCS];	/* when each rank finished the phase */
-	long done[NPHASES][MAX_PROCS];	/* items each rank completed */
-	int errors[NPHASES][MAX_PROCS];	/* failed calls per rank */
+	pthread_barrier_t barrier;      /* all workers meet here between phases */
+	double start[NPHASES];          /* CLOCK_MONOTONIC at the phase's barrier (rank 0) */
+	double end[NPHASES][MAX_PROCS]; /* when each rank finished the phase */
+	long done[NPHASES][MAX_PROCS];  /* items each rank completed */
+	int errors[NPHASES][MAX_PROCS]; /* failed calls per rank */
 };
 
-static char **g_node;		/* path of every tree node, breadth first, owned */
-static long g_nodes;		/* entries in g_node */
-static int g_items;		/* -I: items per node and process */
-static double g_stonewall;	/* -W: seconds a create phase may run, 0 = no limit */
+static char **g_node;      /* path of every tree node, breadth first, owned */
+static long g_nodes;       /* entries in g_node */
+static int g_items;        /* -I: items per node and process */
+static double g_stonewall; /* -W: seconds a create phase may run, 0 = no limit */
 
 static double mono(void)
 {
@@ -183,7 +190,7 @@ static void worker(struct shared *sh, int r)
 			rc = op((enum phase)p, path);
 			if (rc < 0 && errs++ == 0)
 				fprintf(stderr, "mdtest_tree: %s %s: %s\n", phase_name[p], path,
-					strerror(-rc));
+				        strerror(-rc));
 			n++;
 		}
 		if (create)
@@ -266,7 +273,7 @@ static int tree_phase(int create)
 
 		if (rc < 0 && errs++ == 0)
 			fprintf(stderr, "mdtest_tree: %s %s: %s\n", create ? "mkdir" : "rmdir",
-				g_node[k], strerror(errno));
+			        g_node[k], strerror(errno));
 	}
 	dt = mono() - t0;
 	printf("phase=%s procs=1 items=%ld seconds=%.3f rate=%.1f errors=%d\n",
@@ -284,10 +291,18 @@ int main(int argc, char **argv)
 	g_items = 8;
 	while ((opt = getopt(argc, argv, "b:z:I:W:n:")) != -1) {
 		switch (opt) {
-		case 'b': b = atoi(optarg); break;
-		case 'z': z = atoi(optarg); break;
-		case 'I': g_items = atoi(optarg); break;
-		case 'W': g_stonewall = atof(optarg); break;
+		case 'b':
+			b = atoi(optarg);
+			break;
+		case 'z':
+			z = atoi(optarg);
+			break;
+		case 'I':
+			g_items = atoi(optarg);
+			break;
+		case 'W':
+			g_stonewall = atof(optarg);
+			break;
 		case 'n':
 			nruns = 0;
 			list = optarg;
