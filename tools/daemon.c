@@ -90,6 +90,24 @@ int mwd_status_path(pid_t pid, char *out, size_t n)
 	return w < 0 || (size_t)w >= n ? -ENAMETOOLONG : 0;
 }
 
+/*
+ * Remove the lock file name of a store nobody has mounted for an hour (a daemon
+ * killed with -9 leaves its lock file behind): only when no one holds it.  A
+ * daemon that opened it meanwhile finds it replaced and opens a new one.
+ */
+static void stale_lock(DIR *d, const char *name, time_t now)
+{
+	struct stat st, fst;
+	int fd = openat(dirfd(d), name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return;
+	if (!flock(fd, LOCK_EX | LOCK_NB) && !fstat(fd, &fst) &&
+	    !fstatat(dirfd(d), name, &st, AT_SYMLINK_NOFOLLOW) && st.st_ino == fst.st_ino &&
+	    st.st_dev == fst.st_dev && now - st.st_mtime > MWD_STATUS_KEEP_SEC)
+		unlinkat(dirfd(d), name, 0);
+	close(fd);
+}
+
 void mwd_status_gc(void)
 {
 	char dir[PATH_MAX - 64];
@@ -102,6 +120,10 @@ void mwd_status_gc(void)
 	for (struct dirent *de; (de = readdir(d));) {
 		long pid;
 		char tail[16];
+		if (!strncmp(de->d_name, "store-", 6) && strstr(de->d_name, ".lock")) {
+			stale_lock(d, de->d_name, now);
+			continue;
+		}
 		if (sscanf(de->d_name, "daemon-%ld.%15s", &pid, tail) != 2 ||
 		    strcmp(tail, "status"))
 			continue;
@@ -343,4 +365,22 @@ int mwd_lock(const char *name, const char *mountpoint, const char *fsname, unsig
 	}
 	*out = fd;
 	return 0;
+}
+
+void mwd_unlock(int fd)
+{
+	char link[64], path[PATH_MAX];
+	if (fd < 0)
+		return;
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	ssize_t n = readlink(link, path, sizeof(path) - 1);
+	if (n > 0) {
+		path[n] = 0;
+		/* still the current lock file (not replaced by a mount that gave up waiting):
+		 * remove it while holding it; a waiter that opened it sees it replaced (mwd_lock)
+		 */
+		if (same_file(fd, path))
+			unlink(path);
+	}
+	close(fd);
 }

@@ -51,6 +51,12 @@ int mwd_store_name(const char *url, const struct s3_opts *o, char *out, size_t n
 int mwd_lock(const char *name, const char *mountpoint, const char *fsname, unsigned wait_sec,
              int *fd);
 
+/*
+ * Release the lock of mwd_lock() at the daemon's exit: removes the lock file
+ * (unless a newer mount already replaced it), then closes fd.  Accepts -1.
+ */
+void mwd_unlock(int fd);
+
 /* Path of the status file of daemon pid into out (n bytes).  0 or -errno. */
 int mwd_status_path(pid_t pid, char *out, size_t n);
 
@@ -62,7 +68,8 @@ int mwd_status_write(const char *path, const char *text);
 
 /*
  * Remove the status files of daemons that exited more than an hour ago
- * (nobody ran "memwalfs umount" for them).  Best effort.
+ * (nobody ran "memwalfs umount" for them), and the lock files of stores that
+ * nobody holds and nobody has locked for an hour.  Best effort.
  */
 void mwd_status_gc(void);
 

@@ -1009,8 +1009,7 @@ out:
 		if (rc)
 			log_err("writing %s: %s", spath, strerror(-rc));
 	}
-	if (lock_fd >= 0)
-		close(lock_fd);
+	mwd_unlock(lock_fd);
 	report(&report_fd, (unsigned char)status);
 	return status;
 }

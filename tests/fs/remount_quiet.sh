@@ -26,13 +26,14 @@ for i in $(seq "$rounds"); do
 done
 
 echo "-- a wait of 2.5 s is announced"
-mw_umount "$mnt"
 rdir=/run/memwalfs
 [ "$(id -u)" = 0 ] || rdir=${XDG_RUNTIME_DIR:+$XDG_RUNTIME_DIR/memwalfs}
 [ -n "$rdir" ] || rdir=/tmp/memwalfs-$(id -u)
+# the store's lock file, found while mounted (a daemon removes it when it exits)
 lock=$(grep -l -- "$mnt" "$rdir"/store-*.lock | head -1)
 [ -n "$lock" ] || { echo "FAIL: no lock file names $mnt"; exit 1; }
-flock "$lock" sleep 2.5 &
+mw_umount "$mnt"
+flock "$lock" sleep 2.5 & # creates it again, held
 holder=$!
 sleep 0.3
 mw_mount "$mnt" 2>"$WORK/mount.err" || { cat "$WORK/mount.err"; exit 1; }

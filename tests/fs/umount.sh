@@ -6,6 +6,7 @@
 #     the closing daemon (per-store lock) instead of fencing it, so no unsynced write is lost;
 #  3. a live mount is still fenced by a second writer mount without waiting;
 #  4. "memwalfs umount" of a non-memwalfs directory fails.
+# After 1, the daemon's lock file and status file are gone from the run directory.
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh" "$1" "${2:-local}"
 mnt=$WORK/mnt
@@ -24,6 +25,16 @@ if kill -0 "$pid" 2>/dev/null && [ "$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/
 	echo "FAIL: daemon $pid still running after memwalfs umount"; exit 1
 fi
 ! mountpoint -q "$mnt" || { echo "FAIL: still mounted"; exit 1; }
+# the daemon's lock file and status file are gone with it (the run directory keeps nothing)
+rundir=/run/memwalfs
+[ "$(id -u)" = 0 ] || rundir=${XDG_RUNTIME_DIR:+$XDG_RUNTIME_DIR/memwalfs}
+[ -n "$rundir" ] || rundir=/tmp/memwalfs-$(id -u)
+[ ! -e "$rundir/daemon-$pid.status" ] || { echo "FAIL: $rundir/daemon-$pid.status left behind"; exit 1; }
+for l in "$rundir"/store-*.lock; do
+	[ -e "$l" ] || continue
+	if [ "$(head -n 1 "$l" 2>/dev/null)" = "$pid" ]; then echo "FAIL: $l of daemon $pid left behind"; exit 1; fi
+done
+echo "   the run directory holds no lock or status file of daemon $pid"
 mw_mount "$mnt"
 cmp "$WORK/big" "$mnt/big"
 [ "$(cat "$mnt/d/g")" = hello ] && [ ! -e "$mnt/d/f" ]
