@@ -62,6 +62,13 @@ mw_fsck() {
 	echo "   fsck: $(grep -c . "$WORK/fsck.out") lines, clean"
 }
 
+# mw_rundir: the daemons' run directory (tools/daemon.c rundir(): lock and status files)
+mw_rundir() {
+	if [ "$(id -u)" = 0 ]; then echo /run/memwalfs
+	elif [ -n "${XDG_RUNTIME_DIR:-}" ]; then echo "$XDG_RUNTIME_DIR/memwalfs"
+	else echo "/tmp/memwalfs-$(id -u)"; fi
+}
+
 mw_cleanup() {
 	for m in "${MOUNTS[@]}"; do
 		if mountpoint -q "$m" 2>/dev/null; then fusermount3 -u "$m" 2>/dev/null || fusermount3 -uz "$m" || true; fi

@@ -26,9 +26,7 @@ for i in $(seq "$rounds"); do
 done
 
 echo "-- a wait of 2.5 s is announced"
-rdir=/run/memwalfs
-[ "$(id -u)" = 0 ] || rdir=${XDG_RUNTIME_DIR:+$XDG_RUNTIME_DIR/memwalfs}
-[ -n "$rdir" ] || rdir=/tmp/memwalfs-$(id -u)
+rdir=$(mw_rundir)
 # the store's lock file, found while mounted (a daemon removes it when it exits)
 lock=$(grep -l -- "$mnt" "$rdir"/store-*.lock | head -1)
 [ -n "$lock" ] || { echo "FAIL: no lock file names $mnt"; exit 1; }

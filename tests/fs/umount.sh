@@ -26,9 +26,7 @@ if kill -0 "$pid" 2>/dev/null && [ "$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/
 fi
 ! mountpoint -q "$mnt" || { echo "FAIL: still mounted"; exit 1; }
 # the daemon's lock file and status file are gone with it (the run directory keeps nothing)
-rundir=/run/memwalfs
-[ "$(id -u)" = 0 ] || rundir=${XDG_RUNTIME_DIR:+$XDG_RUNTIME_DIR/memwalfs}
-[ -n "$rundir" ] || rundir=/tmp/memwalfs-$(id -u)
+rundir=$(mw_rundir)
 [ ! -e "$rundir/daemon-$pid.status" ] || { echo "FAIL: $rundir/daemon-$pid.status left behind"; exit 1; }
 for l in "$rundir"/store-*.lock; do
 	[ -e "$l" ] || continue

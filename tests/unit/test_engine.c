@@ -2,7 +2,10 @@
  * test_engine.c - unit tests of the engine (engine.h) on the local store:
  * put/get/delete, blobs, reopen, group-commit triggers (cadence, size,
  * urgent, coalescing), ordered acknowledgements, sticky errors with the
- * fault store, fencing, scans over a snapshot, read-only open, corruption.
+ * fault store, outages (retried commits, reads served from the caches or
+ * waiting for the store), GC when idle, fencing, scans over a snapshot,
+ * read-only open, corruption, backpressure, flush and replay.  Sections are
+ * marked "---- ".
  */
 #include <errno.h>
 #include <pthread.h>
@@ -90,6 +93,8 @@ static void fill(uint8_t *p, size_t n, unsigned seed)
 	for (size_t i = 0; i < n; i++)
 		p[i] = (uint8_t)(i * 31 + seed * 7 + (i >> 8));
 }
+
+/* ---- puts, group commit, cadence, commit failures ----------------------- */
 
 static void test_put_get_reopen(void **state)
 {
@@ -561,6 +566,8 @@ static void test_outage_lost_ack(void **state)
 	store_close(st);
 }
 
+/* ---- reads that the caches or a waiting read serve (outages, issue 10) ----- */
+
 /*
  * What this engine committed is read back from its blob cache with no store
  * read at all: while the store is down, and with several blobs of one pack
@@ -671,6 +678,8 @@ static struct engine_stats stats_of(struct engine *e)
 	engine_get_stats(e, &s);
 	return s;
 }
+
+/* ---- GC when idle ------------------------------------------------------- */
 
 /*
  * An idle engine sends no request: once a GC pass has left nothing waiting
@@ -837,6 +846,8 @@ static void test_wait_room(void **state)
 	assert_int_equal(engine_close(e), 0);
 	store_close(st);
 }
+
+/* ---- fencing, snapshots, read-only mounts, corruption -------------------- */
 
 /* A second writer fences the first; the first writes nothing more. */
 static void test_fencing(void **state)
@@ -1021,6 +1032,8 @@ static void test_corruption(void **state)
 	assert_int_equal(engine_open(st, &o, &e), -EUCLEAN);
 	store_close(st);
 }
+
+/* ---- backpressure, MemTables, flush, crash during flush, replay ----------- */
 
 /* Backpressure: a tiny pending budget makes writers wait, never fail. */
 static void test_backpressure(void **state)
