@@ -1,11 +1,16 @@
 /*
  * memwalfs.c - entry point of the memwalfs binary: dispatches to the
  * subcommands listed below.  "memwalfs SUBCOMMAND --help" describes each.
- * mount(8) reaches "memwalfs mount" through the shell helper
- * tools/mount.fuse.memwalfs, which reorders mount(8)'s arguments.
+ * mount(8) reaches "memwalfs mount" in one of two ways (docs/INSTALL.md):
+ * through the shell helper tools/mount.fuse.memwalfs when it is installed
+ * where mount(8) looks (/sbin), or else through libfuse's generic helper
+ * mount.fuse3, which runs "memwalfs STORE MOUNTPOINT -o OPTIONS" found on
+ * PATH: main() takes that form as "memwalfs mount STORE MOUNTPOINT -o ...".
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "config.h"
 #include "commands.h"
@@ -32,6 +37,27 @@ static void usage(FILE *f)
 	fprintf(f, "\nRun 'memwalfs COMMAND --help' for the options of a command.\n");
 }
 
+/* Print "a, b, c" of the command names (for the unknown command message). */
+static void list_commands(FILE *f)
+{
+	for (const struct command *c = memwalfs_commands; c->name; c++)
+		fprintf(f, "%s%s", c->name, c[1].name ? ", " : "");
+}
+
+/*
+ * Is this mount.fuse3's form "memwalfs STORE MOUNTPOINT -o OPTS" (fstab and
+ * mount -t fuse.memwalfs without our helper)?  STORE then names a store: an
+ * s3:// URL or a path with a '/', or an existing directory; a mistyped command
+ * word is neither, and gets the unknown command message instead.
+ */
+static bool mount_fuse_form(int argc, char **argv)
+{
+	struct stat sb;
+	if (argc < 3 || argv[1][0] == '-' || argv[2][0] == '-')
+		return false;
+	return strchr(argv[1], '/') || (!stat(argv[1], &sb) && S_ISDIR(sb.st_mode));
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -50,6 +76,20 @@ int main(int argc, char **argv)
 	for (const struct command *c = memwalfs_commands; c->name; c++)
 		if (!strcmp(argv[1], c->name))
 			return c->run(argc - 1, argv + 1);
-	fprintf(stderr, "memwalfs: unknown command '%s' (try 'memwalfs --help')\n", argv[1]);
+	if (mount_fuse_form(argc, argv)) {
+		static char mount_word[] = "mount"; /* = memwalfs mount STORE MNT -o OPTS */
+		argv[0] = mount_word;
+		return cmd_mount(argc, argv);
+	}
+	if (argv[1][0] == '-') {
+		fprintf(stderr,
+		        "memwalfs: unknown option '%s': before a command only --help and --version "
+		        "are valid; a command's options follow it (memwalfs COMMAND --help)\n",
+		        argv[1]);
+		return 2;
+	}
+	fprintf(stderr, "memwalfs: unknown command '%s'; the commands are ", argv[1]);
+	list_commands(stderr);
+	fprintf(stderr, " (memwalfs --help says what each does)\n");
 	return 2;
 }
