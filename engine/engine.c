@@ -48,6 +48,7 @@
 #include "gc.h"
 #include "log.h"
 #include "maint.h"
+#include "snapshot.h"
 #include "store.h"
 #include "wal.h"
 
@@ -70,6 +71,7 @@ void engine_opts_default(struct engine_opts *o)
 	o->gc_interval_ms = 60000;
 	o->gc_grace_sec = 600;
 	o->repack_below_pct = 50;
+	o->follow_interval_ms = 1000;
 }
 
 /*
@@ -96,7 +98,11 @@ static void opts_resolve(struct engine_opts *o)
 	DEFAULT_IF_ZERO(gc_interval_ms);
 	DEFAULT_IF_ZERO(gc_grace_sec);
 	DEFAULT_IF_ZERO(repack_below_pct);
+	DEFAULT_IF_ZERO(follow_interval_ms);
 #undef DEFAULT_IF_ZERO
+	if (o->follow_max_interval_ms < o->follow_interval_ms)
+		o->follow_max_interval_ms =
+		    o->follow_max_interval_ms ? o->follow_interval_ms : 4 * o->follow_interval_ms;
 	/* the MemTable allocates 64 KiB arena blocks: below a few, every insert would freeze */
 	if (o->memtable_max_bytes < MEMTABLE_MIN_BYTES)
 		o->memtable_max_bytes = MEMTABLE_MIN_BYTES;
@@ -132,26 +138,39 @@ static int list_wal(void *arg, const char *key, uint64_t size)
 	return 0;
 }
 
-/* Replay state. */
-struct replay {
-	uint64_t next;      /* next position expected */
-	uint64_t max_epoch; /* highest epoch replayed so far */
-};
-
 /*
- * Apply one decoded entry to the MemTable.  Open is single-threaded; e->mu
- * is taken only around the freeze, whose callers must hold it.
+ * Apply one decoded entry to the MemTable.  At open the engine is not shared yet; a
+ * follower calls it with e->mu held.  A freeze (writer_freeze_locked) needs e->mu.
  */
-static int replay_apply(struct engine *e, const char *name, const struct wal_info *info,
-                        const uint8_t *body, size_t blen)
+static int replay_apply(struct engine *e, struct replay *r, const char *name,
+                        const struct wal_info *info, const uint8_t *body, size_t blen)
 {
 	struct wal_cursor c;
 	enum kv_type type;
 	const uint8_t *k, *v;
 	size_t kn, vn;
 	uint32_t ops = 0;
+	bool shared = r->locked;
 	int rc;
 
+	if (shared) {
+		/* a follower is read while it applies: check the whole body before the first op */
+		wal_cursor_init(&c, body, blen, info->batch_count);
+		while ((rc = wal_op_next(&c, &type, &k, &kn, &v, &vn)) == 1) {
+			struct blob_desc d;
+			if (type == KV_BLOB && blob_desc_decode(v, vn, &d) != 0)
+				rc = -EUCLEAN;
+			if (rc < 0)
+				break;
+			ops++;
+		}
+		if (rc < 0 || ops != info->op_count) {
+			log_err("wal: %s: malformed body (%u ops decoded, header says %u)", name,
+			        ops, info->op_count);
+			return -EUCLEAN;
+		}
+		ops = 0;
+	}
 	wal_cursor_init(&c, body, blen, info->batch_count);
 	while ((rc = wal_op_next(&c, &type, &k, &kn, &v, &vn)) == 1) {
 		if (type == KV_BLOB) {
@@ -164,15 +183,20 @@ static int replay_apply(struct engine *e, const char *name, const struct wal_inf
 		rc = memtable_add(e->mem, e->next_seq++, type, k, kn, v, vn);
 		if (rc)
 			return rc;
+		if (r->keys &&
+		    ((rc = mw_buf_varint(r->keys, kn)) || (rc = mw_buf_append(r->keys, k, kn))))
+			return rc;
 		if (type == KV_DELETE)
 			e->stats.deletes++;
 		else
 			e->stats.puts++;
 		ops++;
 		if (memtable_bytes(e->mem) >= e->o.memtable_max_bytes) {
-			mw_mutex_lock(&e->mu);
+			if (!shared)
+				mw_mutex_lock(&e->mu);
 			rc = writer_freeze_locked(e);
-			mw_mutex_unlock(&e->mu);
+			if (!shared)
+				mw_mutex_unlock(&e->mu);
 			if (rc)
 				return rc;
 		}
@@ -185,29 +209,30 @@ static int replay_apply(struct engine *e, const char *name, const struct wal_inf
 	return 0;
 }
 
-/*
- * Read and replay wal/<pos>.  Returns 0 (applied or ignored), -ENOENT (no
- * such entry), -ESTALE (an entry of a newer writer), -EUCLEAN, -EIO...
- */
-static int replay_one(struct engine *e, struct replay *r, uint64_t pos)
+int replay_fetch(struct engine *e, uint64_t pos, void **buf, size_t *len)
+{
+	char name[FMT_NAME_MAX];
+	int rc;
+
+	fmt_wal_name(name, pos);
+	rc = store_get(e->st, name, 0, STORE_TO_END, buf, len);
+	if (rc && rc != -ENOENT)
+		log_err("engine: replay: get %s failed: %s", name, strerror(-rc));
+	return rc;
+}
+
+int replay_entry(struct engine *e, struct replay *r, uint64_t pos, const void *buf, size_t len)
 {
 	char name[FMT_NAME_MAX];
 	struct wal_info info;
 	const uint8_t *body;
-	size_t blen, len = 0;
-	void *buf = NULL;
+	size_t blen;
 	int rc;
 
 	fmt_wal_name(name, pos);
-	rc = store_get(e->st, name, 0, STORE_TO_END, &buf, &len);
-	if (rc) {
-		if (rc != -ENOENT)
-			log_err("engine: replay: get %s failed: %s", name, strerror(-rc));
-		return rc;
-	}
 	rc = wal_entry_decode(name, buf, len, pos, &info, &body, &blen);
 	if (rc)
-		goto out;
+		return rc;
 	r->next = pos + 1;
 	e->stats.replay_entries++;
 	e->stats.replay_bytes += len;
@@ -215,20 +240,34 @@ static int replay_one(struct engine *e, struct replay *r, uint64_t pos)
 		log_err("engine: %s has epoch %" PRIu64 " > ours %" PRIu64
 		        ": a newer writer exists",
 		        name, info.epoch, e->epoch);
-		rc = -ESTALE;
-		goto out;
+		return -ESTALE;
 	}
 	if (info.epoch < r->max_epoch) {
 		log_warn("engine: %s: epoch %" PRIu64 " after epoch %" PRIu64 ": ignored", name,
 		         info.epoch, r->max_epoch);
-		goto out;
+		e->next_pos = pos + 1;
+		return 0;
 	}
 	r->max_epoch = info.epoch;
 	e->next_pos = pos; /* a freeze during this entry does not cover it */
 	if (!(info.flags & WAL_FLAG_FENCE))
-		rc = replay_apply(e, name, &info, body, blen);
+		rc = replay_apply(e, r, name, &info, body, blen);
 	e->next_pos = pos + 1;
-out:
+	return rc;
+}
+
+/*
+ * Read and replay wal/<pos>.  Returns 0 (applied or ignored), -ENOENT (no
+ * such entry), -ESTALE (an entry of a newer writer), -EUCLEAN, -EIO...
+ */
+static int replay_one(struct engine *e, struct replay *r, uint64_t pos)
+{
+	void *buf = NULL;
+	size_t len = 0;
+	int rc = replay_fetch(e, pos, &buf, &len);
+
+	if (rc == 0)
+		rc = replay_entry(e, r, pos, buf, len);
 	free(buf);
 	return rc;
 }
@@ -253,6 +292,8 @@ static int replay_wal(struct engine *e, struct replay *r, uint64_t *tip)
 	for (i = 0; i < pl.n; i++) {
 		if (pl.v[i] < r->next)
 			continue;
+		if (e->from_snapshot && pl.v[i] >= e->snapshot_wal_end)
+			break; /* past the snapshot */
 		if (pl.v[i] != r->next)
 			break; /* a gap */
 		rc = replay_one(e, r, pl.v[i]);
@@ -264,7 +305,15 @@ static int replay_wal(struct engine *e, struct replay *r, uint64_t *tip)
 			e->o.progress(e->o.progress_arg, "replay", i + 1, pl.n);
 	}
 	*tip = r->next;
-	if (i < pl.n) {
+	if (e->from_snapshot) {
+		if (r->next < e->snapshot_wal_end) {
+			char name[FMT_NAME_MAX];
+			fmt_wal_name(name, r->next);
+			log_err("engine: snapshot: %s is missing: the snapshot is damaged", name);
+			rc = -EUCLEAN;
+			goto out;
+		}
+	} else if (i < pl.n) {
 		log_warn("engine: WAL gap at position %" PRIu64 ": %zu later entr%s ignored, "
 		         "their positions not reused",
 		         r->next, pl.n - i, pl.n - i == 1 ? "y" : "ies");
@@ -343,6 +392,7 @@ static void engine_free(struct engine *e)
 	gc_free(e->gc);
 	manifest_clear(&e->man);
 	pthread_cond_destroy(&e->gc_cv);
+	pthread_cond_destroy(&e->follow_cv);
 	pthread_mutex_destroy(&e->gc_mu);
 	pthread_cond_destroy(&e->commit_cv);
 	pthread_cond_destroy(&e->durable_cv);
@@ -382,6 +432,7 @@ int engine_open(struct store *st, const struct engine_opts *o, struct engine **o
 	pthread_cond_init(&e->flush_cv, &ca);
 	pthread_cond_init(&e->gc_cv, &ca);
 	pthread_cond_init(&e->durable_cv, &ca);
+	pthread_cond_init(&e->follow_cv, &ca);
 	pthread_condattr_destroy(&ca);
 	pthread_mutex_init(&e->gc_mu, NULL);
 	e->stats.read_only = e->o.read_only;
@@ -392,7 +443,31 @@ int engine_open(struct store *st, const struct engine_opts *o, struct engine **o
 	    (rc = cache_new(e->o.cache_bytes / 2, &e->block_cache)))
 		goto fail;
 
-	if (e->o.read_only) {
+	if (e->o.snapshot && !e->o.read_only) {
+		rc = -EINVAL;
+		goto fail;
+	}
+	if (e->o.snapshot) {
+		struct engine_snapshot sn;
+		rc = engine_snapshot_get(st, e->o.snapshot, &sn);
+		if (rc) {
+			log_err("engine: snapshot %s: %s", e->o.snapshot,
+			        rc == -ENOENT ? "no such snapshot" : strerror(-rc));
+			goto fail;
+		}
+		rc = manifest_load(st, sn.manifest, &e->man);
+		if (rc) {
+			log_err("engine: snapshot %s: manifest %" PRIu64 ": %s", e->o.snapshot,
+			        sn.manifest, strerror(-rc));
+			goto fail;
+		}
+		e->o.follow = false; /* a snapshot never changes */
+		e->from_snapshot = true;
+		e->snapshot_wal_end = sn.wal_end;
+		e->stats.snapshot_wal_end = sn.wal_end;
+		e->epoch = e->man.epoch;
+		e->o.snapshot = NULL; /* borrowed for the open only */
+	} else if (e->o.read_only) {
 		rc = manifest_load_latest(st, &e->man);
 		if (rc)
 			goto fail;
@@ -412,7 +487,11 @@ int engine_open(struct store *st, const struct engine_opts *o, struct engine **o
 		e->epoch = e->man.epoch;
 		e->lease_from_us = claim_us; /* the claim is the first epoch check (writer.c) */
 	}
+	if (!e->o.read_only)
+		e->o.follow = false;
 	e->next_seq = e->man.last_seq + 1;
+	if (e->o.follow)
+		e->next_seq += FOLLOW_SEQ_BASE; /* above every table's sequences (follow.c) */
 	rc = flusher_open_ssts(e);
 	if (rc)
 		goto fail;
@@ -431,6 +510,9 @@ int engine_open(struct store *st, const struct engine_opts *o, struct engine **o
 		e->freeze_pos = e->man.wal_covered;
 	if (!e->o.read_only && (rc = gc_new(st, &e->gc)))
 		goto fail;
+	e->follow_max_epoch = r.max_epoch;
+	if (e->o.follow && (rc = follow_start(e)))
+		goto fail;
 	if (!e->o.read_only &&
 	    ((rc = writer_start(e)) || (rc = flusher_start(e)) || (rc = gc_thread_start(e)))) {
 		flusher_stop(e);
@@ -439,8 +521,11 @@ int engine_open(struct store *st, const struct engine_opts *o, struct engine **o
 	}
 	log_info("engine: open %s epoch %" PRIu64 " manifest %" PRIu64 ", replayed %" PRIu64
 	         " entries, next position %" PRIu64,
-	         e->o.read_only ? "read-only" : "writer", e->epoch, e->man.version,
-	         e->stats.replay_entries, e->next_pos);
+	         e->from_snapshot ? "snapshot"
+	         : e->o.follow    ? "follower"
+	         : e->o.read_only ? "read-only"
+	                          : "writer",
+	         e->epoch, e->man.version, e->stats.replay_entries, e->next_pos);
 	*out = e;
 	return 0;
 fail:
@@ -460,6 +545,7 @@ int engine_close(struct engine *e)
 	 * next open replays nothing.  A failed flush is not an error of the
 	 * close (the WAL still holds everything; the next open replays it).
 	 */
+	follow_stop(e);
 	gc_thread_stop(e);
 	if (!e->o.read_only && !e->sticky) {
 		rc = maint_flush_now(e);
@@ -493,6 +579,9 @@ void engine_get_stats(struct engine *e, struct engine_stats *out)
 	out->read_only = e->o.read_only;
 	out->live_bytes_est =
 	    e->stats.store_live_pack_bytes + (e->stats.pack_bytes - e->gc_pack_mark);
+	out->following = e->follower.running;
+	if (out->following && e->follow_current_us)
+		out->follow_lag_ms = (mw_now_us() - e->follow_current_us) / 1000u;
 	mw_mutex_unlock(&e->mu);
 	pthread_mutex_lock(&e->mem_mu);
 	out->memtable_bytes = memtable_bytes(e->mem);
@@ -591,6 +680,17 @@ size_t engine_stats_format(struct engine *e, char *buf, size_t len)
 	U64(commit_retries);
 	U64(writers_waiting);
 	U64(sync_timeouts);
+	EMIT("following %d\n", s.following ? 1 : 0);
+	U64(follow_polls);
+	U64(follow_entries);
+	U64(follow_manifests);
+	U64(follow_jumps);
+	U64(follow_errors);
+	U64(follow_gaps);
+	U64(follow_lag_ms);
+	U64(follow_behind);
+	U64(follow_interval_ms);
+	U64(snapshot_wal_end);
 	for (int i = 0; i < STORE_OP__COUNT; i++)
 		EMIT("store_requests_%s %" PRIu64 "\n", op_names[i], ss.requests[i]);
 	EMIT("store_retries %" PRIu64 "\n", ss.retries);

@@ -105,7 +105,49 @@ struct engine {
 	size_t frozen_cap;         /* allocated entries [mem_mu] */
 	struct sst_reader **ssts;  /* live SSTables, manifest order (oldest first) [mem_mu] */
 	size_t nssts;              /* entries in ssts [mem_mu] */
+
+	/* Followers (read-only engines with opts.follow; follow.c) */
+	struct mw_thread follower;  /* the follower thread; .stop: asked to exit [mu] */
+	pthread_cond_t follow_cv;   /* wakes the follower (close) [mu] */
+	engine_follow_fn follow_fn; /* callback for applied keys, or NULL [mu] */
+	void *follow_arg;           /* its argument [mu] */
+	bool follow_in_cb;          /* the follower is calling follow_fn (durable_cv) [mu] */
+	uint64_t follow_kick;       /* polls asked for by follow_poll_now() [mu] */
+	uint64_t follow_done;       /* the last of them served (durable_cv) [mu] */
+	uint64_t follow_max_epoch;  /* highest epoch applied (replay rule) [mu] */
+	uint64_t follow_current_us; /* start of the last poll that found us current [mu] */
+	bool from_snapshot;         /* opened from a snapshot (const) */
+	uint64_t snapshot_wal_end;  /* then replay stops at this WAL position (const) */
 };
+
+/*
+ * Sequence numbers a follower gives the ops it applies start at this offset above the
+ * manifest's: every sequence in a table the writer wrote is below it, so the follower's
+ * MemTables, which hold only WAL entries the tables do not cover or cover identically,
+ * always win over the tables, in point reads and in scans alike (follow.c).
+ */
+#define FOLLOW_SEQ_BASE (1ull << 62)
+
+/* Replay state (engine.c; the follower keeps one across polls). */
+struct replay {
+	uint64_t next;       /* next position expected */
+	uint64_t max_epoch;  /* highest epoch replayed so far */
+	struct mw_buf *keys; /* NULL, or: every applied key appended (varint len, key) */
+	bool locked;         /* the caller holds e->mu (the follower, readers running) */
+};
+
+/*
+ * engine.c: read wal/<pos> into *buf (malloc()ed) / decode and apply it (in
+ * order, the replay rules of docs/WAL.md) into e->mem.  replay_entry() is called by
+ * one thread at a time, with e->mu held once the engine is shared (the follower).
+ * Returns 0 (applied or ignored), -ENOENT, -ESTALE, -EUCLEAN, -EIO...
+ */
+int replay_fetch(struct engine *e, uint64_t pos, void **buf, size_t *len);
+int replay_entry(struct engine *e, struct replay *r, uint64_t pos, const void *buf, size_t len);
+
+/* follow.c: start / stop the follower thread (read-only engines with opts.follow). */
+int follow_start(struct engine *e);
+void follow_stop(struct engine *e);
 
 /* Errors no retry can cure: a newer writer, corruption, a refused format (writer.c). */
 bool err_permanent(int rc);

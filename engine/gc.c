@@ -28,6 +28,7 @@
 #include "gc.h"
 #include "log.h"
 #include "manifest.h"
+#include "snapshot.h"
 #include "sst.h"
 #include "sst_flush.h"
 #include "store.h"
@@ -398,10 +399,85 @@ struct pass {
 	size_t nkept;
 	char **live_ssts; /* names listed by kept manifests, sorted */
 	size_t nlive_ssts;
-	struct prefs refs; /* packs referenced by kept tables */
-	uint64_t floor;    /* WAL floor */
-	uint64_t deferred; /* manifests kept only until their successor ages */
+	struct prefs refs;       /* packs referenced by kept tables */
+	uint64_t floor;          /* WAL floor */
+	uint64_t deferred;       /* manifests kept only until their successor ages */
+	struct manifest *pinned; /* manifests only snapshots keep (docs/SNAPSHOTS.md) */
+	size_t npinned;
+	struct engine_snapshot *snaps; /* every snapshot: its manifest and WAL range */
+	size_t nsnaps;
 };
+
+/* Is WAL position (or the pack of its group) p inside a snapshot's range? */
+static bool snap_pins_pos(const struct pass *ps, uint64_t p)
+{
+	for (size_t i = 0; i < ps->nsnaps; i++)
+		if (p >= ps->snaps[i].wal_from && p < ps->snaps[i].wal_end)
+			return true;
+	return false;
+}
+
+static bool snap_pins_manifest(const struct pass *ps, uint64_t v)
+{
+	for (size_t i = 0; i < ps->nsnaps; i++)
+		if (ps->snaps[i].manifest == v)
+			return true;
+	return false;
+}
+
+static int snap_cb(void *arg, const struct engine_snapshot *sn)
+{
+	struct pass *ps = arg;
+	struct engine_snapshot *v = realloc(ps->snaps, (ps->nsnaps + 1) * sizeof(*v));
+
+	if (!v)
+		return -ENOMEM;
+	ps->snaps = v;
+	ps->snaps[ps->nsnaps++] = *sn;
+	return 0;
+}
+
+/*
+ * Read every snapshot and load the manifests they pin that the kept history does not
+ * hold.  An unreadable snapshot fails the plan (never delete on partial knowledge); a
+ * snapshot whose manifest is gone is logged and keeps its WAL range only.
+ */
+static int load_snapshots(struct pass *ps, uint64_t oldest_kept)
+{
+	int rc = engine_snapshot_list(ps->g->st, snap_cb, ps);
+
+	if (rc) {
+		log_err("gc: cannot read the snapshots: %s; nothing is collected", strerror(-rc));
+		return rc;
+	}
+	for (size_t i = 0; i < ps->nsnaps; i++) {
+		uint64_t v = ps->snaps[i].manifest;
+		bool have = v >= oldest_kept;
+		for (size_t k = 0; k < ps->npinned && !have; k++)
+			have = ps->pinned[k].version == v;
+		if (have)
+			continue;
+		struct manifest *m = realloc(ps->pinned, (ps->npinned + 1) * sizeof(*m));
+		if (!m)
+			return -ENOMEM;
+		ps->pinned = m;
+		rc = manifest_load(ps->g->st, v, &ps->pinned[ps->npinned]);
+		if (rc == -ENOENT) {
+			log_err("gc: snapshot %s: manifest %" PRIu64 " is gone (the snapshot is "
+			        "damaged)",
+			        ps->snaps[i].name, v);
+			continue;
+		}
+		if (rc) {
+			log_err("gc: snapshot %s: cannot load manifest %" PRIu64 ": %s; nothing is "
+			        "collected",
+			        ps->snaps[i].name, v, strerror(-rc));
+			return rc;
+		}
+		ps->npinned++;
+	}
+	return 0;
+}
 
 static int str_cmp(const void *a, const void *b)
 {
@@ -459,6 +535,8 @@ static int collect_refs(struct pass *ps)
 
 	for (size_t i = 0; i < ps->nkept; i++)
 		total += ps->kept[i].nssts;
+	for (size_t i = 0; i < ps->npinned; i++)
+		total += ps->pinned[i].nssts;
 	ps->live_ssts = calloc(total ? total : 1, sizeof(*ps->live_ssts));
 	if (!ps->live_ssts)
 		return -ENOMEM;
@@ -482,6 +560,24 @@ static int collect_refs(struct pass *ps)
 			}
 		}
 	}
+	/* tables of manifests only snapshots pin: live, but no part of the newest state */
+	for (size_t i = 0; i < ps->npinned; i++) {
+		const struct manifest *m = &ps->pinned[i];
+
+		for (size_t s = 0; s < m->nssts; s++) {
+			struct sst_refs *r;
+
+			ps->live_ssts[ps->nlive_ssts++] = m->ssts[s].name; /* borrowed */
+			rc = get_refs(ps->g, &m->ssts[s], &r);
+			if (rc)
+				return rc;
+			for (size_t k = 0; k < r->n; k++) {
+				rc = prefs_add(&ps->refs, &r->packs[k], 0);
+				if (rc)
+					return rc;
+			}
+		}
+	}
 	for (size_t i = 0; i < ps->o->nlive_packs; i++) {
 		rc = prefs_add(&ps->refs, &ps->o->live_packs[i], 0);
 		if (rc)
@@ -500,7 +596,8 @@ static int plan_manifests(struct pass *ps, struct gc_plan *plan)
 	for (size_t i = 0; !rc && i < l.n; i++) {
 		uint64_t v;
 
-		if (fmt_parse_manifest_name(l.names[i], &v) == 0 && v < plan->oldest_kept)
+		if (fmt_parse_manifest_name(l.names[i], &v) == 0 && v < plan->oldest_kept &&
+		    !snap_pins_manifest(ps, v))
 			rc = plan_delete(plan, l.names[i], l.sizes[i], &plan->n_manifest);
 	}
 	listing_free(&l);
@@ -515,7 +612,8 @@ static int plan_wal(struct pass *ps, struct gc_plan *plan)
 	for (size_t i = 0; !rc && i < l.n; i++) {
 		uint64_t pos;
 
-		if (fmt_parse_wal_name(l.names[i], &pos) == 0 && pos < ps->floor)
+		if (fmt_parse_wal_name(l.names[i], &pos) == 0 && pos < ps->floor &&
+		    !snap_pins_pos(ps, pos))
 			rc = plan_delete(plan, l.names[i], l.sizes[i], &plan->n_wal);
 	}
 	listing_free(&l);
@@ -582,7 +680,8 @@ static int plan_packs(struct pass *ps, struct gc_plan *plan)
 		if (!parse_pair(name, FMT_PACK_PREFIX, &id.epoch, &id.position))
 			continue;
 		r = prefs_find(&ps->refs, &id);
-		unflushed = id.position >= ps->floor;
+		/* a snapshot's WAL range pins the packs of its groups as the floor does */
+		unflushed = id.position >= ps->floor || snap_pins_pos(ps, id.position);
 		for (size_t k = 0; !unflushed && k < ps->o->nlive_packs; k++)
 			unflushed = id_cmp(&ps->o->live_packs[k], &id) == 0;
 		if (!r && !unflushed) {
@@ -648,6 +747,9 @@ int gc_plan_make(struct gc *g, const struct gc_opts *o, struct gc_plan *out)
 	}
 	plan.latest = latest;
 	plan.oldest_kept = latest - (ps.nkept - 1);
+	rc = load_snapshots(&ps, plan.oldest_kept);
+	if (rc)
+		goto out;
 	rc = collect_refs(&ps);
 	if (rc)
 		goto out;
@@ -665,6 +767,10 @@ out:
 	for (size_t i = 0; i < ps.nkept; i++)
 		manifest_clear(&ps.kept[i]);
 	free(ps.kept);
+	for (size_t i = 0; i < ps.npinned; i++)
+		manifest_clear(&ps.pinned[i]);
+	free(ps.pinned);
+	free(ps.snaps);
 	free(ps.live_ssts);
 	free(ps.refs.p);
 	if (rc) {

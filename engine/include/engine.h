@@ -89,6 +89,24 @@ struct engine_opts {
 	 * retry until it lands, except at close (60 s).
 	 */
 	unsigned commit_retry_ms;
+	/*
+	 * Followers (read_only only; engine/follow.c, docs/FOLLOWERS.md).  follow: after the
+	 * replay at open, a thread keeps polling the store for new WAL entries and manifests
+	 * and applies them, whole entries only, so reads see the writer's newer states.
+	 * follow_interval_ms: poll this often (default 1000); when a poll finds nothing new
+	 * the interval doubles, up to follow_max_interval_ms (default 4 x the interval), and
+	 * an idle poll sends one request.  Without follow a read-only engine keeps the state
+	 * of its open.
+	 */
+	bool follow;
+	unsigned follow_interval_ms;
+	unsigned follow_max_interval_ms;
+	/*
+	 * snapshot: open (read_only only, never following) the state that snapshot NAME
+	 * pinned (engine_snapshot_create(); docs/SNAPSHOTS.md) instead of the newest one.
+	 * NULL: the newest state.  Borrowed during engine_open() only.
+	 */
+	const char *snapshot;
 };
 
 #define ENGINE_NO_RETRY 0xFFFFFFFFu /* commit_retry_ms: a failed commit stops the writer */
@@ -276,9 +294,69 @@ struct engine_stats {
 	uint64_t commit_retries;  /* commit attempts that failed and were retried */
 	uint64_t writers_waiting; /* writes held by backpressure right now */
 	uint64_t sync_timeouts;   /* waits that gave up after sync_timeout_ms */
+	/* followers (opts.follow): see docs/FOLLOWERS.md */
+	bool following;            /* a follower thread runs */
+	uint64_t follow_polls;     /* polls made (each one or more requests) */
+	uint64_t follow_entries;   /* WAL entries applied since open (after the open's replay) */
+	uint64_t follow_manifests; /* newer manifests installed */
+	uint64_t follow_jumps;     /* manifests installed past the WAL applied (fell behind) */
+	uint64_t follow_errors;    /* polls that failed (retried at the next interval) */
+	uint64_t follow_gaps;      /* polls that found the next WAL entry missing */
+	uint64_t follow_lag_ms; /* now - start of the last poll that found the follower current */
+	uint64_t follow_behind; /* WAL entries listed but not applied yet */
+	uint64_t follow_interval_ms; /* the current poll interval (after back-off) */
+	uint64_t snapshot_wal_end;   /* opened from a snapshot: its WAL end (else 0) */
 };
 
 void engine_get_stats(struct engine *e, struct engine_stats *out);
+
+/* A key handed to a follow callback: borrowed, valid during the call only. */
+struct engine_key {
+	const uint8_t *p;
+	size_t n;
+};
+
+/*
+ * Called by a follower (opts.follow) after it applied WAL entries: keys are every key
+ * those entries put or deleted (repeats possible), already readable through the engine.
+ * all: the follower jumped to a newer manifest without the WAL between (it fell behind,
+ * or what it needed was collected): any key may have changed, and keys is empty.  Called
+ * on the follower's own thread with no engine lock held; it may read from the engine but
+ * must not block for long (the next poll waits for it).
+ */
+typedef void (*engine_follow_fn)(void *arg, const struct engine_key *keys, size_t n, bool all);
+
+/*
+ * Install (or, with fn NULL, remove) the follow callback.  Any thread; takes effect for
+ * the entries applied after it returns.  A no-op on an engine that does not follow.
+ */
+void engine_follow_set_fn(struct engine *e, engine_follow_fn fn, void *arg);
+
+/* What a snapshot pins (docs/SNAPSHOTS.md). */
+struct engine_snapshot {
+	char name[101];    /* [A-Za-z0-9._-], 1..100 bytes, not starting with '.' */
+	uint64_t manifest; /* the manifest version it pins */
+	uint64_t epoch;    /* that manifest's writer epoch */
+	uint64_t wal_from; /* the manifest's covered WAL position */
+	uint64_t wal_end;  /* first WAL position not in the snapshot */
+	int64_t created;   /* unix time of the creation */
+};
+
+/*
+ * Snapshots of the store st, from any process, mounted or not (engine/snapshot.c).
+ * create: pin the current durable state (the newest manifest and the WAL after it, up to
+ * the first missing position) under name, with a conditional create; *out (may be NULL)
+ * gets what was pinned.  -EEXIST (the name is taken), -EINVAL (a bad name), -ENOENT (the
+ * store holds no manifest), the store's errors.  delete: -ENOENT when there is no such
+ * snapshot; what it pinned is freed by the writer's GC after the grace period.  list:
+ * fn for each snapshot, in name order (a nonzero return stops the listing and is
+ * returned).  get: one snapshot by name (-ENOENT, -EUCLEAN).
+ */
+int engine_snapshot_create(struct store *st, const char *name, struct engine_snapshot *out);
+int engine_snapshot_delete(struct store *st, const char *name);
+int engine_snapshot_get(struct store *st, const char *name, struct engine_snapshot *out);
+int engine_snapshot_list(struct store *st, int (*fn)(void *arg, const struct engine_snapshot *s),
+                         void *arg);
 
 /*
  * Write the statistics (engine and store) as "name value" lines into buf
