@@ -13,10 +13,12 @@
  *
  * Signing.  SigV4 with x-amz-content-sha256 on every request: the SHA-256 of
  * the body, or UNSIGNED-PAYLOAD only over TLS and only when asked for.
- * Session tokens go in x-amz-security-token (signed).  Credentials: the
- * options, then AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY /
- * AWS_SESSION_TOKEN, then the [profile] of ~/.aws/credentials
- * (AWS_SHARED_CREDENTIALS_FILE, AWS_PROFILE).  Secrets are never logged.
+ * Session tokens go in x-amz-security-token (signed).  Credentials come
+ * from the AWS chain in s3/creds.h (options, environment, web identity,
+ * profiles with roles and credential_process, container, instance
+ * metadata); each attempt of a request signs with the keys current at
+ * that moment, so refreshed keys take over without disturbing requests in
+ * flight.  Secrets are never logged.
  *
  * Retries.  Every operation here is safe to repeat: PUTs write whole objects
  * (or whole parts), GET/HEAD/LIST read, DELETE of a missing key succeeds.
@@ -113,7 +115,6 @@ int s3_call(struct s3 *s, const struct s3_call *c, struct s3_result *res)
 	char phash[65], date[17], auth[640], *path = NULL, *url = NULL, *query = NULL;
 	char *lines[MAX_EXTRA_HEADERS + 6];
 	struct sigv4_header h[MAX_EXTRA_HEADERS + 4];
-	struct sigv4_creds cr = {s->access_key, s->secret_key, s->session_token};
 	size_t nh, nl, qcap = 4096;
 	int rc = 0;
 
@@ -167,27 +168,37 @@ int s3_call(struct s3 *s, const struct s3_call *c, struct s3_result *res)
 			store_count_retry(&s->base);
 			sleep_ms(backoff(s, attempt - 1));
 		}
+		/* Each attempt signs with the keys current now (a refresh may have
+		   replaced them since the last one); they are copied into the header
+		   lines, so the reference is dropped before the request goes out. */
+		struct creds_keys *k = creds_get(s->creds);
+		struct sigv4_creds cr = {k->access_key, k->secret_key, k->session_token};
 		sigv4_amz_date(time(NULL), date);
 		nh = 0;
+		nl = 0;
 		h[nh++] = (struct sigv4_header){"host", s->host};
 		h[nh++] = (struct sigv4_header){"x-amz-content-sha256", phash};
 		h[nh++] = (struct sigv4_header){"x-amz-date", date};
-		if (s->session_token)
-			h[nh++] = (struct sigv4_header){"x-amz-security-token", s->session_token};
+		if (k->session_token)
+			h[nh++] = (struct sigv4_header){"x-amz-security-token", k->session_token};
 		for (size_t i = 0; i < c->nheaders; i++)
 			h[nh++] = c->headers[i];
 		struct sigv4_request sr = {c->method, path, query, h, nh, phash};
-		if ((rc = sigv4_sign(&cr, s->region, date, &sr, auth, sizeof(auth), NULL, 0)) < 0)
+		if ((rc = sigv4_sign(&cr, s->region, date, &sr, auth, sizeof(auth), NULL, 0)) < 0) {
+			creds_keys_put(k);
 			goto out;
-		nl = 0;
+		}
 		for (size_t i = 0; i < nh; i++) {
 			if (asprintf(&lines[nl], "%s: %s", h[i].name, h[i].value) < 0) {
 				lines[nl] = NULL;
 				rc = -ENOMEM;
-				goto free_lines;
+				break;
 			}
 			nl++;
 		}
+		creds_keys_put(k);
+		if (rc == -ENOMEM)
+			goto free_lines;
 		if (asprintf(&lines[nl], "Authorization: %s", auth) < 0) {
 			lines[nl] = NULL;
 			rc = -ENOMEM;
@@ -245,6 +256,7 @@ out:
 int s3_fail(struct s3 *s, const char *op, const char *key, const struct s3_result *res, int rc)
 {
 	const char *hint = "";
+	char hintbuf[300];
 	long st = res->r.status;
 
 	/* an outage fails every request alike: say so once, until one gets an answer */
@@ -271,9 +283,13 @@ int s3_fail(struct s3 *s, const char *op, const char *key, const struct s3_resul
 		log_debug("s3: %s %s: HTTP 412 %s", op, key, res->code);
 		return -EEXIST;
 	}
-	if (st == 401 || st == 403)
-		hint = " (credentials refused: check the access key and secret key)";
-	else if (!strcmp(res->code, "NoSuchBucket"))
+	if (st == 401 || st == 403) {
+		snprintf(hintbuf, sizeof(hintbuf), " (credentials refused: %s; they come from %s)",
+		         !strcmp(res->code, "ExpiredToken") ? "they have expired"
+		                                            : "check the access key and secret key",
+		         creds_source(s->creds));
+		hint = hintbuf;
+	} else if (!strcmp(res->code, "NoSuchBucket"))
 		hint = " (the bucket does not exist)";
 	mw_log(!outage || first ? MW_LOG_ERR : MW_LOG_DEBUG, __FILE__, __LINE__,
 	       "s3: %s %s: HTTP %ld %s%s%s%s after %u attempt%s", op, key, st,
@@ -664,12 +680,7 @@ static void s3_close(struct store *st)
 	free(s->bucket);
 	free(s->prefix);
 	free(s->region);
-	free(s->access_key);
-	if (s->secret_key) {
-		memset(s->secret_key, 0, strlen(s->secret_key));
-		free(s->secret_key);
-	}
-	free(s->session_token);
+	creds_close(s->creds);
 	free(s);
 }
 
@@ -688,92 +699,21 @@ static const struct store_ops s3_ops = {
 
 /* ---- open -------------------------------------------------------------- */
 
-/* Read key from [profile] of an ini-style credentials file (malloc()ed or NULL). */
-static char *ini_get(const char *file, const char *profile, const char *key)
+/* The credential chain (creds.h) for this store. */
+static int load_creds(struct s3 *s, const struct s3_opts *o, const char *ca)
 {
-	FILE *f = fopen(file, "r");
-	char line[1024], *val = NULL;
-	bool in = false;
-
-	if (!f)
-		return NULL;
-	while (fgets(line, sizeof(line), f)) {
-		char *p = line, *e;
-		while (*p == ' ' || *p == '\t')
-			p++;
-		e = p + strlen(p);
-		while (e > p && (e[-1] == '\n' || e[-1] == '\r' || e[-1] == ' ' || e[-1] == '\t'))
-			*--e = '\0';
-		if (*p == '[') {
-			char *q = strchr(p, ']');
-			if (q) {
-				*q = '\0';
-				in = !strcmp(p + 1, profile);
-			}
-			continue;
-		}
-		if (!in || *p == '#' || *p == ';')
-			continue;
-		char *eq = strchr(p, '=');
-		if (!eq)
-			continue;
-		char *ke = eq;
-		while (ke > p && (ke[-1] == ' ' || ke[-1] == '\t'))
-			ke--;
-		if ((size_t)(ke - p) != strlen(key) || strncmp(p, key, (size_t)(ke - p)))
-			continue;
-		eq++;
-		while (*eq == ' ' || *eq == '\t')
-			eq++;
-		free(val);
-		val = strdup(eq);
-	}
-	fclose(f);
-	return val;
-}
-
-static int load_creds(struct s3 *s, const struct s3_opts *o)
-{
-	const char *ak = o->access_key, *sk = o->secret_key, *tok = o->session_token;
-	const char *src = "options";
-
-	if (!ak || !sk) {
-		ak = getenv("AWS_ACCESS_KEY_ID");
-		sk = getenv("AWS_SECRET_ACCESS_KEY");
-		tok = getenv("AWS_SESSION_TOKEN");
-		src = "environment";
-	}
-	if (ak && sk && *ak && *sk) {
-		s->access_key = strdup(ak);
-		s->secret_key = strdup(sk);
-		s->session_token = tok && *tok ? strdup(tok) : NULL;
-	} else {
-		char path[4096];
-		const char *profile = o->profile ? o->profile : getenv("AWS_PROFILE");
-		const char *file = getenv("AWS_SHARED_CREDENTIALS_FILE");
-		const char *home = getenv("HOME");
-		if (!profile || !*profile)
-			profile = "default";
-		if (!file) {
-			snprintf(path, sizeof(path), "%s/.aws/credentials", home ? home : "");
-			file = path;
-		}
-		s->access_key = ini_get(file, profile, "aws_access_key_id");
-		s->secret_key = ini_get(file, profile, "aws_secret_access_key");
-		s->session_token = ini_get(file, profile, "aws_session_token");
-		src = "credentials file";
-		if (!s->access_key || !s->secret_key) {
-			log_err(
-			    "s3: no credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY "
-			    "or profile [%s] in %s",
-			    profile, file);
-			return -EACCES;
-		}
-	}
-	if (!s->access_key || !s->secret_key)
-		return -ENOMEM;
-	log_debug("s3: credentials from the %s (access key %s)", src, s->access_key);
-	return 0;
+	struct creds_opts co = {
+	    .access_key = o->access_key,
+	    .secret_key = o->secret_key,
+	    .session_token = o->session_token,
+	    .profile = o->profile,
+	    .region = s->region,
+	    .s3_endpoint = o->endpoint,
+	    .sts_endpoint = o->sts_url,
+	    .ca_file = ca,
+	    .timeout_ms = o->timeout_ms ? (o->timeout_ms < 10000 ? o->timeout_ms : 10000) : 0,
+	};
+	return creds_open(&co, &s->creds);
 }
 
 /* Set base_url, base_path and host from the endpoint, bucket and addressing. */
@@ -946,8 +886,6 @@ int store_open_s3(const struct s3_opts *opts, struct store **out)
 	}
 	if ((rc = set_addressing(s, opts, &tls)) < 0)
 		goto fail;
-	if ((rc = load_creds(s, opts)) < 0)
-		goto fail;
 	s->unsigned_payload = opts->unsigned_payload && tls;
 	if (opts->unsigned_payload && !tls)
 		log_warn("s3: UNSIGNED-PAYLOAD refused over plain http; hashing payloads");
@@ -961,6 +899,12 @@ int store_open_s3(const struct s3_opts *opts, struct store **out)
 	}
 	if (tls)
 		log_debug("s3: TLS peers verified with %s", ca && *ca ? ca : "the system CA store");
+	/* STS and credential endpoints may be https even when S3 is not */
+	{
+		const char *cca = opts->ca_file ? opts->ca_file : getenv("AWS_CA_BUNDLE");
+		if ((rc = load_creds(s, opts, cca && *cca ? cca : NULL)) < 0)
+			goto fail;
+	}
 	{
 		struct http_pool_opts po = {
 		    .connections = opts->connections ? opts->connections : d.connections,

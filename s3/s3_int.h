@@ -10,11 +10,13 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "creds.h"
 #include "http.h"
 #include "sigv4.h"
 #include "store_impl.h"
 
-/* The S3 store.  Every field is constant after store_open_s3() except rng. */
+/* The S3 store.  Every field is constant after store_open_s3() except rng (and what
+   creds refreshes behind its own lock). */
 struct s3 {
 	struct store base;      /* must be first */
 	int down;               /* requests fail for want of an answer (atomic): log once */
@@ -26,9 +28,7 @@ struct s3 {
 	char *prefix;           /* key prefix ("" or ending in '/') */
 	size_t prefix_len;      /* strlen(prefix) */
 	char *region;           /* signing region */
-	char *access_key;       /* credentials (secret never logged) */
-	char *secret_key;
-	char *session_token;    /* NULL if none */
+	struct creds *creds;    /* the credential chain and its refresh (creds.h) */
 	bool unsigned_payload;  /* UNSIGNED-PAYLOAD (only ever set over TLS) */
 	unsigned max_retries;   /* repeats after the first attempt */
 	size_t part_size;       /* multipart part size (>= 5 MiB) */

@@ -194,6 +194,13 @@ int sigv4_sign(const struct sigv4_creds *c, const char *region, const char *amz_
                const struct sigv4_request *r, char *auth, size_t authsz, char *canon,
                size_t canonsz)
 {
+	return sigv4_sign_service(c, region, "s3", amz_date, r, auth, authsz, canon, canonsz);
+}
+
+int sigv4_sign_service(const struct sigv4_creds *c, const char *region, const char *service,
+                       const char *amz_date, const struct sigv4_request *r, char *auth,
+                       size_t authsz, char *canon, size_t canonsz)
+{
 	struct sigv4_header h[SIGV4_MAX_HEADERS];
 	struct sbuf cr = {0}, sh = {0};
 	char crhash[65], date[9], scope[128], sts[256], sig[65];
@@ -237,7 +244,11 @@ int sigv4_sign(const struct sigv4_creds *c, const char *region, const char *amz_
 
 	memcpy(date, amz_date, 8);
 	date[8] = '\0';
-	snprintf(scope, sizeof(scope), "%s/%s/s3/aws4_request", date, region);
+	w = snprintf(scope, sizeof(scope), "%s/%s/%s/aws4_request", date, region, service);
+	if (w < 0 || (size_t)w >= sizeof(scope)) {
+		rc = -EINVAL;
+		goto out;
+	}
 	snprintf(sts, sizeof(sts), "AWS4-HMAC-SHA256\n%s\n%s\n%s", amz_date, scope, crhash);
 
 	{
@@ -254,7 +265,7 @@ int sigv4_sign(const struct sigv4_creds *c, const char *region, const char *amz_
 		free(ks);
 	}
 	hmac(k, 32, region, strlen(region), k2);
-	hmac(k2, 32, "s3", 2, k);
+	hmac(k2, 32, service, strlen(service), k);
 	hmac(k, 32, "aws4_request", 12, k2);
 	hmac(k2, 32, sts, strlen(sts), k);
 	to_hex(k, 32, sig);

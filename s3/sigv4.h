@@ -90,4 +90,14 @@ int sigv4_sign(const struct sigv4_creds *c, const char *region, const char *amz_
                const struct sigv4_request *r, char *auth, size_t authsz, char *canon,
                size_t canonsz);
 
+/*
+ * The same for another service (the credential chain signs STS requests
+ * with service "sts"): the scope is DATE/region/service/aws4_request.
+ * sigv4_sign() is this with service "s3".  -EINVAL also for a region and
+ * service too long for the scope.
+ */
+int sigv4_sign_service(const struct sigv4_creds *c, const char *region, const char *service,
+                       const char *amz_date, const struct sigv4_request *r, char *auth,
+                       size_t authsz, char *canon, size_t canonsz);
+
 #endif /* MEMWALFS_SIGV4_H */

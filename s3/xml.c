@@ -100,33 +100,38 @@ static int skip_misc(struct walker *w)
 	}
 }
 
-/* Append UTF-8 for code point cp. */
-static int put_utf8(struct tbuf *t, unsigned long cp)
+int xml_utf8(unsigned long cp, char b[4])
 {
-	char b[4];
-	size_t n;
 	if (cp == 0 || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
 		return -EBADMSG;
 	if (cp < 0x80) {
 		b[0] = (char)cp;
-		n = 1;
-	} else if (cp < 0x800) {
+		return 1;
+	}
+	if (cp < 0x800) {
 		b[0] = (char)(0xc0 | (cp >> 6));
 		b[1] = (char)(0x80 | (cp & 0x3f));
-		n = 2;
-	} else if (cp < 0x10000) {
+		return 2;
+	}
+	if (cp < 0x10000) {
 		b[0] = (char)(0xe0 | (cp >> 12));
 		b[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
 		b[2] = (char)(0x80 | (cp & 0x3f));
-		n = 3;
-	} else {
-		b[0] = (char)(0xf0 | (cp >> 18));
-		b[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
-		b[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
-		b[3] = (char)(0x80 | (cp & 0x3f));
-		n = 4;
+		return 3;
 	}
-	return tb_add(t, b, n);
+	b[0] = (char)(0xf0 | (cp >> 18));
+	b[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
+	b[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
+	b[3] = (char)(0x80 | (cp & 0x3f));
+	return 4;
+}
+
+/* Append UTF-8 for code point cp. */
+static int put_utf8(struct tbuf *t, unsigned long cp)
+{
+	char b[4];
+	int n = xml_utf8(cp, b);
+	return n < 0 ? n : tb_add(t, b, (size_t)n);
 }
 
 /* Decode one entity at w->p ('&') into t. */

@@ -104,6 +104,12 @@ void xml_uploads_page_free(struct xml_uploads_page *p);
  */
 int xml_url_decode(char *s);
 
+/*
+ * UTF-8 of code point cp into b: returns its length (1-4), or -EBADMSG for
+ * NUL, a surrogate or a value past U+10FFFF.  (Also used by json.c.)
+ */
+int xml_utf8(unsigned long cp, char b[4]);
+
 /* Escape s for XML character data into a malloc()ed string (NULL: ENOMEM). */
 char *xml_escape(const char *s);
 

@@ -8,6 +8,9 @@
 #                    S3_ENDPOINT_TLS=https://127.0.0.1:TLSPORT S3_CA_FILE=CEPH_DIR/tls/ca.pem
 #           so that   eval "$(tools/s3-server.sh start)"   configures the s3 test suite.
 #           The two TLS variables are printed only when https answers and verifies with that CA.
+#           STS: RGW's STS is enabled (rgw_sts_key, rgw_s3_auth_use_sts) and a role S3_ROLE
+#           (memwalfs-test, s3:* on every bucket) that the tester may assume is created;
+#           S3_ROLE_ARN=arn:aws:iam:::role/S3_ROLE is printed when AssumeRole of it works.
 #           If something already answers on the port, it is reused (nothing is started).
 #           TLS: on every start of the daemons a throwaway CA and a server certificate for
 #           127.0.0.1, localhost, s3.localhost and *.s3.localhost are made in CEPH_DIR/tls (once)
@@ -166,6 +169,41 @@ wait_answer() {
 	return 1
 }
 
+# STS (AssumeRole, AssumeRoleWithWebIdentity) for the credential tests: RGW needs a 16-character
+# rgw_sts_key (with the default one AssumeRole answers 400) and rgw_s3_auth_use_sts (without it S3
+# rejects the temporary credentials).  Added to ceph.conf of a state directory made before this
+# existed; takes effect when radosgw (re)starts.
+sts_conf() {
+	grep -q '^rgw_sts_key' "$D/ceph.conf" ||
+		echo "rgw_sts_key = memwalfsteststs16" >>"$D/ceph.conf" # [client.rgw.a] is last
+	grep -q '^rgw_s3_auth_use_sts' "$D/ceph.conf" ||
+		echo "rgw_s3_auth_use_sts = true" >>"$D/ceph.conf"
+}
+
+# The role the tests assume (created once; its policies are set on every start of the daemons).
+ROLE=${S3_ROLE:-memwalfs-test}
+ROLE_ARN="arn:aws:iam:::role/$ROLE"
+make_role() {
+	local trust perm
+	trust='{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"AWS":["arn:aws:iam:::user/tester"]},"Action":["sts:AssumeRole"]}]}'
+	perm='{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":["s3:*"],"Resource":["arn:aws:s3:::*"]}]}'
+	radosgw-admin $C role get --role-name="$ROLE" >/dev/null 2>&1 ||
+		radosgw-admin $C role create --role-name="$ROLE" --assume-role-policy-doc="$trust" \
+			>"$D/log/role-create.out" 2>&1 || say "creating role $ROLE failed (see $D/log/role-create.out)"
+	radosgw-admin $C role-policy put --role-name="$ROLE" --policy-name=s3all --policy-doc="$perm" \
+		>"$D/log/role-policy.out" 2>&1 || say "setting the policy of role $ROLE failed"
+}
+
+# Does AssumeRole of $ROLE work with the tester's keys?  (Decides whether S3_ROLE_ARN is printed.)
+sts_answers() {
+	local body="Action=AssumeRole&Version=2011-06-15&RoleArn=$ROLE_ARN&RoleSessionName=probe&DurationSeconds=900"
+	local sha
+	sha=$(printf '%s' "$body" | sha256sum | cut -d' ' -f1)
+	curl -s --max-time 10 --aws-sigv4 "aws:amz:$REGION:sts" --user "$AK:$SK" \
+		-H "x-amz-content-sha256: $sha" -H "Content-Type: application/x-www-form-urlencoded" \
+		--data "$body" "$ENDPOINT/" 2>/dev/null | grep -q '<SessionToken>'
+}
+
 # Signed PUT of the bucket (curl's --aws-sigv4 does not send x-amz-content-sha256 itself).
 make_bucket() {
 	local code
@@ -202,6 +240,7 @@ start() {
 		fi
 		touch "$MARK"
 		frontend_conf
+		sts_conf
 		ceph-osd $C -i 0 2>>"$D/log/osd-start.err" >&2
 		radosgw $C -n client.rgw.a >&2
 		wait_answer
@@ -210,6 +249,7 @@ start() {
 				--access-key="$AK" --secret-key="$SK" >/dev/null
 			touch "$D/.bootstrapped"
 		fi
+		make_role
 	fi
 	# A fresh RGW may refuse the first requests while its pools are created: retry.
 	local ok=0
@@ -227,12 +267,18 @@ start() {
 		grep -q "ssl_endpoint=127.0.0.1:$TLSPORT" "$D/ceph.conf" 2>/dev/null || break
 		sleep 0.2
 	done
+	local sts=""
+	if sts_answers; then
+		sts=" S3_ROLE_ARN=$ROLE_ARN"
+	else
+		say "STS AssumeRole of $ROLE_ARN does not work here: the STS credential tests will SKIP"
+	fi
 	if [ -n "$tls" ]; then
 		say "ready: $ENDPOINT and $ENDPOINT_TLS (CA $CA), bucket $BUCKET"
 	else
 		say "ready: $ENDPOINT bucket $BUCKET (no https: the TLS tests will SKIP)"
 	fi
-	echo "export S3_ENDPOINT=$ENDPOINT S3_BUCKET=$BUCKET S3_REGION=$REGION AWS_ACCESS_KEY_ID=$AK AWS_SECRET_ACCESS_KEY=$SK$tls"
+	echo "export S3_ENDPOINT=$ENDPOINT S3_BUCKET=$BUCKET S3_REGION=$REGION AWS_ACCESS_KEY_ID=$AK AWS_SECRET_ACCESS_KEY=$SK$tls$sts"
 }
 
 stop() {

@@ -32,8 +32,9 @@ static int is(const char *a, const char *name)
 int storeopt_parse(struct s3_opts *o, int argc, char **argv, int *i)
 {
 	const char *a = argv[*i], *v;
-	static const char *const str_opts[] = {"--endpoint", "--region", "--profile", "--ca-file"};
-	const char **dst[] = {&o->endpoint, &o->region, &o->profile, &o->ca_file};
+	static const char *const str_opts[] = {"--endpoint", "--region", "--profile", "--ca-file",
+	                                       "--sts-endpoint"};
+	const char **dst[] = {&o->endpoint, &o->region, &o->profile, &o->ca_file, &o->sts_url};
 
 	for (size_t k = 0; k < sizeof(str_opts) / sizeof(str_opts[0]); k++) {
 		if (is(a, str_opts[k])) {
@@ -109,13 +110,20 @@ void storeopt_usage(FILE *f)
 	        "store options (for s3://bucket/prefix stores):\n"
 	        "  --endpoint URL       S3 endpoint, e.g. http://127.0.0.1:7480 (default: AWS)\n"
 	        "  --region R           region (default: AWS_REGION or us-east-1)\n"
-	        "  --profile NAME       profile in ~/.aws/credentials (default: AWS_PROFILE)\n"
+	        "  --profile NAME       AWS profile (~/.aws/config, ~/.aws/credentials; default:\n"
+	        "                       AWS_PROFILE, else the environment keys, else \"default\")\n"
+	        "  --sts-endpoint URL   STS for role credentials (default: AWS_ENDPOINT_URL_STS,\n"
+	        "                       else the --endpoint, else AWS)\n"
 	        "  --ca-file PATH       CA bundle for https (default: AWS_CA_BUNDLE, system)\n"
 	        "  --path-style         path-style addressing (default with --endpoint)\n"
 	        "  --virtual-hosted     virtual-hosted addressing\n"
 	        "  --unsigned-payload   UNSIGNED-PAYLOAD instead of body hashes (https only)\n"
 	        "  --conditional yes|no|probe  backend honours If-None-Match: * (default probe)\n"
 	        "  --connections N      keep-alive connections (default 16)\n"
-	        "credentials: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN or\n"
-	        "~/.aws/credentials.\n");
+	        "credentials: the AWS chain, in order: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,\n"
+	        "AWS_SESSION_TOKEN; web identity (AWS_WEB_IDENTITY_TOKEN_FILE, AWS_ROLE_ARN); the\n"
+	        "profile in ~/.aws/config and ~/.aws/credentials (keys, role_arn with\n"
+	        "source_profile, credential_process); container credentials; EC2 instance\n"
+	        "metadata.  Temporary credentials are refreshed before they expire.  Never on\n"
+	        "the command line.\n");
 }

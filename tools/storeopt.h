@@ -4,7 +4,8 @@
  *
  *   --endpoint URL        S3 endpoint (http://127.0.0.1:7480); default: AWS from the region
  *   --region R            S3 region (default: AWS_REGION, AWS_DEFAULT_REGION, us-east-1)
- *   --profile NAME        profile of ~/.aws/credentials (default: AWS_PROFILE or "default")
+ *   --profile NAME        AWS profile (default: AWS_PROFILE or "default"; see s3/creds.h)
+ *   --sts-endpoint URL    STS for role credentials (default: AWS_ENDPOINT_URL_STS, --endpoint)
  *   --ca-file PATH        CA bundle for https (default: AWS_CA_BUNDLE, then the system's)
  *   --path-style          path-style addressing (the default with --endpoint)
  *   --virtual-hosted      virtual-hosted addressing
@@ -12,9 +13,9 @@
  *   --conditional yes|no|probe   whether the backend honours If-None-Match: * (default probe)
  *   --connections N       keep-alive connections (default 16)
  *
- * Credentials come from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY /
- * AWS_SESSION_TOKEN or ~/.aws/credentials, never from the command line (so
- * they do not show in ps).
+ * Credentials come from the AWS credential chain (s3/creds.h: environment,
+ * web identity, profiles, container, instance metadata), never from the
+ * command line (so they do not show in ps).
  */
 #ifndef MEMWALFS_STOREOPT_H
 #define MEMWALFS_STOREOPT_H

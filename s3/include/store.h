@@ -212,10 +212,11 @@ struct s3_opts {
 	const char *region;     /* default "us-east-1" (or AWS_REGION / AWS_DEFAULT_REGION) */
 	const char *bucket;     /* required */
 	const char *prefix;     /* key prefix inside the bucket ("" or "fs1/") */
-	const char *access_key; /* NULL: from the environment / ~/.aws/credentials */
+	const char *access_key; /* NULL: the AWS credential chain (s3/creds.h) */
 	const char *secret_key;
 	const char *session_token;
 	const char *profile;    /* NULL: AWS_PROFILE or "default" */
+	const char *sts_url;    /* STS for roles (NULL: AWS_ENDPOINT_URL_STS, endpoint, AWS) */
 	const char *ca_file;    /* NULL: AWS_CA_BUNDLE for https, else system default */
 	bool path_style;        /* path-style addressing (default for custom endpoints) */
 	bool virtual_hosted;    /* force virtual-hosted addressing */

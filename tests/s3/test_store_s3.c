@@ -68,7 +68,9 @@ static void test_wrong_secret(void **state)
 	    tu_capture_stderr(log, sizeof(log), open_with_secret, (void *)"not-the-secret-0000");
 	assert_int_equal(rc, -EACCES);
 	assert_non_null(strstr(log, "HTTP 403"));
-	assert_non_null(strstr(log, "SignatureDoesNotMatch"));
+	/* RGW with STS enabled (rgw_s3_auth_use_sts, as tools/s3-server.sh sets it up) tries
+	   the STS engine after the signature check fails and answers AccessDenied */
+	assert_true(strstr(log, "SignatureDoesNotMatch") || strstr(log, "AccessDenied"));
 	assert_non_null(strstr(log, "credentials refused"));
 	assert_null(strstr(log, "not-the-secret-0000")); /* never log secrets */
 	assert_null(strstr(log, getenv("AWS_SECRET_ACCESS_KEY")));
