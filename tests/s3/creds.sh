@@ -3,7 +3,8 @@
 # the S3 test server (Ceph RGW with its STS, as tools/s3-server.sh sets it up):
 #  1. a profile with role_arn + source_profile: STS AssumeRole at the S3 endpoint, the mount
 #     works with the temporary keys; a role that does not exist fails the mount with STS's
-#     error and no secret in the message;
+#     error and no secret in the message; a web identity request reaches RGW's STS (which
+#     refuses the made-up token: no OIDC provider is registered) and its answer is reported;
 #  2. container credentials from credserver.py that mints real temporary credentials of the
 #     server (AssumeRole) but says they expire after 6 s: the mount keeps working over ~25 s
 #     of writes and fsyncs while the keys are refreshed again and again (the server counts the
@@ -86,6 +87,21 @@ cat "$WORK/norole.out"
 [ $rc = 1 ] || { echo "FAIL: a missing role mounted (exit $rc)"; exit 1; }
 grep -q "STS at $S3_ENDPOINT/ answered HTTP" "$WORK/norole.out" || { echo "FAIL: no STS error"; exit 1; }
 if grep -qF "$TESTER_SECRET" "$WORK/norole.out"; then echo "FAIL: a secret in the error"; exit 1; fi
+
+echo "== 1b. web identity: the AssumeRoleWithWebIdentity request reaches RGW's STS"
+# (no OIDC provider is registered on the test server, so STS refuses the token; a full
+# success path needs CreateOpenIDConnectProvider, a JWKS server and an RS256 token)
+echo "eyJhbGciOiJSUzI1NiJ9.eyJpc3MiOiJ4In0.c2ln" >"$WORK/wi-token"
+set +e
+env -i PATH="$PATH" HOME="$WORK" AWS_EC2_METADATA_DISABLED=true \
+	AWS_WEB_IDENTITY_TOKEN_FILE="$WORK/wi-token" AWS_ROLE_ARN="$S3_ROLE_ARN" \
+	"$MW" mount "${STORE_OPTS[@]}" "$STORE" "$WORK/m1" >"$WORK/wi.out" 2>&1
+rc=$?
+set -e
+cat "$WORK/wi.out"
+[ $rc = 1 ] && grep -q "web identity: role $S3_ROLE_ARN): STS at $S3_ENDPOINT/ answered HTTP 4" \
+	"$WORK/wi.out" || { echo "FAIL: no STS answer to the web identity request"; exit 1; }
+if grep -qF "eyJhbGciOiJSUzI1NiJ9" "$WORK/wi.out"; then echo "FAIL: the token in the error"; exit 1; fi
 
 echo "== 2. container credentials that expire every 6 s, refreshed under a working mount"
 python3 "$SERVER_PY" "$WORK/port" "$WORK/srv.log" --mint --lifetime 6 --secrets "$WORK/secrets" &
