@@ -42,6 +42,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "benchstat.h"
+
 #define MAX_THREADS 256            /* sanity bound on the stat threads */
 #define WRITE_BYTES (1024 * 1024)  /* one write(2) of the writer */
 #define START_BYTES (32ull << 20)  /* the stats start after this much... */
@@ -72,14 +74,6 @@ static uint64_t g_written;       /* bytes the writer wrote */
 static double g_write_secs;      /* its run time */
 static double g_write_max_ms;    /* its slowest write(2) */
 static uint64_t g_write_limit;   /* bytes it may write */
-
-static double mono(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 static int lat_add(struct lat *l, double ms)
 {
@@ -199,23 +193,6 @@ static void *stater_main(void *arg)
 	}
 	close(dfd);
 	return NULL;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
-static double pct(const double *v, size_t n, double p)
-{
-	size_t i;
-
-	if (n == 0)
-		return 0;
-	i = (size_t)(p / 100.0 * (double)(n - 1) + 0.5);
-	return v[i < n ? i : n - 1];
 }
 
 /* All samples of one kind, sorted; NULL on failure. */
