@@ -600,6 +600,11 @@ void engine_get_stats(struct engine *e, struct engine_stats *out)
 	}
 }
 
+void engine_get_commit_latency(struct engine *e, struct mw_hist_snap *out)
+{
+	mw_hist_read(&e->commit_hist, out);
+}
+
 /* snprintf at buf+n (nothing when full); returns the length wanted. */
 static size_t __attribute__((format(printf, 4, 5)))
 emit(char *buf, size_t len, size_t n, const char *fmt, ...)

@@ -15,6 +15,7 @@
 #include "engine.h"
 #include "flush.h"
 #include "format.h"
+#include "hist.h"
 #include "manifest.h"
 #include "memtable.h"
 #include "sst.h"
@@ -75,6 +76,7 @@ struct engine {
 	uint64_t lease_from_us;     /* when the last epoch check that passed was sent (committer) */
 	struct mw_thread committer; /* the committer; .stop: engine_close() asked it to stop [mu] */
 	struct engine_stats stats;  /* counters [mu]; memtable fields computed on read */
+	struct mw_hist commit_hist; /* time of each group commit (lock-free, hist.h) */
 	uint64_t gc_pack_mark;      /* stats.pack_bytes when the last good GC pass began [mu] */
 	uint64_t frozen_bytes;      /* bytes of frozen, unflushed MemTables [mu] */
 	uint64_t freeze_pos;        /* WAL position at the last freeze (replay length bound) [mu] */

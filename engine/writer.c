@@ -706,6 +706,7 @@ static void *committer_main(void *arg)
 		t0 = mw_now_us();
 		rc = commit_group(e, g, &pb);
 		dt = mw_now_us() - t0;
+		mw_hist_record(&e->commit_hist, dt);
 		if (rc == 0 && g->pack) /* before readers stop finding it in flight */
 			blob_cache_pack(e, g->pack);
 		mw_mutex_lock(&e->mu);

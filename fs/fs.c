@@ -290,6 +290,41 @@ static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 	fuse_reply_statfs(req, &sv);
 }
 
+/* fsync and fsyncdir, timed for the metrics (both reply before they return). */
+static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+	struct mwfs *fs = fuse_req_userdata(req);
+	uint64_t t0 = mw_now_us();
+	file_fsync(req, ino, datasync, fi);
+	mw_hist_record(&fs->fsync_hist, mw_now_us() - t0);
+}
+
+static void op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+	struct mwfs *fs = fuse_req_userdata(req);
+	uint64_t t0 = mw_now_us();
+	dir_fsyncdir(req, ino, datasync, fi);
+	mw_hist_record(&fs->fsync_hist, mw_now_us() - t0);
+}
+
+void mwfs_get_fsync_latency(struct mwfs *fs, struct mw_hist_snap *out)
+{
+	mw_hist_read(&fs->fsync_hist, out);
+}
+
+size_t mwfs_stats_format(struct mwfs *fs, char *buf, size_t len)
+{
+	uint64_t pre, waited;
+	size_t n = engine_stats_format(fs->e, buf, len);
+	ra_counts(fs->ra, &pre, &waited);
+	char tail[128];
+	int w = snprintf(tail, sizeof(tail), "fs_readahead_chunks %llu\nfs_read_waits %llu\n",
+	                 (unsigned long long)pre, (unsigned long long)waited);
+	if (w > 0 && n < len)
+		snprintf(buf + n, len - n, "%s", tail);
+	return n + (w > 0 ? (size_t)w : 0);
+}
+
 static const struct fuse_lowlevel_ops mwfs_ops = {
     .init = op_init,
     .destroy = op_destroy,
@@ -311,12 +346,12 @@ static const struct fuse_lowlevel_ops mwfs_ops = {
     .write = file_write,
     .flush = file_flush,
     .release = file_release,
-    .fsync = file_fsync,
+    .fsync = op_fsync,
     .opendir = dir_opendir,
     .readdir = dir_readdir,
     .readdirplus = dir_readdirplus,
     .releasedir = dir_releasedir,
-    .fsyncdir = dir_fsyncdir,
+    .fsyncdir = op_fsyncdir,
     .statfs = op_statfs,
     .setxattr = xattr_set,
     .getxattr = xattr_get,
@@ -461,13 +496,6 @@ int mwfs_open(struct engine *e, const struct mwfs_opts *o, struct mwfs **out)
 		fs->ra = NULL;
 		goto fail;
 	}
-	struct engine_stats es;
-	engine_get_stats(e, &es);
-	if (o->read_only && es.following && (rc = fsfollow_start(fs, &fs->ff))) {
-		ra_stop(fs->ra);
-		fs->ra = NULL;
-		goto fail;
-	}
 	*out = fs;
 	return 0;
 fail:
@@ -511,7 +539,6 @@ int mwfs_mount(struct mwfs *fs, int argc, char **argv, const char *mountpoint)
 		goto fail;
 	}
 	fs->mounted = true;
-	fsfollow_session(fs->ff, fs->se);
 	return 0;
 fail:
 	fuse_session_destroy(fs->se);
@@ -536,8 +563,6 @@ int mwfs_close(struct mwfs *fs)
 	if (!fs)
 		return 0;
 	int rc = 0;
-	fsfollow_stop(fs->ff); /* before the session goes: it notifies the kernel */
-	fs->ff = NULL;
 	ra_stop(fs->ra);
 	fs->ra = NULL;
 	wbflush_stop(fs->wbf);

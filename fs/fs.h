@@ -94,7 +94,18 @@ int mwfs_close(struct mwfs *fs);
 /* Chunk size in use (from the superblock). */
 uint32_t mwfs_chunk_size(const struct mwfs *fs);
 
-/* The xattr of the root directory whose value is engine_stats_format(). */
+/*
+ * The statistics as "name value" lines: engine_stats_format() followed by the
+ * filesystem's own counters (fs_*), into buf (NUL-terminated, truncated to
+ * len).  Returns the length it wanted.  Any thread, while fs is open.
+ */
+size_t mwfs_stats_format(struct mwfs *fs, char *buf, size_t len);
+
+struct mw_hist_snap; /* util/hist.h */
+/* Copy the histogram of fsync and fsyncdir times (request to reply).  Any thread. */
+void mwfs_get_fsync_latency(struct mwfs *fs, struct mw_hist_snap *out);
+
+/* The xattr of the root directory whose value is mwfs_stats_format(). */
 #define MWFS_STATS_XATTR "user.memwalfs.stats"
 /* The xattr of the root directory whose value is mwfs_opts.daemon_info. */
 #define MWFS_DAEMON_XATTR "user.memwalfs.daemon"

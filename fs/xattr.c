@@ -4,7 +4,7 @@
  * values at most 64 KiB (the Linux VFS limits).
  *
  * The root directory also answers getxattr(MWFS_STATS_XATTR) with the
- * engine's statistics (engine_stats_format()), MWFS_DAEMON_XATTR with
+ * statistics (mwfs_stats_format()), MWFS_DAEMON_XATTR with
  * the daemon's pid and status file (tools/daemon.h) and MWFS_SYNC_XATTR by
  * committing everything (fs.h); they are not stored, not listed and cannot
  * be set.
@@ -181,13 +181,7 @@ void xattr_get(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 			fuse_reply_err(req, ENOMEM);
 			return;
 		}
-		size_t n = engine_stats_format(fs->e, buf, 65536);
-		uint64_t pre, waited;
-		ra_counts(fs->ra, &pre, &waited);
-		if (n < 65536)
-			n += (size_t)snprintf(buf + n, 65536 - n,
-			                      "fs_readahead_chunks %llu\nfs_read_waits %llu\n",
-			                      (unsigned long long)pre, (unsigned long long)waited);
+		size_t n = mwfs_stats_format(fs, buf, 65536);
 		if (n >= 65536)
 			n = 65535;
 		reply_value(req, buf, n, size);

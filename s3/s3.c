@@ -763,18 +763,19 @@ static int set_addressing(struct s3 *s, const struct s3_opts *o, bool *tls)
 	return 0;
 }
 
-static bool bucket_name_ok(const char *b)
+/* NULL if b can be an S3 bucket name, else why not (for the error message). */
+static const char *bucket_name_problem(const char *b)
 {
 	size_t n = strlen(b);
 	if (n < 3 || n > 63)
-		return false;
+		return "a bucket name has 3 to 63 characters";
 	for (size_t i = 0; i < n; i++) {
 		char c = b[i];
 		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.' ||
 		      c == '_' || (c >= 'A' && c <= 'Z')))
-			return false;
+			return "a bucket name has only letters, digits, '-', '.' and '_'";
 	}
-	return true;
+	return NULL;
 }
 
 /*
@@ -839,9 +840,13 @@ int store_open_s3(const struct s3_opts *opts, struct store **out)
 	int rc;
 
 	s3_opts_default(&d);
-	if (!opts || !opts->bucket || !bucket_name_ok(opts->bucket)) {
-		log_err("s3: open: %s",
-		        opts && opts->bucket ? "invalid bucket name" : "no bucket given");
+	const char *bucket_name_bad =
+	    opts && opts->bucket ? bucket_name_problem(opts->bucket) : NULL;
+	if (!opts || !opts->bucket || bucket_name_bad) {
+		if (bucket_name_bad)
+			log_err("invalid bucket name '%s': %s", opts->bucket, bucket_name_bad);
+		else
+			log_err("s3: open: no bucket given");
 		return -EINVAL;
 	}
 	s = calloc(1, sizeof(*s));

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "store_impl.h"
+#include "thread.h"
 
 bool store_key_valid(const char *key)
 {
@@ -40,6 +41,13 @@ void store_init(struct store *s, const struct store_ops *ops)
 	s->ops = ops;
 }
 
+/* Record the latency of a call of class op that started at t0 (mw_now_us()); returns rc. */
+static int timed(struct store *s, enum store_op op, uint64_t t0, int rc)
+{
+	mw_hist_record(&s->latency[op], mw_now_us() - t0);
+	return rc;
+}
+
 /* Count errors returned to callers; -ENOENT and -EEXIST are answers, not failures. */
 static int result(struct store *s, int rc)
 {
@@ -54,7 +62,8 @@ int store_put(struct store *s, const char *key, const void *buf, size_t len)
 		return -EINVAL;
 	if (s->read_only)
 		return -EROFS;
-	return result(s, s->ops->put(s, key, buf, len));
+	uint64_t t0 = mw_now_us();
+	return result(s, timed(s, STORE_OP_PUT, t0, s->ops->put(s, key, buf, len)));
 }
 
 int store_put_if_absent(struct store *s, const char *key, const void *buf, size_t len)
@@ -65,7 +74,8 @@ int store_put_if_absent(struct store *s, const char *key, const void *buf, size_
 		return -EROFS;
 	if (!s->caps.conditional_create)
 		return -ENOTSUP;
-	return result(s, s->ops->put_if_absent(s, key, buf, len));
+	uint64_t t0 = mw_now_us();
+	return result(s, timed(s, STORE_OP_PUT, t0, s->ops->put_if_absent(s, key, buf, len)));
 }
 
 int store_get(struct store *s, const char *key, uint64_t off, uint64_t len, void **out,
@@ -73,14 +83,16 @@ int store_get(struct store *s, const char *key, uint64_t off, uint64_t len, void
 {
 	if (!store_key_valid(key) || !out || !outlen)
 		return -EINVAL;
-	return result(s, s->ops->get(s, key, off, len, out, outlen));
+	uint64_t t0 = mw_now_us();
+	return result(s, timed(s, STORE_OP_GET, t0, s->ops->get(s, key, off, len, out, outlen)));
 }
 
 int store_head(struct store *s, const char *key, struct store_stat *st)
 {
 	if (!store_key_valid(key) || !st)
 		return -EINVAL;
-	return result(s, s->ops->head(s, key, st));
+	uint64_t t0 = mw_now_us();
+	return result(s, timed(s, STORE_OP_HEAD, t0, s->ops->head(s, key, st)));
 }
 
 int store_list(struct store *s, const char *prefix, const char *start_after, size_t max_keys,
@@ -88,8 +100,10 @@ int store_list(struct store *s, const char *prefix, const char *start_after, siz
 {
 	if (!fn || (prefix && strlen(prefix) > STORE_KEY_MAX))
 		return -EINVAL;
+	uint64_t t0 = mw_now_us();
 	int rc = s->ops->list(s, prefix ? prefix : "", start_after ? start_after : "", max_keys, fn,
 	                      arg);
+	timed(s, STORE_OP_LIST, t0, rc);
 	return rc < 0 ? result(s, rc) : rc;
 }
 
@@ -99,7 +113,8 @@ int store_delete(struct store *s, const char *key)
 		return -EINVAL;
 	if (s->read_only)
 		return -EROFS;
-	return result(s, s->ops->del(s, key));
+	uint64_t t0 = mw_now_us();
+	return result(s, timed(s, STORE_OP_DELETE, t0, s->ops->del(s, key)));
 }
 
 int store_delete_many(struct store *s, const char *const *keys, size_t n)
@@ -111,7 +126,8 @@ int store_delete_many(struct store *s, const char *const *keys, size_t n)
 		return 0;
 	if (s->read_only)
 		return -EROFS;
-	return result(s, s->ops->delete_many(s, keys, n));
+	uint64_t t0 = mw_now_us();
+	return result(s, timed(s, STORE_OP_DELETE, t0, s->ops->delete_many(s, keys, n)));
 }
 
 int store_writer_open(struct store *s, const char *key, int flags, struct store_writer **out)
@@ -137,7 +153,8 @@ int store_writer_write(struct store_writer *w, const void *buf, size_t len)
 int store_writer_finish(struct store_writer *w)
 {
 	struct store *s = w->store;
-	return result(s, w->ops->finish(w));
+	uint64_t t0 = mw_now_us();
+	return result(s, timed(s, STORE_OP_MPU, t0, w->ops->finish(w)));
 }
 
 void store_writer_abort(struct store_writer *w)
@@ -168,6 +185,11 @@ void store_get_stats(struct store *s, struct store_stats *out)
 	out->errors = atomic_load_explicit(&s->errors, memory_order_relaxed);
 	out->bytes_sent = atomic_load_explicit(&s->bytes_sent, memory_order_relaxed);
 	out->bytes_received = atomic_load_explicit(&s->bytes_received, memory_order_relaxed);
+}
+
+void store_get_latency(struct store *s, enum store_op op, struct mw_hist_snap *out)
+{
+	mw_hist_read(&s->latency[op], out);
 }
 
 void store_close(struct store *s)

@@ -12,6 +12,7 @@
 
 #include <stdatomic.h>
 
+#include "hist.h"
 #include "store.h"
 
 struct store_ops {
@@ -45,6 +46,8 @@ struct store {
 	_Atomic uint64_t errors;                    /* errors returned to callers */
 	_Atomic uint64_t bytes_sent;                /* payload bytes uploaded */
 	_Atomic uint64_t bytes_received;            /* payload bytes downloaded */
+	struct mw_hist latency[STORE_OP__COUNT];    /* time of the calls through store.c, per
+	                                               class (store_get_latency()) */
 	bool read_only;                             /* STORE_OPEN_READ_ONLY: writes are -EROFS
 	                                               (const after open) */
 };

@@ -21,12 +21,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "commands.h"
 #include "engine.h"
 #include "fsck.h"
 #include "storeopt.h"
+#include "thread.h"
 
 /* Parsed command line of both commands. */
 struct args {
@@ -72,7 +74,10 @@ static int parse(int argc, char **argv, struct args *a)
 		} else if (!strcmp(argv[i], "-v") || !strcmp(argv[i], "--verbose")) {
 			a->verbose = true;
 		} else if (argv[i][0] == '-' && argv[i][1]) {
-			fprintf(stderr, "memwalfs %s: unknown option %s\n", cmd, argv[i]);
+			fprintf(stderr,
+			        "memwalfs %s: unknown option %s (valid: %s-v, the store options; "
+			        "memwalfs %s --help)\n",
+			        cmd, argv[i], strcmp(cmd, "fsck") ? "" : "--deep, ", cmd);
 			return 2;
 		} else if (!a->store) {
 			a->store = argv[i];
@@ -111,12 +116,58 @@ struct view {
 	bool verbose;
 	bool fsck;      /* print problems only */
 	unsigned nprob; /* problems printed */
+	/* progress on a terminal (stderr), for large stores: objects checked so far */
+	const char *cmd;       /* "inspect" or "fsck" */
+	bool tty;              /* stderr is a terminal: show progress */
+	bool shown;            /* a progress line is on the screen */
+	uint64_t objects;      /* SSTables, WAL entries, packs and orphans seen */
+	uint64_t packs, bytes; /* packs seen, bytes of the objects seen */
+	uint64_t last_us;      /* when the line was last drawn */
 };
+
+/* Remove the progress line before other output. */
+static void progress_clear(struct view *v)
+{
+	if (v->shown)
+		fprintf(stderr, "\r\033[K");
+	v->shown = false;
+}
+
+/* Count one object checked; redraw the line at most five times a second. */
+static void progress_tick(struct view *v, uint64_t size, bool pack)
+{
+	v->objects++;
+	v->packs += pack;
+	v->bytes += size;
+	if (!v->tty)
+		return;
+	uint64_t now = mw_now_us();
+	if (v->shown && now - v->last_us < 200000)
+		return;
+	v->last_us = now;
+	fprintf(stderr,
+	        "\r\033[Kmemwalfs %s: %" PRIu64 " objects checked (%" PRIu64 " packs), %.1f MiB",
+	        v->cmd, v->objects, v->packs, (double)v->bytes / (1 << 20));
+	v->shown = true;
+}
+
+/* A phase without counts (the filesystem tree), on a terminal. */
+static void progress_phase(struct view *v, const char *what)
+{
+	if (!v->tty)
+		return;
+	progress_clear(v);
+	fprintf(stderr, "memwalfs %s: %s...", v->cmd, what);
+	v->shown = true;
+}
 
 static void on_event(void *arg, const struct check_event *ev)
 {
 	struct view *v = arg;
 	double pct;
+
+	if (ev->kind != CHECK_MANIFEST && (ev->kind == CHECK_PROBLEM || !v->fsck))
+		progress_clear(v); /* a line may follow on stdout */
 
 	switch (ev->kind) {
 	case CHECK_PROBLEM:
@@ -152,6 +203,9 @@ static void on_event(void *arg, const struct check_event *ev)
 			       ev->msg);
 		break;
 	}
+	fflush(stdout);
+	if (ev->kind != CHECK_PROBLEM && ev->kind != CHECK_MANIFEST)
+		progress_tick(v, ev->size, ev->kind == CHECK_PACK);
 }
 
 static void print_count(const char *what, const struct check_count *c)
@@ -162,11 +216,7 @@ static void print_count(const char *what, const struct check_count *c)
 static int open_store(const struct args *a, const char *cmd, struct store **st)
 {
 	/* only reads: a missing store is an error, and nothing is written */
-	int rc = store_open_url_flags(a->store, &a->so, STORE_OPEN_READ_ONLY, st);
-	if (rc)
-		fprintf(stderr, "memwalfs %s: cannot open %s: %s\n", cmd, a->store,
-		        storeopt_strerror(rc));
-	return rc;
+	return storeopt_open(a->store, &a->so, STORE_OPEN_READ_ONLY, cmd, st);
 }
 
 int cmd_inspect(int argc, char **argv)
@@ -183,9 +233,12 @@ int cmd_inspect(int argc, char **argv)
 	if (open_store(&a, "inspect", &st))
 		return 2;
 	v.verbose = a.verbose;
+	v.cmd = "inspect";
+	v.tty = isatty(2);
 	printf("store %s\n", a.store);
 	printf("live SSTables and uncovered WAL entries:\n");
 	rc = check_store(st, &co, &r);
+	progress_clear(&v);
 	if (rc && rc != -EUCLEAN) {
 		fprintf(stderr, "memwalfs inspect: %s\n", strerror(-rc));
 		store_close(st);
@@ -217,11 +270,14 @@ int cmd_inspect(int argc, char **argv)
 	return 0;
 }
 
+/* The filesystem check's problems (arg: struct view; its nprob counts them). */
 static void fs_problem(void *arg, const char *what, const char *msg)
 {
-	unsigned *n = arg;
-	(*n)++;
+	struct view *v = arg;
+	v->nprob++;
+	progress_clear(v);
 	printf("PROBLEM fs %s: %s\n", what, msg);
+	fflush(stdout);
 }
 
 int cmd_fsck(int argc, char **argv)
@@ -232,7 +288,6 @@ int cmd_fsck(int argc, char **argv)
 	struct check_opts co = {.fn = on_event, .arg = &v};
 	struct check_report r;
 	struct mwfs_fsck_report fr;
-	unsigned nfs = 0;
 	int rc = parse(argc, argv, &a), frc;
 
 	if (rc)
@@ -240,7 +295,10 @@ int cmd_fsck(int argc, char **argv)
 	if (open_store(&a, "fsck", &st))
 		return 2;
 	co.deep = a.deep;
+	v.cmd = "fsck";
+	v.tty = isatty(2);
 	rc = check_store(st, &co, &r);
+	progress_clear(&v);
 	if (rc && rc != -EUCLEAN) {
 		fprintf(stderr, "memwalfs fsck: engine check could not run: %s\n", strerror(-rc));
 		store_close(st);
@@ -251,7 +309,10 @@ int cmd_fsck(int argc, char **argv)
 	       " problems\n",
 	       r.manifest_version, r.ssts.objects, r.wal_uncovered, r.packs.objects, r.blobs,
 	       a.deep ? " (deep)" : "", r.problems);
-	frc = mwfs_fsck_store(st, fs_problem, &nfs, &fr);
+	progress_phase(&v, "checking the filesystem tree (inodes, entries, chunks)");
+	fflush(stdout);
+	frc = mwfs_fsck_store(st, fs_problem, &v, &fr);
+	progress_clear(&v);
 	if (frc && frc != -EUCLEAN) {
 		fprintf(stderr, "memwalfs fsck: filesystem check could not run: %s\n",
 		        strerror(-frc));

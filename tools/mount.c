@@ -54,6 +54,7 @@
 #include "store.h"
 #include "storeopt.h"
 #include "daemon.h"
+#include "metrics.h"
 
 /* How long a mount waits for a closing daemon of the same store (seconds). */
 #define MOUNT_LOCK_WAIT_SEC 30
@@ -66,6 +67,9 @@ struct mount_args {
 	bool debug;               /* -d: FUSE debug output (implies -f) */
 	bool format;              /* --format: format a non-empty STORE that holds no memwalfs */
 	bool stack;               /* --stack: mount on top of a live memwalfs mount point */
+	const char *metrics_addr; /* --metrics-addr / -o metrics_addr=: serve Prometheus metrics */
+	int metrics_fd;           /* its listening socket (bound before the fork), or -1 */
+	struct metrics *metrics;  /* the daemon's endpoint (serve()), or NULL */
 	bool local;               /* STORE is a local directory (not s3://) */
 	char mnt[PATH_MAX];       /* real path of MOUNTPOINT (checked before the fork) */
 	char abs_store[PATH_MAX]; /* STORE made absolute, for a local store */
@@ -82,8 +86,6 @@ struct mount_args {
 	int n_raw;
 	const char *setting; /* the first memwalfs setting in an -o list, or NULL */
 	char late[64]; /* nodiratime, strictatime: set by remount() once mounted (parse_o()) */
-	int follow_ms; /* -o follow_interval=: a read-only mount follows (-1: default) */
-	const char *snapshot; /* --snapshot NAME: mount that snapshot read-only */
 };
 
 static void usage(FILE *f)
@@ -103,18 +105,11 @@ static void usage(FILE *f)
 	    "                         default; no_default_permissions turns it off), noatime,\n"
 	    "                         ...; memwalfs settings as endpoint=, region=, cadence=,\n"
 	    "                         cache=, memtable=, chunk=, readahead=, fsync_timeout=,\n"
-	    "                         capacity=,\n"
+	    "                         capacity=, metrics_addr=,\n"
 	    "                         single_writer, format, stack (for fstab); remount\n"
 	    "                         (with MOUNTPOINT alone): change ro/rw and the mount flags\n"
 	    "                         (no)suid, (no)dev, (no)exec, atime options of a live mount\n"
 	    "  --cadence MS           group-commit interval (default 100)\n"
-	    "  --follow-interval MS   a read-only (ro) mount follows the writer, polling the\n"
-	    "                         store this often (default 1000; backs off to 4x when\n"
-	    "                         idle; 0: keep the state of the mount); -o follow_interval=\n"
-	    "  --snapshot NAME        mount snapshot NAME (memwalfs snapshot create), read-only\n"
-	    "  --gc-grace SEC         keep objects nothing references this long for followers\n"
-	    "                         and readers (default 600); -o gc_grace=\n"
-	    "  --gc-interval MS       a GC pass this often (default 60000); -o gc_interval=\n"
 	    "  --fsync-timeout SEC    while the store is unreachable, fsync waits this long,\n"
 	    "                         then fails with EIO (default 0: wait until it is back,\n"
 	    "                         like a hard NFS mount); the data still commits later\n"
@@ -134,6 +129,8 @@ static void usage(FILE *f)
 	    "  --stack                mount even if MOUNTPOINT is a live memwalfs mount (the new\n"
 	    "                         mount hides it)\n"
 	    "  --pidfile FILE         write the id of the serving process to FILE\n"
+	    "  --metrics-addr HOST:PORT  serve Prometheus metrics at http://HOST:PORT/metrics\n"
+	    "                         (e.g. 127.0.0.1:9108; docs/METRICS.md)\n"
 	    "  -v, --verbose          log more (repeat for debug)\n\n");
 	storeopt_usage(f);
 	fprintf(f, "\nAn S3 endpoint that does not answer at all (connection refused, unknown\n"
@@ -211,23 +208,7 @@ static int add_fuse_opt(struct mount_args *a, const char *opt)
 static int set_option(struct mount_args *a, const char *name, const char *val)
 {
 	size_t sz;
-	if (!strcmp(name, "follow_interval")) {
-		if (!val || !parse_size(val, &sz) || sz > 600000)
-			goto bad;
-		a->follow_ms = (int)sz;
-	} else if (!strcmp(name, "snapshot")) {
-		if (!val || !*val)
-			goto bad;
-		a->snapshot = val;
-	} else if (!strcmp(name, "gc_grace")) {
-		if (!val || !parse_size(val, &sz) || sz > 86400 * 30)
-			goto bad;
-		a->eo.gc_grace_sec = sz ? (unsigned)sz : ENGINE_GC_NO_GRACE;
-	} else if (!strcmp(name, "gc_interval")) {
-		if (!val || !parse_size(val, &sz) || sz < 10 || sz > 86400000)
-			goto bad;
-		a->eo.gc_interval_ms = (unsigned)sz;
-	} else if (!strcmp(name, "cadence")) {
+	if (!strcmp(name, "cadence")) {
 		if (!val || !parse_size(val, &sz) || sz == 0 || sz > 60000)
 			goto bad;
 		a->eo.cadence_ms = (unsigned)sz;
@@ -241,7 +222,7 @@ static int set_option(struct mount_args *a, const char *name, const char *val)
 			goto bad;
 		a->eo.cache_bytes = sz;
 	} else if (!strcmp(name, "memtable")) {
-		if (!val || !parse_size(val, &sz) || sz < (128u << 10))
+		if (!val || !parse_size(val, &sz) || sz < (1u << 20))
 			goto bad;
 		a->eo.memtable_max_bytes = sz;
 	} else if (!strcmp(name, "chunk")) {
@@ -266,6 +247,10 @@ static int set_option(struct mount_args *a, const char *name, const char *val)
 			goto bad;
 		a->s3.endpoint = val;
 		a->s3.path_style = true;
+	} else if (!strcmp(name, "metrics_addr")) {
+		if (!val || !*val)
+			goto bad;
+		a->metrics_addr = val;
 	} else if (!strcmp(name, "region")) {
 		if (!val)
 			goto bad;
@@ -353,10 +338,6 @@ static int parse_args(struct mount_args *a, int argc, char **argv)
 	int npos = 0;
 	static const char *const long_set[][2] = {
 	    {"--cadence", "cadence"},
-	    {"--follow-interval", "follow_interval"},
-	    {"--snapshot", "snapshot"},
-	    {"--gc-grace", "gc_grace"},
-	    {"--gc-interval", "gc_interval"},
 	    {"--cache-size", "cache"},
 	    {"--memtable-size", "memtable"},
 	    {"--chunk-size", "chunk"},
@@ -364,6 +345,7 @@ static int parse_args(struct mount_args *a, int argc, char **argv)
 	    {"--readahead", "readahead"},
 	    {"--fsync-timeout", "fsync_timeout"},
 	    {"--capacity", "capacity"},
+	    {"--metrics-addr", "metrics_addr"},
 	};
 	int verbose = 0;
 	for (int i = 1; i < argc;) {
@@ -431,7 +413,11 @@ static int parse_args(struct mount_args *a, int argc, char **argv)
 		} else if (!strcmp(s, "-s") || !strcmp(s, "-n")) {
 			/* from mount(8): single-threaded / no mtab: ignored */
 		} else if (s[0] == '-' && s[1]) {
-			fprintf(stderr, "memwalfs mount: unknown option %s (try --help)\n", s);
+			fprintf(
+			    stderr,
+			    "memwalfs mount: unknown option %s (memwalfs mount --help lists the "
+			    "options)\n",
+			    s);
 			return -1;
 		} else if (npos < 2) {
 			pos[npos++] = s;
@@ -451,16 +437,6 @@ static int parse_args(struct mount_args *a, int argc, char **argv)
 		mw_log_set_level(verbose > 1 ? MW_LOG_DEBUG : MW_LOG_INFO);
 	a->store = pos[0];
 	a->mountpoint = pos[1];
-	/* a snapshot is mounted read-only; a read-only mount follows unless told not to */
-	if (a->snapshot) {
-		a->eo.snapshot = a->snapshot;
-		if (!a->eo.read_only && add_fuse_opt(a, "ro"))
-			return -1;
-		a->eo.read_only = a->fo.read_only = true;
-	} else if (a->eo.read_only && a->follow_ms != 0) {
-		a->eo.follow = true;
-		a->eo.follow_interval_ms = a->follow_ms > 0 ? (unsigned)a->follow_ms : 0;
-	}
 	return 0;
 }
 
@@ -649,10 +625,11 @@ static int remount(struct mount_args *a)
 	return 0;
 }
 
+/* Progress of the replay at open: on a terminal, and to the metrics (arg: struct metrics). */
 static void progress(void *arg, const char *phase, uint64_t done, uint64_t total)
 {
 	static int last_pct = -1;
-	(void)arg;
+	metrics_progress(arg, "replay", done, total);
 	int pct = total ? (int)(done * 100 / total) : -1;
 	if (total && (pct == last_pct || !isatty(2)) && done < total)
 		return; /* one line per percent, on a terminal only */
@@ -874,6 +851,7 @@ static int check_store_kind(struct mount_args *a, struct store *st)
 static void progress_check(void *arg, const char *phase, uint64_t done, uint64_t total)
 {
 	(void)phase;
+	metrics_progress(arg, "check", done, total);
 	if (isatty(2))
 		progress(arg, "checking the WAL (read-only)", done, total);
 }
@@ -933,14 +911,22 @@ static int serve(struct mount_args *a, int report_fd)
 	bool serving = false, fenced = false;
 
 	/* a read-only mount never creates a local store directory */
-	rc = store_open_url_flags(a->store, &a->s3, a->eo.read_only ? STORE_OPEN_EXISTING : 0, &st);
-	if (rc) {
-		fprintf(stderr, "memwalfs: cannot open store %s: %s\n", a->store,
-		        storeopt_strerror(rc));
+	rc = storeopt_open(a->store, &a->s3, a->eo.read_only ? STORE_OPEN_EXISTING : 0, "mount",
+	                   &st);
+	if (rc)
 		goto out;
-	}
 	if (check_store_kind(a, st))
 		goto out;
+	if (a->metrics_fd >= 0) {
+		rc = metrics_start(a->metrics_fd, st, &a->metrics);
+		a->metrics_fd = -1; /* taken over */
+		if (rc) {
+			fprintf(stderr, "memwalfs: cannot start the metrics server: %s\n",
+			        strerror(-rc));
+			goto out;
+		}
+		a->eo.progress_arg = a->metrics;
+	}
 	if (!a->eo.read_only) {
 		/* wait for a closing daemon of this store instead of fencing it (daemon.h) */
 		char name[PATH_MAX + 64];
@@ -962,6 +948,7 @@ static int serve(struct mount_args *a, int report_fd)
 		spath[0] = 0;
 	}
 	a->eo.progress = progress;
+	a->eo.progress_arg = a->metrics;
 	rc = engine_open(st, &a->eo, &e);
 	if (rc) {
 		fprintf(stderr, "memwalfs: cannot open the engine on %s: %s\n", a->store,
@@ -982,6 +969,7 @@ static int serve(struct mount_args *a, int report_fd)
 		fprintf(stderr, "memwalfs: cannot mount %s at %s\n", a->store, a->mnt);
 		goto out;
 	}
+	metrics_attach(a->metrics, e, fs);
 	/* mounted: let the parent go, detach from the terminal */
 	if (a->pidfile) {
 		FILE *pf = fopen(a->pidfile, "w");
@@ -1013,6 +1001,7 @@ static int serve(struct mount_args *a, int report_fd)
 		log_err("the FUSE session ended with %s", strerror(-rc));
 	status = 0;
 out:
+	metrics_attach(a->metrics, NULL, NULL); /* a scrape in progress finishes first */
 	rc = mwfs_close(fs);
 	if (rc == -ESTALE) {
 		fenced = true;
@@ -1041,6 +1030,7 @@ out:
 		         "that were refused");
 		status = 1;
 	}
+	metrics_stop(a->metrics);
 	store_close(st);
 	/* everything is committed (or reported): tell "memwalfs umount", then unlock */
 	if (serving) {
@@ -1075,6 +1065,12 @@ static int run_mount(struct mount_args *a, int argc, char **argv)
 		return 1;
 	if (check_fuse_opts(a) || check_pidfile(a))
 		return 2;
+	/* bound before anything is opened: a port in use is a startup error */
+	if (a->metrics_addr) {
+		int r = metrics_listen(a->metrics_addr, &a->metrics_fd);
+		if (r)
+			return r == -EINVAL ? 2 : 1;
+	}
 	if (a->foreground)
 		return serve(a, -1);
 
@@ -1096,6 +1092,8 @@ static int run_mount(struct mount_args *a, int argc, char **argv)
 		return serve(a, p[1]);
 	}
 	close(p[1]);
+	if (a->metrics_fd >= 0) /* the daemon serves it */
+		close(a->metrics_fd);
 	unsigned char status = 1;
 	ssize_t r;
 	do
@@ -1129,11 +1127,11 @@ int cmd_mount(int argc, char **argv)
 {
 	struct mount_args a;
 	memset(&a, 0, sizeof(a));
+	a.metrics_fd = -1;
 	s3_opts_default(&a.s3);
 	engine_opts_default(&a.eo);
 	mwfs_opts_default(&a.fo);
 	a.default_permissions = true;
-	a.follow_ms = -1;
 	int status = run_mount(&a, argc, argv);
 	for (int i = 0; i < a.n_copies; i++)
 		free(a.o_copies[i]);
@@ -1143,11 +1141,15 @@ int cmd_mount(int argc, char **argv)
 /* memwalfs stats MOUNTPOINT: print the root's statistics xattr. */
 int cmd_stats(int argc, char **argv)
 {
+	bool help = argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"));
 	if (argc != 2 || argv[1][0] == '-') {
-		fprintf(argc == 2 ? stdout : stderr,
+		if (argc == 2 && !help)
+			fprintf(stderr, "memwalfs stats: unknown option %s\n", argv[1]);
+		fprintf(help ? stdout : stderr,
 		        "usage: memwalfs stats MOUNTPOINT\n\nPrint the statistics of the memwalfs "
-		        "filesystem mounted at MOUNTPOINT.\n");
-		return argc == 2 && strcmp(argv[1], "-h") && strcmp(argv[1], "--help") ? 2 : 0;
+		        "filesystem mounted at MOUNTPOINT (docs/METRICS.md says what each is; "
+		        "memwalfs mount --metrics-addr serves them to Prometheus).\n");
+		return help ? 0 : 2;
 	}
 	char *buf = NULL;
 	ssize_t n = getxattr(argv[1], MWFS_STATS_XATTR, NULL, 0);

@@ -125,7 +125,10 @@ int cmd_objects(int argc, char **argv)
 			return 2;
 		if (r == 0) {
 			if (argv[i][0] == '-' && argv[i][1]) {
-				fprintf(stderr, "memwalfs objects: unknown option %s\n", argv[i]);
+				fprintf(stderr,
+				        "memwalfs objects: unknown option %s (valid: the store "
+				        "options; memwalfs objects --help)\n",
+				        argv[i]);
 				return 2;
 			}
 			if (npos == 64)
@@ -140,13 +143,10 @@ int cmd_objects(int argc, char **argv)
 	/* never creates a store; ls, du, stat and cat write nothing at all */
 	bool looks =
 	    !strcmp(sub, "ls") || !strcmp(sub, "du") || !strcmp(sub, "stat") || !strcmp(sub, "cat");
-	rc = store_open_url_flags(pos[0], &o, looks ? STORE_OPEN_READ_ONLY : STORE_OPEN_EXISTING,
-	                          &st);
-	if (rc) {
-		fprintf(stderr, "memwalfs objects: cannot open %s: %s\n", pos[0],
-		        storeopt_strerror(rc));
+	rc = storeopt_open(pos[0], &o, looks ? STORE_OPEN_READ_ONLY : STORE_OPEN_EXISTING,
+	                   "objects", &st);
+	if (rc)
 		return 1;
-	}
 	if (!strcmp(sub, "ls")) {
 		rc = store_list(st, npos > 1 ? pos[1] : "", NULL, 0, print_key, NULL);
 	} else if (!strcmp(sub, "du")) {

@@ -13,7 +13,7 @@ set -euo pipefail
 build_pkgs=(gcc pkg-config meson ninja-build libfuse3-dev fuse3 libcurl4-openssl-dev libssl-dev
 	libzstd-dev libxxhash-dev libcmocka-dev python3)
 test_pkgs=(radosgw ceph-mon ceph-osd openssl curl fio git rsync tar diffutils attr procps psmisc
-	clang-format)
+	clang-format python3-prometheus-client)
 bench_pkgs=(s3fs rclone bindfs gnuplot-nox time)
 
 want=()

@@ -2,9 +2,11 @@
  * storeopt.c - parsing of the store options shared by all subcommands.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "log.h"
 #include "storeopt.h"
 
 static const char *value(int argc, char **argv, int *i, const char *name)
@@ -102,6 +104,22 @@ const char *storeopt_strerror(int rc)
 	default:
 		return strerror(-rc);
 	}
+}
+
+int storeopt_open(const char *url, const struct s3_opts *o, int flags, const char *cmd,
+                  struct store **st)
+{
+	mw_log_capture_begin();
+	int rc = store_open_url_flags(url, o, flags, st);
+	const char *why = mw_log_capture_end();
+	if (!rc)
+		return 0;
+	bool plain = rc == -ENOENT || !why[0]; /* storeopt_strerror() says it all */
+	bool known = rc == -ECONNREFUSED || rc == -EHOSTUNREACH;
+	fprintf(stderr, "memwalfs %s: cannot open store %s: %s%s%s\n", cmd, url,
+	        plain || known ? storeopt_strerror(rc) : why, known && !plain ? "; " : "",
+	        known && !plain ? why : "");
+	return rc;
 }
 
 void storeopt_usage(FILE *f)

@@ -39,6 +39,15 @@ int storeopt_parse(struct s3_opts *o, int argc, char **argv, int *i);
  */
 const char *storeopt_strerror(int rc);
 
+/*
+ * store_open_url_flags() for a command (cmd: "mount", "objects", ...): on
+ * failure prints one line, "memwalfs CMD: cannot open store URL: why", where
+ * why is the first error the store layer logged (captured, not printed
+ * separately: util/log.h) or storeopt_strerror(rc).  Returns 0 or rc.
+ */
+int storeopt_open(const char *url, const struct s3_opts *o, int flags, const char *cmd,
+                  struct store **st);
+
 /* Print the option list above (for --help). */
 void storeopt_usage(FILE *f);
 

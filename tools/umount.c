@@ -111,6 +111,11 @@ int cmd_umount(int argc, char **argv)
 		} else if (argv[i][0] != '-' && !arg) {
 			arg = argv[i];
 		} else {
+			if (argv[i][0] == '-')
+				fprintf(
+				    stderr,
+				    "memwalfs umount: unknown option %s (valid: --timeout SEC)\n",
+				    argv[i]);
 			umount_usage(stderr);
 			return 2;
 		}

@@ -16,6 +16,10 @@ static _Atomic bool use_syslog;
 
 static const char *const names[] = {"error", "warn", "info", "debug"};
 
+/* mw_log_capture_begin(): this thread's first error line since then. */
+static _Thread_local bool capturing;
+static _Thread_local char captured[1024];
+
 static int current_level(void)
 {
 	int l = atomic_load_explicit(&level, memory_order_relaxed);
@@ -60,10 +64,35 @@ void mw_log(enum mw_log_level l, const char *file, int line, const char *fmt, ..
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	bool debug = current_level() >= MW_LOG_DEBUG;
+	if (l == MW_LOG_ERR && capturing) {
+		if (!captured[0])
+			snprintf(captured, sizeof(captured), "%s", msg);
+		if (!debug)
+			return;
+	}
 	const char *base = strrchr(file, '/');
 	base = base ? base + 1 : file;
-	if (atomic_load(&use_syslog))
-		syslog(prio[l], "%s %s:%d: %s", names[l], base, line, msg);
-	else
+	if (atomic_load(&use_syslog)) {
+		if (debug)
+			syslog(prio[l], "%s %s:%d: %s", names[l], base, line, msg);
+		else
+			syslog(prio[l], "%s: %s", names[l], msg);
+	} else if (debug) {
 		fprintf(stderr, "memwalfs: %s %s:%d: %s\n", names[l], base, line, msg);
+	} else {
+		fprintf(stderr, "memwalfs: %s: %s\n", names[l], msg);
+	}
+}
+
+void mw_log_capture_begin(void)
+{
+	capturing = true;
+	captured[0] = 0;
+}
+
+const char *mw_log_capture_end(void)
+{
+	capturing = false;
+	return captured;
 }

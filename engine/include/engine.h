@@ -364,4 +364,11 @@ int engine_snapshot_list(struct store *st, int (*fn)(void *arg, const struct eng
  */
 size_t engine_stats_format(struct engine *e, char *buf, size_t len);
 
+struct mw_hist_snap; /* util/hist.h */
+/*
+ * Copy the histogram of group commit times (pack and WAL entry, failed
+ * attempts included; what commit_usec_total sums).  Any thread, no lock.
+ */
+void engine_get_commit_latency(struct engine *e, struct mw_hist_snap *out);
+
 #endif /* MEMWALFS_ENGINE_H */

@@ -177,6 +177,16 @@ const struct store_caps *store_caps(struct store *s);
 /* Copy the request counters. */
 void store_get_stats(struct store *s, struct store_stats *out);
 
+struct mw_hist_snap; /* util/hist.h */
+/*
+ * Copy the latency histogram of class op: the time of each call through this
+ * interface, retries and backoff included, successful or not.  PUT: store_put
+ * and store_put_if_absent; GET: store_get; HEAD, LIST (a whole listing),
+ * DELETE (store_delete, store_delete_many); MPU: store_writer_finish (the
+ * wait for a streaming upload's last parts and its completion).  Any thread.
+ */
+void store_get_latency(struct store *s, enum store_op op, struct mw_hist_snap *out);
+
 /* Close the store and free it.  Accepts NULL. */
 void store_close(struct store *s);
 
