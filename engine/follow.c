@@ -239,6 +239,8 @@ static int readers_for(struct engine *e, const struct manifest *m, struct sst_re
  * MemTables it covers go.  reset: drop every MemTable and replay from m's wal_covered.
  * *all: the state seen may have changed in any key (a jump or a reset).
  */
+static int probe_wal(struct engine *e, struct follow *f, uint64_t *applied);
+
 static int install(struct engine *e, struct follow *f, struct manifest *m, bool reset, bool *all)
 {
 	struct sst_reader **v = NULL, **oldv;
@@ -339,10 +341,23 @@ static int probe_manifest(struct engine *e, struct follow *f, bool *changed, boo
 	if (max <= e->man.version)
 		return 0;
 	rc = manifest_load(e->st, max, &m);
+	if (rc == -ENOENT)
+		return 0; /* collected meanwhile: the next probe finds a newer one */
 	if (rc)
-		return rc == -ENOENT
-		           ? 0
-		           : rc; /* collected meanwhile: the next probe finds a newer one */
+		return rc;
+	if (m.wal_covered > f->r.next) {
+		/*
+		 * The writer flushed past what we applied: apply the WAL up to there first, so
+		 * that installing m changes nothing readers see (no jump), unless the entries
+		 * are gone (collected: we fell behind, and jump).
+		 */
+		uint64_t applied;
+		rc = probe_wal(e, f, &applied);
+		if (rc) {
+			manifest_clear(&m);
+			return rc;
+		}
+	}
 	rc = install(e, f, &m, false, all);
 	manifest_clear(&m);
 	if (rc == 0)
@@ -566,51 +581,41 @@ out:
 static int poll_once(struct engine *e, struct follow *f, bool *progress)
 {
 	bool changed = false, all = false, idle = f->idle_polls > 0;
-	uint64_t applied = 0;
+	uint64_t applied = 0, more = 0;
 	int rc = 0;
 
 	*progress = false;
 	mw_mutex_lock(&e->mu);
 	bool frozen = e->nfrozen > 0;
+	bool full = e->frozen_bytes >= e->o.max_frozen_bytes;
 	e->stats.follow_polls++;
 	mw_mutex_unlock(&e->mu);
 	f->since_manifest++;
-	bool probe_m = f->want_manifest || frozen ||
+	/* frozen MemTables wait for a manifest: look each poll while the writer is active */
+	bool probe_m = f->want_manifest || full || (frozen && !idle) ||
 	               f->since_manifest >= (idle ? FOLLOW_MANIFEST_EVERY : FOLLOW_MANIFEST_ACTIVE);
-	if (probe_m) {
+	/* idle and nothing waits for a manifest: this poll's one request is the manifest probe */
+	bool only_m = probe_m && idle && !f->want_manifest && !full;
+	if (!only_m && !full) {
+		rc = probe_wal(e, f, &applied);
+		if (rc)
+			return rc;
+	}
+	if (probe_m || f->want_manifest) {
+		f->want_manifest = false;
 		rc = probe_manifest(e, f, &changed, &all);
 		if (rc)
 			return rc;
-		f->want_manifest = false;
 		if (all)
 			notify(e, f, true);
-		/* idle: this poll's one request is spent */
-		if (idle && !changed && !frozen)
-			return 0;
-	}
-	mw_mutex_lock(&e->mu);
-	bool full = e->frozen_bytes >= e->o.max_frozen_bytes;
-	mw_mutex_unlock(&e->mu);
-	if (full) {
-		f->want_manifest = true;
-		return 0;
-	}
-	rc = probe_wal(e, f, &applied);
-	if (rc == 0 && f->want_manifest && !probe_m) {
-		/* we need a newer manifest now (fell behind): this is not idle */
-		rc = probe_manifest(e, f, &changed, &all);
-		if (rc == 0) {
-			f->want_manifest = false;
-			if (all)
-				notify(e, f, true);
-			if (changed)
-				rc = probe_wal(e, f, &applied);
-		}
+		/* a jump or a freed frozen bound: go on from the new position now */
+		if (changed && !only_m)
+			rc = probe_wal(e, f, &more);
 	}
 	mw_mutex_lock(&e->mu);
 	e->stats.follow_behind = f->listed_end > f->r.next ? f->listed_end - f->r.next : 0;
 	mw_mutex_unlock(&e->mu);
-	*progress = changed || applied > 0;
+	*progress = changed || applied + more > 0;
 	return rc;
 }
 

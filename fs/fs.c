@@ -496,6 +496,13 @@ int mwfs_open(struct engine *e, const struct mwfs_opts *o, struct mwfs **out)
 		fs->ra = NULL;
 		goto fail;
 	}
+	struct engine_stats es;
+	engine_get_stats(e, &es);
+	if (o->read_only && es.following && (rc = fsfollow_start(fs, &fs->ff))) {
+		ra_stop(fs->ra);
+		fs->ra = NULL;
+		goto fail;
+	}
 	*out = fs;
 	return 0;
 fail:
@@ -539,6 +546,7 @@ int mwfs_mount(struct mwfs *fs, int argc, char **argv, const char *mountpoint)
 		goto fail;
 	}
 	fs->mounted = true;
+	fsfollow_session(fs->ff, fs->se);
 	return 0;
 fail:
 	fuse_session_destroy(fs->se);
@@ -563,6 +571,8 @@ int mwfs_close(struct mwfs *fs)
 	if (!fs)
 		return 0;
 	int rc = 0;
+	fsfollow_stop(fs->ff); /* before the session goes: it notifies the kernel */
+	fs->ff = NULL;
 	ra_stop(fs->ra);
 	fs->ra = NULL;
 	wbflush_stop(fs->wbf);

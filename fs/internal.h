@@ -86,6 +86,7 @@ struct mwfs {
 	struct readahead *ra;       /* read-ahead threads and in-flight loads (readahead.c) */
 	struct wbflush *wbf;        /* puts write buffers left partly filled (wbuf.c) */
 	atomic_uint outage_readers; /* requests waiting out a store outage (fs_outage_enter()) */
+	struct fsfollow *ff; /* read-only mount of a follower: cache invalidation (follow.c) */
 };
 
 /* Per-thread scratch, reused across requests (avoids a malloc per read). */
@@ -126,6 +127,17 @@ void fs_outage_leave(struct mwfs *fs);
  * within fs_outage_enter()'s bound.  0, -ENOENT or the store's error.
  */
 int fs_warm_key(struct mwfs *fs, const uint8_t *key, size_t kn);
+
+/*
+ * follow.c: on a read-only mount of a following engine, a thread that refreshes the
+ * inode table and invalidates the kernel's caches for what the follower applied.
+ * start: registers with the engine (engine_follow_set_fn); session: the FUSE session to
+ * notify, once mounted; stop: unregisters and joins (accepts NULL).  fs->mu not held.
+ */
+struct fsfollow;
+int fsfollow_start(struct mwfs *fs, struct fsfollow **out);
+void fsfollow_session(struct fsfollow *ff, struct fuse_session *se);
+void fsfollow_stop(struct fsfollow *ff);
 
 /* inode.c (all with fs->mu held) */
 int inode_get(struct mwfs *fs, uint64_t ino, struct inode **out);

@@ -13,13 +13,14 @@ struct command {
 };
 
 /* The subcommands (each in its own file under tools/). */
-int cmd_mount(int argc, char **argv);   /* tools/mount.c */
-int cmd_stats(int argc, char **argv);   /* tools/mount.c */
-int cmd_umount(int argc, char **argv);  /* tools/umount.c */
-int cmd_sync(int argc, char **argv);    /* tools/sync.c */
-int cmd_objects(int argc, char **argv); /* tools/objects.c */
-int cmd_inspect(int argc, char **argv); /* tools/inspect.c */
-int cmd_fsck(int argc, char **argv);    /* tools/inspect.c */
+int cmd_mount(int argc, char **argv);    /* tools/mount.c */
+int cmd_stats(int argc, char **argv);    /* tools/mount.c */
+int cmd_umount(int argc, char **argv);   /* tools/umount.c */
+int cmd_sync(int argc, char **argv);     /* tools/sync.c */
+int cmd_objects(int argc, char **argv);  /* tools/objects.c */
+int cmd_inspect(int argc, char **argv);  /* tools/inspect.c */
+int cmd_fsck(int argc, char **argv);     /* tools/inspect.c */
+int cmd_snapshot(int argc, char **argv); /* tools/snapshot.c */
 
 /* The table, terminated by a NULL name (tools/memwalfs.c). */
 extern const struct command memwalfs_commands[];

@@ -86,6 +86,8 @@ struct mount_args {
 	int n_raw;
 	const char *setting; /* the first memwalfs setting in an -o list, or NULL */
 	char late[64]; /* nodiratime, strictatime: set by remount() once mounted (parse_o()) */
+	int follow_ms; /* -o follow_interval=: a read-only mount follows (-1: default) */
+	const char *snapshot; /* --snapshot NAME: mount that snapshot read-only */
 };
 
 static void usage(FILE *f)
@@ -110,6 +112,13 @@ static void usage(FILE *f)
 	    "                         (with MOUNTPOINT alone): change ro/rw and the mount flags\n"
 	    "                         (no)suid, (no)dev, (no)exec, atime options of a live mount\n"
 	    "  --cadence MS           group-commit interval (default 100)\n"
+	    "  --follow-interval MS   a read-only (ro) mount follows the writer, polling the\n"
+	    "                         store this often (default 1000; backs off to 4x when\n"
+	    "                         idle; 0: keep the state of the mount); -o follow_interval=\n"
+	    "  --snapshot NAME        mount snapshot NAME (memwalfs snapshot create), read-only\n"
+	    "  --gc-grace SEC         keep objects nothing references this long for followers\n"
+	    "                         and readers (default 600); -o gc_grace=\n"
+	    "  --gc-interval MS       a GC pass this often (default 60000); -o gc_interval=\n"
 	    "  --fsync-timeout SEC    while the store is unreachable, fsync waits this long,\n"
 	    "                         then fails with EIO (default 0: wait until it is back,\n"
 	    "                         like a hard NFS mount); the data still commits later\n"
@@ -208,7 +217,23 @@ static int add_fuse_opt(struct mount_args *a, const char *opt)
 static int set_option(struct mount_args *a, const char *name, const char *val)
 {
 	size_t sz;
-	if (!strcmp(name, "cadence")) {
+	if (!strcmp(name, "follow_interval")) {
+		if (!val || !parse_size(val, &sz) || sz > 600000)
+			goto bad;
+		a->follow_ms = (int)sz;
+	} else if (!strcmp(name, "snapshot")) {
+		if (!val || !*val)
+			goto bad;
+		a->snapshot = val;
+	} else if (!strcmp(name, "gc_grace")) {
+		if (!val || !parse_size(val, &sz) || sz > 86400 * 30)
+			goto bad;
+		a->eo.gc_grace_sec = sz ? (unsigned)sz : ENGINE_GC_NO_GRACE;
+	} else if (!strcmp(name, "gc_interval")) {
+		if (!val || !parse_size(val, &sz) || sz < 10 || sz > 86400000)
+			goto bad;
+		a->eo.gc_interval_ms = (unsigned)sz;
+	} else if (!strcmp(name, "cadence")) {
 		if (!val || !parse_size(val, &sz) || sz == 0 || sz > 60000)
 			goto bad;
 		a->eo.cadence_ms = (unsigned)sz;
@@ -222,7 +247,7 @@ static int set_option(struct mount_args *a, const char *name, const char *val)
 			goto bad;
 		a->eo.cache_bytes = sz;
 	} else if (!strcmp(name, "memtable")) {
-		if (!val || !parse_size(val, &sz) || sz < (1u << 20))
+		if (!val || !parse_size(val, &sz) || sz < (128u << 10))
 			goto bad;
 		a->eo.memtable_max_bytes = sz;
 	} else if (!strcmp(name, "chunk")) {
@@ -338,6 +363,10 @@ static int parse_args(struct mount_args *a, int argc, char **argv)
 	int npos = 0;
 	static const char *const long_set[][2] = {
 	    {"--cadence", "cadence"},
+	    {"--follow-interval", "follow_interval"},
+	    {"--snapshot", "snapshot"},
+	    {"--gc-grace", "gc_grace"},
+	    {"--gc-interval", "gc_interval"},
 	    {"--cache-size", "cache"},
 	    {"--memtable-size", "memtable"},
 	    {"--chunk-size", "chunk"},
@@ -437,6 +466,16 @@ static int parse_args(struct mount_args *a, int argc, char **argv)
 		mw_log_set_level(verbose > 1 ? MW_LOG_DEBUG : MW_LOG_INFO);
 	a->store = pos[0];
 	a->mountpoint = pos[1];
+	/* a snapshot is mounted read-only; a read-only mount follows unless told not to */
+	if (a->snapshot) {
+		a->eo.snapshot = a->snapshot;
+		if (!a->eo.read_only && add_fuse_opt(a, "ro"))
+			return -1;
+		a->eo.read_only = a->fo.read_only = true;
+	} else if (a->eo.read_only && a->follow_ms != 0) {
+		a->eo.follow = true;
+		a->eo.follow_interval_ms = a->follow_ms > 0 ? (unsigned)a->follow_ms : 0;
+	}
 	return 0;
 }
 
@@ -1132,6 +1171,7 @@ int cmd_mount(int argc, char **argv)
 	engine_opts_default(&a.eo);
 	mwfs_opts_default(&a.fo);
 	a.default_permissions = true;
+	a.follow_ms = -1;
 	int status = run_mount(&a, argc, argv);
 	for (int i = 0; i < a.n_copies; i++)
 		free(a.o_copies[i]);

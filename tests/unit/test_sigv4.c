@@ -187,6 +187,36 @@ static void test_md5_date(void **state)
 	assert_string_equal(d, EX_DATE);
 }
 
+/*
+ * Another service: the IAM ListUsers example of AWS's SigV4 documentation
+ * ("Create a signed AWS API request", credentials AKIDEXAMPLE), signed for
+ * service "iam" - the scope the credential chain uses for "sts".  (The
+ * published header separates its parts with ", "; ours with ",", which is
+ * equally valid: the signature is the published one.)
+ */
+static void test_other_service(void **state)
+{
+	(void)state;
+	const struct sigv4_creds c = {.access_key = "AKIDEXAMPLE",
+	                              .secret_key = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"};
+	struct sigv4_header h[] = {
+	    {"content-type", "application/x-www-form-urlencoded; charset=utf-8"},
+	    {"host", "iam.amazonaws.com"},
+	    {"x-amz-date", "20150830T123600Z"},
+	};
+	struct sigv4_request r = {"GET", "/", "Action=ListUsers&Version=2010-05-08",
+	                          h,     3,   SIGV4_EMPTY_SHA256};
+	char auth[512];
+	assert_int_equal(sigv4_sign_service(&c, "us-east-1", "iam", "20150830T123600Z", &r, auth,
+	                                    sizeof(auth), NULL, 0),
+	                 0);
+	assert_string_equal(auth,
+	                    "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/iam/"
+	                    "aws4_request,SignedHeaders=content-type;host;x-amz-date,"
+	                    "Signature=5d672d79c15b13162d9279b0855cfba6789a8edb4c82c400e06b5924a"
+	                    "6f2b5d7");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -197,6 +227,7 @@ int main(void)
 	    cmocka_unit_test(test_uri_encode),
 	    cmocka_unit_test(test_query_encoding),
 	    cmocka_unit_test(test_session_token_and_errors),
+	    cmocka_unit_test(test_other_service),
 	    cmocka_unit_test(test_md5_date),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

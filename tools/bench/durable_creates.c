@@ -26,6 +26,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "benchstat.h"
+
 #define FILE_BYTES 4096  /* bytes written into each file */
 #define MAX_WRITERS 1024 /* sanity bound on the thread count */
 
@@ -41,14 +43,6 @@ struct writer {
 static const char *g_dir;    /* directory the files are created in */
 static double g_deadline;    /* CLOCK_MONOTONIC seconds to stop at */
 static atomic_long g_budget; /* files still allowed to be created */
-
-static double mono(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 /* One create + write + fsync + close; 0 or -errno. */
 static int create_one(const char *path, const char *buf)
@@ -108,23 +102,6 @@ static void *writer_main(void *arg)
 		w->lat[w->n++] = dt;
 	}
 	return NULL;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
-static double pct(const double *v, size_t n, double p)
-{
-	size_t i;
-
-	if (n == 0)
-		return 0;
-	i = (size_t)(p / 100.0 * (double)(n - 1) + 0.5);
-	return v[i < n ? i : n - 1];
 }
 
 int main(int argc, char **argv)

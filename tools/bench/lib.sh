@@ -97,8 +97,10 @@ s3_rb() {
 		if timeout 600 radosgw-admin -c "$RGW_CONF" bucket rm --bucket="$1" \
 			--purge-objects >/dev/null 2>&1; then
 			# RGW keeps the tails of deleted objects for 2 h by default: free
-			# them now, or a full run fills the OSD.
-			timeout 600 radosgw-admin -c "$RGW_CONF" gc process --include-all >/dev/null 2>&1
+			# them now, or a full run fills the OSD (--quick writes too little
+			# to matter and saves the seconds: S3_RB_GC=0).
+			[ "${S3_RB_GC:-1}" = 1 ] &&
+				timeout 600 radosgw-admin -c "$RGW_CONF" gc process --include-all >/dev/null 2>&1
 			return 0
 		fi
 	fi
@@ -156,11 +158,13 @@ rgw_mark() {
 }
 
 # rgw_count BUCKET FROM TO: print "PUT GET LIST HEAD DELETE POST" counts of the
-# requests naming BUCKET logged between offsets FROM and TO.
+# requests naming BUCKET logged between offsets FROM and TO, then the bytes the
+# server sent in answer to its GETs of objects (the access line's byte count:
+# what the client fetched).
 rgw_count() {
 	local b=$1 from=$2 to=$3
 	if [ ! -r "$RGW_LOG" ]; then
-		echo "- - - - - -"
+		echo "- - - - - - -"
 		return
 	fi
 	tail -c +"$((from + 1))" "$RGW_LOG" | head -c "$((to - from))" | awk -v b="$b" '
@@ -175,9 +179,13 @@ rgw_count() {
 			key = substr(p, length(b) + 3)
 			if (m == "GET" && key == "") c["LIST"]++
 			else c[m]++
+			if (m == "GET" && key != "") {
+				split(substr($0, RSTART + RLENGTH), g, " ")
+				gb += g[3]
+			}
 		}
 		END {
-			printf "%d %d %d %d %d %d\n", c["PUT"], c["GET"], c["LIST"], c["HEAD"], c["DELETE"], c["POST"]
+			printf "%d %d %d %d %d %d %.0f\n", c["PUT"], c["GET"], c["LIST"], c["HEAD"], c["DELETE"], c["POST"], gb
 		}'
 }
 
@@ -197,6 +205,7 @@ rgw_flush_counts() {
 			RUN=$r result "$t" "$w" "req_$m" "${c[$i]}" requests
 			i=$((i + 1))
 		done
+		RUN=$r result "$t" "$w" get_B "${c[6]}" B
 	done <"$RGW_PENDING"
 	: >"$RGW_PENDING"
 }

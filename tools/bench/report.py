@@ -88,6 +88,21 @@ WORKLOADS = [
     ("fsync-4k", "4 KiB write + fsync (latency)", "fsync_p50_ms", "ms", False,
      "fio write 4 KiB with fsync after each write, {FSYNC_S} s; fsync latency percentiles",
      "rtt:fsync_p50_ms"),
+    ("cp-1g", "cp of a {CP_MB} MiB file inside the mount", "s_durable", "s", False,
+     "`cp SRC DST && sync DST` of a {CP_MB} MiB file written earlier (fsync at its end) and "
+     "cold (a remount in between); seconds until the copy is durable (for rclone: until the "
+     "server holds it); run on {CP_TARGETS} only", None),
+    ("statbp-idle", "stat of a cold mount, 32 threads, no writer", "cold_p99_ms", "ms", False,
+     "tools/bench/stat_backpressure.c on a fresh mount: 32 threads each stat {SBP_FILES} files "
+     "of their own directory once (the cold pass: p50/p99/max of those), then force getattrs "
+     "(statx AT_STATX_FORCE_SYNC) for {SBP_IDLE_S} s (the hot columns); {SBP_FILES_S3} files "
+     "per thread on s3fs and rclone", None),
+    ("statbp-write", "stat of a cold mount, 32 threads, while one thread writes", "cold_p99_ms",
+     "ms", False,
+     "the same on a fresh mount while one thread writes 1 MiB write(2)s without fsync, up to "
+     "{SBP_MB} MiB or {SBP_S} s (the stats start once it has written 32 MiB or after 1 s, so a "
+     "filesystem with bounded write buffers is already throttling it: memwalfs' "
+     "backpressure); issue 13's target: no stat waits for the writer", None),
     # Older workloads (run.sh --workloads tree,list,real).
     ("tree-cp", "Small files: cp -r", "wall_s", "s", False,
      "cp -r of {TREE_N} files ({TREE_MB} MiB: /usr/include padded with 1-64 KiB files)", None),
@@ -112,7 +127,12 @@ EXTRA = [("MBps_wall", "MB/s at return"), ("files_s", "files/s at return"), ("MB
          ("fsync_p99_ms", "fsync p99 ms"), ("max_ms", "max ms"),
          ("entries", "entries"), ("io_MiB", "MiB moved"), ("wall_s", "wall s"),
          ("settle_s", "until on server s"), ("cpu_s", "fs CPU s"), ("peak_mib", "fs peak MiB"),
-         ("stored_mib", "stored MiB")]
+         ("stored_mib", "stored MiB"), ("growth_MiB", "store growth MiB"),
+         ("sent_MiB", "memwalfs sent to store MiB"),
+         ("cold_p50_ms", "cold p50 ms"), ("cold_max_ms", "cold max ms"),
+         ("hot_n", "hot stats"), ("hot_p50_ms", "hot p50 ms"), ("hot_p99_ms", "hot p99 ms"),
+         ("hot_max_ms", "hot max ms"), ("write_MBps", "writer MB/s"),
+         ("write_max_ms", "slowest write ms"), ("mw_backpressure_waits", "backpressure waits")]
 
 
 # ------------------------------------------------------------------ loading
@@ -131,6 +151,7 @@ def load(raw):
                 continue
             res[(p[0], p[1], p[2])][p[5]] = v
     derive_durable(res)
+    derive_bytes(res)
     status = defaultdict(list)  # target -> [(run, state, text)]
     path = os.path.join(raw, "status.tsv")
     if os.path.exists(path):
@@ -151,10 +172,11 @@ def load(raw):
 
 def derive_durable(res):
     """MBps_durable / files_s_durable: the rate until the data is on the server.
-    s3fs and rclone return (rclone: also from fsync) before they upload; the
-    harness measures the extra time (settle_s), and these rates count it in.
-    Every other target is durable when the step returns (fsync at close, or
-    memwalfs' commit, which close does not wait for: see the notes)."""
+    s3fs and rclone return (rclone: also from fsync) before they upload, and
+    memwalfs commits what was not fsynced within its cadence; the harness
+    measures the extra time (settle_s: the listing for s3fs and rclone,
+    `memwalfs sync` for memwalfs), and these rates count it in.  bindfs and
+    local count until the command returns."""
     for (t, w, m), runs in list(res.items()):
         if m not in ("MBps_wall", "files_s"):
             continue
@@ -164,6 +186,25 @@ def derive_durable(res):
             settle = res.get((t, w, "settle_s"), {}).get(run, 0.0)
             d[run] = v * wall / (wall + settle) if wall and settle else v
         res[(t, w, "MBps_durable" if m == "MBps_wall" else "files_s_durable")] = d
+
+
+def derive_bytes(res):
+    """s_durable (wall_s + settle_s), growth_MiB and sent_MiB (memwalfs:
+    store_bytes_sent of `memwalfs stats`) per run."""
+    for (t, w, m), runs in list(res.items()):
+        if m == "wall_s":
+            res[(t, w, "s_durable")] = {
+                r: v + res.get((t, w, "settle_s"), {}).get(r, 0.0) for r, v in runs.items()}
+        elif m == "growth_B":
+            res[(t, w, "growth_MiB")] = {r: v / 1048576 for r, v in runs.items()}
+        elif m == "mw_store_bytes_sent":
+            res[(t, w, "sent_MiB")] = {r: v / 1048576 for r, v in runs.items()}
+
+
+def per_run(res, t, w, num, den, scale=1.0):
+    """Per-run NUM / DEN * SCALE of target T, workload W (runs with both)."""
+    a, b = res.get((t, w, num), {}), res.get((t, w, den), {})
+    return [a[r] / b[r] * scale for r in a if r in b and b[r]]
 
 
 def vals(res, t, w, m):
@@ -464,6 +505,133 @@ def losses(out, res):
     out.append("")
 
 
+# ------------------------------------------------------- bytes to the store
+
+WRITE_ROWS = ["jb-write-big", "mp-write", "jb-write-small", "gs-cp", "dcreate-1", "dcreate-32",
+              "randwrite-4k", "fsync-4k", "cp-1g"]
+READ_ROWS = ["jb-read-big", "mp-read-1t", "mp-read-4t", "mp-read-direct", "mp-read-4t-direct",
+             "mp-read-warm", "mp-read-dcache", "jb-read-small", "randread-4k"]
+
+
+def fetched(res, t, w, per):
+    """Bytes fetched from the store per byte read (PER "byte") or per read call
+    in KiB (PER "call"): memwalfs' own counter (store_bytes_received), the RGW
+    access log's GET bytes for the S3 peers."""
+    num = "mw_store_bytes_received" if t in MW else "get_B"
+    if t not in MW and t not in S3_TARGETS:
+        return []
+    if per == "byte":
+        return per_run(res, t, w, num, "rbytes")
+    if per == "get":
+        return per_run(res, t, w, num, "mw_store_requests_get" if t in MW else "req_GET",
+                       1 / 1024)
+    return per_run(res, t, w, num, "ops", 1 / 1024)
+
+
+def title_of(w, meta):
+    return fill(SPEC[w][1], meta) if w in SPEC else w
+
+
+def bytes_table(out, res, meta, present):
+    rows = []
+    for w in WRITE_ROWS:
+        rows.append((w, "store bytes sent / byte written",
+                     lambda t, w=w: per_run(res, t, w, "mw_store_bytes_sent", "wbytes")
+                     if t in MW else []))
+        rows.append((w, "store growth / byte written",
+                     lambda t, w=w: per_run(res, t, w, "growth_B", "wbytes")))
+        if w == "fsync-4k":
+            rows.append((w, "store bytes sent per fsync, KiB",
+                         lambda t, w=w: per_run(res, t, w, "mw_store_bytes_sent", "ops", 1 / 1024)
+                         if t in MW else []))
+    for w in READ_ROWS:
+        rows.append((w, "fetched / byte read", lambda t, w=w: fetched(res, t, w, "byte")))
+        if w in ("randread-4k", "jb-read-small"):
+            rows.append((w, "fetched per read call, KiB", lambda t, w=w: fetched(res, t, w, "call")))
+            rows.append((w, "fetched per store GET, KiB", lambda t, w=w: fetched(res, t, w, "get")))
+    body = []
+    for w, label, f in rows:
+        cells = [f(t) for t in present]
+        if any(cells):
+            body.append("| %s | %s | %s |" % (title_of(w, meta), label, " | ".join(
+                spread(c) for c in cells)))
+    if not body:
+        return
+    out += ["## Bytes to and from the store", "",
+            "Per workload, median (min-max) over the runs. *Store bytes sent*: memwalfs' own "
+            "counter `store_bytes_sent` of `memwalfs stats` (every request body it sent: packs, "
+            "WAL entries, SSTables, manifests), over the bytes the workload wrote. *Store growth*: "
+            "what the bucket (RGW bucket stats) or the backing directory (du) grew by during the "
+            "step, before any garbage collection, over the bytes written (s3fs and rclone replace "
+            "whole objects: their growth is 0 for an overwrite however much they upload). "
+            "*Fetched*: memwalfs' `store_bytes_received`; for s3fs and rclone the bytes RGW's "
+            "access log shows it sent in answer to their GETs. Steps that do not fsync (small "
+            "files, cp -r) are read when the command returns: memwalfs' last commit may come "
+            "after. These counters are the filesystem's or the server's own, not tied to "
+            "memwalfs' data layout.", "",
+            "| workload | measure | " + " | ".join(present) + " |",
+            "|---|---|" + "---|" * len(present)] + body + [""]
+
+
+def target_cell(v, limit, better_low=True, fmtx=None):
+    if not v:
+        return "-", "not measured"
+    m = statistics.median(v)
+    ok = m <= limit if better_low else m >= limit
+    return (fmtx or spread)(v), ("met" if ok else "not met")
+
+
+def issue13_table(out, res, meta):
+    """Issue 13's targets as this run measures them."""
+    mw, ml = "memwalfs-s3", "memwalfs-local"
+    rows = []
+    v = per_run(res, mw, "fsync-4k", "mw_store_bytes_sent", "ops", 1 / 1024)
+    rows.append(("4 KiB write + fsync: uploaded per fsync (memwalfs-s3)", "<= 16 KiB",
+                 *target_cell(v, 16), "KiB"))
+    v = per_run(res, mw, "randwrite-4k", "growth_B", "wbytes")
+    rows.append(("random 4 KiB writes: store growth / bytes written (memwalfs-s3, %s MiB file; "
+                 "the issue says 1 GiB)" % meta.get("RAND_MB", "?"), "<= 2x",
+                 *target_cell(v, 2), "x"))
+    a, b = vals(res, ml, "randwrite-4k", "iops"), vals(res, "bindfs", "randwrite-4k", "iops")
+    if a and b:
+        r = statistics.median(a) / statistics.median(b)
+        rows.append(("random 4 KiB writes: memwalfs-local IOPS / bindfs", ">= 0.8",
+                     "%.2f (%s / %s)" % (r, spread(a), spread(b)), "met" if r >= 0.8 else "not met",
+                     ""))
+    v = fetched(res, mw, "randread-4k", "call")
+    rows.append(("random 4 KiB reads, cold: fetched per read call, cache hits included "
+                 "(memwalfs-s3, %s MiB file)" % meta.get("RAND_MB", "?"), "<= 64 KiB",
+                 *target_cell(v, 64), "KiB"))
+    v = fetched(res, mw, "randread-4k", "get")
+    rows.append(("random 4 KiB reads, cold: fetched per store GET, i.e. per miss (memwalfs-s3)",
+                 "<= 64 KiB", *target_cell(v, 64), "KiB"))
+    v = vals(res, mw, "randread-4k", "iops")
+    rows.append(("random 4 KiB reads, cold: IOPS (memwalfs-s3)", ">= 1435 (5x 287)",
+                 *target_cell(v, 1435, False), "IOPS"))
+    for m, lab in (("cold_p99_ms", "cold pass"), ("hot_p99_ms", "forced getattrs")):
+        v = vals(res, mw, "statbp-write", m)
+        i = vals(res, mw, "statbp-idle", m)
+        rows.append(("stat p99, 32 threads, cold S3 mount, writer under backpressure (%s)" % lab,
+                     "no stat waits for the writer", spread(v) if v else "-",
+                     "idle: %s" % spread(i) if i else "-", "ms"))
+    v = vals(res, mw, "cp-1g", "s_durable")
+    rows.append(("cp of a %s MiB file in an S3 mount: time" % meta.get("CP_MB", "?"), "< 1 s",
+                 *target_cell(v, 1), "s"))
+    v = vals(res, mw, "cp-1g", "sent_MiB")
+    rows.append(("cp of a %s MiB file in an S3 mount: uploaded" % meta.get("CP_MB", "?"),
+                 "< 1 MiB", *target_cell(v, 1), "MiB"))
+    if not any(r[2] != "-" for r in rows):
+        return
+    out += ["### Issue 13's targets in this run", "",
+            "memwalfs on S3 unless said; median (min-max) over the runs; \"uploaded\" is "
+            "`store_bytes_sent`, \"fetched\" `store_bytes_received` (see \"Bytes to and from "
+            "the store\").", "",
+            "| target | aim | this run | state | unit |", "|---|---|---|---|---|"]
+    for r in rows:
+        out.append("| %s | %s | %s | %s | %s |" % r)
+    out.append("")
+
+
 # ------------------------------------------------------------------ charts
 
 def chart(docs, raw, name, title, ylabel, res, cols, targets=None, logscale=False, value=None):
@@ -536,6 +704,20 @@ def charts(docs, raw, res):
         chart(docs, raw, "fsync", "4 KiB write + fsync: fsync latency", "ms (log)", res,
               [("fsync-4k", "fsync_p50_ms", "p50"), ("fsync-4k", "fsync_p99_ms", "p99")],
               logscale=True),
+        chart(docs, raw, "statbp", "stat, 32 threads, cold mount: p99 without and with a writer",
+              "ms (log)", res,
+              [("statbp-idle", "cold_p99_ms", "cold, idle"), ("statbp-write", "cold_p99_ms",
+                                                             "cold, writer"),
+               ("statbp-idle", "hot_p99_ms", "getattr, idle"),
+               ("statbp-write", "hot_p99_ms", "getattr, writer")], logscale=True),
+        chart(docs, raw, "cp", "cp of a big file inside the mount: seconds until durable",
+              "s (log)", res, [("cp-1g", "s_durable", "cp + sync")], logscale=True),
+        chart(docs, raw, "bytes", "Store bytes sent per byte written (memwalfs' counter)",
+              "bytes sent / byte written (log)", res,
+              [("mp-write", "x", "seq write"), ("jb-write-big", "x", "4 big files"),
+               ("randwrite-4k", "x", "random 4k"), ("fsync-4k", "x", "4k + fsync"),
+               ("dcreate-1", "x", "durable create"), ("cp-1g", "x", "cp big file")], list(MW), logscale=True,
+              value=lambda t, w, m: per_run(res, t, w, "mw_store_bytes_sent", "wbytes")),
     ]
     return [c for c in made if c]
 
@@ -571,7 +753,7 @@ Each is shaped like a benchmark a peer publishes, so that our figures can be set
   dropping the file's pages first (invalidate=1: the daemon's own cache, as left by the two reads
   before). The two are different figures and are labelled so.
 - **`juicefs bench -p 4`**: 4 threads write then (cold) read 4 big files in 1 MiB I/O
-  ({JB_BIG_MB} MiB each instead of 1 GiB, to fit the time; not checked against 1 GiB), then 4 x {JB_SMALL_N} small files of 128 KiB written, read (cold) and stat'ed
+  ({JB_BIG_MB} MiB each instead of 1 GiB, to fit the time), then 4 x {JB_SMALL_N} small files of 128 KiB written, read (cold) and stat'ed
   (tools/bench/smallfiles.py). Big-file writers fsync at close: juicefs' close uploads, and
   every target here is asked for the same durability. Small files are closed without fsync,
   as juicefs bench does: for memwalfs and rclone that is not yet durable when close returns
@@ -601,12 +783,34 @@ Each is shaped like a benchmark a peer publishes, so that our figures can be set
   and 32 threads: the workload group commit is for.
 - **Random 4 KiB I/O and fsync latency**: fio randread and randwrite over a {RAND_MB} MiB file,
   {RAND_S} s each; 4 KiB writes with fsync after each for {FSYNC_S} s.
+- **cp of a big file** (issue 13's target): a {CP_MB} MiB file written with fio (fsync at the
+  end), a remount, then `cp SRC DST && sync DST` timed until the copy is durable; the store's
+  growth and, for memwalfs, the bytes sent to the store (`store_bytes_sent`). On {CP_TARGETS}
+  only.
+- **stat under a busy writer** (tools/bench/stat_backpressure.c, issue 13's target): 32
+  directories of {SBP_FILES} empty files ({SBP_FILES_S3} on s3fs and rclone); on a fresh mount
+  32 threads stat each file of their directory once (cold: the filesystem answers each lookup
+  from its store), then force getattrs with statx(AT_STATX_FORCE_SYNC); once without a writer
+  and once, on another fresh mount, while one thread writes 1 MiB blocks without fsync (up to
+  {SBP_MB} MiB or {SBP_S} s). A filesystem that holds one lock across a store request or a
+  backpressure wait shows it in these p99s.
+- **Bytes to and from the store**: every writing step records the bytes it wrote and every
+  reading step the bytes and calls it read; the report divides memwalfs' own store counters
+  (`store_bytes_sent`, `store_bytes_received` of `memwalfs stats`), the store's growth (RGW
+  bucket stats or du of the backing directory) and RGW's GET bytes by them. None of it depends
+  on how memwalfs lays out file data.
+
+Sizes were shrunk from the peers' own to fit 45 minutes; where this was checked, the check is in
+"Sizes and their stability (notes)".
 """
 
 
 def main():
+    global WORKLOADS, SPEC
     raw, docs = sys.argv[1], sys.argv[2]
     res, status, meta = load(raw)
+    WORKLOADS = [(s[0], fill(s[1], meta)) + tuple(s[2:]) for s in WORKLOADS]
+    SPEC = {s[0]: s for s in WORKLOADS}
     md = os.path.join(docs, "BENCHMARKS.md")
     engine = kept_sections(md, "(engine)")
     notes = kept_sections(md, "(notes)")
@@ -626,6 +830,8 @@ def main():
            "- machine: %s, shared with other work during the run: 1-minute load average %s; "
            "busiest processes (mean %%CPU of one core, sampled every 30 s): %s" % (
                meta.get("HOST", "?"), meta.get("LOAD", "?"), meta.get("BUSY", "?")),
+           "- uptime before: `%s`; after: `%s`" % (meta.get("UPTIME_BEFORE", "?").strip(),
+                                                  meta.get("UPTIME_AFTER", "?").strip()),
            "- server: %s, one Ceph RGW (one OSD) on the same machine, used by this harness only" %
            meta.get("SERVER", "?"),
            "- order: run 1 does every target, then run 2, then run 3; a raw-server probe sits "
@@ -635,7 +841,9 @@ def main():
            "- server requests: RGW's access log, counted per bucket (each target and run has its "
            "own), the same method for every target.",
            "- \"until on server\": s3fs and rclone return before the server holds the data; the harness "
-           "polls ListObjectsV2 until the objects and bytes match and reports the extra seconds.",
+           "polls ListObjectsV2 until the objects and bytes match and reports the extra seconds; "
+           "for memwalfs it is the time of `memwalfs sync` after each writing step (what was not "
+           "fsynced is committed within memwalfs' 100 ms cadence). Rates \"durable\" count it in.",
            "- CPU and peak memory: the filesystem process (/proc/PID/stat utime+stime; VmHWM after "
            "clear_refs), not the server.", "", "## Targets", "",
            "| target | state | notes |", "|---|---|---|"]
@@ -653,6 +861,7 @@ def main():
     present = [t for t in TARGETS if any(k[0] == t for k in res)]
     if present:
         headline(out, res, meta, present)
+        issue13_table(out, res, meta)
     losses(out, res)
     out += notes
     made = charts(docs, raw, res)
@@ -660,22 +869,27 @@ def main():
         out += ["## Charts", ""] + ["![%s](%s)" % (c[6:-4], c) for c in made] + [""]
     out += [fill(WORKLOAD_DOC, meta)]
     probe_table(out, res, meta)
+    if present:
+        bytes_table(out, res, meta, present)
     out += ["## Per workload", ""]
     for spec in WORKLOADS:
         workload_table(out, res, meta, spec)
     md_table(out, res, meta)
     raw_table(out, res, meta)
     out += ["## How to reproduce", "",
-            "    tools/bench/run.sh --quick          # one run, small sizes: 6-9 minutes on 2 loaded cores",
-            "    tools/bench/run.sh                  # full sizes, 3 runs: ~46 minutes on 2 loaded cores",
-            "    tools/bench/run.sh --targets s3fs,local --workloads md,gs --runs 3", "",
+            "    tools/bench/run.sh --quick          # one run, small sizes (aim: 5 minutes on 2 cores)",
+            "    tools/bench/run.sh                  # full sizes, 3 runs (aim: 45 minutes on 2 cores)",
+            "    tools/bench/run.sh --targets s3fs,local --workloads md,gs --runs 3",
+            "    tools/bench/run.sh --targets s3fs --workloads gs --set GS_FILES_S3=800  # a size check",
+            "",
             "The server is started by run.sh (its own Ceph RGW on port 7680 under "
             "/var/tmp/memwalfs-bench-rgw) unless S3_ENDPOINT names one.", "",
             "Sizes of this run: " + ", ".join(
                 "%s=%s" % (k, meta[k]) for k in (
                     "SEQ_MB", "JB_BIG_MB", "MP_S", "JB_SMALL_N", "RAND_MB", "RAND_S", "FSYNC_S",
                     "MD_Z", "MD_Z_S3", "MD_W", "GS_FILES", "GS_DIRS", "GS_FILES_S3", "GS_DIRS_S3",
-                    "DC_S", "DC_MAX")
+                    "DC_S", "DC_MAX", "CP_MB", "SBP_FILES", "SBP_FILES_S3", "SBP_IDLE_S", "SBP_S",
+                    "SBP_MB")
                 if k in meta) + ".", ""]
     out += engine
     with open(md, "w") as f:

@@ -8,8 +8,9 @@
 #                load 13 (the full run, 3 runs: 46 min at load 10)
 #   --targets    comma list among: memwalfs-s3 memwalfs-local s3fs rclone bindfs
 #                local s3-raw (default: all)
-#   --workloads  comma list among: seq jbsmall md gs dcreate rand (the default
-#                set) and tree list real (older ones, not run by default);
+#   --workloads  comma list among: seq jbsmall md gs dcreate rand cp statbp
+#                (the default set) and tree list real (older ones, not run by
+#                default);
 #                s3-raw always runs its own PUT/GET workload
 #   --runs N     repeat everything N times (default 3, --quick 1); tables show
 #                the median and min-max, the charts the spread
@@ -18,6 +19,8 @@
 #                DIR/bench-raw/logs/ (not tracked)
 #   --no-install do not apt-get install missing tools
 #   --no-build   use MEMWALFS (default build/memwalfs) as it is
+#   --set K=V    override one of the sizes below (e.g. --set GS_FILES_S3=800),
+#                for checking that a figure stays stable when a size shrinks
 #
 # Steps: installs missing Debian packages (s3fs rclone bindfs fio gnuplot-nox
 # time jq git curl python3); builds memwalfs from the committed HEAD (git
@@ -46,7 +49,7 @@ BENCH_DIR=$(cd "$(dirname "$0")" && pwd)
 # under way: bash reads a script as it goes).
 REPO=${BENCH_REPO:-$(cd "$BENCH_DIR/../.." && pwd)}
 ALL_TARGETS="memwalfs-s3 memwalfs-local s3fs rclone bindfs local s3-raw"
-ALL_WORKLOADS="seq jbsmall md gs dcreate rand"
+ALL_WORKLOADS="seq jbsmall md gs dcreate rand cp statbp"
 QUICK=0
 TARGETS=$ALL_TARGETS
 WORKLOADS=$ALL_WORKLOADS
@@ -54,6 +57,7 @@ RUNS=
 DOCS="$REPO/docs"
 INSTALL=1
 BUILD=1
+SETS=()
 
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -64,6 +68,7 @@ while [ $# -gt 0 ]; do
 	--out) DOCS=$2; shift ;;
 	--no-install) INSTALL=0 ;;
 	--no-build) BUILD=0 ;;
+	--set) SETS+=("$2"); shift ;;
 	-h|--help) sed -n '2,40p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "run.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
 	esac
@@ -71,31 +76,51 @@ while [ $# -gt 0 ]; do
 done
 [ "$(id -u)" = 0 ] || { echo "run.sh: run as root (mounts, drop_caches, apt)" >&2; exit 2; }
 
-# Sizes.  Quick: aimed at 5 minutes, ~6-9 on a loaded 2-core machine (floor:
-# ~8 remounts per target and rclone's 5 s write-back delay on 6 write steps).
-# Full: aimed at 45 minutes with 3 runs on 2 cores (46 at load 10).  Shrunk from the peers' own sizes (BENCHMARKS.md says where): juicefs
-# bench's big files 4 x 1 GiB -> 4 x JB_BIG_MB; mountpoint-s3's 100 GiB
-# objects -> one SEQ_MB file; mdtest's tree on s3fs/rclone -> depth MD_Z_S3;
-# creates stop after MD_W s (mdtest's stonewall, -W); GeeseFS's set on
-# s3fs/rclone -> its first GS_FILES_S3 files in GS_DIRS_S3 directories (each
-# file is a PUT there: the whole set would take ~4 minutes per run on s3fs).
+# Sizes.  Quick: aimed at 5 minutes on 2 cores; a smoke test of every
+# workload, not a report: no O_DIRECT reads (SEQ_DIRECT=0), rclone's write-back
+# delay 1 s instead of its default 5 s (RCLONE_WB; it would wait 5 s on each of
+# ~12 write steps), tiny trees.  Full: aimed at 45 minutes with 3 runs on 2
+# cores.  Shrunk from the peers' own sizes (BENCHMARKS.md says where and which
+# were checked for stability): juicefs bench's big files 4 x 1 GiB -> 4 x
+# JB_BIG_MB; mountpoint-s3's 100 GiB objects -> one SEQ_MB file; mdtest's tree
+# on s3fs/rclone -> depth MD_Z_S3 (depth 2 was tried in 2026-12-01's check and
+# moved rclone's rates by 15-58%: kept at 3); creates stop after MD_W s
+# (mdtest's stonewall, -W); GeeseFS's set on s3fs/rclone -> its first
+# GS_FILES_S3 files in GS_DIRS_S3 directories (each file is a PUT there; 1600
+# -> 800 moved s3fs's and rclone's files/s by 10-14%, within the run-to-run
+# spread: checked 2026-12-01, 3 runs each).
 if [ "$QUICK" = 1 ]; then
-	SEQ_MB=64 JB_BIG_MB=16 MP_S=30 JB_SMALL_N=10 RAND_MB=32 RAND_S=2 FSYNC_S=2
-	MD_Z=3 MD_Z_S3=2 MD_W=1 GS_FILES=400 GS_DIRS=64 GS_FILES_S3=200 GS_DIRS_S3=32
+	SEQ_MB=64 JB_BIG_MB=16 MP_S=30 JB_SMALL_N=10 RAND_MB=32 RAND_S=2 FSYNC_S=2 SEQ_DIRECT=0
+	MD_Z=3 MD_Z_S3=1 MD_W=1 GS_FILES=400 GS_DIRS=64 GS_FILES_S3=100 GS_DIRS_S3=16
+	RCLONE_WB=1s S3_RB_GC=0
+	CP_MB=64 SBP_FILES=16 SBP_FILES_S3=2 SBP_IDLE_S=1 SBP_S=2 SBP_MB=256
 	DC_S=2 DC_MAX=1000 TREE_N=500 LIST_N=5000 LIST_N_S3=500 TAR_N=200 GIT_N=100
 	STEP_TIMEOUT=120 SETTLE_TIMEOUT=90
 	RAW_SPECS="4096:200:16 4096:100:1 1048576:48:16 8388608:16:8"
 	PROBE_SPECS="4096:50:1 8388608:8:8"
 	: "${RUNS:=1}"
 else
-	SEQ_MB=512 JB_BIG_MB=128 MP_S=30 JB_SMALL_N=100 RAND_MB=128 RAND_S=6 FSYNC_S=6
-	MD_Z=4 MD_Z_S3=3 MD_W=3 GS_FILES=6400 GS_DIRS=1024 GS_FILES_S3=1600 GS_DIRS_S3=256
+	SEQ_MB=512 JB_BIG_MB=128 MP_S=30 JB_SMALL_N=100 RAND_MB=128 RAND_S=6 FSYNC_S=6 SEQ_DIRECT=1
+	RCLONE_WB=
+	MD_Z=4 MD_Z_S3=3 MD_W=3 GS_FILES=6400 GS_DIRS=1024 GS_FILES_S3=800 GS_DIRS_S3=128
+	CP_MB=1024 SBP_FILES=64 SBP_FILES_S3=8 SBP_IDLE_S=2 SBP_S=4 SBP_MB=512
 	DC_S=3 DC_MAX=20000 TREE_N=10000 LIST_N=100000 LIST_N_S3=3000 TAR_N=1500 GIT_N=1000
 	STEP_TIMEOUT=300 SETTLE_TIMEOUT=300
 	RAW_SPECS="4096:1000:16 4096:300:1 1048576:256:16 8388608:64:8"
 	PROBE_SPECS="4096:100:1 1048576:48:16 8388608:16:8"
 	: "${RUNS:=3}"
 fi
+# The cp workload runs on these targets only (a 1 GiB copy costs ~30 s on each
+# S3 target per run; bindfs and memwalfs-local add little to what local and
+# memwalfs-s3 show).
+CP_TARGETS="memwalfs-s3 s3fs rclone local"
+# --set NAME=VALUE: override one size above (stability checks of a shrink).
+for kv in "${SETS[@]}"; do
+	case "${kv%%=*}" in
+	[A-Z_]*[A-Z0-9_]) printf -v "${kv%%=*}" "%s" "${kv#*=}"; echo "run.sh: size override $kv" >&2 ;;
+	*) echo "run.sh: bad --set $kv" >&2; exit 2 ;;
+	esac
+done
 
 RUNID="$(date +%m%d%H%M%S)-$$"
 WORK=$(mktemp -d "${BENCH_WORK:-/var/tmp}/memwalfs-bench.XXXXXX")
@@ -354,11 +379,15 @@ run_target() {
 			mkdir -p "$MNT/b$RUN"
 			"wl_$w" || say "  $t: $w ended early"
 		done
+		local t0=$SECONDS
 		target_umount "$t"
+		say "  $t: unmounted in $((SECONDS - t0)) s"
 	fi
 	if [ -n "${CUR_BKT:-}" ]; then
+		local t0=$SECONDS
 		rgw_flush_counts "$CUR_BKT"
 		s3_rb "$CUR_BKT"
+		say "  $t: requests counted, bucket deleted in $((SECONDS - t0)) s"
 		CUR_BKT=
 	fi
 	: >"$RGW_PENDING"
@@ -367,13 +396,14 @@ run_target() {
 }
 
 T_START=$SECONDS
+UPTIME_BEFORE=$(uptime)
 MODE=$([ $QUICK = 1 ] && echo quick || echo full)
 say "memwalfs benchmark: $MODE run, targets: $TARGETS; workloads: $WORKLOADS; runs: $RUNS"
 install_tools
 COMMIT="not built by run.sh (--no-build): $MEMWALFS"
 if [ "$BUILD" = 1 ]; then build_memwalfs || exit 1; fi
 start_server || exit 1
-for p in durable_creates mdtest_tree; do
+for p in durable_creates mdtest_tree stat_backpressure; do
 	cc -O2 -pthread -o "$BIN/$p" "$BENCH_DIR/$p.c" || exit 1
 done
 prepare_sources || exit 1
@@ -415,13 +445,15 @@ RUNS=$RUNS
 RAW_SPECS="$RAW_SPECS"
 PROBE_SPECS="$PROBE_SPECS"
 ELAPSED_S=$((SECONDS - T_START))
+UPTIME_BEFORE="$UPTIME_BEFORE"
+UPTIME_AFTER="$(uptime)"
 RUNS_S=$RUNS_S
 EOF
 GS_MB=$((GS_BYTES / 1048576)) GS_AVG=$((GS_BYTES / GS_FILES)) GS_AVG_S3=$((GS_BYTES_S3 / GS_FILES_S3))
 TREE_N=$TREE_FILES TREE_MB=$((TREE_BYTES / 1048576)) TAR_N=$TAR_FILES GIT_N=$GIT_FILES
 for k in SEQ_MB JB_BIG_MB MP_S JB_SMALL_N RAND_MB RAND_S FSYNC_S MD_Z MD_Z_S3 MD_W GS_FILES \
 	GS_DIRS GS_MB GS_AVG GS_FILES_S3 GS_DIRS_S3 GS_AVG_S3 DC_S DC_MAX TREE_N TREE_MB LIST_N \
-	LIST_N_S3 TAR_N GIT_N; do
+	LIST_N_S3 TAR_N GIT_N CP_MB CP_TARGETS SBP_FILES SBP_FILES_S3 SBP_IDLE_S SBP_S SBP_MB; do
 	echo "$k=${!k}"
 done >>"$OUT/meta.env"
 python3 "$BENCH_DIR/report.py" "$OUT" "$DOCS" || say "report.py failed"

@@ -97,6 +97,7 @@ target_mount() {
 			RCLONE_CONFIG_BENCH_FORCE_PATH_STYLE=true \
 			rclone mount "bench:$BKT" "$MNT" --config /dev/null \
 			--vfs-cache-mode writes --cache-dir "$WORK/$t/cache" \
+			${RCLONE_WB:+--vfs-write-back "$RCLONE_WB"} \
 			--log-level ERROR >>"$WORK/$t/fs.log" 2>&1 &
 		launched=$!
 		;;

@@ -6,9 +6,14 @@
 #   cpu_s        CPU seconds of the filesystem process during the step
 #   peak_mib     peak RSS of the filesystem process during the step (VmHWM
 #                after clear_refs)
-#   settle_s     s3fs and rclone only: seconds after the command returned until
-#                a listing of the bucket showed all the data (they acknowledge
-#                writes before uploading)
+#   settle_s     writing steps: seconds after the command returned until the
+#                data was durable: s3fs and rclone until a listing of the
+#                bucket showed all of it (they acknowledge writes before
+#                uploading), memwalfs the time of `memwalfs sync`
+#   growth_B     store growth during the step (STEP_GROWTH=1 steps)
+#   wbytes, rbytes, ops  bytes the step wrote or read and its calls, for the
+#                per-byte figures of report.py
+#   get_B        bytes RGW sent in answer to the step's object GETs
 #   req_*        requests the server received for the target's bucket, from
 #                RGW's access log (PUT GET LIST HEAD DELETE POST), counted when
 #                the target is done (rgw_flush_counts)
@@ -45,6 +50,8 @@ step() {
 	STEP_CPU0=$(proc_cpu "${FSPID:-0}")
 	[ -n "$FSPID" ] && proc_hwm_reset "$FSPID"
 	stats_snap >"$STEP_OUT.st0"
+	STEP_STORED0=
+	[ "${STEP_GROWTH:-0}" = 1 ] && STEP_STORED0=$(target_stored)
 	local t0
 	t0=$(now)
 	timeout -k 10 "$STEP_TIMEOUT" "$@" >"$STEP_OUT" 2>&1
@@ -62,7 +69,9 @@ step() {
 # step_end [PREFIX OBJECTS BYTES]: after a step: wait until the server holds
 # the data (s3fs, rclone; when the listing of PREFIX must show OBJECTS/BYTES),
 # then record cpu_s, peak_mib, mw_* and (writing steps, the ones given
-# PREFIX...) stored_mib; note the step's slice of the RGW log for req_*.
+# PREFIX..., or run with STEP_GROWTH=1) stored_mib; with STEP_GROWTH=1 also
+# growth_B, the bytes the store grew by during the step; note the step's slice
+# of the RGW log for req_*.
 step_end() {
 	local s
 	if [ $# -eq 3 ] && [ -n "$BKT" ] && [ "$STEP_RC" = 0 ]; then
@@ -70,6 +79,18 @@ step_end() {
 			s=$(wait_settled "$BKT" "$1" "$2" "$3" "$SETTLE_TIMEOUT")
 			result "$TGT" "$STEP_W" settle_s "$s" s
 			[ "$s" = timeout ] || say "    server holds the data ${s}s after the command returned"
+			;;
+		esac
+	fi
+	# memwalfs commits what was not fsynced within its cadence: `memwalfs
+	# sync` waits until all of it is durable, so that the step's rate counts
+	# it (as for s3fs and rclone) and its store counters are complete.
+	if [ $# -eq 3 ] && [ "$STEP_RC" = 0 ]; then
+		case "$TGT" in memwalfs-*)
+			s=$(now)
+			timeout 120 "$MEMWALFS" sync "$MNT" >/dev/null 2>&1 ||
+				say "    memwalfs sync failed"
+			result "$TGT" "$STEP_W" settle_s "$(elapsed "$s")" s
 			;;
 		esac
 	fi
@@ -83,15 +104,29 @@ step_end() {
 	case "$TGT" in memwalfs-*)
 		stats_snap >"$STEP_OUT.st1"
 		awk 'NR == FNR { a[$1] = $2; next }
-			tolower($1) ~ /put|get|list|del|head|req|byte|commit|fsync/ {
+			tolower($1) ~ /put|get|list|del|head|req|byte|commit|fsync|backpressure|wait/ {
 				printf "%s %s\n", $1, $2 - a[$1] }' \
 			"$STEP_OUT.st0" "$STEP_OUT.st1" |
 			while read -r s c; do result "$TGT" "$STEP_W" "mw_$s" "$c" count; done
 		;;
 	esac
-	[ $# -eq 3 ] && result "$TGT" "$STEP_W" stored_mib \
-		"$(target_stored | awk '{ printf "%.1f", $1 / 1048576 }')" MiB
+	if [ $# -eq 3 ] || [ -n "$STEP_STORED0" ]; then
+		s=$(target_stored)
+		result "$TGT" "$STEP_W" stored_mib "$(awk -v b="$s" 'BEGIN { printf "%.1f", b / 1048576 }')" MiB
+		# Store growth: what the step added to the bucket or backing directory
+		# (before any garbage collection), in bytes.
+		[ -n "$STEP_STORED0" ] && result "$TGT" "$STEP_W" growth_B $((s - STEP_STORED0)) B
+	fi
+	STEP_STORED0=
 	return 0
+}
+
+# untimed_rm DIR: clean up after a workload (not measured).  On s3fs and
+# rclone every file is a DELETE request (seconds for a few thousand files),
+# and their bucket goes at the end of the target: the files stay there.
+untimed_rm() {
+	case "$TGT" in s3fs|rclone) return 0 ;; esac
+	rm -rf "$1"
 }
 
 # ------------------------------------------------------------------- fio
@@ -115,6 +150,10 @@ fio_rec() {
 	result "$TGT" "$w" MBps "$(jq ".jobs[0].$d.bw_bytes / 1e6 | . * 100 | round / 100" <<<"$js")" MB/s
 	result "$TGT" "$w" iops "$(jq ".jobs[0].$d.iops | round" <<<"$js")" ops/s
 	result "$TGT" "$w" io_MiB "$(jq ".jobs[0].$d.io_bytes / 1048576 | round" <<<"$js")" MiB
+	# Exact bytes and calls, for the per-byte store figures of report.py.
+	result "$TGT" "$w" "$([ "$d" = read ] && echo rbytes || echo wbytes)" \
+		"$(jq ".jobs[0].$d.io_bytes" <<<"$js")" B
+	result "$TGT" "$w" ops "$(jq ".jobs[0].$d.total_ios" <<<"$js")" calls
 	for v in 50 99; do
 		result "$TGT" "$w" "p${v}_ms" "$(jq ".jobs[0].$d.clat_ns.percentile[\"$v.000000\"] // 0 | . / 1e6" <<<"$js")" ms
 	done
@@ -153,11 +192,11 @@ wl_seq() {
 	local d="$MNT/b$RUN/seq" big=$((JB_BIG_MB * 1048576)) one=$((SEQ_MB * 1048576))
 	local rd="--rw=read --bs=256k --runtime=$MP_S"
 	mkdir -p "$d/jb" "$d/mp"
-	fio_step jb-write-big write --name=big --directory="$d/jb" --rw=write --bs=1M \
+	STEP_GROWTH=1 fio_step jb-write-big write --name=big --directory="$d/jb" --rw=write --bs=1M \
 		--size="${JB_BIG_MB}M" --numjobs=4 --create_on_open=1 --fsync_on_close=1
 	wall_rate jb-write-big $((4 * big))
 	step_end "b$RUN/seq/jb/" 4 $((4 * big))
-	fio_step mp-write write --name=seq --directory="$d/mp" --rw=write --bs=256k \
+	STEP_GROWTH=1 fio_step mp-write write --name=seq --directory="$d/mp" --rw=write --bs=256k \
 		--size="${SEQ_MB}M" --runtime="$MP_S" --create_on_open=1 --fsync_on_close=1
 	wall_rate mp-write "$one"
 	step_end "b$RUN/seq/mp/" 1 "$one"
@@ -176,6 +215,8 @@ wl_seq() {
 	target_remount "$TGT" || return 1
 	fio_step mp-read-4t read --name=big --directory="$d/jb" $rd --size="${JB_BIG_MB}M" --numjobs=4
 	step_end
+	# --quick leaves out the O_DIRECT reads (two remounts per target).
+	[ "$SEQ_DIRECT" = 1 ] || { untimed_rm "$d"; return 0; }
 	target_remount "$TGT" || return 1
 	fio_step mp-read-direct read --name=seq --directory="$d/mp" $rd --size="${SEQ_MB}M" --direct=1
 	step_end
@@ -183,7 +224,7 @@ wl_seq() {
 	fio_step mp-read-4t-direct read --name=big --directory="$d/jb" $rd --size="${JB_BIG_MB}M" \
 		--numjobs=4 --direct=1
 	step_end
-	rm -rf "$d"
+	untimed_rm "$d"
 }
 
 # kv_rec WORKLOAD KEY=UNIT...: record the listed key=value figures of the
@@ -209,9 +250,20 @@ wl_jbsmall() {
 		[ "$op" = read ] && { target_remount "$TGT" || return 1; }
 		step "jb-$op-small" python3 "$BENCH_DIR/smallfiles.py" "$op" "$d" 4 "$JB_SMALL_N" 131072
 		kv_rec "jb-$op-small" files_per_s=files/s MBps=MB/s p50_ms=ms p99_ms=ms
-		if [ "$op" = write ]; then step_end "b$RUN/jbs/" "$n" $((n * 131072)); else step_end; fi
+		case $op in
+		write)
+			result "$TGT" "jb-$op-small" wbytes $((n * 131072)) B
+			step_end "b$RUN/jbs/" "$n" $((n * 131072))
+			;;
+		read)
+			result "$TGT" "jb-$op-small" rbytes $((n * 131072)) B
+			result "$TGT" "jb-$op-small" ops "$n" files
+			step_end
+			;;
+		*) step_end ;;
+		esac
 	done
-	rm -rf "$d"
+	untimed_rm "$d"
 }
 
 # wl_rand: random 4 KiB reads (after a remount: cold start, then whatever each
@@ -227,13 +279,13 @@ wl_rand() {
 	fio_step randread-4k read --name=rr --filename="$d/r.dat" --rw=randread --bs=4k \
 		--size="${RAND_MB}M" --time_based --runtime="$RAND_S" --randrepeat=0
 	step_end
-	fio_step randwrite-4k write --name=rw --filename="$d/r.dat" --rw=randwrite --bs=4k \
+	STEP_GROWTH=1 fio_step randwrite-4k write --name=rw --filename="$d/r.dat" --rw=randwrite --bs=4k \
 		--size="${RAND_MB}M" --time_based --runtime="$RAND_S" --end_fsync=1 --randrepeat=0
 	step_end
-	fio_step fsync-4k sync --name=fs --filename="$d/f/fsync.dat" --rw=write --bs=4k --size=64M \
+	STEP_GROWTH=1 fio_step fsync-4k sync --name=fs --filename="$d/f/fsync.dat" --rw=write --bs=4k --size=64M \
 		--fsync=1 --runtime="$FSYNC_S"
 	step_end
-	rm -rf "$d"
+	untimed_rm "$d"
 }
 
 # ------------------------------------------------------------ metadata
@@ -255,7 +307,7 @@ wl_md() {
 		[ "${errs#errors=}" = 0 ] || result "$TGT" "md-${ph#phase=}-${procs#procs=}" failed "${errs#errors=}" calls
 	done < <(grep '^phase=' "$STEP_OUT")
 	step_end
-	rm -rf "$d"
+	untimed_rm "$d"
 }
 
 # --------------------------------------------------- GeeseFS small files
@@ -270,6 +322,7 @@ wl_gs() {
 	case "$TGT" in s3fs|rclone) src="$SRC/gs-s3" n=$GS_FILES_S3 bytes=$GS_BYTES_S3 dirs=$GS_DIRS_S3 ;; esac
 	result "$TGT" gs-cp entries "$n" files
 	step gs-cp cp -r "$src" "$d"
+	result "$TGT" gs-cp wbytes "$bytes" B
 	result "$TGT" gs-cp files_s "$(awk -v n="$n" -v t="$STEP_WALL" 'BEGIN { printf "%.1f", n / t }')" files/s
 	step_end "b$RUN/gs/" "$n" "$bytes"
 	step gs-ls-lR bash -c 'ls -lR "$1" >/dev/null' _ "$d"
@@ -303,12 +356,70 @@ wl_dcreate() {
 	for w in 1 32; do
 		d="$MNT/b$RUN/dc$w"
 		mkdir -p "$d"
-		step "dcreate-$w" "$BIN/durable_creates" "$d" "$w" "$DC_S" "$DC_MAX"
+		STEP_GROWTH=1 step "dcreate-$w" "$BIN/durable_creates" "$d" "$w" "$DC_S" "$DC_MAX"
 		kv_rec "dcreate-$w" files_per_s=files/s p50_ms=ms p99_ms=ms max_ms=ms
 		n=$(grep -o '^files=[0-9]*' "$STEP_OUT" | cut -d= -f2)
+		result "$TGT" "dcreate-$w" wbytes $((${n:-0} * 4096)) B
 		step_end "b$RUN/dc$w/" "${n:-0}" "$((${n:-0} * 4096))"
-		rm -rf "$d"
+		untimed_rm "$d"
 	done
+}
+
+# ------------------------------------------------------- cp of a big file
+
+# wl_cp: cp of a CP_MB file inside the mount (issue 13's target: a 1 GiB copy
+# in an S3 mount under 1 s and under 1 MiB uploaded, which needs copies that
+# share data).  The source is written first (cp-prepare, fsync at the end),
+# the mount is remounted (the source is cold, as a file written earlier), then
+# cp-1g: `cp SRC DST && sync DST` (coreutils cp uses copy_file_range where
+# the filesystem has it; sync DST fsyncs the copy), timed until the copy is
+# durable (for rclone: until the server holds it).  Records the store's growth
+# (growth_B) and, for memwalfs, the bytes it sent to its store.  Runs on the
+# targets in CP_TARGETS only (the S3 ones and the local disk by default).
+wl_cp() {
+	local d="$MNT/b$RUN/cp" n=$((CP_MB * 1048576))
+	case " $CP_TARGETS " in *" $TGT "*) ;; *) return 0 ;; esac
+	mkdir -p "$d"
+	fio_step cp-prepare write --name=cp --filename="$d/src.dat" --rw=write --bs=1M \
+		--size="${CP_MB}M" --end_fsync=1
+	step_end "b$RUN/cp/" 1 "$n"
+	target_remount "$TGT" || return 1
+	STEP_GROWTH=1 step cp-1g bash -c 'cp "$1" "$2" && sync "$2"' _ "$d/src.dat" "$d/dst.dat"
+	result "$TGT" cp-1g wbytes "$n" B
+	wall_rate cp-1g "$n"
+	[ "$(stat -c %s "$d/dst.dat" 2>/dev/null)" = "$n" ] || { result "$TGT" cp-1g failed 1 size; say "    copy has the wrong size"; }
+	step_end "b$RUN/cp/" 2 $((2 * n))
+	untimed_rm "$d"
+}
+
+# ---------------------------------------------- stat under a busy writer
+
+# wl_statbp: issue 13's "32 threads stat-ing files of a cold S3 mount while
+# another thread writes under backpressure: stat p99"
+# (tools/bench/stat_backpressure.c).  32 directories of SBP_FILES files each
+# (SBP_FILES_S3 on s3fs and rclone, where each is a PUT), then, each on a fresh
+# mount: statbp-idle (32 threads stat each file once, the cold pass, then
+# force getattrs for SBP_IDLE_S s; no writer) and statbp-write (the same while
+# one thread writes up to SBP_MB MiB in 1 MiB writes for SBP_S s, no fsync).
+wl_statbp() {
+	local d="$MNT/b$RUN/sbp" f=$SBP_FILES w
+	case "$TGT" in s3fs|rclone) f=$SBP_FILES_S3 ;; esac
+	mkdir -p "$d"
+	step statbp-prepare "$BIN/stat_backpressure" prepare "$d" 32 "$f"
+	step_end "b$RUN/sbp/" $((32 * f)) 0
+	for w in idle write; do
+		target_remount "$TGT" || return 1
+		if [ $w = idle ]; then
+			step statbp-idle "$BIN/stat_backpressure" run "$d" 32 "$f" "$SBP_IDLE_S" 0
+		else
+			step statbp-write "$BIN/stat_backpressure" run "$d" 32 "$f" "$SBP_S" "$SBP_MB"
+		fi
+		kv_rec "statbp-$w" files=files cold_p50_ms=ms cold_p99_ms=ms cold_max_ms=ms \
+			hot_n=calls hot_p50_ms=ms hot_p99_ms=ms hot_max_ms=ms write_MBps=MB/s \
+			write_max_ms=ms write_MiB=MiB
+		step_end
+	done
+	untimed_rm "$d"
 }
 
 # ---------------------------------------------------------------- listing

@@ -1,0 +1,116 @@
+/*
+ * snapshot.c - "memwalfs snapshot": named, pinned states of a store
+ * (docs/SNAPSHOTS.md; the engine's part is engine/snapshot.c).
+ *
+ *   memwalfs snapshot create [opts] STORE NAME   pin the current durable state
+ *   memwalfs snapshot list   [opts] STORE        name, manifest, WAL range, time
+ *   memwalfs snapshot delete [opts] STORE NAME   unpin (GC frees what it kept)
+ *
+ * Any machine, mounted or not: a snapshot is one object written beside the
+ * writer's, and the writer's GC honours it.  "memwalfs mount --snapshot NAME
+ * STORE MNT" mounts one read-only.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "commands.h"
+#include "engine.h"
+#include "storeopt.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+	        "usage: memwalfs snapshot create|list|delete [options] STORE [NAME]\n"
+	        "  create STORE NAME   pin the current durable state of STORE as NAME (any\n"
+	        "                      machine, while mounted too; NAME: letters, digits,\n"
+	        "                      '.', '_', '-', at most 100, not starting with '.')\n"
+	        "  list STORE          the snapshots: name, manifest version, WAL range, time\n"
+	        "  delete STORE NAME   remove NAME; the writer's GC frees what only it kept\n"
+	        "Mount one with: memwalfs mount --snapshot NAME STORE MOUNTPOINT (read-only).\n");
+	storeopt_usage(f);
+}
+
+static int print_snap(void *arg, const struct engine_snapshot *s)
+{
+	char when[64] = "?";
+	time_t t = (time_t)s->created;
+	struct tm tm;
+
+	(void)arg;
+	if (gmtime_r(&t, &tm))
+		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	printf("%s manifest %" PRIu64 " epoch %" PRIu64 " wal %" PRIu64 "..%" PRIu64 " %s\n",
+	       s->name, s->manifest, s->epoch, s->wal_from, s->wal_end, when);
+	return 0;
+}
+
+int cmd_snapshot(int argc, char **argv)
+{
+	struct s3_opts o;
+	struct store *st = NULL;
+	const char *pos[3];
+	int npos = 0, rc;
+
+	s3_opts_default(&o);
+	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+		usage(argc < 2 ? stderr : stdout);
+		return argc < 2 ? 2 : 0;
+	}
+	const char *sub = argv[1];
+	bool create = !strcmp(sub, "create"), del = !strcmp(sub, "delete"),
+	     list = !strcmp(sub, "list");
+	if (!create && !del && !list) {
+		fprintf(stderr, "memwalfs snapshot: unknown subcommand %s (create, list, delete)\n",
+		        sub);
+		return 2;
+	}
+	for (int i = 2; i < argc;) {
+		int r = storeopt_parse(&o, argc, argv, &i);
+		if (r < 0)
+			return 2;
+		if (r > 0)
+			continue;
+		if ((argv[i][0] == '-' && argv[i][1]) || npos == 3) {
+			fprintf(stderr,
+			        "memwalfs snapshot: unexpected %s (memwalfs snapshot --help)\n",
+			        argv[i]);
+			return 2;
+		}
+		pos[npos++] = argv[i++];
+	}
+	if (npos != (list ? 1 : 2)) {
+		usage(stderr);
+		return 2;
+	}
+	rc = store_open_url_flags(pos[0], &o, list ? STORE_OPEN_READ_ONLY : STORE_OPEN_EXISTING,
+	                          &st);
+	if (rc) {
+		fprintf(stderr, "memwalfs snapshot: cannot open store %s: %s\n", pos[0],
+		        storeopt_strerror(rc));
+		return 1;
+	}
+	if (create) {
+		struct engine_snapshot s;
+		rc = engine_snapshot_create(st, pos[1], &s);
+		if (rc == 0)
+			print_snap(NULL, &s);
+	} else if (del) {
+		rc = engine_snapshot_delete(st, pos[1]);
+	} else {
+		rc = engine_snapshot_list(st, print_snap, NULL);
+	}
+	store_close(st);
+	if (rc) {
+		const char *why = rc == -EEXIST   ? "a snapshot of that name exists"
+		                  : rc == -EINVAL ? "not a valid snapshot name"
+		                  : rc == -ENOENT ? (create ? "the store holds no filesystem yet"
+		                                            : "no such snapshot")
+		                                  : strerror(-rc);
+		fprintf(stderr, "memwalfs snapshot %s: %s\n", sub, why);
+		return 1;
+	}
+	return 0;
+}
