@@ -191,7 +191,8 @@ static int replay_apply(struct engine *e, struct replay *r, const char *name,
 		else
 			e->stats.puts++;
 		ops++;
-		if (memtable_bytes(e->mem) >= e->o.memtable_max_bytes) {
+		/* a follower freezes between entries only (replay_entry()): see follow.c */
+		if (!e->o.follow && memtable_bytes(e->mem) >= e->o.memtable_max_bytes) {
 			if (!shared)
 				mw_mutex_lock(&e->mu);
 			rc = writer_freeze_locked(e);
@@ -253,6 +254,22 @@ int replay_entry(struct engine *e, struct replay *r, uint64_t pos, const void *b
 	if (!(info.flags & WAL_FLAG_FENCE))
 		rc = replay_apply(e, r, name, &info, body, blen);
 	e->next_pos = pos + 1;
+	/*
+	 * A follower freezes at entry boundaries, at the writer's thresholds, so that each of
+	 * its frozen MemTables holds whole entries below its wal_end: a manifest covering
+	 * wal_end covers all of it (follow.c drops it then).
+	 */
+	if (rc == 0 && e->o.follow && memtable_count(e->mem) > 0 &&
+	    (memtable_bytes(e->mem) >= e->o.memtable_max_bytes ||
+	     e->next_pos - e->freeze_pos >= ENGINE_REPLAY_MAX_ENTRIES)) {
+		if (!r->locked)
+			mw_mutex_lock(&e->mu);
+		int frc = writer_freeze_locked(e);
+		if (!r->locked)
+			mw_mutex_unlock(&e->mu);
+		if (frc)
+			log_warn("engine: follower: MemTable freeze failed: %s", strerror(-frc));
+	}
 	return rc;
 }
 
@@ -495,6 +512,7 @@ int engine_open(struct store *st, const struct engine_opts *o, struct engine **o
 	rc = flusher_open_ssts(e);
 	if (rc)
 		goto fail;
+	e->freeze_pos = e->man.wal_covered; /* a follower's replay counts entries from here */
 	rc = replay_wal(e, &r, &tip);
 	if (rc)
 		goto fail;
@@ -598,11 +616,6 @@ void engine_get_stats(struct engine *e, struct engine_stats *out)
 		out->blob_cache_hits = cs.hits;
 		out->blob_cache_misses = cs.misses;
 	}
-}
-
-void engine_get_commit_latency(struct engine *e, struct mw_hist_snap *out)
-{
-	mw_hist_read(&e->commit_hist, out);
 }
 
 /* snprintf at buf+n (nothing when full); returns the length wanted. */

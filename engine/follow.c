@@ -420,16 +420,8 @@ static int apply_one(struct engine *e, struct follow *f, uint64_t pos, bool skip
 		e->durable_upto = e->next_pos;
 		e->follow_max_epoch = f->r.max_epoch;
 		e->stats.follow_entries++;
-		/* publish the whole entry at once */
+		/* publish the whole entry at once (replay_entry() froze at its end if due) */
 		atomic_store_explicit(&e->visible_seq, e->next_seq - 1, memory_order_release);
-		/* freeze at entry boundaries, at the writer's thresholds */
-		if (memtable_count(e->mem) > 0 &&
-		    (memtable_bytes(e->mem) >= e->o.memtable_max_bytes ||
-		     e->next_pos - e->freeze_pos >= ENGINE_REPLAY_MAX_ENTRIES)) {
-			int frc = writer_freeze_locked(e);
-			if (frc)
-				log_warn("follow: MemTable freeze failed: %s", strerror(-frc));
-		}
 	}
 	mw_mutex_unlock(&e->mu);
 out:
