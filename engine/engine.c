@@ -112,13 +112,7 @@ static void opts_resolve(struct engine_opts *o)
 /* Replay                                                              */
 /* ------------------------------------------------------------------ */
 
-/* Positions listed under wal/. */
-struct poslist {
-	uint64_t *v; /* ascending */
-	size_t n, cap;
-};
-
-static int list_wal(void *arg, const char *key, uint64_t size)
+int replay_list_wal(void *arg, const char *key, uint64_t size)
 {
 	struct poslist *pl = arg;
 	uint64_t pos;
@@ -301,7 +295,7 @@ static int replay_wal(struct engine *e, struct replay *r, uint64_t *tip)
 	r->next = e->man.wal_covered;
 	if (r->next > 0)
 		fmt_wal_name(after, r->next - 1);
-	rc = store_list(e->st, FMT_WAL_PREFIX, r->next ? after : NULL, 0, list_wal, &pl);
+	rc = store_list(e->st, FMT_WAL_PREFIX, r->next ? after : NULL, 0, replay_list_wal, &pl);
 	if (rc) {
 		log_err("engine: list %s failed: %s", FMT_WAL_PREFIX, strerror(-rc));
 		goto out;
@@ -616,6 +610,11 @@ void engine_get_stats(struct engine *e, struct engine_stats *out)
 		out->blob_cache_hits = cs.hits;
 		out->blob_cache_misses = cs.misses;
 	}
+}
+
+void engine_get_commit_latency(struct engine *e, struct mw_hist_snap *out)
+{
+	mw_hist_read(&e->commit_hist, out);
 }
 
 /* snprintf at buf+n (nothing when full); returns the length wanted. */

@@ -138,6 +138,13 @@ struct replay {
 	bool locked;         /* the caller holds e->mu (the follower, readers running) */
 };
 
+/* Positions listed under wal/ (engine.c replay_list_wal(), a store_list_fn). */
+struct poslist {
+	uint64_t *v; /* ascending */
+	size_t n, cap;
+};
+int replay_list_wal(void *arg, const char *key, uint64_t size);
+
 /*
  * engine.c: read wal/<pos> into *buf (malloc()ed) / decode and apply it (in
  * order, the replay rules of docs/WAL.md) into e->mem.  replay_entry() is called by

@@ -135,8 +135,7 @@ static int install_locked(struct engine *e, struct sst_reader *r, struct manifes
 	return 0;
 }
 
-/* Readers for every SSTable of m, reusing the open ones (flusher thread only). */
-static int readers_for(struct engine *e, const struct manifest *m, struct sst_reader ***out)
+int flusher_readers_for(struct engine *e, const struct manifest *m, struct sst_reader ***out)
 {
 	struct sst_reader **v = calloc(m->nssts ? m->nssts : 1, sizeof(*v));
 	int rc = 0;
@@ -203,7 +202,7 @@ static void compact_some_locked(struct engine *e, bool force)
 			rc = compact_commit(e->st, e->conditional, &e->man, j, &next);
 		else
 			compact_job_discard(e->st, j);
-		if (rc == 0 && (rc = readers_for(e, &next, &v)) != 0) {
+		if (rc == 0 && (rc = flusher_readers_for(e, &next, &v)) != 0) {
 			log_err("compact: manifest %" PRIu64 " committed but its tables cannot be "
 			        "opened (%s); writer stops",
 			        next.version, strerror(-rc));

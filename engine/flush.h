@@ -40,4 +40,14 @@ void flusher_stop(struct engine *e);
 /* Open readers for every SSTable of e->man (at open, before any thread). */
 int flusher_open_ssts(struct engine *e);
 
+/*
+ * Readers for every SSTable of m, reusing the open ones of e->ssts (each with a reference
+ * of its own) and opening the others: *out is a malloc()ed array of m->nssts.  Called by
+ * the one thread that changes e->ssts (the flusher; a follower's thread), which reads it
+ * without mem_mu.  -ENOMEM, or the error of an open (logged).
+ */
+struct manifest;
+struct sst_reader;
+int flusher_readers_for(struct engine *e, const struct manifest *m, struct sst_reader ***out);
+
 #endif /* MEMWALFS_FLUSH_H */

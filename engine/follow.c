@@ -99,32 +99,6 @@ struct follow {
 	uint64_t listed_end;     /* one past the highest position listed last */
 };
 
-/* Positions listed under wal/ (ascending). */
-struct poslist {
-	uint64_t *v;
-	size_t n, cap;
-};
-
-static int list_pos(void *arg, const char *key, uint64_t size)
-{
-	struct poslist *pl = arg;
-	uint64_t pos;
-
-	(void)size;
-	if (fmt_parse_wal_name(key, &pos) != 0)
-		return 0;
-	if (pl->n == pl->cap) {
-		size_t cap = pl->cap ? 2 * pl->cap : 64;
-		uint64_t *v = realloc(pl->v, cap * sizeof(*v));
-		if (!v)
-			return -ENOMEM;
-		pl->v = v;
-		pl->cap = cap;
-	}
-	pl->v[pl->n++] = pos;
-	return 0;
-}
-
 static int list_max_manifest(void *arg, const char *key, uint64_t size)
 {
 	uint64_t *max = arg, v;
@@ -200,45 +174,6 @@ static void notify(struct engine *e, struct follow *f, bool all)
 /* Installing a manifest                                               */
 /* ------------------------------------------------------------------ */
 
-/* Readers for every table of m, reusing ours by name (follower thread only). */
-static int readers_for(struct engine *e, const struct manifest *m, struct sst_reader ***out)
-{
-	struct sst_reader_opts ro = {.counters = &e->sst_counters, .cache = e->block_cache};
-	struct sst_reader **v = calloc(m->nssts ? m->nssts : 1, sizeof(*v));
-	int rc = 0;
-
-	if (!v)
-		return -ENOMEM;
-	for (size_t i = 0; i < m->nssts && rc == 0; i++) {
-		for (size_t j = 0; j < e->nssts && !v[i]; j++) {
-			if (strcmp(sst_reader_key(e->ssts[j]), m->ssts[i].name) == 0) {
-				v[i] = e->ssts[j];
-				sst_reader_ref(v[i]);
-			}
-		}
-		if (!v[i]) {
-			rc = sst_reader_open(e->st, m->ssts[i].name, m->ssts[i].size, &ro, &v[i]);
-			if (rc)
-				log_err("follow: cannot open SSTable %s of manifest %" PRIu64
-				        ": %s",
-				        m->ssts[i].name, m->version, strerror(-rc));
-		}
-	}
-	if (rc) {
-		for (size_t i = 0; i < m->nssts; i++)
-			sst_reader_unref(v[i]);
-		free(v);
-		return rc;
-	}
-	*out = v;
-	return 0;
-}
-
-/*
- * Make m (consumed on success) the manifest in use: its tables replace ours and the
- * MemTables it covers go.  reset: drop every MemTable and replay from m's wal_covered.
- * *all: the state seen may have changed in any key (a jump or a reset).
- */
 static int probe_wal(struct engine *e, struct follow *f, uint64_t *applied);
 
 static int install(struct engine *e, struct follow *f, struct manifest *m, bool reset, bool *all)
@@ -246,7 +181,7 @@ static int install(struct engine *e, struct follow *f, struct manifest *m, bool 
 	struct sst_reader **v = NULL, **oldv;
 	struct memtable **drop, *fresh = NULL;
 	size_t ndrop = 0, oldn;
-	int rc = readers_for(e, m, &v);
+	int rc = flusher_readers_for(e, m, &v);
 
 	*all = false;
 	if (rc)
@@ -466,7 +401,7 @@ static int probe_wal(struct engine *e, struct follow *f, uint64_t *applied)
 		if (next > 0)
 			fmt_wal_name(after, next - 1);
 		rc = store_list(e->st, FMT_WAL_PREFIX, next ? after : NULL, FOLLOW_LIST_MAX,
-		                list_pos, &pl);
+		                replay_list_wal, &pl);
 		if (rc) {
 			log_err("follow: listing %s failed: %s", FMT_WAL_PREFIX, strerror(-rc));
 			break;

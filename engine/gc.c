@@ -527,6 +527,26 @@ static int load_kept(struct pass *ps, uint64_t latest)
 	return 0;
 }
 
+/* Count m's tables as live and their packs as referenced (with their bytes when live). */
+static int add_tables(struct pass *ps, const struct manifest *m, bool live)
+{
+	for (size_t s = 0; s < m->nssts; s++) {
+		struct sst_refs *r;
+		int rc;
+
+		ps->live_ssts[ps->nlive_ssts++] = m->ssts[s].name; /* borrowed */
+		rc = get_refs(ps->g, &m->ssts[s], &r);
+		if (rc)
+			return rc;
+		for (size_t k = 0; k < r->n; k++) {
+			rc = prefs_add(&ps->refs, &r->packs[k], live ? r->bytes[k] : 0);
+			if (rc)
+				return rc;
+		}
+	}
+	return 0;
+}
+
 /* Collect live tables and pack references of the kept manifests. */
 static int collect_refs(struct pass *ps)
 {
@@ -542,42 +562,16 @@ static int collect_refs(struct pass *ps)
 		return -ENOMEM;
 	ps->floor = ps->o->protect_wal_from;
 	for (size_t i = 0; i < ps->nkept; i++) {
-		const struct manifest *m = &ps->kept[i];
-
-		if (m->wal_covered < ps->floor)
-			ps->floor = m->wal_covered;
-		for (size_t s = 0; s < m->nssts; s++) {
-			struct sst_refs *r;
-
-			ps->live_ssts[ps->nlive_ssts++] = m->ssts[s].name; /* borrowed */
-			rc = get_refs(ps->g, &m->ssts[s], &r);
-			if (rc)
-				return rc;
-			for (size_t k = 0; k < r->n; k++) {
-				rc = prefs_add(&ps->refs, &r->packs[k], i == 0 ? r->bytes[k] : 0);
-				if (rc)
-					return rc;
-			}
-		}
+		if (ps->kept[i].wal_covered < ps->floor)
+			ps->floor = ps->kept[i].wal_covered;
+		/* live bytes count for the newest manifest only */
+		if ((rc = add_tables(ps, &ps->kept[i], i == 0)))
+			return rc;
 	}
 	/* tables of manifests only snapshots pin: live, but no part of the newest state */
-	for (size_t i = 0; i < ps->npinned; i++) {
-		const struct manifest *m = &ps->pinned[i];
-
-		for (size_t s = 0; s < m->nssts; s++) {
-			struct sst_refs *r;
-
-			ps->live_ssts[ps->nlive_ssts++] = m->ssts[s].name; /* borrowed */
-			rc = get_refs(ps->g, &m->ssts[s], &r);
-			if (rc)
-				return rc;
-			for (size_t k = 0; k < r->n; k++) {
-				rc = prefs_add(&ps->refs, &r->packs[k], 0);
-				if (rc)
-					return rc;
-			}
-		}
-	}
+	for (size_t i = 0; i < ps->npinned; i++)
+		if ((rc = add_tables(ps, &ps->pinned[i], false)))
+			return rc;
 	for (size_t i = 0; i < ps->o->nlive_packs; i++) {
 		rc = prefs_add(&ps->refs, &ps->o->live_packs[i], 0);
 		if (rc)

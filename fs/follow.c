@@ -3,8 +3,9 @@
  * what the follower applied is taken out of the caches, ours and the kernel's.
  *
  * The engine's follower thread hands every key it applied to follow_keys()
- * (engine_follow_set_fn), which only queues them.  This file's own thread
- * takes the queue and
+ * (engine_follow_set_fn), which refreshes the inode records among them at once
+ * (step 1 below, so that the table's sizes follow the engine's data as closely as
+ * they can) and queues them all.  This file's own thread takes the queue and
  *
  *   1. refreshes, under fs->mu, every inode of the table whose record (or
  *      data) changed: the new record is read from the engine first (a
@@ -54,11 +55,21 @@ struct fsfollow {
 	uint64_t keys, inval_entries, inval_inodes, refreshed; /* counters [mu] */
 };
 
-/* The engine's follow callback: queue the keys (engine follower thread, no lock held). */
+static int refresh_inode(struct mwfs *fs, uint64_t ino);
+
+/*
+ * The engine's follow callback (engine follower thread, no lock held): refresh the
+ * inodes whose records changed at once, so that a read does not combine the size of the
+ * table with the new bytes for longer than it must, and queue every key for the thread,
+ * which tells the kernel.
+ */
 static void follow_keys(void *arg, const struct engine_key *keys, size_t n, bool all)
 {
 	struct fsfollow *ff = arg;
 
+	for (size_t i = 0; i < n && !all; i++)
+		if (keys[i].n == 9 && keys[i].p[0] == SCHEMA_TAG_INODE)
+			refresh_inode(ff->fs, schema_key_u64(keys[i].p, keys[i].n, 1));
 	pthread_mutex_lock(&ff->mu);
 	if (all)
 		ff->all = true;
@@ -171,8 +182,15 @@ static int refresh_inode(struct mwfs *fs, uint64_t ino)
 			         (unsigned long long)ino, vn);
 		}
 	} else if (ip && rc == -ENOENT) {
-		ip->gone = true; /* removed by the writer: fstat shows nlink 0 */
+		/*
+		 * Removed by the writer, which does not know that this mount still has it open
+		 * (its data goes with it): fstat shows nlink 0, and reads end at once rather
+		 * than returning zeros where the deleted bytes were.
+		 */
+		ip->gone = true;
 		ip->a.nlink = 0;
+		if (S_ISREG(ip->a.mode))
+			ip->a.size = ip->rec_size = 0;
 	}
 	mw_mutex_unlock(&fs->mu);
 	free(val);

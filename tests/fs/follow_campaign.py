@@ -161,30 +161,18 @@ class Campaign:
                 else:
                     op = "delete"
             p = os.path.join(w, "d%d" % d, fn)
-            t0 = time.time()
-            if op in ("create", "overwrite"):
-                with open(p, "wb") as f:
-                    f.write(data)
-            elif op == "append":
-                with open(p, "ab") as f:
-                    f.write(b"+%d" % serial)
+            if op == "append":
                 with open(p, "rb") as f:
-                    data = f.read()
-            elif op == "rename":
-                os.rename(p, os.path.join(w, "d%d" % d2, fn2))
-            else:
-                os.unlink(p)
-            t1 = time.time()
+                    data = f.read() + b"+%d" % serial
+            # the model first: a follower may show an operation before its syscall returns
+            # (a create is committed while its data is still being written)
             with self.lock:
                 i = len(self.ops)
-                self.ops.append((t0, t1))
                 if op == "create":
                     names[d].add(fn)
-                    self.made.setdefault((d, fn), []).append((i, t1))
                 elif op == "rename":
                     names[d].discard(fn)
                     names[d2].add(fn2)
-                    self.made.setdefault((d2, fn2), []).append((i, t1))
                     old = self.contents.get((d, fn), set())
                     self.contents.setdefault((d2, fn2), set()).update(old)
                     if d2 != d:
@@ -198,6 +186,24 @@ class Campaign:
                         c.add(EMPTY)  # open(O_CREAT|O_TRUNC) first: a state of its own
                     self.sizes.setdefault((d, fn), []).append(len(data))
                 self.dirhist[d].append((i, frozenset(names[d])))
+            t0 = time.time()
+            if op in ("create", "overwrite"):
+                with open(p, "wb") as f:
+                    f.write(data)
+            elif op == "append":
+                with open(p, "ab") as f:
+                    f.write(b"+%d" % serial)
+            elif op == "rename":
+                os.rename(p, os.path.join(w, "d%d" % d2, fn2))
+            else:
+                os.unlink(p)
+            t1 = time.time()
+            with self.lock:
+                self.ops.append((t0, t1))
+                if op == "create":
+                    self.made.setdefault((d, fn), []).append((i, t1))
+                elif op == "rename":
+                    self.made.setdefault((d2, fn2), []).append((i, t1))
             t_next += period
             dt = t_next - time.time()
             if dt > 0:
