@@ -78,7 +78,7 @@ s3_sum() {
 				z = $0; sub(/<\/Size>.*/, "", z); sub(/.*<Size>/, "", z)
 				if (k !~ /\/$/) { n++; by += z }
 			}
-			END { printf "%d %d\n", n, by }')
+			END { printf "%d %.0f\n", n, by }')
 		n=$((n + pn)); bytes=$((bytes + pb))
 		if printf '%s' "$page" | grep -q '<IsTruncated>true</IsTruncated>'; then
 			token=$(printf '%s' "$page" | sed -n 's/.*<NextContinuationToken>\([^<]*\)<\/NextContinuationToken>.*/\1/p')
