@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "engine_int.h"
+#include "format.h"
 #include "wal.h"
 
 int engine_batch_new(struct engine_batch **out)
@@ -33,6 +34,42 @@ int engine_batch_put(struct engine_batch *b, const void *key, size_t klen, const
 		return rc;
 	b->count++;
 	b->bytes += klen + vlen;
+	return 0;
+}
+
+int engine_batch_put_ref(struct engine_batch *b, const void *key, size_t klen,
+                         const struct engine_ref *r, uint64_t off, uint64_t len)
+{
+	uint8_t small[BLOB_DESC_FIXED + 8 * 32];
+	struct blob_desc d, s;
+	uint8_t *desc;
+	size_t dn;
+	int rc;
+
+	if (!b || !key || klen == 0 || !r)
+		return -EINVAL;
+	if (!r->blob) {
+		if (off > r->n || len > r->n - off)
+			return -EINVAL;
+		return engine_batch_put(b, key, klen, (const uint8_t *)r->p + off, (size_t)len);
+	}
+	if ((rc = blob_desc_decode(r->p, r->n, &d)))
+		return rc;
+	if (off > d.length || len > d.length - off)
+		return -EINVAL;
+	blob_desc_slice(&d, off, len, &s);
+	dn = blob_desc_size(&s);
+	desc = dn <= sizeof(small) ? small : malloc(dn);
+	if (!desc)
+		return -ENOMEM;
+	blob_desc_encode(desc, &s);
+	rc = wal_entry_add_op(&b->rep, KV_BLOB, key, klen, desc, dn);
+	if (desc != small)
+		free(desc);
+	if (rc)
+		return rc;
+	b->count++;
+	b->bytes += klen + dn;
 	return 0;
 }
 

@@ -1,19 +1,23 @@
 /*
  * blob.c - the blob read path: a KV_BLOB descriptor (format.h) to bytes.
  *
- * Order of sources: (1) the pack of the open or in-flight group, in memory
- * (a blob that is not durable yet is only there; reads never wait for a
- * commit); (2) the blob cache (cache.h, budget opts.cache_bytes), keyed by
- * (epoch, position, offset), which the committer fills with the blobs of
- * every pack it committed (entries that share the sealed pack's memory, so
- * that what this mount wrote is read back without the store, during an
- * outage too) and reads fill with what they fetched; (3) a ranged store_get of exactly the blob's
- * bytes from pack/<epoch>-<position>, verified against the descriptor's
- * checksum and then cached.  A missing pack or a checksum failure is
- * -EUCLEAN with a log line naming the pack.
+ * A descriptor names a range of a blob, and the blob is cut into blocks of
+ * BLOB_BLOCK_SIZE whose hashes the descriptor carries; reads work in those
+ * blocks.  Order of sources: (1) the pack of the open or in-flight group, in
+ * memory (a blob that is not durable yet is only there; reads never wait for
+ * a commit); (2) the blob cache (cache.h, budget opts.cache_bytes), one entry
+ * per block keyed by (epoch, position, object offset of the block), which the
+ * committer fills with the blocks of every pack it committed (entries that
+ * share the sealed pack's memory, so that what this mount wrote is read back
+ * without the store, during an outage too) and reads fill with what they
+ * fetched; (3) one ranged store_get per run of consecutive missing blocks,
+ * each block verified against its hash and then cached.  A read therefore
+ * fetches the blocks it touches, not the whole blob.  A missing pack or a
+ * checksum failure is -EUCLEAN with a log line naming the pack.
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -52,11 +56,12 @@ static int blob_val_read(const struct blob_val *bv, uint64_t off, void *buf, siz
 	return pack_read(bv->pack, bv->off + off, buf, n);
 }
 
-static void cache_key(uint8_t k[24], const struct blob_desc *d)
+/* Cache key of the block of d's blob that starts at blob offset boff. */
+static void cache_key(uint8_t k[24], const struct blob_desc *d, uint64_t boff)
 {
 	put_be64(k, d->epoch);
 	put_be64(k + 8, d->position);
-	put_be64(k + 16, d->offset);
+	put_be64(k + 16, d->offset + boff);
 }
 
 /* The pack of an open or in-flight group holding d, with a reference, or NULL. */
@@ -80,56 +85,141 @@ static struct pack *pending_pack(struct engine *e, const struct blob_desc *d)
 	return p;
 }
 
-/* Read the whole blob from the store, verified.  *out: malloc()ed blob_val. */
-static int load_from_store(struct engine *e, const struct blob_desc *d, struct blob_val **out)
+/* Bytes of block b of d's blob. */
+static size_t block_len(const struct blob_desc *d, uint64_t b)
+{
+	uint64_t off = b * BLOB_BLOCK_SIZE;
+
+	return d->blob_len - off < BLOB_BLOCK_SIZE ? (size_t)(d->blob_len - off) : BLOB_BLOCK_SIZE;
+}
+
+/*
+ * Fetch blocks [b0, b1] of d's blob with one ranged GET, check each against
+ * its hash, enter each in the cache, and copy the part of blob range
+ * [a, z) that they hold into dst (dst[0] is blob byte a; dst may be NULL).
+ */
+static int fetch_run(struct engine *e, const struct blob_desc *d, uint64_t b0, uint64_t b1,
+                     uint64_t a, uint64_t z, uint8_t *dst)
 {
 	char name[FMT_NAME_MAX];
-	struct blob_val *bv;
-	void *buf = NULL;
+	uint64_t from = b0 * BLOB_BLOCK_SIZE;
+	uint64_t to = b1 * BLOB_BLOCK_SIZE + block_len(d, b1);
+	uint8_t *buf = NULL;
 	size_t n = 0;
 	int rc;
 
 	fmt_pack_name(name, d->epoch, d->position);
-	if (d->length > SIZE_MAX - sizeof(*bv))
+	if (to - from > SIZE_MAX - sizeof(struct blob_val))
 		return -EUCLEAN;
-	rc = store_get(e->st, name, d->offset, d->length, &buf, &n);
+	rc = store_get(e->st, name, d->offset + from, (size_t)(to - from), (void **)&buf, &n);
 	if (rc == -ENOENT) {
 		log_err("blob: pack %s is missing (blob at %" PRIu64 "+%" PRIu64 ")", name,
-		        d->offset, d->length);
+		        d->offset, d->blob_len);
 		return -EUCLEAN;
 	}
 	if (rc) {
-		log_err("blob: get %s [%" PRIu64 "+%" PRIu64 "] failed: %s", name, d->offset,
-		        d->length, strerror(-rc));
+		log_err("blob: get %s [%" PRIu64 "+%" PRIu64 "] failed: %s", name, d->offset + from,
+		        to - from, strerror(-rc));
 		return rc;
 	}
-	if (n != d->length || fmt_hash(buf, n) != d->hash) {
-		log_err("blob: %s [%" PRIu64 "+%" PRIu64 "]: %s", name, d->offset, d->length,
-		        n != d->length ? "pack too short (truncated)" : "checksum mismatch");
+	atomic_fetch_add_explicit(&e->blob_fetches, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&e->blob_fetch_bytes, n, memory_order_relaxed);
+	if (n != to - from) {
+		log_err("blob: %s [%" PRIu64 "+%" PRIu64 "]: pack too short (truncated)", name,
+		        d->offset + from, to - from);
 		free(buf);
 		return -EUCLEAN;
 	}
-	bv = malloc(sizeof(*bv) + n);
-	if (!bv) {
+	uint64_t bad;
+	if (blob_desc_verify(d, from, buf, n, &bad)) {
+		log_err("blob: %s [%" PRIu64 "+%zu]: checksum mismatch", name, d->offset + bad,
+		        block_len(d, bad / BLOB_BLOCK_SIZE));
 		free(buf);
-		return -ENOMEM;
+		return -EUCLEAN;
 	}
-	bv->len = n;
-	bv->pack = NULL;
-	bv->off = d->offset;
-	memcpy(bv->data, buf, n);
+	if (dst) {
+		uint64_t lo = a > from ? a : from, hi = z < to ? z : to;
+		memcpy(dst + (lo - a), buf + (lo - from), (size_t)(hi - lo));
+	}
+	for (uint64_t b = b0; b <= b1 && e->blob_cache; b++) {
+		uint64_t boff = b * BLOB_BLOCK_SIZE;
+		size_t bl = block_len(d, b);
+		struct blob_val *bv = malloc(sizeof(*bv) + bl);
+		uint8_t key[24];
+		if (!bv)
+			break;
+		bv->len = bl;
+		bv->pack = NULL;
+		bv->off = d->offset + boff;
+		memcpy(bv->data, buf + (boff - from), bl);
+		cache_key(key, d, boff);
+		if (cache_insert(e->blob_cache, key, sizeof(key), bv, bl, blob_val_free, NULL) != 0)
+			free(bv);
+	}
 	free(buf);
-	*out = bv;
 	return 0;
+}
+
+/*
+ * Bring value bytes [off, off + n) of d to dst (NULL: only into the cache),
+ * block by block; missing blocks are fetched in runs.
+ */
+static int blob_io(struct engine *e, const struct blob_desc *d, uint64_t off, size_t n,
+                   uint8_t *dst)
+{
+	uint64_t a = d->start + off, z = a + n; /* blob range */
+	uint64_t b0 = a / BLOB_BLOCK_SIZE, b1 = (z - 1) / BLOB_BLOCK_SIZE;
+	uint64_t run = UINT64_MAX; /* first block of the current run of missing blocks */
+	struct pack *p;
+	int rc = 0;
+
+	if (n == 0)
+		return 0;
+	p = pending_pack(e, d);
+	if (p) {
+		rc = dst ? pack_read(p, d->offset + a, dst, n) : 0;
+		pack_unref(p);
+		if (rc)
+			log_err("blob: in-memory pack %" PRIu64 " does not hold %" PRIu64 "+%zu",
+			        d->position, d->offset + a, n);
+		return rc ? -EUCLEAN : 0;
+	}
+	for (uint64_t b = b0; b <= b1 && !rc; b++) {
+		uint64_t boff = b * BLOB_BLOCK_SIZE;
+		size_t bl = block_len(d, b);
+		struct cache_handle *h = NULL;
+		uint8_t key[24];
+		bool hit = false;
+
+		if (e->blob_cache) {
+			cache_key(key, d, boff);
+			h = cache_lookup(e->blob_cache, key, sizeof(key));
+		}
+		if (h) {
+			struct blob_val *bv = cache_value(h);
+			if (bv->len == bl) {
+				uint64_t lo = a > boff ? a : boff,
+				         hi = z < boff + bl ? z : boff + bl;
+				hit = !dst || blob_val_read(bv, lo - boff, dst + (lo - a),
+				                            (size_t)(hi - lo)) == 0;
+			}
+			cache_release(e->blob_cache, h);
+		}
+		if (!hit && run == UINT64_MAX)
+			run = b;
+		if (hit && run != UINT64_MAX) {
+			rc = fetch_run(e, d, run, b - 1, a, z, dst);
+			run = UINT64_MAX;
+		}
+	}
+	if (!rc && run != UINT64_MAX)
+		rc = fetch_run(e, d, run, b1, a, z, dst);
+	return rc;
 }
 
 int blob_read_range(struct engine *e, const struct blob_desc *d, uint64_t off, void *buf,
                     size_t len, size_t *got)
 {
-	uint8_t key[24];
-	struct cache_handle *h;
-	struct blob_val *bv;
-	struct pack *p;
 	size_t n;
 	int rc;
 
@@ -137,39 +227,19 @@ int blob_read_range(struct engine *e, const struct blob_desc *d, uint64_t off, v
 	if (off >= d->length)
 		return 0;
 	n = d->length - off < len ? (size_t)(d->length - off) : len;
+	rc = blob_io(e, d, off, n, buf);
+	if (rc == 0)
+		*got = n;
+	return rc;
+}
 
-	p = pending_pack(e, d);
-	if (p) {
-		rc = pack_read(p, d->offset + off, buf, n);
-		pack_unref(p);
-		if (rc == 0) {
-			*got = n;
-			return 0;
-		}
-		log_err("blob: in-memory pack %" PRIu64 " does not hold %" PRIu64 "+%" PRIu64,
-		        d->position, d->offset, d->length);
-		return -EUCLEAN;
-	}
-	cache_key(key, d);
-	h = e->blob_cache ? cache_lookup(e->blob_cache, key, sizeof(key)) : NULL;
-	if (h) {
-		bv = cache_value(h);
-		rc = bv->len == d->length ? blob_val_read(bv, off, buf, n) : -ERANGE;
-		cache_release(e->blob_cache, h);
-		if (rc == 0) {
-			*got = n;
-			return 0;
-		}
-	}
-	rc = load_from_store(e, d, &bv);
-	if (rc)
-		return rc;
-	memcpy(buf, bv->data + off, n);
-	*got = n;
-	if (!e->blob_cache ||
-	    cache_insert(e->blob_cache, key, sizeof(key), bv, bv->len, blob_val_free, NULL) != 0)
-		free(bv);
-	return 0;
+int blob_load(struct engine *e, const struct blob_desc *d, uint64_t off, uint64_t len)
+{
+	if (off >= d->length)
+		return 0;
+	if (len > d->length - off)
+		len = d->length - off;
+	return blob_io(e, d, off, (size_t)len, NULL);
 }
 
 int blob_fetch(struct engine *e, const struct blob_desc *d, void **out)
@@ -201,20 +271,22 @@ void blob_cache_pack(struct engine *e, struct pack *p)
 	if (!e->blob_cache)
 		return;
 	for (uint32_t i = 0; i < n; i++) {
-		struct blob_val *bv = malloc(sizeof(*bv));
-		if (!bv || pack_blob(p, i, &d.offset, &d.length)) {
-			free(bv);
+		if (pack_blob(p, i, &d.offset, &d.blob_len))
 			return;
-		}
-		bv->len = (size_t)d.length;
-		bv->pack = p;
-		bv->off = d.offset;
-		pack_ref(p);
-		cache_key(key, &d);
-		if (cache_insert(e->blob_cache, key, sizeof(key), bv, bv->len, blob_val_free,
-		                 NULL) != 0) {
-			blob_val_free(NULL, 0, bv);
-			return;
+		for (uint64_t b = 0; b * BLOB_BLOCK_SIZE < d.blob_len; b++) {
+			struct blob_val *bv = malloc(sizeof(*bv));
+			if (!bv)
+				return;
+			bv->len = block_len(&d, b);
+			bv->pack = p;
+			bv->off = d.offset + b * BLOB_BLOCK_SIZE;
+			pack_ref(p);
+			cache_key(key, &d, b * BLOB_BLOCK_SIZE);
+			if (cache_insert(e->blob_cache, key, sizeof(key), bv, bv->len,
+			                 blob_val_free, NULL) != 0) {
+				blob_val_free(NULL, 0, bv);
+				return;
+			}
 		}
 	}
 }

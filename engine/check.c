@@ -172,26 +172,28 @@ static void check_blob(struct ck *c, const char *referrer, const void *val, size
 	p->ref = true;
 	p->live += d.length;
 	if (p->size < PACK_HEADER_SIZE + PACK_TRAILER_SIZE || d.offset < PACK_HEADER_SIZE ||
-	    d.length > p->size - PACK_HEADER_SIZE - PACK_TRAILER_SIZE ||
-	    d.offset > p->size - PACK_TRAILER_SIZE - d.length) {
+	    d.blob_len > p->size - PACK_HEADER_SIZE - PACK_TRAILER_SIZE ||
+	    d.offset > p->size - PACK_TRAILER_SIZE - d.blob_len) {
 		problem(c, referrer, -EUCLEAN,
 		        "blob [%" PRIu64 ", +%" PRIu64 ") lies outside the data of %s (%" PRIu64
 		        " bytes)",
-		        d.offset, d.length, pname, p->size);
+		        d.offset, d.blob_len, pname, p->size);
 		return;
 	}
-	if (c->o->deep) {
+	if (c->o->deep && d.length) {
+		uint64_t from, to, bad;
 		void *buf = NULL;
 		size_t got = 0;
-		int rc = store_get(c->st, pname, d.offset, d.length, &buf, &got);
+		blob_desc_blocks(&d, 0, d.length, &from, &to);
+		int rc = store_get(c->st, pname, d.offset + from, (size_t)(to - from), &buf, &got);
 		if (rc)
 			problem(c, pname, rc, "cannot read blob at %" PRIu64 " (referenced by %s)",
 			        d.offset, referrer);
-		else if (got != d.length || fmt_hash(buf, got) != d.hash)
+		else if (got != to - from || blob_desc_verify(&d, from, buf, got, &bad))
 			problem(c, pname, -EUCLEAN,
 			        "blob at %" PRIu64 " (+%" PRIu64
 			        ") fails its checksum (referenced by %s)",
-			        d.offset, d.length, referrer);
+			        d.offset, d.blob_len, referrer);
 		free(buf);
 	}
 }

@@ -169,7 +169,14 @@ static int replay_apply(struct engine *e, struct replay *r, const char *name,
 	while ((rc = wal_op_next(&c, &type, &k, &kn, &v, &vn)) == 1) {
 		if (type == KV_BLOB) {
 			struct blob_desc d;
-			if (blob_desc_decode(v, vn, &d) != 0) {
+			int drc = blob_desc_decode(v, vn, &d);
+			if (drc == -EPROTONOSUPPORT) {
+				log_err("wal: %s: a blob descriptor of format 1: this store was "
+				        "written by an older memwalfs (this one reads format 2)",
+				        name);
+				return drc;
+			}
+			if (drc) {
 				log_err("wal: %s: bad blob descriptor", name);
 				return -EUCLEAN;
 			}
@@ -610,6 +617,8 @@ void engine_get_stats(struct engine *e, struct engine_stats *out)
 		out->blob_cache_hits = cs.hits;
 		out->blob_cache_misses = cs.misses;
 	}
+	out->blob_fetches = atomic_load_explicit(&e->blob_fetches, memory_order_relaxed);
+	out->blob_fetch_bytes = atomic_load_explicit(&e->blob_fetch_bytes, memory_order_relaxed);
 }
 
 void engine_get_commit_latency(struct engine *e, struct mw_hist_snap *out)
@@ -670,6 +679,8 @@ size_t engine_stats_format(struct engine *e, char *buf, size_t len)
 	U64(gc_deleted);
 	U64(blob_cache_hits);
 	U64(blob_cache_misses);
+	U64(blob_fetches);
+	U64(blob_fetch_bytes);
 	U64(block_cache_hits);
 	U64(block_cache_misses);
 	U64(bloom_negatives);

@@ -85,18 +85,20 @@ struct engine {
 	uint64_t sst_gen;           /* bumped whenever e->ssts changes [mu] */
 	uint64_t
 	    sst_next_id; /* next SSTable id to hand out, only grows (flusher thread; flush.c) */
-	uint64_t flush_failures;          /* failed flush attempts since open [mu] */
-	int flush_last_error;             /* error of the last failed flush attempt [mu] */
-	uint64_t compact_req;             /* forced compaction rounds asked for [mu] */
-	uint64_t compact_done;            /* forced compaction rounds done [mu] */
-	struct gc *gc;                    /* the collector (writers; used under gc_mu) */
-	pthread_mutex_t gc_mu;            /* serialises GC passes (taken before mu) */
-	pthread_cond_t gc_cv;             /* wakes the GC thread [mu] */
-	struct mw_thread gc_thread;       /* the GC thread (maint.c); .stop: asked to exit [mu] */
-	uint64_t gc_mark[3];              /* what had changed when the last pass began [mu] */
-	bool gc_idle;                     /* that pass left nothing to wait for (maint.c) [mu] */
-	struct cache *block_cache;        /* SSTable data blocks (thread-safe) */
-	struct sst_counters sst_counters; /* read costs of all SSTables (atomic) */
+	uint64_t flush_failures;           /* failed flush attempts since open [mu] */
+	int flush_last_error;              /* error of the last failed flush attempt [mu] */
+	uint64_t compact_req;              /* forced compaction rounds asked for [mu] */
+	uint64_t compact_done;             /* forced compaction rounds done [mu] */
+	struct gc *gc;                     /* the collector (writers; used under gc_mu) */
+	pthread_mutex_t gc_mu;             /* serialises GC passes (taken before mu) */
+	pthread_cond_t gc_cv;              /* wakes the GC thread [mu] */
+	struct mw_thread gc_thread;        /* the GC thread (maint.c); .stop: asked to exit [mu] */
+	uint64_t gc_mark[3];               /* what had changed when the last pass began [mu] */
+	bool gc_idle;                      /* that pass left nothing to wait for (maint.c) [mu] */
+	struct cache *block_cache;         /* SSTable data blocks (thread-safe) */
+	struct sst_counters sst_counters;  /* read costs of all SSTables (atomic) */
+	atomic_uint_fast64_t blob_fetches; /* ranged GETs of blob blocks */
+	atomic_uint_fast64_t blob_fetch_bytes; /* their bytes */
 
 	_Atomic uint64_t visible_seq; /* readers' snapshot: last seq of a whole applied batch */
 
@@ -220,6 +222,8 @@ int blob_fetch(struct engine *e, const struct blob_desc *d, void **out);
  * last blob leaves the cache).  Best effort: stops quietly on -ENOMEM.
  */
 void blob_cache_pack(struct engine *e, struct pack *p);
+/* Bring value bytes [off, off + len) of d into the cache (clipped to the value). */
+int blob_load(struct engine *e, const struct blob_desc *d, uint64_t off, uint64_t len);
 int blob_read_range(struct engine *e, const struct blob_desc *d, uint64_t off, void *buf,
                     size_t len, size_t *got);
 

@@ -17,28 +17,101 @@ uint64_t fmt_hash(const void *p, size_t n)
 	return (uint64_t)XXH3_64bits(p, n);
 }
 
+uint64_t blob_desc_first_block(const struct blob_desc *d)
+{
+	return d->start / BLOB_BLOCK_SIZE;
+}
+
+uint64_t blob_desc_nblocks(const struct blob_desc *d)
+{
+	if (d->length == 0)
+		return 0;
+	return (d->start + d->length - 1) / BLOB_BLOCK_SIZE - d->start / BLOB_BLOCK_SIZE + 1;
+}
+
+size_t blob_desc_size(const struct blob_desc *d)
+{
+	return BLOB_DESC_FIXED + 8 * (size_t)blob_desc_nblocks(d);
+}
+
+size_t blob_desc_size_for(uint64_t len)
+{
+	struct blob_desc d = {.blob_len = len, .length = len};
+
+	return blob_desc_size(&d);
+}
+
 void blob_desc_encode(uint8_t *p, const struct blob_desc *d)
 {
+	size_t nh = (size_t)blob_desc_nblocks(d);
+
 	p[BLOB_OFF_KIND] = BLOB_DESC_KIND;
 	put_be64(p + BLOB_OFF_EPOCH, d->epoch);
 	put_be64(p + BLOB_OFF_POSITION, d->position);
 	put_be64(p + BLOB_OFF_OFFSET, d->offset);
+	put_be64(p + BLOB_OFF_BLOB_LEN, d->blob_len);
+	put_be64(p + BLOB_OFF_START, d->start);
 	put_be64(p + BLOB_OFF_LENGTH, d->length);
-	put_be64(p + BLOB_OFF_HASH, d->hash);
+	if (nh && d->hashes != p + BLOB_OFF_HASHES)
+		memmove(p + BLOB_OFF_HASHES, d->hashes, 8 * nh);
 }
 
 int blob_desc_decode(const void *vp, size_t n, struct blob_desc *d)
 {
 	const uint8_t *p = vp;
 
-	if (n != BLOB_DESC_SIZE || p[BLOB_OFF_KIND] != BLOB_DESC_KIND)
+	if (n >= 1 && p[BLOB_OFF_KIND] == BLOB_DESC_KIND_V1)
+		return -EPROTONOSUPPORT;
+	if (n < BLOB_DESC_FIXED || p[BLOB_OFF_KIND] != BLOB_DESC_KIND)
 		return -EUCLEAN;
 	d->epoch = get_be64(p + BLOB_OFF_EPOCH);
 	d->position = get_be64(p + BLOB_OFF_POSITION);
 	d->offset = get_be64(p + BLOB_OFF_OFFSET);
+	d->blob_len = get_be64(p + BLOB_OFF_BLOB_LEN);
+	d->start = get_be64(p + BLOB_OFF_START);
 	d->length = get_be64(p + BLOB_OFF_LENGTH);
-	d->hash = get_be64(p + BLOB_OFF_HASH);
+	d->hashes = p + BLOB_OFF_HASHES;
+	if (d->start > d->blob_len || d->length > d->blob_len - d->start ||
+	    d->offset > UINT64_MAX - d->blob_len || n != blob_desc_size(d))
+		return -EUCLEAN;
 	return 0;
+}
+
+void blob_desc_blocks(const struct blob_desc *d, uint64_t off, uint64_t len, uint64_t *from,
+                      uint64_t *to)
+{
+	uint64_t last = (d->start + off + len - 1) / BLOB_BLOCK_SIZE;
+	uint64_t end = (last + 1) * BLOB_BLOCK_SIZE;
+
+	*from = (d->start + off) / BLOB_BLOCK_SIZE * BLOB_BLOCK_SIZE;
+	*to = end < d->blob_len ? end : d->blob_len;
+}
+
+int blob_desc_verify(const struct blob_desc *d, uint64_t from, const uint8_t *buf, uint64_t n,
+                     uint64_t *bad)
+{
+	uint64_t fb = blob_desc_first_block(d);
+
+	for (uint64_t pos = 0; pos < n; pos += BLOB_BLOCK_SIZE) {
+		uint64_t b = (from + pos) / BLOB_BLOCK_SIZE;
+		size_t bl = n - pos < BLOB_BLOCK_SIZE ? (size_t)(n - pos) : BLOB_BLOCK_SIZE;
+		if (b < fb || b - fb >= blob_desc_nblocks(d) ||
+		    fmt_hash(buf + pos, bl) != get_be64(d->hashes + 8 * (b - fb))) {
+			*bad = from + pos;
+			return -EUCLEAN;
+		}
+	}
+	return 0;
+}
+
+void blob_desc_slice(const struct blob_desc *d, uint64_t off, uint64_t len, struct blob_desc *out)
+{
+	struct blob_desc s = *d;
+
+	s.start = d->start + off;
+	s.length = len;
+	s.hashes = d->hashes + 8 * (blob_desc_first_block(&s) - blob_desc_first_block(d));
+	*out = s;
 }
 
 void fmt_wal_name(char *buf, uint64_t position)

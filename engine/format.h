@@ -97,30 +97,71 @@ _Static_assert(PACK_TOFF_DATA_HASH + 8 == PACK_TRAILER_SIZE, "pack trailer layou
 /* Blob descriptor: the value of a KV_BLOB entry (WAL records, SSTs)   */
 /* ------------------------------------------------------------------ */
 
-#define BLOB_DESC_KIND 1 /* the only descriptor kind so far */
-#define BLOB_DESC_SIZE 41
+/*
+ * A descriptor names a value that is a byte range [start, start + length)
+ * of one blob: the blob is blob_len bytes at offset `offset` of pack
+ * epoch-position.  The blob is cut into blocks of BLOB_BLOCK_SIZE bytes
+ * counted from its first byte (the last one shorter); the descriptor carries
+ * the XXH3_64 of every block its range touches, so that a ranged GET of only
+ * the blocks a read needs can be verified.  A value put whole names its whole
+ * blob (start 0, length blob_len); a slice of it (engine_batch_put_ref())
+ * keeps only the hashes of its own blocks.
+ */
+#define BLOB_DESC_KIND 2      /* kind 1 (one hash per blob) was format 1: refused */
+#define BLOB_DESC_KIND_V1 1   /* recognised only to say it is too old */
+#define BLOB_BLOCK_SIZE 65536 /* checksummed block of a blob */
+#define BLOB_DESC_FIXED 49    /* bytes before the block hashes */
 
-#define BLOB_OFF_KIND 0     /* u8 BLOB_DESC_KIND */
-#define BLOB_OFF_EPOCH 1    /* u64 epoch of the pack */
-#define BLOB_OFF_POSITION 9 /* u64 position of the pack */
-#define BLOB_OFF_OFFSET 17  /* u64 offset of the blob in the pack object */
-#define BLOB_OFF_LENGTH 25  /* u64 blob length */
-#define BLOB_OFF_HASH 33    /* u64 XXH3_64 of the blob bytes */
-_Static_assert(BLOB_OFF_HASH + 8 == BLOB_DESC_SIZE, "blob descriptor layout");
+#define BLOB_OFF_KIND 0      /* u8 BLOB_DESC_KIND */
+#define BLOB_OFF_EPOCH 1     /* u64 epoch of the pack */
+#define BLOB_OFF_POSITION 9  /* u64 position of the pack */
+#define BLOB_OFF_OFFSET 17   /* u64 offset of the blob in the pack object */
+#define BLOB_OFF_BLOB_LEN 25 /* u64 length of the whole blob */
+#define BLOB_OFF_START 33    /* u64 first byte of the value within the blob */
+#define BLOB_OFF_LENGTH 41   /* u64 value length */
+#define BLOB_OFF_HASHES 49   /* u64 XXH3_64 of each block touched by the value, in order */
+_Static_assert(BLOB_OFF_HASHES == BLOB_DESC_FIXED, "blob descriptor layout");
 
 /* A decoded blob descriptor. */
 struct blob_desc {
-	uint64_t epoch;    /* epoch of the writer that made the pack */
-	uint64_t position; /* WAL position of the group (the pack's name) */
-	uint64_t offset;   /* byte offset of the blob inside the pack object */
-	uint64_t length;   /* blob length in bytes */
-	uint64_t hash;     /* XXH3_64 of the blob bytes */
+	uint64_t epoch;        /* epoch of the writer that made the pack */
+	uint64_t position;     /* WAL position of the group (the pack's name) */
+	uint64_t offset;       /* byte offset of the blob inside the pack object */
+	uint64_t blob_len;     /* length of the whole blob */
+	uint64_t start;        /* first byte of the value within the blob */
+	uint64_t length;       /* value length in bytes */
+	const uint8_t *hashes; /* be64 hash of each block of [start, start + length) (borrowed) */
 };
 
-/* Encode d into exactly BLOB_DESC_SIZE bytes at p. */
+/* First block index and number of blocks that [start, start + length) touches. */
+uint64_t blob_desc_first_block(const struct blob_desc *d);
+uint64_t blob_desc_nblocks(const struct blob_desc *d);
+/* Encoded size of d. */
+size_t blob_desc_size(const struct blob_desc *d);
+/* Encoded size of the descriptor of a whole blob of len bytes. */
+size_t blob_desc_size_for(uint64_t len);
+/* Encode d into exactly blob_desc_size(d) bytes at p. */
 void blob_desc_encode(uint8_t *p, const struct blob_desc *d);
-/* Decode; -EUCLEAN if n != BLOB_DESC_SIZE or the kind is unknown. */
+/*
+ * Decode; d->hashes points into p.  -EUCLEAN if malformed (size, range, kind
+ * unknown), -EPROTONOSUPPORT for a kind-1 descriptor of the old format.
+ */
 int blob_desc_decode(const void *p, size_t n, struct blob_desc *d);
+/*
+ * Blob bytes [*from, *to) of the whole blocks that value bytes [off, off + len)
+ * of d touch (len > 0, within the value).
+ */
+void blob_desc_blocks(const struct blob_desc *d, uint64_t off, uint64_t len, uint64_t *from,
+                      uint64_t *to);
+/*
+ * Check n bytes of d's blob starting at blob offset from (whole blocks of d's
+ * range, as blob_desc_blocks() gives) against d's hashes.  0, or -EUCLEAN and
+ * *bad the blob offset of the first block that fails.
+ */
+int blob_desc_verify(const struct blob_desc *d, uint64_t from, const uint8_t *buf, uint64_t n,
+                     uint64_t *bad);
+/* The descriptor of bytes [off, off + len) of d's value (off + len <= d->length). */
+void blob_desc_slice(const struct blob_desc *d, uint64_t off, uint64_t len, struct blob_desc *out);
 
 /* ------------------------------------------------------------------ */
 /* Manifest (docs/MANIFEST.md)                                          */

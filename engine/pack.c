@@ -70,8 +70,11 @@ void pack_unref(struct pack *p)
 	free(p);
 }
 
-int pack_append(struct pack *p, const void *data, size_t len, struct blob_desc *d)
+int pack_append(struct pack *p, const void *data, size_t len, uint8_t *desc)
 {
+	struct blob_desc d = {
+	    .epoch = p->epoch, .position = p->position, .blob_len = len, .length = len};
+	const uint8_t *b = data;
 	int rc;
 
 	if (p->sealed)
@@ -85,16 +88,19 @@ int pack_append(struct pack *p, const void *data, size_t len, struct blob_desc *
 		p->span_cap = cap;
 	}
 	pthread_mutex_lock(&p->mu);
-	d->offset = p->buf.len;
+	d.offset = p->buf.len;
 	rc = mw_buf_append(&p->buf, data, len);
 	pthread_mutex_unlock(&p->mu);
 	if (rc)
 		return rc;
-	d->epoch = p->epoch;
-	d->position = p->position;
-	d->length = len;
-	d->hash = fmt_hash(data, len);
-	p->spans[2 * p->count] = d->offset;
+	/* the hashes go straight into the descriptor, after its fixed part */
+	d.hashes = desc + BLOB_DESC_FIXED;
+	for (size_t off = 0, i = 0; off < len; off += BLOB_BLOCK_SIZE, i++) {
+		size_t n = len - off < BLOB_BLOCK_SIZE ? len - off : BLOB_BLOCK_SIZE;
+		put_be64(desc + BLOB_DESC_FIXED + 8 * i, fmt_hash(b + off, n));
+	}
+	blob_desc_encode(desc, &d);
+	p->spans[2 * p->count] = d.offset;
 	p->spans[2 * p->count + 1] = len;
 	p->count++;
 	return 0;

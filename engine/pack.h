@@ -30,11 +30,12 @@ void pack_ref(struct pack *p);
 void pack_unref(struct pack *p);
 
 /*
- * Append one blob; fills *d with its descriptor.  Called by the writer
+ * Append one blob; writes its descriptor (blob_desc_size_for(len) bytes,
+ * with the hash of each block) to desc.  Called by the writer
  * (one thread at a time, before pack_seal()); concurrent pack_read() calls
  * are fine.  -ENOMEM.
  */
-int pack_append(struct pack *p, const void *data, size_t len, struct blob_desc *d);
+int pack_append(struct pack *p, const void *data, size_t len, uint8_t *desc);
 
 /*
  * Object offset and length of the i-th blob appended (i < pack_count()).

@@ -109,8 +109,10 @@ static int view_merged_iter(const struct view *v, struct kv_iter **out)
 /* ------------------------------------------------------------------ */
 
 /*
- * Find the newest visible entry of key.  Returns 0 and either copies the
- * inline value (*val malloc()ed) or the descriptor (*is_blob), -ENOENT.
+ * Find the newest visible entry of key.  Returns 0 with a malloc()ed copy of
+ * the stored value in *val (*vlen bytes): the value itself, or for a blob
+ * its descriptor (*is_blob), decoded into *d (whose hashes point into *val);
+ * or -ENOENT.
  */
 static int lookup(struct engine *e, const void *key, size_t klen, void **val, size_t *vlen,
                   bool *is_blob, struct blob_desc *d)
@@ -136,18 +138,17 @@ static int lookup(struct engine *e, const void *key, size_t klen, void **val, si
 		rc = found;
 	} else if (!found || type == KV_DELETE) {
 		rc = -ENOENT;
-	} else if (type == KV_BLOB) {
-		*is_blob = true;
-		rc = blob_desc_decode(v, vn, d);
-		if (rc)
-			log_err("engine: corrupt blob descriptor for a key");
 	} else {
-		*is_blob = false;
+		*is_blob = type == KV_BLOB;
 		*val = malloc(vn ? vn : 1);
 		rc = *val ? 0 : -ENOMEM;
 		if (*val && vn)
 			memcpy(*val, v, vn);
 		*vlen = vn;
+		if (!rc && *is_blob && (rc = blob_desc_decode(*val, vn, d)) != 0) {
+			log_err("engine: corrupt blob descriptor for a key");
+			free(*val);
+		}
 	}
 	free(owned);
 	view_put(&w);
@@ -158,7 +159,7 @@ int engine_get(struct engine *e, const void *key, size_t klen, void **val, size_
 {
 	struct blob_desc d;
 	bool is_blob = false;
-	void *v = NULL;
+	void *v = NULL, *bytes;
 	size_t n = 0;
 	int rc;
 
@@ -168,9 +169,11 @@ int engine_get(struct engine *e, const void *key, size_t klen, void **val, size_
 	if (rc)
 		return rc;
 	if (is_blob) {
-		rc = blob_fetch(e, &d, &v);
+		rc = blob_fetch(e, &d, &bytes);
+		free(v);
 		if (rc)
 			return rc;
+		v = bytes;
 		n = (size_t)d.length;
 	}
 	*val = v;
@@ -192,48 +195,37 @@ int engine_get_range(struct engine *e, const void *key, size_t klen, uint64_t of
 	rc = lookup(e, key, klen, &v, &n, &is_blob, &d);
 	if (rc)
 		return rc;
-	if (is_blob)
-		return blob_read_range(e, &d, off, buf, len, got);
 	*got = 0;
-	if (off < n) {
+	if (is_blob) {
+		/* a read of no bytes still loads the whole blob (engine_prefetch_wait()) */
+		rc = len ? blob_read_range(e, &d, off, buf, len, got)
+		         : blob_load(e, &d, 0, d.length);
+	} else if (off < n) {
 		*got = n - off < len ? n - off : len;
 		memcpy(buf, (uint8_t *)v + off, *got);
 	}
 	free(v);
-	return 0;
+	return rc;
 }
 
 int engine_prefetch(struct engine *e, const void *key, size_t klen)
 {
-	struct blob_desc d;
-	bool is_blob = false;
-	void *v = NULL;
-	uint8_t none;
-	size_t n = 0, got;
-	int rc;
+	size_t got;
 
 	if (!e || !key)
 		return -EINVAL;
-	rc = lookup(e, key, klen, &v, &n, &is_blob, &d);
-	if (rc)
-		return rc;
-	if (!is_blob) {
-		free(v); /* inline: already in memory */
-		return 0;
-	}
-	/* a read of no bytes still loads the whole blob into the cache */
-	return blob_read_range(e, &d, 0, &none, 0, &got);
+	return engine_get_range(e, key, klen, 0, NULL, 0, &got);
 }
 
-int engine_get_range_wait(struct engine *e, const void *key, size_t klen, uint64_t off, void *buf,
-                          size_t len, size_t *got)
+/* Retry fn(arg) while it fails for a transient reason (engine_get_range_wait()). */
+static int retry_transient(struct engine *e, int (*fn)(void *), void *arg)
 {
 	uint64_t start = mw_now_us();
 	unsigned wait_ms = RETRY_MIN_MS;
 	int rc;
 
 	for (int tries = 1;; tries++) {
-		rc = engine_get_range(e, key, klen, off, buf, len, got);
+		rc = fn(arg);
 		if (rc == 0 || rc == -ENOENT || rc == -ENOMEM || rc == -EINVAL || err_permanent(rc))
 			break;
 		uint64_t waited_ms = (mw_now_us() - start) / 1000u;
@@ -251,11 +243,97 @@ int engine_get_range_wait(struct engine *e, const void *key, size_t klen, uint64
 	return rc;
 }
 
+struct get_range_args {
+	struct engine *e;
+	const void *key;
+	size_t klen;
+	uint64_t off;
+	void *buf;
+	size_t len;
+	size_t *got;
+};
+
+static int get_range_once(void *arg)
+{
+	struct get_range_args *a = arg;
+
+	return engine_get_range(a->e, a->key, a->klen, a->off, a->buf, a->len, a->got);
+}
+
+int engine_get_range_wait(struct engine *e, const void *key, size_t klen, uint64_t off, void *buf,
+                          size_t len, size_t *got)
+{
+	struct get_range_args a = {e, key, klen, off, buf, len, got};
+
+	return retry_transient(e, get_range_once, &a);
+}
+
 int engine_prefetch_wait(struct engine *e, const void *key, size_t klen)
 {
 	size_t got;
 	/* a read of no bytes loads what engine_prefetch() loads */
 	return engine_get_range_wait(e, key, klen, 0, NULL, 0, &got);
+}
+
+/* ------------------------------------------------------------------ */
+/* References                                                          */
+/* ------------------------------------------------------------------ */
+
+uint64_t engine_ref_len(const struct engine_ref *r)
+{
+	struct blob_desc d;
+
+	if (!r->blob)
+		return r->n;
+	return blob_desc_decode(r->p, r->n, &d) ? 0 : d.length;
+}
+
+struct ref_args {
+	struct engine *e;
+	const struct blob_desc *d;
+	uint64_t off;
+	void *buf;
+	size_t len;
+};
+
+static int ref_read_once(void *arg)
+{
+	struct ref_args *a = arg;
+	size_t got;
+
+	return blob_read_range(a->e, a->d, a->off, a->buf, a->len, &got);
+}
+
+int engine_ref_read(struct engine *e, const struct engine_ref *r, uint64_t off, void *buf,
+                    size_t len, bool wait)
+{
+	struct blob_desc d;
+	int rc;
+
+	if (!r->blob) {
+		if (off > r->n || len > r->n - off)
+			return -EINVAL;
+		memcpy(buf, (const uint8_t *)r->p + off, len);
+		return 0;
+	}
+	if ((rc = blob_desc_decode(r->p, r->n, &d)))
+		return rc;
+	if (off > d.length || len > d.length - off)
+		return -EINVAL;
+	struct ref_args a = {e, &d, off, buf, len};
+	return wait ? retry_transient(e, ref_read_once, &a) : ref_read_once(&a);
+}
+
+int engine_ref_prefetch(struct engine *e, const struct engine_ref *r, uint64_t off, uint64_t len)
+{
+	struct blob_desc d;
+	int rc;
+
+	if (!r->blob)
+		return 0;
+	if ((rc = blob_desc_decode(r->p, r->n, &d)))
+		return rc;
+	return blob_load(e, &d, off, len);
 }
 
 int read_merged_iter(struct engine *e, struct kv_iter **out, uint64_t *gen)
@@ -404,6 +482,12 @@ int engine_iter_value(struct engine_iter *it, const void **val, size_t *vlen)
 	*val = it->blob;
 	*vlen = it->blob_len;
 	return 0;
+}
+
+void engine_iter_ref(const struct engine_iter *it, struct engine_ref *r)
+{
+	r->p = dbiter_value(it->d, &r->n);
+	r->blob = dbiter_type(it->d) == KV_BLOB;
 }
 
 int engine_iter_status(const struct engine_iter *it)

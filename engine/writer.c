@@ -214,6 +214,27 @@ static int wait_locked(struct engine *e, uint64_t ticket, bool urgent)
 	return st < 0 ? st : 0;
 }
 
+/* Append value v to g's pack and its descriptor op to g's WAL entry (e->mu held). */
+static int add_blob_locked(struct engine *e, struct group *g, const uint8_t *k, size_t kn,
+                           const uint8_t *v, size_t vn)
+{
+	uint8_t small[BLOB_DESC_FIXED + 8 * 32]; /* the descriptor of a blob up to 2 MiB */
+	size_t dn = blob_desc_size_for(vn);
+	uint8_t *desc = dn <= sizeof(small) ? small : malloc(dn);
+	int rc;
+
+	if (!desc)
+		return -ENOMEM;
+	rc = g->pack ? 0 : pack_new(e->epoch, g->position, &g->pack);
+	if (!rc)
+		rc = pack_append(g->pack, v, vn, desc);
+	if (!rc)
+		rc = wal_entry_add_op(&g->wal, KV_BLOB, k, kn, desc, dn);
+	if (desc != small)
+		free(desc);
+	return rc;
+}
+
 /* Encode batch b into the open group and the MemTable (caller holds e->mu). */
 static int apply_locked(struct engine *e, const struct engine_batch *b)
 {
@@ -223,7 +244,6 @@ static int apply_locked(struct engine *e, const struct engine_batch *b)
 	size_t wal_mark = g->wal.len, bytes = 0;
 	uint64_t seq = e->next_seq;
 	uint64_t pack_before = g->pack ? pack_data_bytes(g->pack) : 0;
-	uint8_t desc[BLOB_DESC_SIZE];
 	enum kv_type type;
 	const uint8_t *k, *v;
 	size_t kn, vn;
@@ -235,13 +255,7 @@ static int apply_locked(struct engine *e, const struct engine_batch *b)
 	c.ops_in_batch = b->count;
 	while (rc == 0 && (rc = wal_op_next(&c, &type, &k, &kn, &v, &vn)) == 1) {
 		if (type == KV_INLINE && vn >= e->o.inline_max) {
-			struct blob_desc d;
-			if (!g->pack && (rc = pack_new(e->epoch, g->position, &g->pack)))
-				break;
-			if ((rc = pack_append(g->pack, v, vn, &d)))
-				break;
-			blob_desc_encode(desc, &d);
-			rc = wal_entry_add_op(&g->wal, KV_BLOB, k, kn, desc, sizeof(desc));
+			rc = add_blob_locked(e, g, k, kn, v, vn);
 		} else {
 			rc = wal_entry_add_op(&g->wal, type, k, kn, v, vn);
 		}

@@ -225,6 +225,48 @@ int engine_get_range_wait(struct engine *e, const void *key, size_t klen, uint64
 int engine_prefetch_wait(struct engine *e, const void *key, size_t klen);
 
 /*
+ * References: where a value is, without its bytes.  A scan gives the
+ * reference of its current entry (engine_iter_ref()); a sub-range of that
+ * value can then be read (engine_ref_read(), which fetches only the checksum
+ * blocks of a blob that the range touches) or put under another key
+ * (engine_batch_put_ref(), which shares a blob's bytes instead of copying
+ * them: files share data, and an overwrite of part of a value keeps the rest
+ * without rewriting it).  A reference is borrowed: it is valid until the scan
+ * moves; its bytes may be copied and used later, while the key it came from
+ * (or another that shares the bytes) still holds them, or for the GC grace
+ * period after.
+ */
+struct engine_ref {
+	bool blob;     /* p is a blob descriptor; else p is the value itself (inline) */
+	const void *p; /* the encoded reference */
+	size_t n;      /* its bytes */
+};
+
+/* Length in bytes of the value r names (0 for a malformed reference). */
+uint64_t engine_ref_len(const struct engine_ref *r);
+
+/*
+ * Copy bytes [off, off + len) of the value r names into buf (the range must
+ * lie within the value).  A blob is read from memory, the cache, or one
+ * ranged GET of the blocks the range touches, each verified.  wait: a
+ * transient store failure is retried like engine_get_range_wait().
+ */
+int engine_ref_read(struct engine *e, const struct engine_ref *r, uint64_t off, void *buf,
+                    size_t len, bool wait);
+
+/* Bring bytes [off, off + len) of the value r names into the cache (read-ahead). */
+int engine_ref_prefetch(struct engine *e, const struct engine_ref *r, uint64_t off, uint64_t len);
+
+/*
+ * Append a put of bytes [off, off + len) of the value r names under key:
+ * an inline value's bytes are copied, a blob is referred to (no bytes are
+ * written again).  -EINVAL if the range is outside the value, -EUCLEAN for a
+ * malformed reference.
+ */
+int engine_batch_put_ref(struct engine_batch *b, const void *key, size_t klen,
+                         const struct engine_ref *r, uint64_t off, uint64_t len);
+
+/*
  * Ordered scan of [start, end) (end NULL: unbounded) over one consistent
  * snapshot taken at creation.  Typical loop:
  *
@@ -245,6 +287,8 @@ const void *engine_iter_key(const struct engine_iter *it, size_t *klen);
  * A blob is fetched on demand, which can fail (returns an error).
  */
 int engine_iter_value(struct engine_iter *it, const void **val, size_t *vlen);
+/* The current value's reference (no store I/O; borrowed like the key). */
+void engine_iter_ref(const struct engine_iter *it, struct engine_ref *r);
 /* 0, or the error that ended the scan early. */
 int engine_iter_status(const struct engine_iter *it);
 void engine_iter_free(struct engine_iter *it);
@@ -268,7 +312,8 @@ struct engine_stats {
 	uint64_t frozen_count, frozen_bytes; /* frozen, not yet flushed */
 	uint64_t sst_count;                  /* live SSTables */
 	uint64_t flushes, compactions, gc_deleted;
-	uint64_t blob_cache_hits, blob_cache_misses;
+	uint64_t blob_cache_hits, blob_cache_misses; /* lookups of blob blocks */
+	uint64_t blob_fetches, blob_fetch_bytes;     /* ranged GETs of blob blocks, their bytes */
 	uint64_t block_cache_hits, block_cache_misses;
 	uint64_t bloom_negatives;
 	uint64_t replay_entries, replay_bytes, replay_usec; /* replay at open */

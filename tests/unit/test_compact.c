@@ -41,7 +41,7 @@ struct ent {
 	size_t klen;
 	uint64_t seq;
 	enum kv_type type;
-	uint8_t val[BLOB_DESC_SIZE + 32];
+	uint8_t val[BLOB_DESC_FIXED + 8 * 2 + 32];
 	size_t vlen;
 };
 
@@ -98,10 +98,11 @@ static void random_ent(struct ent *e, unsigned nkeys)
 		                      .position = 1 + rnd() % 5,
 		                      .offset = 32 + rnd() % 1000,
 		                      .length = 1 + rnd() % 5000,
-		                      .hash = rnd()};
+		                      .hashes = (const uint8_t *)"hash0001hash0002"};
+		d.blob_len = d.length;
 		e->type = KV_BLOB;
 		blob_desc_encode(e->val, &d);
-		e->vlen = BLOB_DESC_SIZE;
+		e->vlen = blob_desc_size(&d);
 	} else {
 		e->type = KV_INLINE;
 		e->vlen = (size_t)(rnd() % 40);

@@ -131,6 +131,9 @@ static int ref_cmp(const void *a, const void *b)
 }
 
 /* Write a table referencing refs (blob entries) plus an inline entry. */
+/* Blobs here are under one block: one hash each. */
+static const uint8_t zero_hashes[8];
+
 static void write_table(struct model *md, const char *name, struct ref *refs, size_t n,
                         struct manifest_sst *out)
 {
@@ -148,14 +151,17 @@ static void write_table(struct model *md, const char *name, struct ref *refs, si
 		struct blob_desc d = {.epoch = refs[i].epoch,
 		                      .position = refs[i].pos,
 		                      .offset = PACK_HEADER_SIZE,
-		                      .length = refs[i].bytes};
-		uint8_t desc[BLOB_DESC_SIZE];
+		                      .blob_len = refs[i].bytes,
+		                      .length = refs[i].bytes,
+		                      .hashes = zero_hashes};
+		uint8_t desc[BLOB_DESC_FIXED + sizeof(zero_hashes)];
 		char key[64];
 
 		blob_desc_encode(desc, &d);
 		snprintf(key, sizeof(key), "b%020" PRIu64 "-%020" PRIu64, d.epoch, d.position);
 		assert_int_equal(
-		    sst_builder_add(b, key, strlen(key), 2 + i, KV_BLOB, desc, sizeof(desc)), 0);
+		    sst_builder_add(b, key, strlen(key), 2 + i, KV_BLOB, desc, blob_desc_size(&d)),
+		    0);
 	}
 	assert_int_equal(sst_builder_finish(b, &p), 0);
 	ob = touch(md, name);

@@ -25,8 +25,10 @@ static void test_build_read_write(void **state)
 	struct store *st;
 	struct pack *p;
 	struct blob_desc d[3];
-	static uint8_t blob[3][7000];
-	uint8_t tmp[7000];
+	static uint8_t blob[3][150000]; /* blob 0 spans three checksum blocks */
+	static uint8_t tmp[150000];
+	uint8_t desc[3][BLOB_DESC_FIXED + 8 * 3];
+	size_t len[3] = {150000, 6000, 5000};
 	void *obj;
 	size_t n;
 	uint64_t bytes = 0;
@@ -38,32 +40,55 @@ static void test_build_read_write(void **state)
 	for (int i = 0; i < 3; i++) {
 		for (size_t j = 0; j < sizeof(blob[i]); j++)
 			blob[i][j] = (uint8_t)(i * 13 + j * 7);
-		assert_int_equal(pack_append(p, blob[i], sizeof(blob[i]) - (size_t)i * 1000, &d[i]),
-		                 0);
+		assert_int_equal(pack_append(p, blob[i], len[i], desc[i]), 0);
+		assert_int_equal(blob_desc_decode(desc[i], blob_desc_size_for(len[i]), &d[i]), 0);
 		assert_int_equal(d[i].epoch, 4);
 		assert_int_equal(d[i].position, 9);
-		assert_int_equal(d[i].hash, fmt_hash(blob[i], d[i].length));
+		assert_int_equal(d[i].length, len[i]);
+		assert_int_equal(d[i].blob_len, len[i]);
+		assert_int_equal(d[i].start, 0);
+		/* one hash per block of BLOB_BLOCK_SIZE, the last block shorter */
+		for (uint64_t b = 0; b < blob_desc_nblocks(&d[i]); b++) {
+			size_t o = (size_t)b * BLOB_BLOCK_SIZE;
+			size_t bl = len[i] - o < BLOB_BLOCK_SIZE ? len[i] - o : BLOB_BLOCK_SIZE;
+			assert_int_equal(get_be64(d[i].hashes + 8 * b), fmt_hash(blob[i] + o, bl));
+		}
 		/* readable from memory while the pack is still open */
 		assert_int_equal(pack_read(p, d[i].offset, tmp, d[i].length), 0);
 		assert_memory_equal(tmp, blob[i], d[i].length);
 	}
 	assert_int_equal(d[0].offset, PACK_HEADER_SIZE);
-	assert_int_equal(d[1].offset, PACK_HEADER_SIZE + 7000);
+	assert_int_equal(blob_desc_nblocks(&d[0]), 3);
+	assert_int_equal(d[1].offset, PACK_HEADER_SIZE + 150000);
 	assert_int_equal(pack_count(p), 3);
-	assert_int_equal(pack_data_bytes(p), 7000 + 6000 + 5000);
+	assert_int_equal(pack_data_bytes(p), 150000 + 6000 + 5000);
 	assert_int_equal(pack_read(p, d[2].offset + 1, tmp, d[2].length), -ERANGE);
 	assert_int_equal(pack_read(p, 0, tmp, 4), -ERANGE);   /* header is not a blob */
 	assert_int_equal(pack_write(p, st, &bytes), -EINVAL); /* not sealed */
 	assert_int_equal(pack_seal(p), 0);
 	assert_int_equal(pack_write(p, st, &bytes), 0);
-	assert_int_equal(bytes, PACK_HEADER_SIZE + 18000 + PACK_TRAILER_SIZE);
+	assert_int_equal(bytes, PACK_HEADER_SIZE + 161000 + PACK_TRAILER_SIZE);
 	pack_unref(p);
 
 	fmt_pack_name(name, 4, 9);
 	/* a ranged GET of exactly one blob gives its bytes */
 	assert_int_equal(store_get(st, name, d[1].offset, d[1].length, &obj, &n), 0);
 	assert_int_equal(n, d[1].length);
-	assert_int_equal(fmt_hash(obj, n), d[1].hash);
+	uint64_t bad;
+	assert_int_equal(blob_desc_verify(&d[1], 0, obj, n, &bad), 0);
+	free(obj);
+	/* so does a ranged GET of the middle block of blob 0, alone */
+	struct blob_desc mid;
+	uint64_t from, to;
+	blob_desc_slice(&d[0], BLOB_BLOCK_SIZE + 100, 4096, &mid);
+	blob_desc_blocks(&mid, 0, mid.length, &from, &to);
+	assert_int_equal(from, BLOB_BLOCK_SIZE);
+	assert_int_equal(to, 2 * BLOB_BLOCK_SIZE);
+	assert_int_equal(store_get(st, name, d[0].offset + from, to - from, &obj, &n), 0);
+	assert_int_equal(blob_desc_verify(&mid, from, obj, n, &bad), 0);
+	((uint8_t *)obj)[7] ^= 1;
+	assert_int_equal(blob_desc_verify(&mid, from, obj, n, &bad), -EUCLEAN);
+	assert_int_equal(bad, BLOB_BLOCK_SIZE);
 	free(obj);
 	/* the whole object verifies; every kind of damage is detected */
 	assert_int_equal(store_get(st, name, 0, STORE_TO_END, &obj, &n), 0);
@@ -96,8 +121,8 @@ static void test_empty_pack(void **state)
 	assert_int_equal(pack_new(1, 1, &p), 0);
 	assert_int_equal(pack_seal(p), 0);
 	assert_int_equal(pack_seal(p), 0); /* idempotent */
-	struct blob_desc d;
-	assert_int_equal(pack_append(p, "x", 1, &d), -EINVAL); /* sealed */
+	uint8_t desc[BLOB_DESC_FIXED + 8];
+	assert_int_equal(pack_append(p, "x", 1, desc), -EINVAL); /* sealed */
 	b = malloc(PACK_HEADER_SIZE + PACK_TRAILER_SIZE);
 	assert_int_equal(pack_read(p, PACK_HEADER_SIZE, b, PACK_TRAILER_SIZE), 0);
 	assert_int_equal(get_be32(b + PACK_TOFF_MAGIC), PACK_TAIL_MAGIC);

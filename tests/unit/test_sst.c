@@ -854,8 +854,14 @@ static void test_flush_promote(void **state)
 	struct manifest_sst add = {0}, add2 = {0};
 	struct sst_reader *r;
 	const struct sst_props *rp;
-	struct blob_desc d = {.epoch = 3, .position = 17, .offset = 32, .length = 5000};
-	uint8_t desc[BLOB_DESC_SIZE];
+	static const uint8_t hashes[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+	struct blob_desc d = {.epoch = 3,
+	                      .position = 17,
+	                      .offset = 32,
+	                      .blob_len = 5000,
+	                      .length = 5000,
+	                      .hashes = hashes};
+	uint8_t desc[BLOB_DESC_FIXED + 8];
 	char k[32], v[32];
 	bool cond = store_caps(f->s)->conditional_create;
 
@@ -897,7 +903,7 @@ static void test_flush_promote(void **state)
 		assert_int_equal(
 		    sst_reader_get(r, "ino/000050", 10, UINT64_MAX, &t, NULL, &val, &vl), 1);
 		assert_int_equal(t, KV_BLOB);
-		assert_int_equal(vl, BLOB_DESC_SIZE);
+		assert_int_equal(vl, sizeof(desc));
 		assert_memory_equal(val, desc, vl);
 		free(val);
 		assert_int_equal(sst_reader_get(r, "ino/000050", 10, 999, &t, NULL, &val, &vl), 1);

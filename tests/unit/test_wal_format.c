@@ -26,9 +26,10 @@ static void build(struct mw_buf *b, uint64_t pos)
 	struct blob_desc d = {.epoch = 7,
 	                      .position = pos,
 	                      .offset = 32,
+	                      .blob_len = 5000,
 	                      .length = 5000,
-	                      .hash = 0x1122334455667788ULL};
-	uint8_t desc[BLOB_DESC_SIZE];
+	                      .hashes = (const uint8_t *)"\x11\x22\x33\x44\x55\x66\x77\x88"};
+	uint8_t desc[BLOB_DESC_FIXED + 8];
 
 	blob_desc_encode(desc, &d);
 	assert_int_equal(wal_entry_begin(b), 0);
@@ -72,7 +73,7 @@ static void test_roundtrip(void **state)
 	assert_int_equal(blob_desc_decode(v, vn, &d), 0);
 	assert_int_equal(d.length, 5000);
 	assert_int_equal(d.offset, 32);
-	assert_int_equal(d.hash, 0x1122334455667788ULL);
+	assert_int_equal(get_be64(d.hashes), 0x1122334455667788ULL);
 	assert_int_equal(wal_op_next(&c, &t, &k, &kn, &v, &vn), 1);
 	assert_true(c.batch_start);
 	assert_int_equal(t, KV_DELETE);
@@ -194,7 +195,14 @@ static void test_names_and_desc(void **state)
 	char n1[FMT_NAME_MAX], n2[FMT_NAME_MAX];
 	uint64_t v;
 	struct blob_desc d;
-	uint8_t desc[BLOB_DESC_SIZE];
+	uint8_t desc[BLOB_DESC_FIXED + 16];
+	struct blob_desc w = {.epoch = 1,
+	                      .position = 2,
+	                      .offset = 32,
+	                      .blob_len = 3 * BLOB_BLOCK_SIZE,
+	                      .start = BLOB_BLOCK_SIZE - 10,
+	                      .length = 20,
+	                      .hashes = (const uint8_t *)"AAAAAAAABBBBBBBB"};
 	(void)state;
 
 	fmt_wal_name(n1, 9);
@@ -214,10 +222,31 @@ static void test_names_and_desc(void **state)
 	fmt_pack_name(n1, 2, 5);
 	assert_string_equal(n1, "pack/00000000000000000002-00000000000000000005");
 	memset(desc, 0, sizeof(desc));
-	assert_int_equal(blob_desc_decode(desc, sizeof(desc), &d), -EUCLEAN); /* kind 0 */
+	assert_int_equal(blob_desc_decode(desc, BLOB_DESC_FIXED, &d), -EUCLEAN); /* kind 0 */
+	desc[0] = BLOB_DESC_KIND_V1;
+	assert_int_equal(blob_desc_decode(desc, 41, &d), -EPROTONOSUPPORT); /* the old format */
 	desc[0] = BLOB_DESC_KIND;
-	assert_int_equal(blob_desc_decode(desc, sizeof(desc) - 1, &d), -EUCLEAN);
+	assert_int_equal(blob_desc_decode(desc, BLOB_DESC_FIXED - 1, &d), -EUCLEAN);
+	assert_int_equal(blob_desc_decode(desc, BLOB_DESC_FIXED, &d), 0); /* an empty value */
+	/* a range across a block boundary carries two hashes; a slice keeps its own */
+	assert_int_equal(blob_desc_size(&w), sizeof(desc));
+	blob_desc_encode(desc, &w);
+	assert_int_equal(blob_desc_decode(desc, sizeof(desc) - 8, &d), -EUCLEAN);
 	assert_int_equal(blob_desc_decode(desc, sizeof(desc), &d), 0);
+	assert_int_equal(d.start, BLOB_BLOCK_SIZE - 10);
+	assert_int_equal(blob_desc_nblocks(&d), 2);
+	struct blob_desc s;
+	blob_desc_slice(&d, 12, 5, &s);
+	assert_int_equal(blob_desc_nblocks(&s), 1);
+	assert_memory_equal(s.hashes, "BBBBBBBB", 8);
+	blob_desc_slice(&d, 0, 10, &s);
+	assert_memory_equal(s.hashes, "AAAAAAAA", 8);
+	uint64_t from, to;
+	blob_desc_blocks(&d, 0, 20, &from, &to);
+	assert_int_equal(from, 0);
+	assert_int_equal(to, 2 * BLOB_BLOCK_SIZE);
+	put_be64(desc + BLOB_OFF_START, 3 * BLOB_BLOCK_SIZE); /* past the blob */
+	assert_int_equal(blob_desc_decode(desc, sizeof(desc), &d), -EUCLEAN);
 }
 
 int main(void)
