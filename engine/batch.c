@@ -101,6 +101,22 @@ void engine_batch_clear(struct engine_batch *b)
 	b->bytes = 0;
 }
 
+void engine_batch_get_mark(const struct engine_batch *b, struct engine_batch_mark *m)
+{
+	m->len = b->rep.len;
+	m->count = b->count;
+	m->bytes = b->bytes;
+}
+
+void engine_batch_rewind(struct engine_batch *b, const struct engine_batch_mark *m)
+{
+	if (m->len > b->rep.len)
+		return;
+	b->rep.len = m->len;
+	b->count = m->count;
+	b->bytes = m->bytes;
+}
+
 void engine_batch_free(struct engine_batch *b)
 {
 	if (!b)

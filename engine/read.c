@@ -217,29 +217,37 @@ int engine_prefetch(struct engine *e, const void *key, size_t klen)
 	return engine_get_range(e, key, klen, 0, NULL, 0, &got);
 }
 
+int engine_backoff(struct engine *e, uint64_t start_us, unsigned *wait_ms)
+{
+	uint64_t waited_ms = (mw_now_us() - start_us) / 1000u;
+
+	if (e->o.sync_timeout_ms && waited_ms >= e->o.sync_timeout_ms)
+		return -ETIMEDOUT;
+	if (*wait_ms == 0) {
+		*wait_ms = RETRY_MIN_MS;
+		log_warn("engine: a read failed; it is retried until the store answers");
+	}
+	struct timespec ts = {.tv_sec = *wait_ms / 1000u,
+	                      .tv_nsec = (long)(*wait_ms % 1000u) * 1000000L};
+	nanosleep(&ts, NULL);
+	*wait_ms = *wait_ms * 2 > RETRY_MAX_MS ? RETRY_MAX_MS : *wait_ms * 2;
+	return 0;
+}
+
+bool engine_err_transient(int rc)
+{
+	return rc && rc != -ENOENT && rc != -ENOMEM && rc != -EINVAL && !err_permanent(rc);
+}
+
 /* Retry fn(arg) while it fails for a transient reason (engine_get_range_wait()). */
 static int retry_transient(struct engine *e, int (*fn)(void *), void *arg)
 {
 	uint64_t start = mw_now_us();
-	unsigned wait_ms = RETRY_MIN_MS;
+	unsigned wait_ms = 0;
 	int rc;
 
-	for (int tries = 1;; tries++) {
-		rc = fn(arg);
-		if (rc == 0 || rc == -ENOENT || rc == -ENOMEM || rc == -EINVAL || err_permanent(rc))
-			break;
-		uint64_t waited_ms = (mw_now_us() - start) / 1000u;
-		if (e->o.sync_timeout_ms && waited_ms >= e->o.sync_timeout_ms)
-			break;
-		if (tries == 1)
-			log_warn(
-			    "engine: a read failed (%s); it is retried until the store answers",
-			    strerror(-rc));
-		struct timespec ts = {.tv_sec = wait_ms / 1000u,
-		                      .tv_nsec = (long)(wait_ms % 1000u) * 1000000L};
-		nanosleep(&ts, NULL);
-		wait_ms = wait_ms * 2 > RETRY_MAX_MS ? RETRY_MAX_MS : wait_ms * 2;
-	}
+	while (engine_err_transient(rc = fn(arg)) && engine_backoff(e, start, &wait_ms) == 0)
+		;
 	return rc;
 }
 

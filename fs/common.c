@@ -181,7 +181,9 @@ void fs_fill_stat(struct mwfs *fs, const struct inode *ip, struct stat *st)
 	st->st_rdev = (dev_t)ip->a.rdev;
 	st->st_size = (off_t)ip->a.size;
 	st->st_blksize = (blksize_t)(fs->cs < 131072 ? fs->cs : 131072);
-	st->st_blocks = (blkcnt_t)((ip->a.size + 511) / 512);
+	/* a file counts the bytes its extents store (holes are free); others their size */
+	uint64_t bytes = S_ISREG(ip->a.mode) ? ip->a.stored : ip->a.size;
+	st->st_blocks = (blkcnt_t)((bytes + 511) / 512);
 	st->st_atim.tv_sec = ip->a.atime_sec;
 	st->st_atim.tv_nsec = ip->a.atime_nsec;
 	st->st_mtim.tv_sec = ip->a.mtime_sec;

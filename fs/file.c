@@ -3,16 +3,18 @@
  * truncation, fallocate (allocate, punch hole), lseek (SEEK_DATA/HOLE) and
  * copy_file_range.
  *
- * Data lives in chunks (key 'C' ino index, at most chunk_size bytes; an
- * absent chunk is a hole): wbuf.c reads and puts them and keeps each
- * inode's write buffer.  A write covering a whole chunk is put at once from
- * the request's memory; smaller writes gather in the buffer.
+ * Data lives in extents (extent.c, key 'E' ino end; what no extent covers
+ * is a hole): a write becomes one extent without reading or rewriting the
+ * rest of the file; wbuf.c puts them and keeps each inode's write buffer,
+ * which gathers small contiguous writes into one extent.  A large write is
+ * put at once from the request's memory.
  *
- * Read path.  Reads go straight to engine_get_range() into a per-thread
- * buffer (no allocation per request) and are answered with fuse_reply_buf()
- * from it; bytes still in the write buffer are laid over what is stored.
- * Sequential readers get the next chunks prefetched (readahead.c), and a
- * chunk being loaded by another thread is waited for, not fetched twice.
+ * Read path.  Reads assemble the extents over their range into a
+ * per-thread buffer (no allocation per request), fetching only the checksum
+ * blocks they touch, and are answered with fuse_reply_buf() from it; bytes
+ * still in the write buffer are laid over what is stored.  Sequential
+ * readers get the next chunk-sized windows prefetched (readahead.c), and a
+ * window being loaded by another thread is waited for, not fetched twice.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -23,6 +25,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "extent.h"
 #include "internal.h"
 #include "log.h"
 
@@ -45,17 +48,19 @@ static int open_truncate(struct mwfs *fs, struct inode *ip)
 		return rc;
 	pthread_rwlock_wrlock(&ip->dlock);
 	wbuf_drop(&ip->wb);
-	mw_mutex_lock(&fs->mu);
-	struct inode_tx tx;
-	rc = inode_tx_begin(fs, &tx);
+	struct engine_batch *b = NULL;
+	uint64_t removed = 0;
+	rc = file_truncate_prepare(fs, ip, 0, &b, &removed);
 	if (!rc) {
+		mw_mutex_lock(&fs->mu);
+		struct inode_tx tx;
+		inode_tx_begin_on(fs, &tx, b);
 		inode_tx_add(&tx, ip);
-		rc = file_truncate_locked(fs, ip, tx.b, 0);
-		if (!rc)
-			fs_touch(&ip->a, false, true, true);
-		rc = inode_tx_commit(&tx, rc);
+		file_truncate_locked(fs, ip, 0, removed);
+		fs_touch(&ip->a, false, true, true);
+		rc = inode_tx_commit(&tx, 0);
+		mw_mutex_unlock(&fs->mu);
 	}
-	mw_mutex_unlock(&fs->mu);
 	pthread_rwlock_unlock(&ip->dlock);
 	return rc;
 }
@@ -110,26 +115,21 @@ static int read_locked(struct mwfs *fs, struct inode *ip, uint64_t off, size_t s
 	ra_note_read(fs->ra, ip, off, *len, fsize);
 	const struct wbuf *w = &ip->wb;
 	for (size_t pos = 0; pos < *len && !rc;) {
+		/* one load per chunk-sized window: wait for a prefetch or reader already on it */
 		uint64_t o = off + pos;
 		uint64_t idx = o / fs->cs;
-		uint32_t co = (uint32_t)(o % fs->cs);
-		size_t n = fs->cs - co < *len - pos ? fs->cs - co : *len - pos;
-		if (w->active && w->idx == idx && w->base) {
-			memcpy(buf + pos, w->data + co, n);
-		} else {
-			/* one load per chunk: wait for a prefetch or reader already on it */
-			int slot = ra_begin(fs->ra, ip->ino, idx);
-			rc = chunk_read(fs, ip->ino, idx, co, buf + pos, n, false);
-			ra_end(fs->ra, slot);
-			if (!rc && w->active && w->idx == idx) {
-				/* lay the buffered bytes over the stored ones */
-				uint32_t a = co > w->lo ? co : w->lo;
-				uint32_t b = co + n < w->hi ? (uint32_t)(co + n) : w->hi;
-				if (a < b)
-					memcpy(buf + pos + (a - co), w->data + a, b - a);
-			}
-		}
+		size_t n = fs->cs - o % fs->cs < *len - pos ? fs->cs - o % fs->cs : *len - pos;
+		int slot = ra_begin(fs->ra, ip->ino, idx);
+		rc = ext_read(fs, ip->ino, o, buf + pos, n, false);
+		ra_end(fs->ra, slot);
 		pos += n;
+	}
+	if (!rc && w->active) {
+		/* lay the buffered bytes over the stored ones */
+		uint64_t a = off > w->off ? off : w->off;
+		uint64_t z = off + *len < w->off + w->len ? off + *len : w->off + w->len;
+		if (a < z)
+			memcpy(buf + (a - off), w->data + (a - w->off), (size_t)(z - a));
 	}
 	return rc;
 }
@@ -165,11 +165,10 @@ static int write_locked(struct mwfs *fs, struct inode *ip, const uint8_t *buf, s
 	int rc = 0;
 	while (pos < size && !rc) {
 		uint64_t o = off + pos;
-		uint64_t idx = o / fs->cs;
-		uint32_t co = (uint32_t)(o % fs->cs);
-		uint32_t n = fs->cs - co < size - pos ? fs->cs - co : (uint32_t)(size - pos);
-		if (ip->wb.active && ip->wb.idx != idx) {
-			rc = wbuf_flush(fs, ip);
+		uint32_t n = size - pos < fs->cs ? (uint32_t)(size - pos) : fs->cs;
+		bool joins = wbuf_absorbs(fs, &ip->wb, o, n);
+		if (!joins && ip->wb.active) {
+			rc = wbuf_flush(fs, ip); /* the earlier bytes go first */
 			if (rc)
 				break;
 		}
@@ -179,13 +178,10 @@ static int write_locked(struct mwfs *fs, struct inode *ip, const uint8_t *buf, s
 		if (!fs->writeback) /* with the writeback cache the kernel sets the times */
 			fs_touch(&ip->a, false, true, true);
 		mw_mutex_unlock(&fs->mu);
-		if (co == 0 && n == fs->cs) {
-			if (ip->wb.active) /* same chunk, wholly overwritten */
-				ip->wb.active = false;
-			rc = chunk_put(fs, ip, idx, buf + pos, n);
-		} else {
-			rc = wbuf_write(fs, ip, idx, co, buf + pos, n);
-		}
+		if (!joins && n >= fs->cs / 2)
+			rc = data_put(fs, ip, o, buf + pos, n); /* large: one extent, no copy */
+		else
+			rc = wbuf_write(fs, ip, o, buf + pos, n);
 		if (!rc)
 			pos += n;
 	}
@@ -217,14 +213,35 @@ void file_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, of
 		fuse_reply_write(req, pos);
 }
 
+/* Lock a and b exclusive (one lock when they are the same), lower inode first. */
+static void lock_pair(struct inode *a, struct inode *b)
+{
+	if (a == b) {
+		pthread_rwlock_wrlock(&a->dlock);
+		return;
+	}
+	struct inode *first = a->ino < b->ino ? a : b, *second = a->ino < b->ino ? b : a;
+	pthread_rwlock_wrlock(&first->dlock);
+	pthread_rwlock_wrlock(&second->dlock);
+}
+
+static void unlock_pair(struct inode *a, struct inode *b)
+{
+	pthread_rwlock_unlock(&a->dlock);
+	if (a != b)
+		pthread_rwlock_unlock(&b->dlock);
+}
+
+/* Bytes of the destination that one copy_file_range batch covers. */
+#define COPY_PIECE (256ull << 20)
+
 /*
- * copy_file_range: the bytes move inside the daemon, one chunk-sized piece
- * at a time (read from the source under its lock, written to the
- * destination under its own: never both locks at once), so cp of a big
- * file costs no kernel round trips per page.  Stored blobs are not shared
- * between files (a put of the same bytes is a new blob), so the copy is
- * not free, only cheaper.  The kernel has already rejected overlapping
- * ranges of one file and written back the page cache of both ranges.
+ * copy_file_range: the destination's extents refer to the source's stored
+ * bytes (ext_share()): no byte is read or written, a copy of any size costs
+ * one extent record per source extent.  Both data locks are held (lower
+ * inode first); both write buffers are put first.  The kernel has already
+ * rejected overlapping ranges of one file, written back the page cache of
+ * both ranges and drops the destination's after the reply.
  */
 void file_copy_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in, struct fuse_file_info *fi_in,
                      fuse_ino_t ino_out, off_t off_out, struct fuse_file_info *fi_out, size_t len,
@@ -232,8 +249,7 @@ void file_copy_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in, struct fus
 {
 	struct mwfs *fs = fuse_req_userdata(req);
 	struct inode *src = fh_inode(fi_in), *dst = fh_inode(fi_out);
-	size_t copied = 0;
-	uint8_t *buf = NULL;
+	uint64_t copied = 0;
 	int rc = 0;
 	(void)ino_in;
 	(void)ino_out;
@@ -241,33 +257,58 @@ void file_copy_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in, struct fus
 		rc = -EROFS;
 	else if (flags)
 		rc = -EINVAL;
-	else if (off_in < 0 || off_out < 0 || (uint64_t)off_out + len < (uint64_t)off_out)
+	else if (off_in < 0 || off_out < 0 || (uint64_t)off_out + len < (uint64_t)off_out ||
+	         (uint64_t)off_in + len < (uint64_t)off_in)
 		rc = -EINVAL;
-	else if (!(buf = malloc(fs->cs)))
-		rc = -ENOMEM;
-	while (!rc && copied < len) {
-		size_t want = len - copied < fs->cs ? len - copied : fs->cs, got = 0, put = 0;
-		/* pieces aligned to the destination's chunks become whole-chunk puts */
-		uint64_t o = (uint64_t)off_out + copied;
-		if (want > fs->cs - o % fs->cs)
-			want = fs->cs - o % fs->cs;
-		pthread_rwlock_rdlock(&src->dlock);
-		rc = read_locked(fs, src, (uint64_t)off_in + copied, want, buf, &got);
-		pthread_rwlock_unlock(&src->dlock);
-		if (rc || got == 0)
-			break; /* an error, or the end of the source */
-		pthread_rwlock_wrlock(&dst->dlock);
-		rc = write_locked(fs, dst, buf, got, o, &put);
-		pthread_rwlock_unlock(&dst->dlock);
-		copied += put;
-		if (got < want)
-			break;
+	if (rc) {
+		fuse_reply_err(req, fs_err(rc));
+		return;
 	}
-	free(buf);
+	lock_pair(src, dst);
+	rc = wbuf_flush(fs, src);
+	if (!rc)
+		rc = wbuf_flush(fs, dst);
+	mw_mutex_lock(&fs->mu);
+	uint64_t ssize = src->a.size;
+	mw_mutex_unlock(&fs->mu);
+	uint64_t total = (uint64_t)off_in < ssize ? ssize - (uint64_t)off_in : 0;
+	if (total > len)
+		total = len;
+	while (!rc && copied < total) {
+		uint64_t n = total - copied < COPY_PIECE ? total - copied : COPY_PIECE;
+		uint64_t so = (uint64_t)off_in + copied, dof = (uint64_t)off_out + copied;
+		uint64_t removed = 0, added = 0;
+		rc = engine_wait_room(fs->e, FS_META_ROOM);
+		struct engine_batch *b = rc ? NULL : fs_batch(fs);
+		if (!rc && !b)
+			rc = -ENOMEM;
+		if (!rc)
+			rc = ext_clear(fs, b, dst->ino, dof, dof + n, &removed);
+		if (!rc)
+			rc = ext_share(fs, b, src->ino, so, n, dst->ino, dof, &added);
+		if (rc)
+			break;
+		mw_mutex_lock(&fs->mu);
+		struct inode_tx tx;
+		inode_tx_begin_on(fs, &tx, b);
+		inode_tx_add(&tx, dst);
+		if (dof + n > dst->a.size)
+			dst->a.size = dof + n;
+		if (dst->rec_size < dof + n)
+			dst->rec_size = dof + n;
+		dst->a.stored -= removed < dst->a.stored ? removed : dst->a.stored;
+		dst->a.stored += added;
+		fs_touch(&dst->a, false, true, true);
+		rc = inode_tx_commit(&tx, 0);
+		mw_mutex_unlock(&fs->mu);
+		if (!rc)
+			copied += n;
+	}
+	unlock_pair(src, dst);
 	if (rc && copied == 0)
 		fuse_reply_err(req, fs_err(rc));
 	else
-		fuse_reply_write(req, copied);
+		fuse_reply_write(req, (size_t)copied);
 }
 
 void file_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -323,90 +364,24 @@ void file_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_i
 	fuse_reply_err(req, fs_err(rc));
 }
 
-int file_cut_warm(struct mwfs *fs, uint64_t ino, uint64_t off)
+int file_truncate_prepare(struct mwfs *fs, struct inode *ip, uint64_t size, struct engine_batch **b,
+                          uint64_t *removed)
 {
-	if (off % fs->cs == 0)
-		return 0; /* a cut on a chunk boundary deletes whole chunks: nothing to read */
-	uint8_t key[SCHEMA_KEY_MAX];
-	size_t kn = schema_key_chunk(key, ino, off / fs->cs);
-	int rc = fs_warm_key(fs, key, kn);
-	return rc == -ENOENT ? 0 : rc;
-}
-
-/*
- * Queue deletion (or zeroing) of the stored bytes of ip in [from, to) into
- * b (fs->mu held, dlock exclusive, buffer flushed).  to UINT64_MAX: to the
- * end.  A chunk partly inside is rewritten with the range zeroed (or cut,
- * when cut is true and the range reaches its end).
- */
-static int clear_range(struct mwfs *fs, struct inode *ip, struct engine_batch *b, uint64_t from,
-                       uint64_t to, bool cut)
-{
-	mw_mutex_assert_held(&fs->mu);
-	uint8_t key[SCHEMA_KEY_MAX], end[SCHEMA_KEY_MAX];
-	uint64_t first = from / fs->cs;
-	size_t kn = schema_key_chunk(key, ip->ino, first);
-	size_t en;
-	if (to == UINT64_MAX || (to - 1) / fs->cs == UINT64_MAX) {
-		uint8_t pfx[SCHEMA_KEY_MAX];
-		size_t pn = schema_key_chunk_prefix(pfx, ip->ino);
-		en = schema_prefix_end(pfx, pn, end);
-	} else {
-		en = schema_key_chunk(end, ip->ino, (to - 1) / fs->cs + 1);
-	}
-	struct tls *t = fs_tls(fs);
-	if (!t)
+	*b = fs_batch(fs);
+	if (!*b)
 		return -ENOMEM;
-	struct engine_iter *it = NULL;
-	int rc;
-	for (rc = engine_iter_new(fs->e, key, kn, end, en, &it); !rc && engine_iter_valid(it);
-	     engine_iter_next(it)) {
-		size_t n, vn;
-		const uint8_t *k = engine_iter_key(it, &n);
-		uint64_t idx = schema_key_u64(k, n, 9);
-		uint64_t cstart = idx * fs->cs;
-		uint64_t a = from > cstart ? from - cstart : 0;
-		uint64_t z = to - cstart < fs->cs ? to - cstart : fs->cs;
-		if (to == UINT64_MAX)
-			z = fs->cs;
-		if (a == 0 && z == fs->cs) {
-			rc = engine_batch_delete(b, k, n);
-			continue;
-		}
-		const void *v;
-		rc = engine_iter_value(it, &v, &vn);
-		if (rc)
-			break;
-		if (vn <= a)
-			continue; /* nothing stored in the range */
-		memcpy(t->chunk, v, vn);
-		size_t nlen = vn;
-		if (cut && z == fs->cs)
-			nlen = (size_t)a;
-		else
-			memset(t->chunk + a, 0, (z < vn ? z : vn) - a);
-		if (fs_all_zero(t->chunk, nlen))
-			rc = engine_batch_delete(b, k, n);
-		else
-			rc = engine_batch_put(b, k, n, t->chunk, nlen);
-	}
-	if (!rc)
-		rc = engine_iter_status(it);
-	engine_iter_free(it);
-	return rc;
+	mw_mutex_lock(&fs->mu);
+	bool shrink = size < ip->a.size || size < ip->rec_size;
+	mw_mutex_unlock(&fs->mu);
+	return shrink ? ext_clear(fs, *b, ip->ino, size, UINT64_MAX, removed) : 0;
 }
 
-int file_truncate_locked(struct mwfs *fs, struct inode *ip, struct engine_batch *b, uint64_t size)
+void file_truncate_locked(struct mwfs *fs, struct inode *ip, uint64_t size, uint64_t removed)
 {
 	mw_mutex_assert_held(&fs->mu);
-	int rc = 0;
-	if (size < ip->a.size || size < ip->rec_size)
-		rc = clear_range(fs, ip, b, size, UINT64_MAX, true);
-	if (rc)
-		return rc;
 	ip->a.size = size;
 	ip->rec_size = size;
-	return 0;
+	ip->a.stored -= removed < ip->a.stored ? removed : ip->a.stored;
 }
 
 void file_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
@@ -447,11 +422,7 @@ void file_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t l
 		}
 	}
 	if (mode & FALLOC_FL_PUNCH_HOLE) {
-		rc = engine_wait_room(fs->e, FS_META_ROOM + 2 * fs->cs);
-		if (!rc)
-			rc = file_cut_warm(fs, ip->ino, (uint64_t)off);
-		if (!rc)
-			rc = file_cut_warm(fs, ip->ino, end);
+		rc = engine_wait_room(fs->e, FS_META_ROOM);
 		if (rc) {
 			fuse_reply_err(req, fs_err(rc));
 			return;
@@ -459,18 +430,26 @@ void file_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t l
 	}
 	pthread_rwlock_wrlock(&ip->dlock);
 	rc = wbuf_flush(fs, ip);
-	mw_mutex_lock(&fs->mu);
-	struct schema_inode saved = ip->a;
-	uint64_t saved_rec = ip->rec_size;
-	struct engine_batch *b = fs_batch(fs);
+	struct engine_batch *b = rc ? NULL : fs_batch(fs);
+	uint64_t removed = 0;
 	if (!rc && !b)
 		rc = -ENOMEM;
+	if (!rc && (mode & FALLOC_FL_PUNCH_HOLE)) {
+		/* the extents inside go, those across an edge keep their outside part */
+		mw_mutex_lock(&fs->mu);
+		uint64_t to = end < ip->a.size ? end : ip->a.size;
+		mw_mutex_unlock(&fs->mu);
+		if ((uint64_t)off < to)
+			rc = ext_clear(fs, b, ip->ino, (uint64_t)off, to, &removed);
+	}
+	mw_mutex_lock(&fs->mu);
+	struct inode_tx tx;
 	if (rc)
 		goto out;
+	inode_tx_begin_on(fs, &tx, b);
+	inode_tx_add(&tx, ip);
 	if (mode & FALLOC_FL_PUNCH_HOLE) {
-		uint64_t to = end < ip->a.size ? end : ip->a.size;
-		if ((uint64_t)off < to)
-			rc = clear_range(fs, ip, b, (uint64_t)off, to, false);
+		ip->a.stored -= removed < ip->a.stored ? removed : ip->a.stored;
 		fs_touch(&ip->a, false, true, true);
 	} else if (!(mode & FALLOC_FL_KEEP_SIZE) && end > ip->a.size) {
 		/* space is not reserved in an object store: only the size grows */
@@ -480,14 +459,7 @@ void file_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t l
 	} else {
 		goto out; /* nothing to record */
 	}
-	if (!rc)
-		rc = inode_batch_put(fs, b, ip);
-	if (!rc)
-		rc = inode_commit(fs, b, &ip, 1);
-	if (rc) {
-		ip->a = saved;
-		ip->rec_size = saved_rec;
-	}
+	rc = inode_tx_commit(&tx, 0);
 out:
 	mw_mutex_unlock(&fs->mu);
 	pthread_rwlock_unlock(&ip->dlock);
@@ -524,44 +496,7 @@ void file_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, struct fu
 		rc = -ENXIO;
 	if (rc)
 		goto out;
-	uint8_t key[SCHEMA_KEY_MAX], pfx[SCHEMA_KEY_MAX], end[SCHEMA_KEY_MAX];
-	uint64_t expect = (uint64_t)off / fs->cs;
-	size_t kn = schema_key_chunk(key, ip->ino, expect);
-	size_t pn = schema_key_chunk_prefix(pfx, ip->ino);
-	size_t en = schema_prefix_end(pfx, pn, end);
-	struct engine_iter *it = NULL;
-	bool found = false;
-	for (rc = engine_iter_new(fs->e, key, kn, end, en, &it); !rc && engine_iter_valid(it);
-	     engine_iter_next(it)) {
-		size_t n;
-		const uint8_t *k = engine_iter_key(it, &n);
-		uint64_t idx = schema_key_u64(k, n, 9);
-		if (whence == SEEK_DATA) {
-			pos = idx * fs->cs;
-			found = true;
-			break;
-		}
-		if (idx != expect)
-			break; /* a missing chunk: the hole */
-		expect++;
-	}
-	if (!rc)
-		rc = engine_iter_status(it);
-	engine_iter_free(it);
-	if (rc)
-		goto out;
-	if (whence == SEEK_DATA) {
-		if (!found || pos >= size)
-			rc = -ENXIO;
-		else if (pos < (uint64_t)off)
-			pos = (uint64_t)off;
-	} else {
-		pos = expect * fs->cs;
-		if (pos < (uint64_t)off)
-			pos = (uint64_t)off;
-		if (pos > size)
-			pos = size;
-	}
+	rc = ext_seek(fs, ip->ino, (uint64_t)off, size, whence == SEEK_DATA, &pos);
 out:
 	pthread_rwlock_unlock(&ip->dlock);
 	if (rc)

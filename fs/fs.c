@@ -157,6 +157,8 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 	struct mwfs *fs = fuse_req_userdata(req);
 	struct inode *ip = NULL;
 	struct stat st;
+	struct engine_batch *b = NULL;
+	uint64_t removed = 0;
 	bool dlocked = false;
 	(void)fi;
 	if (fs->o.read_only) {
@@ -167,8 +169,6 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 	int rc = engine_wait_room(fs->e, FS_META_ROOM);
 	if (!rc)
 		rc = inode_warm(fs, ino);
-	if (!rc && (to_set & FUSE_SET_ATTR_SIZE) && attr->st_size > 0)
-		rc = file_cut_warm(fs, ino, (uint64_t)attr->st_size);
 	if (rc) {
 		fuse_reply_err(req, fs_err(rc));
 		return;
@@ -195,19 +195,21 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 		pthread_rwlock_wrlock(&ip->dlock);
 		dlocked = true;
 		rc = wbuf_flush(fs, ip);
+		/* the extents past the new end are found before fs->mu (a scan) */
+		if (!rc)
+			rc = file_truncate_prepare(fs, ip, (uint64_t)attr->st_size, &b, &removed);
 		mw_mutex_lock(&fs->mu);
 		if (rc)
 			goto out;
 	}
 	struct inode_tx tx;
-	rc = inode_tx_begin(fs, &tx);
-	if (rc)
+	if (b)
+		inode_tx_begin_on(fs, &tx, b);
+	else if ((rc = inode_tx_begin(fs, &tx)))
 		goto out;
 	inode_tx_add(&tx, ip);
 	if (to_set & FUSE_SET_ATTR_SIZE) {
-		rc = file_truncate_locked(fs, ip, tx.b, (uint64_t)attr->st_size);
-		if (rc)
-			goto out;
+		file_truncate_locked(fs, ip, (uint64_t)attr->st_size, removed);
 		if (!(to_set & FUSE_SET_ATTR_MTIME))
 			fs_touch(&ip->a, false, true, false);
 	}
@@ -422,9 +424,14 @@ static int read_super(struct engine *e, struct schema_super *sb)
 	}
 	rc = schema_super_decode(val, vn, sb);
 	if (rc == -EPROTONOSUPPORT)
-		log_err("the filesystem has format version %u; this memwalfs reads version %u "
-		        "only: refusing to mount",
-		        sb->version, SCHEMA_VERSION);
+		log_err(
+		    "the filesystem has format version %u; this memwalfs reads version %u "
+		    "only: refusing to mount%s",
+		    sb->version, SCHEMA_VERSION,
+		    sb->version < SCHEMA_VERSION
+		        ? " (it was made by an older memwalfs, with fixed-size chunks; copy its "
+		          "files out with that version)"
+		        : "");
 	else if (rc)
 		log_err("the superblock is corrupt (%zu bytes)", vn);
 	free(val);

@@ -27,15 +27,18 @@
 
 /* What the check knows of one inode. */
 struct ino {
-	uint64_t ino;     /* inode number */
-	uint32_t mode;    /* S_IFMT and permissions */
-	uint32_t nlink;   /* recorded link count */
-	uint64_t size;    /* recorded size */
-	uint64_t parent;  /* directories: recorded parent */
-	uint32_t names;   /* dentries pointing here */
-	uint32_t subdirs; /* directories: dentries of subdirectories inside */
-	bool orphan;      /* has an orphan record */
-	bool reached;     /* reachable from the root */
+	uint64_t ino;          /* inode number */
+	uint32_t mode;         /* S_IFMT and permissions */
+	uint32_t nlink;        /* recorded link count */
+	uint64_t size;         /* recorded size */
+	uint64_t stored;       /* regular files: recorded stored bytes */
+	uint64_t extent_bytes; /* bytes of its extents found */
+	uint64_t last_end;     /* end of its last extent found (they come in order) */
+	uint64_t parent;       /* directories: recorded parent */
+	uint32_t names;        /* dentries pointing here */
+	uint32_t subdirs;      /* directories: dentries of subdirectories inside */
+	bool orphan;           /* has an orphan record */
+	bool reached;          /* reachable from the root */
 };
 
 /* A dentry as an edge of the tree. */
@@ -114,6 +117,10 @@ static int scan(struct fck *c, uint8_t tag, bool want_value,
 			rc = engine_iter_value(it, &v, &vn);
 			if (rc)
 				break;
+		} else {
+			struct engine_ref ref; /* the value's length, without its bytes */
+			engine_iter_ref(it, &ref);
+			vn = (size_t)engine_ref_len(&ref);
 		}
 		rc = fn(c, k, kn, v, vn);
 	}
@@ -178,6 +185,7 @@ static int on_inode(struct fck *c, const uint8_t *k, size_t kn, const uint8_t *v
 	e->mode = in.mode;
 	e->nlink = in.nlink;
 	e->size = in.size;
+	e->stored = in.stored;
 	e->parent = in.parent;
 	e->reached = ino == SCHEMA_ROOT_INO;
 	return 0;
@@ -250,24 +258,30 @@ static int on_dentry(struct fck *c, const uint8_t *k, size_t kn, const uint8_t *
 	return 0;
 }
 
-static int on_chunk(struct fck *c, const uint8_t *k, size_t kn, const uint8_t *v, size_t vn)
+static int on_extent(struct fck *c, const uint8_t *k, size_t kn, const uint8_t *v, size_t vn)
 {
-	uint64_t ino = schema_key_u64(k, kn, 1), index = schema_key_u64(k, kn, 9);
+	uint64_t ino = schema_key_u64(k, kn, 1), end = schema_key_u64(k, kn, 9);
 	struct ino *e = lookup(c, ino);
-	char what[64];
+	char what[80];
 
 	(void)v;
-	(void)vn;
-	c->r->chunks++;
-	snprintf(what, sizeof(what), "chunk %" PRIu64 "/%" PRIu64, ino, index);
-	if (kn != 17)
-		problem(c, what, "malformed chunk key (%zu bytes)", kn);
+	c->r->extents++;
+	snprintf(what, sizeof(what), "extent %" PRIu64 "/[%" PRIu64 ",%" PRIu64 ")", ino,
+	         end >= vn ? end - vn : 0, end);
+	if (kn != 17 || vn == 0 || vn > end)
+		problem(c, what, "malformed extent (key %zu bytes, value %zu bytes)", kn, vn);
 	else if (!e)
-		problem(c, what, "leaked: chunk of missing inode %" PRIu64, ino);
+		problem(c, what, "leaked: extent of missing inode %" PRIu64, ino);
 	else if (!S_ISREG(e->mode))
-		problem(c, what, "chunk of a %s", type_name(e->mode));
-	else if (c->have_sb && (e->size == 0 || index > (e->size - 1) / c->sb.chunk_size))
-		problem(c, what, "leaked: beyond the last chunk of size %" PRIu64, e->size);
+		problem(c, what, "extent of a %s", type_name(e->mode));
+	else if (end > e->size)
+		problem(c, what, "leaked: beyond the end of the file (size %" PRIu64 ")", e->size);
+	else if (end - vn < e->last_end)
+		problem(c, what, "overlaps the extent ending at %" PRIu64, e->last_end);
+	if (e && kn == 17 && vn <= end) {
+		e->extent_bytes += vn;
+		e->last_end = end;
+	}
 	return 0;
 }
 
@@ -350,6 +364,10 @@ static void final_checks(struct fck *c)
 			problem(c, what, "%s nlink %" PRIu32 " but %" PRIu32 " directory entries",
 			        type_name(e->mode), e->nlink, e->names);
 		}
+		if (S_ISREG(e->mode) && e->stored != e->extent_bytes)
+			problem(c, what,
+			        "records %" PRIu64 " stored bytes, its extents hold %" PRIu64,
+			        e->stored, e->extent_bytes);
 	}
 }
 
@@ -381,7 +399,7 @@ int mwfs_fsck(struct engine *e, mwfs_fsck_fn fn, void *arg, struct mwfs_fsck_rep
 	if (!rc)
 		rc = scan(&c, SCHEMA_TAG_DENTRY, true, on_dentry);
 	if (!rc)
-		rc = scan(&c, SCHEMA_TAG_CHUNK, false, on_chunk);
+		rc = scan(&c, SCHEMA_TAG_EXTENT, false, on_extent);
 	if (!rc)
 		rc = scan(&c, SCHEMA_TAG_XATTR, false, on_xattr);
 	if (rc)

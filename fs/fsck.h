@@ -13,8 +13,9 @@
  *     every orphan record names an existing inode;
  *   - nlink: files have as many as dentries point at them, directories
  *     2 + their subdirectories;
- *   - chunks belong to existing regular files and lie within the size's
- *     last chunk (others are leaked space);
+ *   - extents belong to existing regular files, end within the size
+ *     (others are leaked space), do not overlap, and add up to the stored
+ *     bytes the inode records;
  *   - xattrs belong to existing inodes.
  * Read-only: a check on a live store sees one engine snapshot.
  */
@@ -37,7 +38,7 @@ typedef void (*mwfs_fsck_fn)(void *arg, const char *what, const char *msg);
 struct mwfs_fsck_report {
 	uint64_t inodes;   /* inode records */
 	uint64_t dentries; /* directory entries */
-	uint64_t chunks;   /* data chunks */
+	uint64_t extents;  /* data extents */
 	uint64_t xattrs;   /* extended attributes */
 	uint64_t orphans;  /* orphan records */
 	uint64_t problems; /* problems reported */

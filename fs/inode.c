@@ -192,7 +192,7 @@ out:
 
 /*
  * Queue the deletion of every record of ino into b: inode, orphan mark,
- * chunks, xattrs (fs->mu held).
+ * extents, xattrs (fs->mu held).
  */
 int inode_batch_drop(struct mwfs *fs, struct engine_batch *b, uint64_t ino)
 {
@@ -205,7 +205,7 @@ int inode_batch_drop(struct mwfs *fs, struct engine_batch *b, uint64_t ino)
 		rc = engine_batch_delete(b, key, kn);
 	}
 	for (int pass = 0; pass < 2 && !rc; pass++) {
-		kn = pass ? schema_key_xattr_prefix(key, ino) : schema_key_chunk_prefix(key, ino);
+		kn = pass ? schema_key_xattr_prefix(key, ino) : schema_key_extent_prefix(key, ino);
 		size_t en = schema_prefix_end(key, kn, end);
 		struct engine_iter *it = NULL;
 		for (rc = engine_iter_new(fs->e, key, kn, end, en, &it);
@@ -272,6 +272,14 @@ int inode_tx_begin(struct mwfs *fs, struct inode_tx *tx)
 	tx->n = 0;
 	tx->b = fs_batch(fs);
 	return tx->b ? 0 : -ENOMEM;
+}
+
+void inode_tx_begin_on(struct mwfs *fs, struct inode_tx *tx, struct engine_batch *b)
+{
+	mw_mutex_assert_held(&fs->mu);
+	tx->fs = fs;
+	tx->n = 0;
+	tx->b = b;
 }
 
 /*

@@ -177,6 +177,8 @@ struct inode_tx {
 	uint64_t rec_size[INODE_TX_MAX];     /* ip[i]->rec_size before the change */
 };
 int inode_tx_begin(struct mwfs *fs, struct inode_tx *tx);
+/* inode_tx_begin() on b, a batch (fs_batch()) that already holds data changes. */
+void inode_tx_begin_on(struct mwfs *fs, struct inode_tx *tx, struct engine_batch *b);
 void inode_tx_add(struct inode_tx *tx, struct inode *ip);
 int inode_tx_commit(struct inode_tx *tx, int rc);
 void inode_tx_undo(struct inode_tx *tx);
@@ -216,13 +218,16 @@ void file_copy_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in, struct fus
                      fuse_ino_t ino_out, off_t off_out, struct fuse_file_info *fi_out, size_t len,
                      int flags);
 /*
- * Read the chunk that a cut at offset off of inode ino rewrites into the
- * engine's caches, before the locks that file_truncate_locked() and punch
- * hole hold (fs->mu NOT held).  0 or the store's error.
+ * Truncation in two steps.  file_truncate_prepare() (ip->dlock exclusive,
+ * buffer flushed, fs->mu NOT held: it scans the extents) queues into the
+ * thread's batch (*b, from fs_batch()) what removes the stored bytes at and
+ * past size, and counts them in *removed.  file_truncate_locked() (the same
+ * locks plus fs->mu; start the transaction with inode_tx_begin_on(*b)) sets
+ * the size and the stored bytes.
  */
-int file_cut_warm(struct mwfs *fs, uint64_t ino, uint64_t off);
-/* Set the size: flush, trim chunks (ip->dlock exclusive and fs->mu held). */
-int file_truncate_locked(struct mwfs *fs, struct inode *ip, struct engine_batch *b, uint64_t size);
+int file_truncate_prepare(struct mwfs *fs, struct inode *ip, uint64_t size, struct engine_batch **b,
+                          uint64_t *removed);
+void file_truncate_locked(struct mwfs *fs, struct inode *ip, uint64_t size, uint64_t removed);
 
 /* xattr.c */
 void xattr_set(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value, size_t size,

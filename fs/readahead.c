@@ -1,8 +1,8 @@
 /*
  * readahead.c - sequential read-ahead: while a file is read sequentially,
- * a few threads fetch the next chunks into the engine's blob cache so that
- * the ranged GETs of a cold read from S3 overlap instead of running one
- * after the other behind the kernel's own (1 MiB) read-ahead.
+ * a few threads fetch the next chunk-sized windows (their extents) into the engine's blob cache so
+ * that the ranged GETs of a cold read from S3 overlap instead of running one after the other behind
+ * the kernel's own (1 MiB) read-ahead.
  *
  * Detection is per inode: a read that starts at 0 or near where the last
  * one ended (within a few chunks: the kernel's async reads arrive out of
@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "extent.h"
 #include "internal.h"
 #include "log.h"
 #include "readahead.h"
@@ -116,7 +117,6 @@ static void *worker(void *arg)
 {
 	struct ra_worker *w = arg;
 	struct readahead *ra = w->ra;
-	uint8_t key[SCHEMA_KEY_MAX];
 	mw_mutex_lock(&ra->mu);
 	for (;;) {
 		while (!w->t.stop && ra->qn == 0)
@@ -132,8 +132,8 @@ static void *worker(void *arg)
 		if (slot < 0)
 			continue;
 		mw_mutex_unlock(&ra->mu);
-		size_t kn = schema_key_chunk(key, j.ino, j.idx);
-		int rc = engine_prefetch(ra->fs->e, key, kn);
+		uint64_t cs = ra->fs->cs;
+		int rc = ext_prefetch(ra->fs, j.ino, j.idx * cs, cs);
 		if (rc && rc != -ENOENT)
 			log_debug("read-ahead of inode %llu chunk %llu: %s",
 			          (unsigned long long)j.ino, (unsigned long long)j.idx,

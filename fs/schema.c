@@ -10,9 +10,9 @@
 #include "schema.h"
 
 /* Inode record body version (first byte of the record). */
-#define INODE_REC_V1 1
+#define INODE_REC_V2 2 /* record version (1: format 1, without the stored bytes) */
 
-_Static_assert(SCHEMA_INODE_LEN == 1 + 4 * 4 + 8 * 3 + (8 + 4) * 3, "inode record size");
+_Static_assert(SCHEMA_INODE_LEN == 1 + 4 * 4 + 8 * 3 + (8 + 4) * 3 + 8, "inode record size");
 _Static_assert(SCHEMA_SUPER_LEN == 4 + 4 + 4 + 8, "superblock size");
 _Static_assert(SCHEMA_DENTRY_LEN == 8 + 1, "dentry size");
 
@@ -46,16 +46,16 @@ size_t schema_key_dentry_prefix(uint8_t *p, uint64_t parent)
 	return tag_ino(p, SCHEMA_TAG_DENTRY, parent);
 }
 
-size_t schema_key_chunk(uint8_t *p, uint64_t ino, uint64_t index)
+size_t schema_key_extent(uint8_t *p, uint64_t ino, uint64_t end)
 {
-	size_t n = tag_ino(p, SCHEMA_TAG_CHUNK, ino);
-	put_be64(p + n, index);
+	size_t n = tag_ino(p, SCHEMA_TAG_EXTENT, ino);
+	put_be64(p + n, end);
 	return n + 8;
 }
 
-size_t schema_key_chunk_prefix(uint8_t *p, uint64_t ino)
+size_t schema_key_extent_prefix(uint8_t *p, uint64_t ino)
 {
-	return tag_ino(p, SCHEMA_TAG_CHUNK, ino);
+	return tag_ino(p, SCHEMA_TAG_EXTENT, ino);
 }
 
 size_t schema_key_xattr(uint8_t *p, uint64_t ino, const char *name, size_t nlen)
@@ -129,7 +129,7 @@ size_t schema_inode_encode(const struct schema_inode *in, const char *target, si
                            uint8_t *p)
 {
 	uint8_t *q = p;
-	*q++ = INODE_REC_V1;
+	*q++ = INODE_REC_V2;
 	put_be32(q, in->mode);
 	put_be32(q + 4, in->uid);
 	put_be32(q + 8, in->gid);
@@ -141,6 +141,8 @@ size_t schema_inode_encode(const struct schema_inode *in, const char *target, si
 	q = put_time(q, in->atime_sec, in->atime_nsec);
 	q = put_time(q, in->mtime_sec, in->mtime_nsec);
 	q = put_time(q, in->ctime_sec, in->ctime_nsec);
+	put_be64(q, in->stored);
+	q += 8;
 	if (tlen)
 		memcpy(q, target, tlen);
 	return (size_t)(q - p) + tlen;
@@ -156,7 +158,7 @@ static const uint8_t *get_time(const uint8_t *p, int64_t *sec, uint32_t *nsec)
 int schema_inode_decode(const uint8_t *p, size_t n, struct schema_inode *in, const uint8_t **target,
                         size_t *tlen)
 {
-	if (n < SCHEMA_INODE_LEN || p[0] != INODE_REC_V1)
+	if (n < SCHEMA_INODE_LEN || p[0] != INODE_REC_V2)
 		return -EUCLEAN;
 	const uint8_t *q = p + 1;
 	in->mode = get_be32(q);
@@ -170,6 +172,8 @@ int schema_inode_decode(const uint8_t *p, size_t n, struct schema_inode *in, con
 	q = get_time(q, &in->atime_sec, &in->atime_nsec);
 	q = get_time(q, &in->mtime_sec, &in->mtime_nsec);
 	q = get_time(q, &in->ctime_sec, &in->ctime_nsec);
+	in->stored = get_be64(q);
+	q += 8;
 	if (in->atime_nsec >= 1000000000u || in->mtime_nsec >= 1000000000u ||
 	    in->ctime_nsec >= 1000000000u)
 		return -EUCLEAN;

@@ -8,11 +8,12 @@
  *   'S'                        superblock  (format version, chunk size, next inode)
  *   'I' ino:be64               inode record (attributes; inline symlink target)
  *   'D' parent:be64 name       directory entry -> child ino:be64, type:u8
- *   'C' ino:be64 index:be64    file data chunk (chunk_size bytes or fewer)
+ *   'E' ino:be64 end:be64      file data extent: the value is bytes [end - len, end)
  *   'X' ino:be64 name          extended attribute value
  *   'O' ino:be64               orphan: unlinked while open, reclaim later
  *
- * Tags written to storage never change meaning.  All functions here are
+ * 'C' (fixed-size chunks, format 1) is retired and stays reserved.  Tags
+ * written to storage never change meaning.  All functions here are
  * pure (no engine, no FUSE) and thread-safe.
  */
 #ifndef MEMWALFS_FS_SCHEMA_H
@@ -27,12 +28,13 @@
 #define SCHEMA_TAG_SUPER 'S'
 #define SCHEMA_TAG_INODE 'I'
 #define SCHEMA_TAG_DENTRY 'D'
-#define SCHEMA_TAG_CHUNK 'C'
+#define SCHEMA_TAG_CHUNK 'C' /* retired with format 1; reserved */
+#define SCHEMA_TAG_EXTENT 'E'
 #define SCHEMA_TAG_XATTR 'X'
 #define SCHEMA_TAG_ORPHAN 'O'
 
 /* The format version this code reads and writes. */
-#define SCHEMA_VERSION 1
+#define SCHEMA_VERSION 2
 /* Magic at the start of the superblock value: "MWFS". */
 #define SCHEMA_SUPER_MAGIC 0x4d574653u
 
@@ -51,7 +53,7 @@
 /* The superblock value. */
 struct schema_super {
 	uint32_t version;    /* SCHEMA_VERSION of the writer that formatted it */
-	uint32_t chunk_size; /* bytes per data chunk (power of two) */
+	uint32_t chunk_size; /* largest extent and read-ahead unit (power of two) */
 	uint64_t next_ino;   /* inode numbers >= this were never handed out */
 };
 
@@ -68,10 +70,11 @@ struct schema_inode {
 	uint64_t parent;   /* directories: the parent's inode number */
 	int64_t atime_sec, mtime_sec, ctime_sec;
 	uint32_t atime_nsec, mtime_nsec, ctime_nsec;
+	uint64_t stored; /* regular files: bytes of data in extents (st_blocks) */
 };
 
 /* Encoded inode record length without the inline symlink target. */
-#define SCHEMA_INODE_LEN 77
+#define SCHEMA_INODE_LEN 85
 
 /* Keys: each writes into p (at least SCHEMA_KEY_MAX bytes), returns the length. */
 size_t schema_key_super(uint8_t *p);
@@ -79,8 +82,9 @@ size_t schema_key_inode(uint8_t *p, uint64_t ino);
 size_t schema_key_dentry(uint8_t *p, uint64_t parent, const char *name, size_t nlen);
 /* Prefix of every dentry of parent ('D' parent): 9 bytes. */
 size_t schema_key_dentry_prefix(uint8_t *p, uint64_t parent);
-size_t schema_key_chunk(uint8_t *p, uint64_t ino, uint64_t index);
-size_t schema_key_chunk_prefix(uint8_t *p, uint64_t ino);
+/* The extent of ino that ends at byte end (exclusive). */
+size_t schema_key_extent(uint8_t *p, uint64_t ino, uint64_t end);
+size_t schema_key_extent_prefix(uint8_t *p, uint64_t ino);
 size_t schema_key_xattr(uint8_t *p, uint64_t ino, const char *name, size_t nlen);
 size_t schema_key_xattr_prefix(uint8_t *p, uint64_t ino);
 size_t schema_key_orphan(uint8_t *p, uint64_t ino);

@@ -1,30 +1,27 @@
 /*
- * wbuf.c - chunk I/O and the per-inode write buffer (docs/SCHEMA.md, chunk
- * records).
+ * wbuf.c - putting file data as extents, and the per-inode write buffer
+ * (docs/SCHEMA.md, "Extents").
  *
- * Chunks: key 'C' ino index, value the chunk's bytes, at most chunk_size
- * (the superblock's), shorter at the end of the file; an absent chunk is a
- * hole and reads as zeros, and a chunk written as all zeros is deleted.
- * chunk_put() puts one chunk in one batch with the inode record, whose size
- * field (rec_size) only ever covers data already put: after a crash a file
- * is a prefix of its writes, never a size with missing bytes.
+ * data_put() writes n bytes at off as one extent (extent.c), trimming the
+ * extents it overlaps, in one batch with the inode record, whose size field
+ * (rec_size) only ever covers data already put: after a crash a file is a
+ * prefix of its writes, never a size with missing bytes.  Nothing else of
+ * the file is read or written again.
  *
- * The write buffer holds one partly written chunk of an inode: writes
- * gather in it and it is put when it fills, when a write touches another
- * chunk, and on flush/fsync/release/truncate (file.c), by the background
- * flusher (below) and at unmount (wbuf_flush_all()).  A partially
- * written chunk is merged with its stored bytes (read-modify-write) before
- * the put; that read waits out an outage of the store, since the buffered
- * bytes depend on it.
+ * The write buffer gathers one contiguous run of small writes of an inode
+ * (up to the chunk size, 1 MiB by default): a write that continues the run
+ * or lands inside it joins it, any other write puts the run first.  The run
+ * is put when it fills, on flush/fsync/release/truncate (file.c), by the
+ * background flusher (below) and at unmount (wbuf_flush_all()).
  *
  * Locks: ip->dlock (exclusive for the buffer) before fs->mu, as everywhere.
- * This module sits above inode.c and below file.c and fs.c.
+ * This module sits above inode.c and extent.c and below file.c and fs.c.
  *
  * The flusher thread.  A file that is kept open and appended to slowly (a
- * log) would otherwise keep its last partial chunk only in the daemon's
- * memory for as long as it stays open: the thread puts every buffer that
- * has held unwritten bytes for flush_ms; the engine then commits it within
- * one cadence.
+ * log) would otherwise keep its last run only in the daemon's memory for as
+ * long as it stays open: the thread puts every buffer that has held
+ * unwritten bytes for flush_ms; the engine then commits it within one
+ * cadence.
  *
  * Bookkeeping: a buffer that becomes active is listed once (ip->wb_listed,
  * protected by fs->mu) with a reference on its inode.  The thread takes the
@@ -39,89 +36,41 @@
 #include <string.h>
 #include <time.h>
 
+#include "extent.h"
 #include "internal.h"
 #include "log.h"
 #include "thread.h"
 
-/*
- * Read n bytes at offset co of chunk idx into dst; holes and the tail past the
- * value read as 0.  A store that does not answer is waited for
- * (engine_get_range_wait()): always when wait is set (a write buffer's bytes
- * depend on the read), else within fs_outage_enter()'s bound.
- */
-int chunk_read(struct mwfs *fs, uint64_t ino, uint64_t idx, uint32_t co, uint8_t *dst, size_t n,
-               bool wait)
+int data_put(struct mwfs *fs, struct inode *ip, uint64_t off, const uint8_t *data, size_t n)
 {
-	uint8_t key[SCHEMA_KEY_MAX];
-	size_t kn = schema_key_chunk(key, ino, idx), got = 0;
-	int rc = engine_get_range(fs->e, key, kn, co, dst, n, &got);
-	if (fs_store_down(rc) && (wait || fs_outage_enter(fs))) {
-		rc = engine_get_range_wait(fs->e, key, kn, co, dst, n, &got);
-		if (!wait)
-			fs_outage_leave(fs);
-	}
-	if (rc == -ENOENT) {
-		rc = 0;
-		got = 0;
-	}
+	/* wait for backpressure here, not under fs->mu (every lookup needs it) */
+	int rc = engine_wait_room(fs->e, n + FS_META_ROOM);
 	if (rc)
 		return rc;
-	if (got < n)
-		memset(dst + got, 0, n - got);
-	return 0;
-}
-
-/*
- * Put chunk idx of ip with the given bytes (vlen of them) together with the
- * inode record, in one batch (ip->dlock exclusive, fs->mu not held).
- */
-int chunk_put(struct mwfs *fs, struct inode *ip, uint64_t idx, const uint8_t *data, size_t vlen)
-{
-	uint8_t key[SCHEMA_KEY_MAX];
-	size_t kn = schema_key_chunk(key, ip->ino, idx);
-	/* wait for backpressure here, not under fs->mu (every lookup needs it) */
-	int rc = engine_wait_room(fs->e, vlen + FS_META_ROOM);
+	struct engine_batch *b = fs_batch(fs);
+	uint64_t removed = 0, added = 0;
+	if (!b)
+		return -ENOMEM;
+	/* the scan may read the store: before fs->mu (dlock keeps the extents still) */
+	rc = ext_clear(fs, b, ip->ino, off, off + n, &removed);
+	if (!rc)
+		rc = ext_add(b, ip->ino, off, data, n, &added);
 	if (rc)
 		return rc;
 	mw_mutex_lock(&fs->mu);
-	struct engine_batch *b = fs_batch(fs);
-	uint64_t saved = ip->rec_size;
-	rc = b ? 0 : -ENOMEM;
-	if (!rc)
-		rc = fs_all_zero(data, vlen) ? engine_batch_delete(b, key, kn)
-		                             : engine_batch_put(b, key, kn, data, vlen);
-	uint64_t end = idx * fs->cs + vlen;
-	if (ip->rec_size < end)
-		ip->rec_size = end;
-	if (!rc)
-		rc = inode_batch_put(fs, b, ip);
+	uint64_t saved = ip->rec_size, saved_stored = ip->a.stored;
+	if (ip->rec_size < off + n)
+		ip->rec_size = off + n;
+	ip->a.stored = ip->a.stored - (removed < ip->a.stored ? removed : ip->a.stored) + added;
+	rc = inode_batch_put(fs, b, ip);
 	if (!rc)
 		rc = inode_commit(fs, b, &ip, 1);
-	if (rc)
+	if (rc) {
 		ip->rec_size = saved;
+		ip->a.stored = saved_stored;
+	}
 	mw_mutex_unlock(&fs->mu);
 	return rc;
-}
-
-/*
- * Merge the stored bytes of the buffer's chunk under its dirty range.  The
- * buffer's bytes depend on this read: it waits out an outage of the store.
- */
-static int wb_load_base(struct mwfs *fs, struct inode *ip)
-{
-	struct wbuf *w = &ip->wb;
-	struct tls *t = fs_tls(fs);
-	if (!t)
-		return -ENOMEM;
-	int rc = chunk_read(fs, ip->ino, w->idx, 0, t->chunk, fs->cs, true);
-	if (rc)
-		return rc;
-	memcpy(t->chunk + w->lo, w->data + w->lo, w->hi - w->lo);
-	uint8_t *tmp = w->data;
-	w->data = t->chunk;
-	t->chunk = tmp;
-	w->base = true;
-	return 0;
 }
 
 int wbuf_flush(struct mwfs *fs, struct inode *ip)
@@ -132,33 +81,27 @@ int wbuf_flush(struct mwfs *fs, struct inode *ip)
 	mw_mutex_lock(&fs->mu);
 	uint64_t size = ip->a.size;
 	mw_mutex_unlock(&fs->mu);
-	uint64_t start = w->idx * fs->cs;
-	size_t vlen = size > start ? (size - start < fs->cs ? (size_t)(size - start) : fs->cs) : 0;
-	int rc = 0;
-	if (vlen) {
-		if (!w->base && !(w->lo == 0 && w->hi >= vlen))
-			rc = wb_load_base(fs, ip);
-		if (!rc)
-			rc = chunk_put(fs, ip, w->idx, w->data, vlen);
-	}
-	if (!rc) {
-		w->active = false;
-		w->base = false;
-		w->lo = w->hi = 0;
-	} else {
-		log_warn("inode %llu: writing chunk %llu: %s", (unsigned long long)ip->ino,
-		         (unsigned long long)w->idx, strerror(-rc));
-	}
+	/* a truncation may have cut the run short */
+	uint64_t n = size > w->off ? (size - w->off < w->len ? size - w->off : w->len) : 0;
+	int rc = n ? data_put(fs, ip, w->off, w->data, (size_t)n) : 0;
+	if (!rc)
+		wbuf_drop(w);
+	else
+		log_warn("inode %llu: writing %llu bytes at %llu: %s", (unsigned long long)ip->ino,
+		         (unsigned long long)n, (unsigned long long)w->off, strerror(-rc));
 	return rc;
 }
 
-/* Copy n bytes at offset co of chunk idx into the buffer. */
-int wbuf_write(struct mwfs *fs, struct inode *ip, uint64_t idx, uint32_t co, const void *src,
-               uint32_t n)
+bool wbuf_absorbs(const struct mwfs *fs, const struct wbuf *w, uint64_t off, size_t n)
+{
+	return w->active && off >= w->off && off <= w->off + w->len && off + n <= w->off + fs->cs;
+}
+
+int wbuf_write(struct mwfs *fs, struct inode *ip, uint64_t off, const void *src, uint32_t n)
 {
 	struct wbuf *w = &ip->wb;
 	int rc;
-	if (w->active && w->idx != idx) {
+	if (w->active && !wbuf_absorbs(fs, w, off, n)) {
 		rc = wbuf_flush(fs, ip);
 		if (rc)
 			return rc;
@@ -169,29 +112,17 @@ int wbuf_write(struct mwfs *fs, struct inode *ip, uint64_t idx, uint32_t co, con
 			return -ENOMEM;
 	}
 	if (!w->active) {
-		w->idx = idx;
-		w->lo = co;
-		w->hi = co + n;
-		w->base = false;
+		w->off = off;
+		w->len = 0;
 		w->active = true;
 		w->since_ms = mw_now_us() / 1000u;
 		wbflush_note(fs->wbf, ip);
-	} else if (!w->base) {
-		if (co > w->hi || co + n < w->lo) {
-			/* a gap between dirty ranges: fill it from the store */
-			rc = wb_load_base(fs, ip);
-			if (rc)
-				return rc;
-		} else {
-			w->lo = co < w->lo ? co : w->lo;
-			w->hi = co + n > w->hi ? co + n : w->hi;
-		}
 	}
-	memcpy(w->data + co, src, n);
-	if (!w->base && w->lo == 0 && w->hi == fs->cs)
-		return wbuf_flush(fs, ip); /* a whole chunk: put it now */
-	if (w->base && co + n == fs->cs)
-		return wbuf_flush(fs, ip); /* wrote up to the chunk's end: done with it */
+	memcpy(w->data + (off - w->off), src, n);
+	if (off + n - w->off > w->len)
+		w->len = (uint32_t)(off + n - w->off);
+	if (w->len == fs->cs)
+		return wbuf_flush(fs, ip); /* full: put it now */
 	return 0;
 }
 

@@ -1,10 +1,9 @@
 /*
- * wbuf.h - chunk I/O and the per-inode write buffer (fs/wbuf.c).
+ * wbuf.h - data puts and the per-inode write buffer (fs/wbuf.c).
  *
- * Every function takes ip->dlock from its caller (shared for chunk_read(),
- * exclusive for the rest) and is called with fs->mu NOT held: a put may
- * wait for backpressure and a read for the store, and every lookup needs
- * fs->mu.
+ * Every function takes ip->dlock exclusive from its caller and is called
+ * with fs->mu NOT held: a put may wait for backpressure and scan the store,
+ * and every lookup needs fs->mu.
  */
 #ifndef MEMWALFS_FS_WBUF_H
 #define MEMWALFS_FS_WBUF_H
@@ -18,48 +17,42 @@ struct mwfs;
 struct inode;
 struct wbflush;
 
-/* One inode's write buffer: one chunk, partly written (ip->dlock). */
+/* One inode's write buffer: a run of contiguous unwritten bytes (ip->dlock). */
 struct wbuf {
-	uint64_t idx;  /* chunk index */
-	uint8_t *data; /* chunk_size bytes */
-	uint32_t lo;   /* dirty byte range [lo, hi) within the chunk */
-	uint32_t hi;
-	bool base;         /* data holds the whole chunk (stored bytes merged in) */
+	uint64_t off;      /* file offset of data[0] */
+	uint8_t *data;     /* chunk_size bytes */
+	uint32_t len;      /* bytes [off, off + len) hold unwritten data */
 	bool active;       /* holds unwritten bytes */
 	uint64_t since_ms; /* CLOCK_MONOTONIC ms when it became active */
 };
 
 /*
- * Read n bytes at offset co of chunk idx of inode ino into dst; holes and
- * the tail past the value read as 0.  A store that does not answer is
- * waited for: always when wait is set (a write depends on the bytes), else
- * while fewer than half the request threads wait so (then the error).
+ * Put n bytes at off of ip as one extent (trimming what it overlaps) with the
+ * inode record, in one batch.  All-zero bytes become a hole.
  */
-int chunk_read(struct mwfs *fs, uint64_t ino, uint64_t idx, uint32_t co, uint8_t *dst, size_t n,
-               bool wait);
+int data_put(struct mwfs *fs, struct inode *ip, uint64_t off, const uint8_t *data, size_t n);
 
-/* Put chunk idx of ip (vlen bytes; all zeros: delete it) with the inode record, in one batch. */
-int chunk_put(struct mwfs *fs, struct inode *ip, uint64_t idx, const uint8_t *data, size_t vlen);
+/* Whether a write of n bytes at off joins w's run without putting it first. */
+bool wbuf_absorbs(const struct mwfs *fs, const struct wbuf *w, uint64_t off, size_t n);
 
 /*
- * Copy n bytes at offset co of chunk idx into ip's buffer, putting the
- * buffer first if it holds another chunk, and after if the chunk is done.
+ * Copy n bytes (at most chunk_size) at file offset off into ip's buffer,
+ * putting the buffer's run first if the write does not continue it, and
+ * after if the buffer is full.
  */
-int wbuf_write(struct mwfs *fs, struct inode *ip, uint64_t idx, uint32_t co, const void *src,
-               uint32_t n);
+int wbuf_write(struct mwfs *fs, struct inode *ip, uint64_t off, const void *src, uint32_t n);
 
-/* Put ip's buffered bytes, merged with the stored chunk when partial. */
+/* Put ip's buffered run (clipped to the file's size). */
 int wbuf_flush(struct mwfs *fs, struct inode *ip);
 
 /* Put every inode's buffer (at unmount; takes fs->mu between inodes).  The first error. */
 int wbuf_flush_all(struct mwfs *fs);
 
-/* Forget the buffered bytes (a truncation dropped them). */
+/* Forget the buffered bytes (a truncation dropped them, or they were put). */
 static inline void wbuf_drop(struct wbuf *w)
 {
 	w->active = false;
-	w->base = false;
-	w->lo = w->hi = 0;
+	w->len = 0;
 }
 
 /* Free the buffer's memory (the inode is being freed). */

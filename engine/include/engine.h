@@ -148,6 +148,12 @@ int engine_batch_delete(struct engine_batch *b, const void *key, size_t klen);
 size_t engine_batch_count(const struct engine_batch *b);
 /* Empty the batch for reuse. */
 void engine_batch_clear(struct engine_batch *b);
+/* A position in a batch, to drop what was appended after it (a scan that is retried). */
+struct engine_batch_mark {
+	size_t len, count, bytes;
+};
+void engine_batch_get_mark(const struct engine_batch *b, struct engine_batch_mark *m);
+void engine_batch_rewind(struct engine_batch *b, const struct engine_batch_mark *m);
 /* Free the batch.  Accepts NULL. */
 void engine_batch_free(struct engine_batch *b);
 
@@ -220,6 +226,17 @@ int engine_prefetch(struct engine *e, const void *key, size_t klen);
  */
 int engine_get_range_wait(struct engine *e, const void *key, size_t klen, uint64_t off, void *buf,
                           size_t len, size_t *got);
+
+/*
+ * For callers that retry a read of their own (a scan) while the store is
+ * out: engine_err_transient() says whether an error is worth retrying (an
+ * unreachable or throttling store, a timeout); engine_backoff() sleeps one
+ * step of the commits' backoff (*wait_ms: 0 at the first call) and returns
+ * 0, or -ETIMEDOUT once opts.sync_timeout_ms (when set) has passed since
+ * start_us (CLOCK_MONOTONIC microseconds).
+ */
+bool engine_err_transient(int rc);
+int engine_backoff(struct engine *e, uint64_t start_us, unsigned *wait_ms);
 
 /* engine_prefetch() that waits out a store outage like engine_get_range_wait(). */
 int engine_prefetch_wait(struct engine *e, const void *key, size_t klen);

@@ -48,11 +48,14 @@ static void put(struct fixture *fx, const uint8_t *k, size_t kn, const void *v, 
 	assert_int_equal(engine_put(fx->e, k, kn, v, vn, 0, NULL), 0);
 }
 
+/* Files store 8 bytes in extents here (the fixture's "data" and "more"). */
 static void put_inode(struct fixture *fx, uint64_t ino, uint32_t mode, uint32_t nlink,
                       uint64_t size, uint64_t parent, const char *target)
 {
 	uint8_t k[SCHEMA_KEY_MAX], v[SCHEMA_INODE_LEN + 64];
 	struct schema_inode in = {.mode = mode, .nlink = nlink, .size = size, .parent = parent};
+	if (S_ISREG(mode) && size)
+		in.stored = 8;
 	size_t tl = target ? strlen(target) : 0;
 	size_t vn = schema_inode_encode(&in, target, tl, v);
 	put(fx, k, schema_key_inode(k, ino), v, vn);
@@ -73,7 +76,7 @@ static void del(struct fixture *fx, const uint8_t *k, size_t kn)
 
 /*
  * The tree: 1 (root, nlink 3) -> "d" = 2 (dir, nlink 2), "f" = 3 (file,
- * nlink 2, 5000 bytes: chunks 0 and 1), "l" = 4 (symlink "f");
+ * nlink 2, 5000 bytes: extents [0,4) and [4096,4100)), "l" = 4 (symlink "f");
  * 2 -> "g" = 3 (the file's second name); xattr user.a on 3.
  */
 static int setup(void **state)
@@ -100,8 +103,8 @@ static int setup(void **state)
 	put_dentry(fx, 1, "f", 3, S_IFREG);
 	put_dentry(fx, 1, "l", 4, S_IFLNK);
 	put_dentry(fx, 2, "g", 3, S_IFREG);
-	put(fx, k, schema_key_chunk(k, 3, 0), "data", 4);
-	put(fx, k, schema_key_chunk(k, 3, 1), "more", 4);
+	put(fx, k, schema_key_extent(k, 3, 4), "data", 4);
+	put(fx, k, schema_key_extent(k, 3, 4100), "more", 4);
 	put(fx, k, schema_key_xattr(k, 3, "user.a", 6), "1", 1);
 	*state = fx;
 	return 0;
@@ -137,7 +140,7 @@ static void test_clean(void **state)
 	assert_int_equal(r.problems, 0);
 	assert_int_equal(r.inodes, 4);
 	assert_int_equal(r.dentries, 4);
-	assert_int_equal(r.chunks, 2);
+	assert_int_equal(r.extents, 2);
 	assert_int_equal(r.xattrs, 1);
 	assert_int_equal(r.orphans, 0);
 	assert_int_equal(mwfs_fsck(fx->e, NULL, NULL, NULL), 0);
@@ -200,20 +203,29 @@ static void test_orphan_ok(void **state)
 	expect(fx, "orphan 6");
 }
 
-static void test_chunk_beyond_size(void **state)
+static void test_extent_beyond_size(void **state)
 {
 	struct fixture *fx = *state;
 	uint8_t k[SCHEMA_KEY_MAX];
-	put(fx, k, schema_key_chunk(k, 3, 2), "leak", 4);
-	expect(fx, "chunk 3/2");
+	put(fx, k, schema_key_extent(k, 3, 6000), "leak", 4);
+	expect(fx, "extent 3/[5996,6000)");
 }
 
-static void test_chunk_of_missing_inode(void **state)
+static void test_extent_of_missing_inode(void **state)
 {
 	struct fixture *fx = *state;
 	uint8_t k[SCHEMA_KEY_MAX];
-	put(fx, k, schema_key_chunk(k, 8, 0), "leak", 4);
-	expect(fx, "chunk 8/0");
+	put(fx, k, schema_key_extent(k, 8, 4), "leak", 4);
+	expect(fx, "extent 8/[0,4)");
+}
+
+static void test_extent_overlap_and_stored(void **state)
+{
+	struct fixture *fx = *state;
+	uint8_t k[SCHEMA_KEY_MAX];
+	put(fx, k, schema_key_extent(k, 3, 6), "over", 4); /* [2,6) over [0,4) */
+	expect(fx, "extent 3/[2,6)");
+	assert_non_null(strstr(fx->problems, "extents hold 12"));
 }
 
 static void test_xattr_of_missing_inode(void **state)
@@ -265,8 +277,9 @@ int main(void)
 	    T(test_dir_nlink),
 	    T(test_unreachable),
 	    T(test_orphan_ok),
-	    T(test_chunk_beyond_size),
-	    T(test_chunk_of_missing_inode),
+	    T(test_extent_beyond_size),
+	    T(test_extent_of_missing_inode),
+	    T(test_extent_overlap_and_stored),
 	    T(test_xattr_of_missing_inode),
 	    T(test_symlink_without_target),
 	    T(test_dir_parent_field),

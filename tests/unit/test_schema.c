@@ -35,7 +35,8 @@ static void test_key_layout(void **state)
 	assert_int_equal(schema_key_dentry(k, 7, "name", 4), 13);
 	assert_int_equal(k[0], 'D');
 	assert_memory_equal(k + 9, "name", 4);
-	assert_int_equal(schema_key_chunk(k, 7, 0x1122334455667788ull), 17);
+	assert_int_equal(schema_key_extent(k, 7, 0x1122334455667788ull), 17);
+	assert_int_equal(k[0], 'E');
 	assert_int_equal(schema_key_u64(k, 17, 1), 7);
 	assert_int_equal(schema_key_u64(k, 17, 9), 0x1122334455667788ull);
 	assert_int_equal(schema_key_u64(k, 16, 9), 0); /* short key */
@@ -53,11 +54,11 @@ static void test_key_order(void **state)
 {
 	(void)state;
 	uint8_t a[SCHEMA_KEY_MAX], b[SCHEMA_KEY_MAX];
-	/* chunk indexes sort numerically (big-endian), across byte boundaries */
+	/* extent ends sort numerically (big-endian), across byte boundaries */
 	uint64_t idx[] = {0, 1, 255, 256, 65535, 1ull << 32, UINT64_MAX};
 	for (size_t i = 0; i + 1 < sizeof(idx) / sizeof(idx[0]); i++) {
-		size_t an = schema_key_chunk(a, 5, idx[i]);
-		size_t bn = schema_key_chunk(b, 5, idx[i + 1]);
+		size_t an = schema_key_extent(a, 5, idx[i]);
+		size_t bn = schema_key_extent(b, 5, idx[i + 1]);
 		assert_true(keycmp(a, an, b, bn) < 0);
 	}
 	/* every entry of directory 5 sorts after its prefix and before directory 6's */
@@ -73,12 +74,12 @@ static void test_key_order(void **state)
 	}
 	size_t bn = schema_key_dentry(b, 6, "", 0);
 	assert_int_equal(keycmp(b, bn, e, en), 0);
-	/* an inode's chunks all fall between its chunk prefix and that prefix's end */
-	pn = schema_key_chunk_prefix(p, 5);
+	/* an inode's extents all fall between its extent prefix and that prefix's end */
+	pn = schema_key_extent_prefix(p, 5);
 	en = schema_prefix_end(p, pn, e);
-	size_t an = schema_key_chunk(a, 5, UINT64_MAX);
+	size_t an = schema_key_extent(a, 5, UINT64_MAX);
 	assert_true(keycmp(a, an, e, en) < 0);
-	an = schema_key_chunk(a, 6, 0);
+	an = schema_key_extent(a, 6, 0);
 	assert_true(keycmp(a, an, e, en) >= 0);
 }
 
@@ -156,7 +157,8 @@ static bool inode_equal(const struct schema_inode *a, const struct schema_inode 
 	       a->size == b->size && a->rdev == b->rdev && a->parent == b->parent &&
 	       a->atime_sec == b->atime_sec && a->atime_nsec == b->atime_nsec &&
 	       a->mtime_sec == b->mtime_sec && a->mtime_nsec == b->mtime_nsec &&
-	       a->ctime_sec == b->ctime_sec && a->ctime_nsec == b->ctime_nsec;
+	       a->ctime_sec == b->ctime_sec && a->ctime_nsec == b->ctime_nsec &&
+	       a->stored == b->stored;
 }
 
 static void test_inode(void **state)
@@ -176,6 +178,7 @@ static void test_inode(void **state)
 	    .mtime_nsec = 0,
 	    .ctime_sec = INT64_MIN,
 	    .ctime_nsec = 1,
+	    .stored = 0x0102030405060708ull,
 	};
 	uint8_t rec[SCHEMA_INODE_LEN + 4096];
 	size_t n = schema_inode_encode(&in, NULL, 0, rec);
@@ -191,10 +194,12 @@ static void test_inode(void **state)
 	/* truncated records */
 	for (size_t k = 0; k < SCHEMA_INODE_LEN; k++)
 		assert_int_equal(schema_inode_decode(rec, k, &out, NULL, NULL), -EUCLEAN);
-	/* an unknown record version */
-	rec[0] = 2;
+	/* an unknown record version, and format 1's */
+	rec[0] = 3;
 	assert_int_equal(schema_inode_decode(rec, n, &out, NULL, NULL), -EUCLEAN);
 	rec[0] = 1;
+	assert_int_equal(schema_inode_decode(rec, n, &out, NULL, NULL), -EUCLEAN);
+	rec[0] = 2;
 	/* nanoseconds out of range in each timestamp */
 	for (int which = 0; which < 3; which++) {
 		struct schema_inode b = in;

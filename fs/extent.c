@@ -1,0 +1,323 @@
+/*
+ * extent.c - file data as extents (see extent.h and docs/SCHEMA.md).
+ *
+ * An extent is keyed by the file offset where it ends, so the extents that
+ * overlap [from, to) are found by one scan that starts at the first key
+ * above from and stops at the first extent that starts at or after to (the
+ * value's length gives its start; extents never overlap, so they sort by
+ * start too).  The scan reads only references (engine_iter_ref()), never
+ * blob bytes; a read then fetches, per extent, only the checksum blocks of
+ * its blob that the range touches (engine_ref_read()).
+ *
+ * A store that does not answer during a scan is retried here with the
+ * engine's backoff (engine_backoff()), within the same bounds as a blob
+ * read (ext_read()'s wait argument, fs_outage_enter()).
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "extent.h"
+#include "internal.h"
+#include "log.h"
+#include "thread.h"
+
+/* One extent met by a scan: file range [start, end) and its value's reference. */
+struct ext {
+	uint64_t start, end;
+	struct engine_ref ref;
+};
+
+typedef int (*ext_fn)(void *arg, const struct ext *x);
+
+/*
+ * Call fn for every extent of ino overlapping [from, to), in file order.  A
+ * nonzero return of fn stops the scan and is returned (1: stop, no error).
+ */
+static int scan_once(struct mwfs *fs, uint64_t ino, uint64_t from, uint64_t to, ext_fn fn,
+                     void *arg)
+{
+	uint8_t key[SCHEMA_KEY_MAX], pfx[SCHEMA_KEY_MAX], end[SCHEMA_KEY_MAX];
+	size_t kn = schema_key_extent(key, ino, from == UINT64_MAX ? from : from + 1);
+	size_t pn = schema_key_extent_prefix(pfx, ino);
+	size_t en = schema_prefix_end(pfx, pn, end);
+	struct engine_iter *it = NULL;
+	int rc;
+
+	if (from >= to)
+		return 0;
+	for (rc = engine_iter_new(fs->e, key, kn, en ? end : NULL, en, &it);
+	     !rc && engine_iter_valid(it); engine_iter_next(it)) {
+		size_t n;
+		const uint8_t *k = engine_iter_key(it, &n);
+		struct ext x;
+		engine_iter_ref(it, &x.ref);
+		uint64_t len = engine_ref_len(&x.ref);
+		x.end = schema_key_u64(k, n, 9);
+		if (n != 17 || len == 0 || len > x.end) {
+			log_err(
+			    "inode %llu: malformed extent record (key %zu bytes, ending at %llu, "
+			    "%llu bytes)",
+			    (unsigned long long)ino, n, (unsigned long long)x.end,
+			    (unsigned long long)len);
+			rc = -EUCLEAN;
+			break;
+		}
+		x.start = x.end - len;
+		if (x.start >= to)
+			break;
+		if ((rc = fn(arg, &x)))
+			break;
+	}
+	if (!rc && it)
+		rc = engine_iter_status(it);
+	engine_iter_free(it);
+	return rc == 1 ? 0 : rc;
+}
+
+/*
+ * scan_once(), waiting out a store that does not answer when wait is set
+ * (or, unset, within fs_outage_enter()'s bound).  A retried scan starts
+ * over: b (may be NULL) is rewound to where it was and reset(arg) called.
+ */
+static int scan(struct mwfs *fs, uint64_t ino, uint64_t from, uint64_t to, ext_fn fn, void *arg,
+                bool wait, struct engine_batch *b, void (*reset)(void *))
+{
+	struct engine_batch_mark m;
+	if (b)
+		engine_batch_get_mark(b, &m);
+	int rc = scan_once(fs, ino, from, to, fn, arg);
+	if (!fs_store_down(rc) || (!wait && !fs_outage_enter(fs)))
+		return rc;
+	uint64_t start = mw_now_us();
+	unsigned wait_ms = 0;
+	while (fs_store_down(rc) && engine_backoff(fs->e, start, &wait_ms) == 0) {
+		if (b)
+			engine_batch_rewind(b, &m);
+		reset(arg);
+		rc = scan_once(fs, ino, from, to, fn, arg);
+	}
+	if (!wait)
+		fs_outage_leave(fs);
+	return rc;
+}
+
+/* ---- reads ------------------------------------------------------------ */
+
+struct read_arg {
+	struct mwfs *fs;
+	uint64_t off, n; /* the file range read */
+	uint8_t *dst;
+	uint64_t filled; /* dst is written up to here (file offset); holes are zeroed */
+	bool wait;
+};
+
+static int read_one(void *arg, const struct ext *x)
+{
+	struct read_arg *r = arg;
+	uint64_t a = x->start > r->off ? x->start : r->off;
+	uint64_t z = x->end < r->off + r->n ? x->end : r->off + r->n;
+	if (a > r->filled) /* a hole before this extent */
+		memset(r->dst + (r->filled - r->off), 0, a - r->filled);
+	int rc =
+	    engine_ref_read(r->fs->e, &x->ref, a - x->start, r->dst + (a - r->off), z - a, r->wait);
+	if (rc == 0)
+		r->filled = z;
+	return rc;
+}
+
+static void read_reset(void *arg)
+{
+	struct read_arg *r = arg;
+	r->filled = r->off;
+	r->wait = true; /* a blob read failed: wait for the store from now on */
+}
+
+int ext_read(struct mwfs *fs, uint64_t ino, uint64_t off, uint8_t *dst, size_t n, bool wait)
+{
+	struct read_arg r = {fs, off, n, dst, off, wait};
+	if (n == 0)
+		return 0;
+	int rc = scan(fs, ino, off, off + n, read_one, &r, wait, NULL, read_reset);
+	if (rc)
+		return rc;
+	if (r.filled < off + n)
+		memset(dst + (r.filled - off), 0, off + n - r.filled);
+	return 0;
+}
+
+struct prefetch_arg {
+	struct mwfs *fs;
+	uint64_t off, n;
+};
+
+static int prefetch_one(void *arg, const struct ext *x)
+{
+	struct prefetch_arg *p = arg;
+	uint64_t a = x->start > p->off ? x->start : p->off;
+	uint64_t z = x->end < p->off + p->n ? x->end : p->off + p->n;
+	return engine_ref_prefetch(p->fs->e, &x->ref, a - x->start, z - a);
+}
+
+int ext_prefetch(struct mwfs *fs, uint64_t ino, uint64_t off, uint64_t n)
+{
+	struct prefetch_arg p = {fs, off, n};
+	return scan_once(fs, ino, off, off + n, prefetch_one, &p);
+}
+
+/* ---- changes ---------------------------------------------------------- */
+
+struct clear_arg {
+	struct engine_batch *b;
+	uint64_t ino, from, to;
+	uint64_t removed;
+};
+
+static int clear_one(void *arg, const struct ext *x)
+{
+	struct clear_arg *c = arg;
+	uint8_t key[SCHEMA_KEY_MAX];
+	size_t kn;
+	int rc = 0;
+	if (x->start < c->from) { /* keep the left part, ending at from */
+		kn = schema_key_extent(key, c->ino, c->from);
+		rc = engine_batch_put_ref(c->b, key, kn, &x->ref, 0, c->from - x->start);
+	}
+	kn = schema_key_extent(key, c->ino, x->end);
+	if (!rc && x->end > c->to) /* keep the right part, under the same key */
+		rc = engine_batch_put_ref(c->b, key, kn, &x->ref, c->to - x->start, x->end - c->to);
+	else if (!rc)
+		rc = engine_batch_delete(c->b, key, kn);
+	uint64_t a = x->start > c->from ? x->start : c->from;
+	uint64_t z = x->end < c->to ? x->end : c->to;
+	c->removed += z - a;
+	return rc;
+}
+
+static void clear_reset(void *arg)
+{
+	((struct clear_arg *)arg)->removed = 0;
+}
+
+int ext_clear(struct mwfs *fs, struct engine_batch *b, uint64_t ino, uint64_t from, uint64_t to,
+              uint64_t *removed)
+{
+	struct clear_arg c = {b, ino, from, to, 0};
+	/* the bytes being written or cut wait in memory: wait for the store */
+	int rc = scan(fs, ino, from, to, clear_one, &c, true, b, clear_reset);
+	if (!rc)
+		*removed += c.removed;
+	return rc;
+}
+
+int ext_add(struct engine_batch *b, uint64_t ino, uint64_t off, const uint8_t *data, size_t n,
+            uint64_t *added)
+{
+	uint8_t key[SCHEMA_KEY_MAX];
+	if (n == 0 || fs_all_zero(data, n))
+		return 0;
+	size_t kn = schema_key_extent(key, ino, off + n);
+	int rc = engine_batch_put(b, key, kn, data, n);
+	if (!rc)
+		*added += n;
+	return rc;
+}
+
+struct share_arg {
+	struct engine_batch *b;
+	uint64_t soff, len, dst, doff;
+	uint64_t added;
+};
+
+static int share_one(void *arg, const struct ext *x)
+{
+	struct share_arg *s = arg;
+	uint8_t key[SCHEMA_KEY_MAX];
+	uint64_t a = x->start > s->soff ? x->start : s->soff;
+	uint64_t z = x->end < s->soff + s->len ? x->end : s->soff + s->len;
+	size_t kn = schema_key_extent(key, s->dst, s->doff + (z - s->soff));
+	int rc = engine_batch_put_ref(s->b, key, kn, &x->ref, a - x->start, z - a);
+	if (!rc)
+		s->added += z - a;
+	return rc;
+}
+
+static void share_reset(void *arg)
+{
+	((struct share_arg *)arg)->added = 0;
+}
+
+int ext_share(struct mwfs *fs, struct engine_batch *b, uint64_t src, uint64_t soff, uint64_t len,
+              uint64_t dst, uint64_t doff, uint64_t *added)
+{
+	struct share_arg s = {b, soff, len, dst, doff, 0};
+	int rc = scan(fs, src, soff, soff + len, share_one, &s, false, b, share_reset);
+	if (!rc)
+		*added += s.added;
+	return rc;
+}
+
+/* ---- lseek and counting ------------------------------------------------ */
+
+struct seek_arg {
+	uint64_t off;
+	bool data;
+	uint64_t pos; /* SEEK_DATA: the first data at or after off; SEEK_HOLE: scan position */
+	bool found;
+};
+
+static void seek_reset(void *arg)
+{
+	struct seek_arg *s = arg;
+	s->pos = s->off;
+	s->found = false;
+}
+
+static int seek_one(void *arg, const struct ext *x)
+{
+	struct seek_arg *s = arg;
+	if (s->data) {
+		s->pos = x->start > s->off ? x->start : s->off;
+		s->found = true;
+		return 1;
+	}
+	if (x->start > s->pos)
+		return 1; /* a hole at s->pos */
+	s->pos = x->end;
+	return 0;
+}
+
+int ext_seek(struct mwfs *fs, uint64_t ino, uint64_t off, uint64_t size, bool data, uint64_t *pos)
+{
+	struct seek_arg s = {off, data, off, false};
+	int rc = scan(fs, ino, off, UINT64_MAX, seek_one, &s, false, NULL, seek_reset);
+	if (rc)
+		return rc;
+	if (data) {
+		if (!s.found || s.pos >= size)
+			return -ENXIO;
+		*pos = s.pos;
+	} else {
+		*pos = s.pos < size ? s.pos : size;
+	}
+	return 0;
+}
+
+struct count_arg {
+	unsigned n, limit;
+};
+
+static int count_one(void *arg, const struct ext *x)
+{
+	struct count_arg *c = arg;
+	(void)x;
+	return ++c->n > c->limit ? 1 : 0;
+}
+
+int ext_count(struct mwfs *fs, uint64_t ino, uint64_t from, uint64_t to, unsigned limit,
+              unsigned *count)
+{
+	struct count_arg c = {0, limit};
+	int rc = scan_once(fs, ino, from, to, count_one, &c);
+	*count = c.n;
+	return rc;
+}
