@@ -159,7 +159,12 @@ static void check_blob(struct ck *c, const char *referrer, const void *val, size
 	struct obj *p;
 
 	c->r->blobs++;
-	if (blob_desc_decode(val, vlen, &d)) {
+	int rc = blob_desc_decode(val, vlen, &d);
+	if (rc == -EPROTONOSUPPORT) {
+		problem(c, referrer, rc, "a blob descriptor of format 1 (an older memwalfs wrote it)");
+		return;
+	}
+	if (rc) {
 		problem(c, referrer, -EUCLEAN, "malformed blob descriptor (%zu bytes)", vlen);
 		return;
 	}
@@ -185,7 +190,7 @@ static void check_blob(struct ck *c, const char *referrer, const void *val, size
 		void *buf = NULL;
 		size_t got = 0;
 		blob_desc_blocks(&d, 0, d.length, &from, &to);
-		int rc = store_get(c->st, pname, d.offset + from, (size_t)(to - from), &buf, &got);
+		rc = store_get(c->st, pname, d.offset + from, (size_t)(to - from), &buf, &got);
 		if (rc)
 			problem(c, pname, rc, "cannot read blob at %" PRIu64 " (referenced by %s)",
 			        d.offset, referrer);

@@ -718,6 +718,8 @@ static void *committer_main(void *arg)
 		e->inflight = g;
 		mw_mutex_unlock(&e->mu);
 		t0 = mw_now_us();
+		pb = 0; /* a group without a pack writes none (was: counted the previous one again)
+		         */
 		rc = commit_group(e, g, &pb);
 		dt = mw_now_us() - t0;
 		mw_hist_record(&e->commit_hist, dt);

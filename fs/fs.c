@@ -319,9 +319,11 @@ size_t mwfs_stats_format(struct mwfs *fs, char *buf, size_t len)
 	uint64_t pre, waited;
 	size_t n = engine_stats_format(fs->e, buf, len);
 	ra_counts(fs->ra, &pre, &waited);
-	char tail[128];
-	int w = snprintf(tail, sizeof(tail), "fs_readahead_chunks %llu\nfs_read_waits %llu\n",
-	                 (unsigned long long)pre, (unsigned long long)waited);
+	char tail[192];
+	int w = snprintf(tail, sizeof(tail),
+	                 "fs_readahead_chunks %llu\nfs_read_waits %llu\nfs_folded_windows %llu\n",
+	                 (unsigned long long)pre, (unsigned long long)waited,
+	                 (unsigned long long)wbflush_folded(fs->wbf));
 	if (w > 0 && n < len)
 		snprintf(buf + n, len - n, "%s", tail);
 	return n + (w > 0 ? (size_t)w : 0);
@@ -436,6 +438,11 @@ static int read_super(struct engine *e, struct schema_super *sb)
 		log_err("the superblock is corrupt (%zu bytes)", vn);
 	free(val);
 	return rc;
+}
+
+uint32_t mwfs_format_version(void)
+{
+	return SCHEMA_VERSION;
 }
 
 int mwfs_check_format(struct engine *e, uint32_t *version)

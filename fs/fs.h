@@ -66,6 +66,9 @@ int mwfs_open(struct engine *e, const struct mwfs_opts *o, struct mwfs **out);
  */
 int mwfs_check_format(struct engine *e, uint32_t *version);
 
+/* The filesystem format version this code reads and writes (docs/SCHEMA.md). */
+uint32_t mwfs_format_version(void);
+
 /*
  * Check a FUSE command line (as mwfs_mount() takes it) the way libfuse
  * parses it, without opening /dev/fuse or mounting anything.  Returns 0 or

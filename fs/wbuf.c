@@ -23,6 +23,15 @@
  * unwritten bytes for flush_ms; the engine then commits it within one
  * cadence.
  *
+ * Folding, by the same thread.  Writes smaller than a page, or not on page
+ * boundaries (a slowly appended log, byte-sized random writes), can leave
+ * many small extents in one chunk-sized window; a read of the window then
+ * visits each.  After such a write, data_put() counts the window's extents
+ * and, past FOLD_MAX, queues it: the thread rewrites the window as one
+ * extent (its bytes read, holes inside it stored as zeros).  Page-aligned
+ * writes never trigger it (at most one extent per page), so the path of a
+ * small write never pays for a fold.
+ *
  * Bookkeeping: a buffer that becomes active is listed once (ip->wb_listed,
  * protected by fs->mu) with a reference on its inode.  The thread takes the
  * list, and for each inode, under ip->dlock: flushes an old enough buffer;
@@ -40,6 +49,23 @@
 #include "internal.h"
 #include "log.h"
 #include "thread.h"
+
+/* Extents one chunk-sized window may hold before the flusher folds it into one. */
+#define FOLD_MAX 256
+
+static void wbflush_fold(struct wbflush *wf, struct inode *ip, uint64_t window);
+
+/* Queue a fold of the window of [off, off + n) if small writes crowded it (dlock held). */
+static void maybe_fold(struct mwfs *fs, struct inode *ip, uint64_t off, size_t n)
+{
+	unsigned count = 0;
+	if (!fs->wbf || (n >= 4096 && off % 4096 == 0 && (off + n) % 4096 == 0))
+		return;
+	uint64_t w = off / fs->cs;
+	if (ext_count(fs, ip->ino, w * fs->cs, (w + 1) * fs->cs, FOLD_MAX, &count) == 0 &&
+	    count > FOLD_MAX)
+		wbflush_fold(fs->wbf, ip, w);
+}
 
 int data_put(struct mwfs *fs, struct inode *ip, uint64_t off, const uint8_t *data, size_t n)
 {
@@ -70,6 +96,8 @@ int data_put(struct mwfs *fs, struct inode *ip, uint64_t off, const uint8_t *dat
 		ip->a.stored = saved_stored;
 	}
 	mw_mutex_unlock(&fs->mu);
+	if (!rc)
+		maybe_fold(fs, ip, off, n);
 	return rc;
 }
 
@@ -152,14 +180,23 @@ int wbuf_flush_all(struct mwfs *fs)
 
 /* ---- the flusher ------------------------------------------------------ */
 
+/* A window waiting to be folded, with a reference on its inode. */
+struct fold {
+	struct inode *ip;
+	uint64_t window; /* chunk-sized window index */
+};
+
 struct wbflush {
-	struct mwfs *fs;      /* the filesystem (borrowed) */
-	unsigned ms;          /* flush buffers older than this, checked this often */
-	struct mw_thread thr; /* the flusher thread; thr.stop under mu */
-	struct mw_mutex mu;   /* guards thr.stop (waits use cv) */
-	pthread_cond_t cv;    /* signalled to stop */
-	struct inode **list;  /* listed inodes, each with a reference; fs->mu */
-	size_t n, cap;        /* fs->mu */
+	struct mwfs *fs;    /* the filesystem (borrowed) */
+	struct fold *folds; /* windows to fold; fs->mu */
+	size_t nfolds, capfolds;
+	_Atomic uint64_t folded; /* windows folded since start */
+	unsigned ms;             /* flush buffers older than this, checked this often */
+	struct mw_thread thr;    /* the flusher thread; thr.stop under mu */
+	struct mw_mutex mu;      /* guards thr.stop (waits use cv) */
+	pthread_cond_t cv;       /* signalled to stop */
+	struct inode **list;     /* listed inodes, each with a reference; fs->mu */
+	size_t n, cap;           /* fs->mu */
 };
 
 /* Make room for one more listed inode (fs->mu held).  false: no memory. */
@@ -190,6 +227,83 @@ void wbflush_note(struct wbflush *wf, struct inode *ip)
 		wf->list[wf->n++] = ip;
 	}
 	mw_mutex_unlock(&fs->mu);
+}
+
+static void wbflush_fold(struct wbflush *wf, struct inode *ip, uint64_t window)
+{
+	struct mwfs *fs = wf->fs;
+	mw_mutex_lock(&fs->mu);
+	bool queued = false;
+	for (size_t i = 0; i < wf->nfolds && !queued; i++)
+		queued = wf->folds[i].ip == ip && wf->folds[i].window == window;
+	if (!queued && wf->nfolds == wf->capfolds) {
+		size_t cap = wf->capfolds ? 2 * wf->capfolds : 16;
+		struct fold *f = realloc(wf->folds, cap * sizeof(*f));
+		if (f) {
+			wf->folds = f;
+			wf->capfolds = cap;
+		}
+	}
+	if (!queued && wf->nfolds < wf->capfolds) { /* no memory: the window stays as it is */
+		ip->refs++;
+		wf->folds[wf->nfolds++] = (struct fold){ip, window};
+	}
+	mw_mutex_unlock(&fs->mu);
+}
+
+/* Rewrite one window of ip as one extent (ip->dlock exclusive). */
+static int fold_window(struct mwfs *fs, struct inode *ip, uint64_t window, uint8_t *buf)
+{
+	uint64_t w0 = window * fs->cs;
+	int rc = wbuf_flush(fs, ip);
+	mw_mutex_lock(&fs->mu);
+	uint64_t size = ip->a.size;
+	bool gone = ip->gone;
+	mw_mutex_unlock(&fs->mu);
+	if (rc || gone || w0 >= size)
+		return rc;
+	uint64_t n = size - w0 < fs->cs ? size - w0 : fs->cs;
+	rc = ext_read(fs, ip->ino, w0, buf, (size_t)n, true);
+	if (!rc)
+		rc = data_put(fs, ip, w0, buf, (size_t)n);
+	return rc;
+}
+
+/* Fold the queued windows (not on the path of any write). */
+static void fold_pass(struct wbflush *wf)
+{
+	struct mwfs *fs = wf->fs;
+	mw_mutex_lock(&fs->mu);
+	struct fold *l = wf->folds;
+	size_t n = wf->nfolds;
+	wf->folds = NULL;
+	wf->nfolds = wf->capfolds = 0;
+	mw_mutex_unlock(&fs->mu);
+	uint8_t *buf = n ? malloc(fs->cs) : NULL;
+	for (size_t i = 0; i < n; i++) {
+		struct inode *ip = l[i].ip;
+		if (buf) {
+			pthread_rwlock_wrlock(&ip->dlock);
+			int rc = fold_window(fs, ip, l[i].window, buf);
+			pthread_rwlock_unlock(&ip->dlock);
+			if (rc)
+				log_warn("inode %llu: folding the extents of window %llu: %s",
+				         (unsigned long long)ip->ino,
+				         (unsigned long long)l[i].window, strerror(-rc));
+			else
+				atomic_fetch_add(&wf->folded, 1);
+		}
+		mw_mutex_lock(&fs->mu);
+		inode_put(fs, ip);
+		mw_mutex_unlock(&fs->mu);
+	}
+	free(buf);
+	free(l);
+}
+
+uint64_t wbflush_folded(struct wbflush *wf)
+{
+	return wf ? atomic_load(&wf->folded) : 0;
 }
 
 /* One pass over the listed inodes. */
@@ -251,6 +365,7 @@ static void *flusher_main(void *arg)
 			break;
 		mw_mutex_unlock(&wf->mu);
 		pass(wf, false);
+		fold_pass(wf);
 		mw_mutex_lock(&wf->mu);
 	}
 	mw_mutex_unlock(&wf->mu);
@@ -285,7 +400,9 @@ void wbflush_stop(struct wbflush *wf)
 		return;
 	mw_thread_stop(&wf->thr);
 	pass(wf, true); /* put what is left and drop every reference */
+	fold_pass(wf);
 	free(wf->list);
+	free(wf->folds);
 	pthread_cond_destroy(&wf->cv);
 	mw_mutex_destroy(&wf->mu);
 	free(wf);

@@ -79,6 +79,9 @@ int wbflush_start(struct mwfs *fs, unsigned ms, struct wbflush **out);
  */
 void wbflush_note(struct wbflush *wf, struct inode *ip);
 
+/* Windows folded into one extent since start (0 for NULL). */
+uint64_t wbflush_folded(struct wbflush *wf);
+
 /* Stop the thread and drop every reference it holds (fs->mu not held). Accepts NULL. */
 void wbflush_stop(struct wbflush *wf);
 

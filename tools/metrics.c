@@ -85,6 +85,8 @@ static const struct stat_type stat_types[] = {
     {"gc_deleted", true, "objects deleted by GC"},
     {"blob_cache_hits", true, "blob cache hits"},
     {"blob_cache_misses", true, "blob cache misses"},
+    {"blob_fetches", true, "ranged GETs of blob blocks"},
+    {"blob_fetch_bytes", true, "bytes of blob blocks fetched"},
     {"block_cache_hits", true, "SSTable block cache hits"},
     {"block_cache_misses", true, "SSTable blocks read from the store"},
     {"bloom_negatives", true, "SSTable reads avoided by bloom filters"},
@@ -128,6 +130,7 @@ static const struct stat_type stat_types[] = {
     {"store_bytes_received", true, "payload bytes downloaded"},
     {"fs_readahead_chunks", true, "chunks prefetched by read-ahead"},
     {"fs_read_waits", true, "reads that waited for a prefetch in flight"},
+    {"fs_folded_windows", true, "file windows folded into one extent"},
 };
 
 static const struct stat_type *find_type(const char *name)

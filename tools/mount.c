@@ -928,9 +928,12 @@ static int check_formats(struct mount_args *a, struct store *st)
 	if (rc == -EPROTONOSUPPORT)
 		fprintf(stderr,
 		        "memwalfs: refusing to mount %s: its filesystem has format version %u, "
-		        "which this memwalfs does not read (written by a newer memwalfs?); nothing "
-		        "was changed\n",
-		        a->store, version);
+		        "which this memwalfs (format %u) does not read (%s); nothing was changed\n",
+		        a->store, version, mwfs_format_version(),
+		        version < mwfs_format_version()
+		            ? "made by an older memwalfs, which stored files as fixed-size chunks: "
+		              "copy the files out with that version"
+		            : "written by a newer memwalfs?");
 	else
 		fprintf(stderr, "memwalfs: refusing to mount %s: %s%s; nothing was changed\n",
 		        a->store, strerror(-rc),

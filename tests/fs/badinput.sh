@@ -200,15 +200,16 @@ refused "dead FUSE mount point" 1 "is a dead FUSE mount" "$s" \
 	"$MW" mount "${STORE_OPTS[@]}" "$s" "$mnt"
 fusermount3 -u "$mnt" 2>/dev/null || fusermount3 -uz "$mnt"
 
-echo "-- 5. a store of a newer format version is refused before anything is written"
-for kind in wal manifest fs; do
+echo "-- 5. a store of a newer (or, for the filesystem, older) format version is refused before anything is written"
+for kind in wal manifest fs fs-old; do
 	s=$(new_store "newer-$kind")
 	make_store "$s"
 	"$FAKE" "${STORE_OPTS[@]}" "$kind" "$s" >/dev/null
 	case $kind in
 	wal) pat="format version 2 is newer" ;;
 	manifest) pat="format version 2 not supported" ;;
-	fs) pat="its filesystem has format version 2" ;;
+	fs) pat="its filesystem has format version 3" ;;
+	fs-old) pat="format version 1, which this memwalfs (format 2) does not read (made by an older memwalfs" ;;
 	esac
 	refused "newer $kind version" 1 "$pat" "$s" "$MW" mount "${STORE_OPTS[@]}" "$s" "$mnt"
 	grep -q "nothing was changed" "$WORK/err" || { cat "$WORK/err"; echo "FAIL: wording"; exit 1; }

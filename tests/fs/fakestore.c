@@ -14,7 +14,8 @@
  *             MANIFEST_VERSION + 1 (checksums correct);
  *   fs        rewrite the filesystem superblock with format version
  *             SCHEMA_VERSION + 1 through the engine (a normal writer open,
- *             put, clean close).
+ *             put, clean close);
+ *   fs-old    the same with SCHEMA_VERSION - 1 (a store of the old format).
  *
  * Exit status 0, or 1 with a message.
  */
@@ -96,8 +97,8 @@ static int fake_manifest(struct store *st)
 	return 0;
 }
 
-/* The superblock, rewritten with a newer format version. */
-static int fake_fs(struct store *st)
+/* The superblock, rewritten with another format version (newer: +1, older: -1). */
+static int fake_fs(struct store *st, int delta)
 {
 	struct engine *e = NULL;
 	struct engine_batch *b = NULL;
@@ -113,7 +114,7 @@ static int fake_fs(struct store *st)
 	if (!rc)
 		rc = schema_super_decode(old, on, &sb);
 	if (!rc) {
-		sb.version = SCHEMA_VERSION + 1;
+		sb.version = (uint32_t)((int)SCHEMA_VERSION + delta);
 		schema_super_encode(&sb, val);
 		rc = engine_batch_new(&b);
 	}
@@ -148,8 +149,8 @@ int main(int argc, char **argv)
 		}
 	}
 	if (argc - i != 2) {
-		fprintf(stderr,
-		        "usage: fakestore [--endpoint URL] [--region R] wal|manifest|fs STORE\n");
+		fprintf(stderr, "usage: fakestore [--endpoint URL] [--region R] "
+		                "wal|manifest|fs|fs-old STORE\n");
 		return 2;
 	}
 	int rc = store_open_url_flags(argv[i + 1], &o, STORE_OPEN_EXISTING, &st);
@@ -160,7 +161,9 @@ int main(int argc, char **argv)
 	else if (!strcmp(argv[i], "manifest"))
 		status = fake_manifest(st);
 	else if (!strcmp(argv[i], "fs"))
-		status = fake_fs(st);
+		status = fake_fs(st, 1);
+	else if (!strcmp(argv[i], "fs-old"))
+		status = fake_fs(st, -1);
 	else
 		status = fail(argv[i], -EINVAL);
 	store_close(st);
