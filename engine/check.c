@@ -161,7 +161,8 @@ static void check_blob(struct ck *c, const char *referrer, const void *val, size
 	c->r->blobs++;
 	int rc = blob_desc_decode(val, vlen, &d);
 	if (rc == -EPROTONOSUPPORT) {
-		problem(c, referrer, rc, "a blob descriptor of format 1 (an older memwalfs wrote it)");
+		problem(c, referrer, rc,
+		        "a blob descriptor of format 1 (an older memwalfs wrote it)");
 		return;
 	}
 	if (rc) {

@@ -101,7 +101,8 @@ static int do_write(const char *file, const char *log, uint64_t seed)
 	for (uint64_t i = 0; i < n; i++)
 		fprintf(f, "%u %u\n", w[i].off, w[i].len);
 	fclose(f);
-	printf("crashwrite: %" PRIu64 " writes issued, %" PRIu64 " covered by fsync, stopped by: %s\n",
+	printf("crashwrite: %" PRIu64 " writes issued, %" PRIu64
+	       " covered by fsync, stopped by: %s\n",
 	       n, synced, err ? strerror(err) : "the limit");
 	return 0;
 }
@@ -166,7 +167,8 @@ static int do_check(const char *file, const char *log)
 		if (model[b] != got[b]) {
 			fprintf(stderr,
 			        "FAIL: the file is no state the writes went through (seed %" PRIu64
-			        ", %" PRIu64 " writes, %" PRIu64 " fsynced); first byte differing from "
+			        ", %" PRIu64 " writes, %" PRIu64
+			        " fsynced); first byte differing from "
 			        "the fsynced state: %u\n",
 			        seed, n, synced, b);
 			return 1;
