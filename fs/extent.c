@@ -29,24 +29,30 @@ struct ext {
 
 typedef int (*ext_fn)(void *arg, const struct ext *x);
 
-/*
- * Call fn for every extent of ino overlapping [from, to), in file order.  A
- * nonzero return of fn stops the scan and is returned (1: stop, no error).
- */
-static int scan_once(struct mwfs *fs, uint64_t ino, uint64_t from, uint64_t to, ext_fn fn,
-                     void *arg)
+/* A scan's iterator over one inode's extents. */
+static int iter_open(struct mwfs *fs, uint64_t ino, struct engine_iter **it)
 {
-	uint8_t key[SCHEMA_KEY_MAX], pfx[SCHEMA_KEY_MAX], end[SCHEMA_KEY_MAX];
-	size_t kn = schema_key_extent(key, ino, from == UINT64_MAX ? from : from + 1);
+	uint8_t pfx[SCHEMA_KEY_MAX], end[SCHEMA_KEY_MAX];
 	size_t pn = schema_key_extent_prefix(pfx, ino);
 	size_t en = schema_prefix_end(pfx, pn, end);
-	struct engine_iter *it = NULL;
-	int rc;
+	return engine_iter_new(fs->e, pfx, pn, en ? end : NULL, en, it);
+}
+
+/*
+ * Call fn for every extent of ino overlapping [from, to), in file order, on
+ * it (seeked there).  A nonzero return of fn stops the scan and is returned
+ * (1: stop, no error).
+ */
+static int scan_iter(struct engine_iter *it, uint64_t ino, uint64_t from, uint64_t to, ext_fn fn,
+                     void *arg)
+{
+	uint8_t key[SCHEMA_KEY_MAX];
+	size_t kn = schema_key_extent(key, ino, from == UINT64_MAX ? from : from + 1);
+	int rc = 0;
 
 	if (from >= to)
 		return 0;
-	for (rc = engine_iter_new(fs->e, key, kn, en ? end : NULL, en, &it);
-	     !rc && engine_iter_valid(it); engine_iter_next(it)) {
+	for (engine_iter_seek(it, key, kn); engine_iter_valid(it); engine_iter_next(it)) {
 		size_t n;
 		const uint8_t *k = engine_iter_key(it, &n);
 		struct ext x;
@@ -59,8 +65,7 @@ static int scan_once(struct mwfs *fs, uint64_t ino, uint64_t from, uint64_t to, 
 			    "%llu bytes)",
 			    (unsigned long long)ino, n, (unsigned long long)x.end,
 			    (unsigned long long)len);
-			rc = -EUCLEAN;
-			break;
+			return -EUCLEAN;
 		}
 		x.start = x.end - len;
 		if (x.start >= to)
@@ -68,8 +73,21 @@ static int scan_once(struct mwfs *fs, uint64_t ino, uint64_t from, uint64_t to, 
 		if ((rc = fn(arg, &x)))
 			break;
 	}
-	if (!rc && it)
+	if (!rc)
 		rc = engine_iter_status(it);
+	return rc;
+}
+
+/* scan_iter() of [from, to) on an iterator of its own. */
+static int scan_once(struct mwfs *fs, uint64_t ino, uint64_t from, uint64_t to, ext_fn fn,
+                     void *arg)
+{
+	struct engine_iter *it = NULL;
+	if (from >= to)
+		return 0;
+	int rc = iter_open(fs, ino, &it);
+	if (!rc)
+		rc = scan_iter(it, ino, from, to, fn, arg);
 	engine_iter_free(it);
 	return rc == 1 ? 0 : rc;
 }
@@ -166,9 +184,20 @@ int ext_prefetch(struct mwfs *fs, uint64_t ino, uint64_t off, uint64_t n)
 
 /* ---- changes ---------------------------------------------------------- */
 
+/*
+ * Clearing a set of ranges (sorted, disjoint).  An extent may overlap
+ * several of them: it is handled once, when the scan of the first meets it,
+ * and what is left of it is every gap between the ranges inside it, each
+ * kept by reference under the key of its end.  Its own key is deleted
+ * unless its last part survives (then it is overwritten).
+ */
 struct clear_arg {
 	struct engine_batch *b;
-	uint64_t ino, from, to;
+	uint64_t ino;
+	const struct ext_range *r;
+	size_t n;
+	size_t cur;       /* the range being scanned: none before it overlaps what the scan meets */
+	uint64_t handled; /* extents ending at or below this were handled */
 	uint64_t removed;
 };
 
@@ -178,35 +207,71 @@ static int clear_one(void *arg, const struct ext *x)
 	uint8_t key[SCHEMA_KEY_MAX];
 	size_t kn;
 	int rc = 0;
-	if (x->start < c->from) { /* keep the left part, ending at from */
-		kn = schema_key_extent(key, c->ino, c->from);
-		rc = engine_batch_put_ref(c->b, key, kn, &x->ref, 0, c->from - x->start);
+	if (x->end <= c->handled)
+		return 0; /* met again by the scan of a later range */
+	c->handled = x->end;
+	uint64_t pos = x->start; /* x's bytes before pos are dealt with */
+	for (size_t i = c->cur; i < c->n && c->r[i].off < x->end && !rc; i++) {
+		uint64_t a = c->r[i].off, z = a + c->r[i].len;
+		if (z <= pos)
+			continue;
+		if (a > pos) { /* keep [pos, a), ending at the range's start */
+			kn = schema_key_extent(key, c->ino, a);
+			rc = engine_batch_put_ref(c->b, key, kn, &x->ref, pos - x->start, a - pos);
+		}
+		uint64_t lo = a > x->start ? a : x->start, hi = z < x->end ? z : x->end;
+		c->removed += hi - lo;
+		pos = z;
 	}
 	kn = schema_key_extent(key, c->ino, x->end);
-	if (!rc && x->end > c->to) /* keep the right part, under the same key */
-		rc = engine_batch_put_ref(c->b, key, kn, &x->ref, c->to - x->start, x->end - c->to);
+	if (!rc && pos < x->end) /* keep the last part, under the same key */
+		rc = engine_batch_put_ref(c->b, key, kn, &x->ref, pos - x->start, x->end - pos);
 	else if (!rc)
 		rc = engine_batch_delete(c->b, key, kn);
-	uint64_t a = x->start > c->from ? x->start : c->from;
-	uint64_t z = x->end < c->to ? x->end : c->to;
-	c->removed += z - a;
 	return rc;
 }
 
-static void clear_reset(void *arg)
+static int clear_set_once(struct mwfs *fs, struct clear_arg *c)
 {
-	((struct clear_arg *)arg)->removed = 0;
+	struct engine_iter *it = NULL;
+	int rc = iter_open(fs, c->ino, &it);
+	for (size_t i = 0; i < c->n && !rc; i++) {
+		c->cur = i;
+		uint64_t to =
+		    c->r[i].len > UINT64_MAX - c->r[i].off ? UINT64_MAX : c->r[i].off + c->r[i].len;
+		rc = scan_iter(it, c->ino, c->r[i].off, to, clear_one, c);
+	}
+	engine_iter_free(it);
+	return rc;
+}
+
+int ext_clear_set(struct mwfs *fs, struct engine_batch *b, uint64_t ino, const struct ext_range *r,
+                  size_t n, uint64_t *removed)
+{
+	struct clear_arg c = {b, ino, r, n, 0, 0, 0};
+	struct engine_batch_mark m;
+	engine_batch_get_mark(b, &m);
+	int rc = clear_set_once(fs, &c);
+	if (fs_store_down(rc)) {
+		/* the bytes being written or cut wait in memory: wait for the store */
+		uint64_t start = mw_now_us();
+		unsigned wait_ms = 0;
+		while (fs_store_down(rc) && engine_backoff(fs->e, start, &wait_ms) == 0) {
+			engine_batch_rewind(b, &m);
+			c.handled = c.removed = 0;
+			rc = clear_set_once(fs, &c);
+		}
+	}
+	if (!rc)
+		*removed += c.removed;
+	return rc;
 }
 
 int ext_clear(struct mwfs *fs, struct engine_batch *b, uint64_t ino, uint64_t from, uint64_t to,
               uint64_t *removed)
 {
-	struct clear_arg c = {b, ino, from, to, 0};
-	/* the bytes being written or cut wait in memory: wait for the store */
-	int rc = scan(fs, ino, from, to, clear_one, &c, true, b, clear_reset);
-	if (!rc)
-		*removed += c.removed;
-	return rc;
+	struct ext_range r = {from, to - from};
+	return from < to ? ext_clear_set(fs, b, ino, &r, 1, removed) : 0;
 }
 
 int ext_add(struct engine_batch *b, uint64_t ino, uint64_t off, const uint8_t *data, size_t n,

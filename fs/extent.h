@@ -43,6 +43,18 @@ int ext_prefetch(struct mwfs *fs, uint64_t ino, uint64_t off, uint64_t n);
 int ext_clear(struct mwfs *fs, struct engine_batch *b, uint64_t ino, uint64_t from, uint64_t to,
               uint64_t *removed);
 
+/* A file range. */
+struct ext_range {
+	uint64_t off, len;
+};
+
+/*
+ * ext_clear() of several ranges at once (sorted by offset, disjoint, none
+ * empty), with one iterator: what a write buffer of several runs puts.
+ */
+int ext_clear_set(struct mwfs *fs, struct engine_batch *b, uint64_t ino, const struct ext_range *r,
+                  size_t n, uint64_t *removed);
+
 /*
  * Queue into b the bytes data[0, n) as ino's data at [off, off + n), after
  * ext_clear() of that range: one new extent, or nothing when the bytes are

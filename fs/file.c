@@ -124,13 +124,8 @@ static int read_locked(struct mwfs *fs, struct inode *ip, uint64_t off, size_t s
 		ra_end(fs->ra, slot);
 		pos += n;
 	}
-	if (!rc && w->active) {
-		/* lay the buffered bytes over the stored ones */
-		uint64_t a = off > w->off ? off : w->off;
-		uint64_t z = off + *len < w->off + w->len ? off + *len : w->off + w->len;
-		if (a < z)
-			memcpy(buf + (a - off), w->data + (a - w->off), (size_t)(z - a));
-	}
+	if (!rc)
+		wbuf_overlay(w, off, buf, *len); /* the buffered bytes over the stored ones */
 	return rc;
 }
 
@@ -166,8 +161,9 @@ static int write_locked(struct mwfs *fs, struct inode *ip, const uint8_t *buf, s
 	while (pos < size && !rc) {
 		uint64_t o = off + pos;
 		uint32_t n = size - pos < fs->cs ? (uint32_t)(size - pos) : fs->cs;
-		bool joins = wbuf_absorbs(fs, &ip->wb, o, n);
-		if (!joins && ip->wb.active) {
+		/* a large write that joins no run is put at once from the request's memory */
+		bool direct = n >= fs->cs / 2 && !wbuf_absorbs(fs, &ip->wb, o, n);
+		if (direct && ip->wb.active) {
 			rc = wbuf_flush(fs, ip); /* the earlier bytes go first */
 			if (rc)
 				break;
@@ -178,8 +174,8 @@ static int write_locked(struct mwfs *fs, struct inode *ip, const uint8_t *buf, s
 		if (!fs->writeback) /* with the writeback cache the kernel sets the times */
 			fs_touch(&ip->a, false, true, true);
 		mw_mutex_unlock(&fs->mu);
-		if (!joins && n >= fs->cs / 2)
-			rc = data_put(fs, ip, o, buf + pos, n); /* large: one extent, no copy */
+		if (direct)
+			rc = data_put(fs, ip, o, buf + pos, n);
 		else
 			rc = wbuf_write(fs, ip, o, buf + pos, n);
 		if (!rc)

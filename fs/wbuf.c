@@ -67,26 +67,52 @@ static void maybe_fold(struct mwfs *fs, struct inode *ip, uint64_t off, size_t n
 		wbflush_fold(fs->wbf, ip, w);
 }
 
-int data_put(struct mwfs *fs, struct inode *ip, uint64_t off, const uint8_t *data, size_t n)
+/* A run to put: file range and its bytes. */
+struct put_run {
+	struct ext_range r;
+	const uint8_t *data;
+};
+
+static int put_run_cmp(const void *a, const void *b)
 {
+	const struct put_run *x = a, *y = b;
+	return x->r.off < y->r.off ? -1 : x->r.off > y->r.off;
+}
+
+/*
+ * Put runs (disjoint, any order; sorted here) of ip as extents with the
+ * inode record, in one batch (ip->dlock exclusive, fs->mu not held).
+ */
+static int data_put_runs(struct mwfs *fs, struct inode *ip, struct put_run *p, size_t n)
+{
+	struct ext_range ranges[WBUF_RUNS];
+	uint64_t bytes = 0, end = 0, removed = 0, added = 0;
+	if (n == 0)
+		return 0;
+	qsort(p, n, sizeof(*p), put_run_cmp);
+	for (size_t i = 0; i < n; i++) {
+		ranges[i] = p[i].r;
+		bytes += p[i].r.len;
+		if (p[i].r.off + p[i].r.len > end)
+			end = p[i].r.off + p[i].r.len;
+	}
 	/* wait for backpressure here, not under fs->mu (every lookup needs it) */
-	int rc = engine_wait_room(fs->e, n + FS_META_ROOM);
+	int rc = engine_wait_room(fs->e, bytes + FS_META_ROOM);
 	if (rc)
 		return rc;
 	struct engine_batch *b = fs_batch(fs);
-	uint64_t removed = 0, added = 0;
 	if (!b)
 		return -ENOMEM;
 	/* the scan may read the store: before fs->mu (dlock keeps the extents still) */
-	rc = ext_clear(fs, b, ip->ino, off, off + n, &removed);
-	if (!rc)
-		rc = ext_add(b, ip->ino, off, data, n, &added);
+	rc = ext_clear_set(fs, b, ip->ino, ranges, n, &removed);
+	for (size_t i = 0; i < n && !rc; i++)
+		rc = ext_add(b, ip->ino, p[i].r.off, p[i].data, (size_t)p[i].r.len, &added);
 	if (rc)
 		return rc;
 	mw_mutex_lock(&fs->mu);
 	uint64_t saved = ip->rec_size, saved_stored = ip->a.stored;
-	if (ip->rec_size < off + n)
-		ip->rec_size = off + n;
+	if (ip->rec_size < end)
+		ip->rec_size = end;
 	ip->a.stored = ip->a.stored - (removed < ip->a.stored ? removed : ip->a.stored) + added;
 	rc = inode_batch_put(fs, b, ip);
 	if (!rc)
@@ -96,41 +122,84 @@ int data_put(struct mwfs *fs, struct inode *ip, uint64_t off, const uint8_t *dat
 		ip->a.stored = saved_stored;
 	}
 	mw_mutex_unlock(&fs->mu);
-	if (!rc)
-		maybe_fold(fs, ip, off, n);
+	for (size_t i = 0; i < n && !rc; i++)
+		maybe_fold(fs, ip, p[i].r.off, (size_t)p[i].r.len);
 	return rc;
+}
+
+int data_put(struct mwfs *fs, struct inode *ip, uint64_t off, const uint8_t *data, size_t n)
+{
+	struct put_run p = {{off, n}, data};
+	return n ? data_put_runs(fs, ip, &p, 1) : 0;
 }
 
 int wbuf_flush(struct mwfs *fs, struct inode *ip)
 {
 	struct wbuf *w = &ip->wb;
+	struct put_run p[WBUF_RUNS];
+	size_t n = 0;
 	if (!w->active)
 		return 0;
 	mw_mutex_lock(&fs->mu);
 	uint64_t size = ip->a.size;
 	mw_mutex_unlock(&fs->mu);
-	/* a truncation may have cut the run short */
-	uint64_t n = size > w->off ? (size - w->off < w->len ? size - w->off : w->len) : 0;
-	int rc = n ? data_put(fs, ip, w->off, w->data, (size_t)n) : 0;
+	for (uint32_t i = 0; i < w->nruns; i++) {
+		const struct wbuf_run *r = &w->run[i];
+		/* a truncation may have cut a run short */
+		uint64_t len =
+		    size > r->off ? (size - r->off < r->len ? size - r->off : r->len) : 0;
+		if (len)
+			p[n++] = (struct put_run){{r->off, len}, w->data + r->at};
+	}
+	int rc = data_put_runs(fs, ip, p, n);
 	if (!rc)
 		wbuf_drop(w);
 	else
-		log_warn("inode %llu: writing %llu bytes at %llu: %s", (unsigned long long)ip->ino,
-		         (unsigned long long)n, (unsigned long long)w->off, strerror(-rc));
+		log_warn("inode %llu: writing %u buffered runs: %s", (unsigned long long)ip->ino,
+		         w->nruns, strerror(-rc));
 	return rc;
+}
+
+/* Whether [off, off + n) overlaps a run other than skip. */
+static bool overlaps_other(const struct wbuf *w, uint64_t off, size_t n, uint32_t skip)
+{
+	for (uint32_t i = 0; i < w->nruns; i++)
+		if (i != skip && off < w->run[i].off + w->run[i].len && w->run[i].off < off + n)
+			return true;
+	return false;
+}
+
+/*
+ * The run that [off, off + n) lies in, or continues (the run whose bytes end
+ * the buffer, with room, growing over no other run), or -1.
+ */
+static int run_for(const struct mwfs *fs, const struct wbuf *w, uint64_t off, size_t n)
+{
+	for (uint32_t i = 0; i < w->nruns; i++) {
+		const struct wbuf_run *r = &w->run[i];
+		if (off >= r->off && off + n <= r->off + r->len)
+			return (int)i; /* inside */
+		if (off >= r->off && off <= r->off + r->len && r->at + r->len == w->used &&
+		    r->at + (off - r->off) + n <= fs->cs && !overlaps_other(w, off, n, i))
+			return (int)i;
+	}
+	return -1;
 }
 
 bool wbuf_absorbs(const struct mwfs *fs, const struct wbuf *w, uint64_t off, size_t n)
 {
-	return w->active && off >= w->off && off <= w->off + w->len && off + n <= w->off + fs->cs;
+	return w->active && run_for(fs, w, off, n) >= 0;
 }
 
 int wbuf_write(struct mwfs *fs, struct inode *ip, uint64_t off, const void *src, uint32_t n)
 {
 	struct wbuf *w = &ip->wb;
 	int rc;
-	if (w->active && !wbuf_absorbs(fs, w, off, n)) {
-		rc = wbuf_flush(fs, ip);
+	int i = w->active ? run_for(fs, w, off, n) : -1;
+	if (i < 0 && w->active &&
+	    (overlaps_other(w, off, n, WBUF_RUNS) || w->nruns == WBUF_RUNS ||
+	     w->used + n > fs->cs)) {
+		rc = wbuf_flush(fs, ip); /* cannot join: the earlier bytes go first */
 		if (rc)
 			return rc;
 	}
@@ -140,18 +209,37 @@ int wbuf_write(struct mwfs *fs, struct inode *ip, uint64_t off, const void *src,
 			return -ENOMEM;
 	}
 	if (!w->active) {
-		w->off = off;
-		w->len = 0;
 		w->active = true;
 		w->since_ms = mw_now_us() / 1000u;
 		wbflush_note(fs->wbf, ip);
 	}
-	memcpy(w->data + (off - w->off), src, n);
-	if (off + n - w->off > w->len)
-		w->len = (uint32_t)(off + n - w->off);
-	if (w->len == fs->cs)
+	if (i < 0) { /* a new run at the end of the data */
+		i = (int)w->nruns++;
+		w->run[i] = (struct wbuf_run){off, 0, w->used};
+	}
+	struct wbuf_run *r = &w->run[i];
+	memcpy(w->data + r->at + (off - r->off), src, n);
+	if (off + n > r->off + r->len) {
+		uint32_t grow = (uint32_t)(off + n - (r->off + r->len));
+		r->len += grow;
+		w->used += grow;
+	}
+	if (w->used == fs->cs)
 		return wbuf_flush(fs, ip); /* full: put it now */
 	return 0;
+}
+
+void wbuf_overlay(const struct wbuf *w, uint64_t off, uint8_t *buf, size_t len)
+{
+	if (!w->active)
+		return;
+	for (uint32_t i = 0; i < w->nruns; i++) {
+		const struct wbuf_run *r = &w->run[i];
+		uint64_t a = off > r->off ? off : r->off;
+		uint64_t z = off + len < r->off + r->len ? off + len : r->off + r->len;
+		if (a < z)
+			memcpy(buf + (a - off), w->data + r->at + (a - r->off), (size_t)(z - a));
+	}
 }
 
 /* Write out every write buffer (fs->mu NOT held; takes it). */

@@ -17,13 +17,27 @@ struct mwfs;
 struct inode;
 struct wbflush;
 
-/* One inode's write buffer: a run of contiguous unwritten bytes (ip->dlock). */
+/* Runs one write buffer holds at most. */
+#define WBUF_RUNS 64
+
+/* One run of contiguous unwritten bytes: file range, and where its bytes are in data. */
+struct wbuf_run {
+	uint64_t off;
+	uint32_t len;
+	uint32_t at;
+};
+
+/*
+ * One inode's write buffer (ip->dlock): up to WBUF_RUNS disjoint runs of
+ * unwritten bytes, chunk_size bytes in all, put together in one batch.
+ */
 struct wbuf {
-	uint64_t off;      /* file offset of data[0] */
-	uint8_t *data;     /* chunk_size bytes */
-	uint32_t len;      /* bytes [off, off + len) hold unwritten data */
-	bool active;       /* holds unwritten bytes */
-	uint64_t since_ms; /* CLOCK_MONOTONIC ms when it became active */
+	uint8_t *data;                  /* chunk_size bytes; runs' bytes one after another */
+	uint32_t used;                  /* bytes of data in use */
+	uint32_t nruns;                 /* runs in run[] (0: empty) */
+	struct wbuf_run run[WBUF_RUNS]; /* in the order they were started */
+	bool active;                    /* holds unwritten bytes */
+	uint64_t since_ms;              /* CLOCK_MONOTONIC ms when it became active */
 };
 
 /*
@@ -32,17 +46,21 @@ struct wbuf {
  */
 int data_put(struct mwfs *fs, struct inode *ip, uint64_t off, const uint8_t *data, size_t n);
 
-/* Whether a write of n bytes at off joins w's run without putting it first. */
+/* Whether a write of n bytes at off lies inside or continues one of w's runs. */
 bool wbuf_absorbs(const struct mwfs *fs, const struct wbuf *w, uint64_t off, size_t n);
 
 /*
- * Copy n bytes (at most chunk_size) at file offset off into ip's buffer,
- * putting the buffer's run first if the write does not continue it, and
- * after if the buffer is full.
+ * Copy n bytes (at most chunk_size) at file offset off into ip's buffer:
+ * into the run it lies in or continues, else as a new run; the buffer is put
+ * first when the write overlaps a run only in part or there is no room, and
+ * after when it is full.
  */
 int wbuf_write(struct mwfs *fs, struct inode *ip, uint64_t off, const void *src, uint32_t n);
 
-/* Put ip's buffered run (clipped to the file's size). */
+/* Lay the buffered bytes of [off, off + len) over buf (a read). */
+void wbuf_overlay(const struct wbuf *w, uint64_t off, uint8_t *buf, size_t len);
+
+/* Put ip's buffered runs (clipped to the file's size) in one batch. */
 int wbuf_flush(struct mwfs *fs, struct inode *ip);
 
 /* Put every inode's buffer (at unmount; takes fs->mu between inodes).  The first error. */
@@ -52,7 +70,8 @@ int wbuf_flush_all(struct mwfs *fs);
 static inline void wbuf_drop(struct wbuf *w)
 {
 	w->active = false;
-	w->len = 0;
+	w->used = 0;
+	w->nruns = 0;
 }
 
 /* Free the buffer's memory (the inode is being freed). */
