@@ -203,10 +203,13 @@ int wbuf_write(struct mwfs *fs, struct inode *ip, uint64_t off, const void *src,
 		if (rc)
 			return rc;
 	}
-	if (!w->data) {
+	if (!w->data) { /* memory only for inodes being written (an inode table may hold many) */
 		w->data = malloc(fs->cs);
-		if (!w->data)
+		w->run = malloc(WBUF_RUNS * sizeof(*w->run));
+		if (!w->data || !w->run) {
+			wbuf_release(w);
 			return -ENOMEM;
+		}
 	}
 	if (!w->active) {
 		w->active = true;

@@ -32,12 +32,12 @@ struct wbuf_run {
  * unwritten bytes, chunk_size bytes in all, put together in one batch.
  */
 struct wbuf {
-	uint8_t *data;                  /* chunk_size bytes; runs' bytes one after another */
-	uint32_t used;                  /* bytes of data in use */
-	uint32_t nruns;                 /* runs in run[] (0: empty) */
-	struct wbuf_run run[WBUF_RUNS]; /* in the order they were started */
-	bool active;                    /* holds unwritten bytes */
-	uint64_t since_ms;              /* CLOCK_MONOTONIC ms when it became active */
+	uint8_t *data;        /* chunk_size bytes; runs' bytes one after another */
+	uint32_t used;        /* bytes of data in use */
+	uint32_t nruns;       /* runs in run[] (0: empty) */
+	struct wbuf_run *run; /* WBUF_RUNS of them, allocated with data */
+	bool active;          /* holds unwritten bytes */
+	uint64_t since_ms;    /* CLOCK_MONOTONIC ms when it became active */
 };
 
 /*
@@ -78,7 +78,9 @@ static inline void wbuf_drop(struct wbuf *w)
 static inline void wbuf_release(struct wbuf *w)
 {
 	free(w->data);
+	free(w->run);
 	w->data = NULL;
+	w->run = NULL;
 	wbuf_drop(w);
 }
 
