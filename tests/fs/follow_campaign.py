@@ -16,7 +16,9 @@ sampler per follower lists every directory and reads some files, over and over, 
     some operation k of the writer's log, with k not past the operations started by then,
     and k never smaller than the one of the follower's previous listing of that directory
     (a follower never goes back);
-  * every file read holds bytes the writer gave that name at some point (content hashes; an
+  * every file read (whose size, times and link count did not change during the read: a read
+    that raced a change may hold parts of two versions on any filesystem, and is only
+    counted) holds bytes the writer gave that name at some point (content hashes; an
     empty file too after a create or an overwrite, whose open(O_TRUNC) is a state of its own:
     files are at most 300 KB, written as one chunk, so no other partial state exists);
   * I/O errors other than ENOENT of a name that went away are counted as errors.
@@ -27,9 +29,10 @@ includes the sampler's own period (one pass over the directories, about 0.1 s). 
 followers' resident set (VmRSS) every 5 s.  At the end every follower must converge to the
 writer's final tree (names and bytes) within 30 s.
 
-Prints the figures and exits 0 when there was no error, no inconsistent view, and the lag
-p50 <= interval + cadence and p99 <= 3 x that (the issue's targets; reported either way), 1
-otherwise, 77 when FUSE or the S3 server is unavailable.  Seeded: --seed replays the
+Prints the figures and exits 0 when there was no error and no inconsistent view (with
+--check-lag also only when the lag p50 <= interval + cadence and p99 <= 3 x that, the issue's
+targets: a measurement, so not in CI, where the lag is reported only), 1 otherwise, 77 when
+FUSE or the S3 server is unavailable.  Seeded: --seed replays the
 workload (the timing of the followers is not replayable).
 """
 import argparse
@@ -86,6 +89,7 @@ class Campaign:
         self.lags = []
         self.samples = 0
         self.reads = 0
+        self.raced = 0  # reads that raced a change of the file (not judged)
         self.rss = {}
 
     # ---- mounts ----
@@ -267,12 +271,23 @@ class Campaign:
                     fn = rnd.choice(sorted(got))
                     try:
                         with open(os.path.join(dp, fn), "rb") as f:
+                            a0 = os.fstat(f.fileno())
                             body = f.read()
+                            a1 = os.fstat(f.fileno())
                             h = hashlib.md5(body).hexdigest()
                     except FileNotFoundError:
                         continue  # removed since the listing
                     except OSError as ex:
                         self.errors.append("follower %d: read d%d/%s: %s" % (k, d, fn, ex))
+                        continue
+                    # a read() is not atomic across the syscalls of f.read(): one that raced
+                    # a change of the file (an O_TRUNC, a write) may hold parts of two
+                    # versions, on any filesystem; it is counted, not judged
+                    if (a0.st_size, a0.st_mtime_ns, a0.st_ctime_ns, a0.st_nlink) != (
+                            a1.st_size, a1.st_mtime_ns, a1.st_ctime_ns, a1.st_nlink) or \
+                            len(body) != a1.st_size:
+                        with self.lock:
+                            self.raced += 1
                         continue
                     with self.lock:
                         self.reads += 1
@@ -368,6 +383,7 @@ class Campaign:
         res = {
             "seed": self.a.seed, "duration_s": self.a.duration, "followers": self.a.followers,
             "writer_ops": len(self.ops), "samples": self.samples, "reads": self.reads,
+            "reads_raced": self.raced,
             "lag_samples": len(lags), "lag_p50_s": pct(0.5), "lag_p99_s": pct(0.99),
             "lag_max_s": lags[-1] if lags else float("nan"),
             "errors": len(self.errors), "inconsistent": len(self.inconsistent),
@@ -387,9 +403,10 @@ class Campaign:
             print("ERROR:", e)
         for e in self.inconsistent[:10]:
             print("INCONSISTENT:", e)
+        lag_ok = bool(lags) and pct(0.5) <= target50 and pct(0.99) <= 3 * target50
         ok = (not self.errors and not self.inconsistent and
-              sum(s.get("follow_errors", 0) or 0 for s in fstats) == 0 and lags and
-              pct(0.5) <= target50 and pct(0.99) <= 3 * target50)
+              sum(s.get("follow_errors", 0) or 0 for s in fstats) == 0 and
+              (lag_ok or not self.a.check_lag))
         print("campaign: lag p50 %.3f s (target <= %.1f), p99 %.3f s (target <= %.1f), "
               "%d errors, %d inconsistent views: %s" % (
                   pct(0.5), target50, pct(0.99), 3 * target50, len(self.errors),
@@ -409,6 +426,8 @@ def main():
     ap.add_argument("--rate", type=float, default=20.0)
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--json")
+    ap.add_argument("--check-lag", action="store_true",
+                    help="fail when the lag misses its targets (a measurement: not in CI)")
     a = ap.parse_args()
     if a.seed is None:
         a.seed = int(os.environ.get("MEMWALFS_SEED", random.randrange(1 << 31)))
