@@ -107,7 +107,7 @@ static void usage(FILE *f)
 	    "                         default; no_default_permissions turns it off), noatime,\n"
 	    "                         ...; memwalfs settings as endpoint=, region=, cadence=,\n"
 	    "                         cache=, memtable=, chunk=, readahead=, fsync_timeout=,\n"
-	    "                         capacity=, metrics_addr=,\n"
+	    "                         capacity=, metrics_addr=, profile=, sts_endpoint=,\n"
 	    "                         single_writer, format, stack (for fstab); remount\n"
 	    "                         (with MOUNTPOINT alone): change ro/rw and the mount flags\n"
 	    "                         (no)suid, (no)dev, (no)exec, atime options of a live mount\n"
@@ -280,6 +280,14 @@ static int set_option(struct mount_args *a, const char *name, const char *val)
 		if (!val)
 			goto bad;
 		a->s3.region = val;
+	} else if (!strcmp(name, "profile")) { /* fstab lines: the AWS profile (issue 18) */
+		if (!val || !*val)
+			goto bad;
+		a->s3.profile = val;
+	} else if (!strcmp(name, "sts_endpoint")) {
+		if (!val || !*val)
+			goto bad;
+		a->s3.sts_url = val;
 	} else if (!strcmp(name, "single_writer")) {
 		a->eo.single_writer_ok = true;
 	} else if (!strcmp(name, "no_writeback_cache")) {

@@ -87,6 +87,16 @@ cat "$WORK/norole.out"
 [ $rc = 1 ] || { echo "FAIL: a missing role mounted (exit $rc)"; exit 1; }
 grep -q "STS at $S3_ENDPOINT/ answered HTTP" "$WORK/norole.out" || { echo "FAIL: no STS error"; exit 1; }
 if grep -qF "$TESTER_SECRET" "$WORK/norole.out"; then echo "FAIL: a secret in the error"; exit 1; fi
+# the same through mount options (fstab lines): -o profile=, sts_endpoint=
+set +e
+env -i PATH="$PATH" HOME="$WORK" AWS_EC2_METADATA_DISABLED=true AWS_CONFIG_FILE="$WORK/config" \
+	"$MW" mount -o "profile=no-role,sts_endpoint=$S3_ENDPOINT" "${STORE_OPTS[@]}" "$STORE" \
+	"$WORK/m1" >"$WORK/norole-o.out" 2>&1
+rc=$?
+set -e
+[ $rc = 1 ] && grep -q "STS at $S3_ENDPOINT/ answered HTTP" "$WORK/norole-o.out" ||
+	{ cat "$WORK/norole-o.out"; echo "FAIL: -o profile= did not reach the chain"; exit 1; }
+echo "   -o profile=,sts_endpoint= reach the credential chain"
 
 echo "== 1b. web identity: the AssumeRoleWithWebIdentity request reaches RGW's STS"
 # (no OIDC provider is registered on the test server, so STS refuses the token; a full
