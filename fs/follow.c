@@ -14,7 +14,7 @@
  *   2. then, holding no lock, tells the kernel: a directory entry key
  *      ('D' parent name) becomes fuse_lowlevel_notify_inval_entry(parent,
  *      name), any other key of an inode (its record, its data, its xattrs:
- *      'I', 'C', 'X', 'O', and whatever key layout file data uses, as long as
+ *      'I', 'E' (extents), 'X', 'O', and whatever key layout file data uses, as long as
  *      the inode number follows the tag) fuse_lowlevel_notify_inval_inode(ino),
  *      which drops the kernel's attributes and cached pages of it.  Only
  *      inodes the table holds are known to the kernel (it holds a lookup on
