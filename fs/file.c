@@ -203,10 +203,13 @@ void file_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, of
 	pthread_rwlock_wrlock(&ip->dlock);
 	int rc = write_locked(fs, ip, (const uint8_t *)buf, size, (uint64_t)off, &pos);
 	pthread_rwlock_unlock(&ip->dlock);
+	uint64_t inum = ip->ino; /* ip may go once the write is answered */
 	if (rc && pos == 0)
 		fuse_reply_err(req, fs_err(rc));
 	else
 		fuse_reply_write(req, pos);
+	if (pos && (fi->flags & O_DIRECT)) /* buffered readers may have cached old pages */
+		fsinval_queue(fs->inv, inum, (uint64_t)off, pos);
 }
 
 /* Lock a and b exclusive (one lock when they are the same), lower inode first. */

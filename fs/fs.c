@@ -321,9 +321,11 @@ size_t mwfs_stats_format(struct mwfs *fs, char *buf, size_t len)
 	ra_counts(fs->ra, &pre, &waited);
 	char tail[192];
 	int w = snprintf(tail, sizeof(tail),
-	                 "fs_readahead_chunks %llu\nfs_read_waits %llu\nfs_folded_windows %llu\n",
+	                 "fs_readahead_chunks %llu\nfs_read_waits %llu\nfs_folded_windows %llu\n"
+	                 "fs_page_invalidations %llu\n",
 	                 (unsigned long long)pre, (unsigned long long)waited,
-	                 (unsigned long long)wbflush_folded(fs->wbf));
+	                 (unsigned long long)wbflush_folded(fs->wbf),
+	                 (unsigned long long)fsinval_sent(fs->inv));
 	if (w > 0 && n < len)
 		snprintf(buf + n, len - n, "%s", tail);
 	return n + (w > 0 ? (size_t)w : 0);
@@ -510,6 +512,13 @@ int mwfs_open(struct engine *e, const struct mwfs_opts *o, struct mwfs **out)
 		fs->ra = NULL;
 		goto fail;
 	}
+	if (!o->read_only && (rc = fsinval_start(&fs->inv))) {
+		wbflush_stop(fs->wbf);
+		fs->wbf = NULL;
+		ra_stop(fs->ra);
+		fs->ra = NULL;
+		goto fail;
+	}
 	struct engine_stats es;
 	engine_get_stats(e, &es);
 	if (o->read_only && es.following && (rc = fsfollow_start(fs, &fs->ff))) {
@@ -561,6 +570,7 @@ int mwfs_mount(struct mwfs *fs, int argc, char **argv, const char *mountpoint)
 	}
 	fs->mounted = true;
 	fsfollow_session(fs->ff, fs->se);
+	fsinval_session(fs->inv, fs->se);
 	return 0;
 fail:
 	fuse_session_destroy(fs->se);
@@ -587,6 +597,8 @@ int mwfs_close(struct mwfs *fs)
 	int rc = 0;
 	fsfollow_stop(fs->ff); /* before the session goes: it notifies the kernel */
 	fs->ff = NULL;
+	fsinval_stop(fs->inv); /* the same */
+	fs->inv = NULL;
 	ra_stop(fs->ra);
 	fs->ra = NULL;
 	wbflush_stop(fs->wbf);

@@ -87,6 +87,7 @@ struct mwfs {
 	struct wbflush *wbf;        /* puts write buffers left partly filled (wbuf.c) */
 	atomic_uint outage_readers; /* requests waiting out a store outage (fs_outage_enter()) */
 	struct fsfollow *ff; /* read-only mount of a follower: cache invalidation (follow.c) */
+	struct fsinval *inv; /* page cache invalidations after direct writes (inval.c) */
 };
 
 /* Per-thread scratch, reused across requests (avoids a malloc per read). */
@@ -135,6 +136,14 @@ int fs_warm_key(struct mwfs *fs, const uint8_t *key, size_t kn);
  * notify, once mounted; stop: unregisters and joins (accepts NULL).  fs->mu not held.
  */
 struct fsfollow;
+/* inval.c: after a direct write, the kernel drops the cached pages of its range. */
+struct fsinval;
+int fsinval_start(struct fsinval **out);
+void fsinval_session(struct fsinval *iv, struct fuse_session *se);
+/* Queue [off, off + len) of ino (no lock held or needed; accepts NULL). */
+void fsinval_queue(struct fsinval *iv, uint64_t ino, uint64_t off, uint64_t len);
+uint64_t fsinval_sent(struct fsinval *iv);
+void fsinval_stop(struct fsinval *iv);
 int fsfollow_start(struct mwfs *fs, struct fsfollow **out);
 void fsfollow_session(struct fsfollow *ff, struct fuse_session *se);
 void fsfollow_stop(struct fsfollow *ff);
