@@ -94,6 +94,7 @@ struct follow {
 	unsigned since_manifest; /* polls since the last manifest probe */
 	bool want_manifest;      /* probe the manifest at the next poll */
 	bool gap_checked;        /* the current gap was looked for in the manifest */
+	bool catching_up;        /* applying the WAL up to a manifest about to be installed */
 	bool gap_reported;       /* the current gap was logged */
 	bool error_reported;     /* the current error streak was logged */
 	uint64_t listed_end;     /* one past the highest position listed last */
@@ -287,7 +288,9 @@ static int probe_manifest(struct engine *e, struct follow *f, bool *changed, boo
 		 * are gone (collected: we fell behind, and jump).
 		 */
 		uint64_t applied;
+		f->catching_up = true;
 		rc = probe_wal(e, f, &applied);
+		f->catching_up = false;
 		if (rc) {
 			manifest_clear(&m);
 			return rc;
@@ -420,6 +423,8 @@ static int probe_wal(struct engine *e, struct follow *f, uint64_t *applied)
 			e->stats.follow_gaps++;
 			bool newer_writer = e->man.epoch > f->r.max_epoch;
 			mw_mutex_unlock(&e->mu);
+			if (f->catching_up)
+				break; /* before a newer manifest: it covers the missing entries */
 			if (!f->gap_checked) {
 				/* a newer manifest may cover it: look there first */
 				f->gap_checked = true;

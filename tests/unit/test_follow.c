@@ -9,6 +9,7 @@
  *   ---- follow: entries, deletes, the callback, torn-free batches
  *   ---- flush, compaction and GC under a follower; memory bound
  *   ---- a follower that fell behind the collected WAL jumps
+ *   ---- a gap: the follower goes on where the next writer did
  *   ---- the thread by itself, idle requests
  *   ---- snapshots
  */
@@ -336,6 +337,47 @@ static void test_follow_behind(void **state)
 	store_close(fst);
 }
 
+/* ---- a gap: the follower goes on where the next writer did ---- */
+
+static void test_follow_gap(void **state)
+{
+	(void)state;
+	struct store *ws = open_store(), *w2s = open_store(), *fst = open_store();
+	struct engine *w = open_writer(ws);
+	put_range(w, 0, 5, 0);
+	struct engine *f = open_follower(fst, 3600000);
+	check_key(f, 4, 0);
+	/* two more groups, then the first of them is lost from the store: a gap */
+	struct engine_stats s;
+	engine_get_stats(w, &s);
+	uint64_t gap = s.wal_next;
+	put_range(w, 5, 6, 0);
+	put_range(w, 6, 7, 0);
+	char name[64];
+	snprintf(name, sizeof(name), "wal/%020" PRIu64, gap);
+	assert_int_equal(store_delete(ws, name), 0);
+	/* a new writer claims: its replay stops at the gap, it fences after what it listed */
+	struct engine *w2 = open_writer(w2s);
+	check_key(w2, 5, -1);
+	check_key(w2, 6, -1);
+	put_range(w2, 7, 9, 0);
+	assert_int_equal(follow_poll_now(f), 0);
+	assert_int_equal(follow_poll_now(f), 0);
+	engine_get_stats(f, &s);
+	print_message("gap at %" PRIu64 ": %" PRIu64 " gap polls, %" PRIu64 " manifests\n", gap,
+	              s.follow_gaps, s.follow_manifests);
+	assert_true(s.follow_gaps >= 1);
+	/* the follower shows what the new writer shows: not the entries after the gap */
+	for (int i = 0; i < 9; i++)
+		check_key(f, i, i == 5 || i == 6 ? -1 : 0);
+	assert_int_equal(engine_close(f), 0);
+	assert_int_equal(engine_close(w2), 0);
+	assert_int_equal(engine_close(w), -ESTALE); /* fenced by w2 */
+	store_close(ws);
+	store_close(w2s);
+	store_close(fst);
+}
+
 /* ---- the thread by itself, idle requests ---- */
 
 static void test_follow_thread(void **state)
@@ -479,6 +521,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_follow_basic, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_follow_flush_compact_gc, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_follow_behind, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_follow_gap, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_follow_thread, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_snapshot, setup, teardown),
 	};
