@@ -634,7 +634,8 @@ def issue13_table(out, res, meta):
 
 # ------------------------------------------------------------------ charts
 
-def chart(docs, raw, name, title, ylabel, res, cols, targets=None, logscale=False, value=None):
+def chart(docs, raw, name, title, ylabel, res, cols, targets=None, logscale=False, value=None,
+          ymin=None):
     """Clustered bars with min-max error bars: one cluster per target, one bar
     per (workload, metric).  value(t, w, m) -> list of per-run values."""
     value = value or (lambda t, w, m: vals(res, t, w, m))
@@ -659,7 +660,7 @@ def chart(docs, raw, name, title, ylabel, res, cols, targets=None, logscale=Fals
           'set boxwidth 0.9', 'set datafile missing "?"', 'set key top right',
           'set grid ytics', 'set xtics noenhanced', 'set key noenhanced', 'set yrange [0:*]']
     if logscale:
-        gp += ['set logscale y', 'set yrange [*:*]']
+        gp += ['set logscale y', 'set yrange [%s:*]' % (ymin if ymin else "*")]
     plots = ['"%s" using %d:%d:%d:xtic(1) title columnheader(%d)' % (
         dat, 3 * i + 2, 3 * i + 3, 3 * i + 4, 3 * i + 2) for i in range(len(cols))]
     gp.append("plot " + ", ".join(plots))
@@ -717,7 +718,7 @@ def charts(docs, raw, res):
               [("mp-write", "x", "seq write"), ("jb-write-big", "x", "4 big files"),
                ("randwrite-4k", "x", "random 4k"), ("fsync-4k", "x", "4k + fsync"),
                ("dcreate-1", "x", "durable create"), ("cp-1g", "x", "cp big file")], list(MW), logscale=True,
-              value=lambda t, w, m: per_run(res, t, w, "mw_store_bytes_sent", "wbytes")),
+              value=lambda t, w, m: per_run(res, t, w, "mw_store_bytes_sent", "wbytes"), ymin=0.1),
     ]
     return [c for c in made if c]
 
