@@ -90,6 +90,8 @@ struct mount_args {
 	const char *snapshot; /* --snapshot NAME: mount that snapshot read-only */
 };
 
+/* ---- usage and command-line / -o option parsing ------------------------- */
+
 static void usage(FILE *f)
 {
 	fprintf(

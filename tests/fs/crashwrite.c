@@ -30,6 +30,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "xorshift.h"
+
 #define FILESIZE (6u << 20)
 #define MAXW (256u << 10)
 #define MAXOPS 200000
@@ -42,22 +44,15 @@ static uint64_t rng;
 
 static uint64_t rnd(void)
 {
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
+	return xorshift64(&rng);
 }
 
 /* The bytes of write i. */
 static void fill(uint8_t *p, uint32_t n, uint64_t seed, uint64_t i)
 {
 	uint64_t x = seed * 0x9e3779b97f4a7c15ull + i * 0xbf58476d1ce4e5b9ull + 1;
-	for (uint32_t j = 0; j < n; j++) {
-		x ^= x << 13;
-		x ^= x >> 7;
-		x ^= x << 17;
-		p[j] = (uint8_t)x;
-	}
+	for (uint32_t j = 0; j < n; j++)
+		p[j] = (uint8_t)xorshift64(&x);
 }
 
 static int do_write(const char *file, const char *log, uint64_t seed)

@@ -30,6 +30,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "xorshift.h"
+
 #define NFILES 4
 #define MAXSIZE (24u << 20)
 #define NFD 2
@@ -38,10 +40,7 @@ static uint64_t rng;
 
 static uint64_t rnd(void)
 {
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
+	return xorshift64(&rng);
 }
 
 static uint64_t below(uint64_t n)
