@@ -64,6 +64,7 @@ void engine_opts_default(struct engine_opts *o)
 	o->cadence_ms = 100;
 	o->group_max_bytes = 8u << 20;
 	o->inline_max = 4096;
+	o->wal_blob_max = 256u << 10;
 	o->memtable_max_bytes = 64u << 20;
 	o->max_pending_bytes = 256u << 20;
 	o->max_frozen_bytes = 256u << 20;
@@ -92,6 +93,7 @@ static void opts_resolve(struct engine_opts *o)
 	DEFAULT_IF_ZERO(cadence_ms);
 	DEFAULT_IF_ZERO(group_max_bytes);
 	DEFAULT_IF_ZERO(inline_max);
+	DEFAULT_IF_ZERO(wal_blob_max);
 	DEFAULT_IF_ZERO(memtable_max_bytes);
 	DEFAULT_IF_ZERO(max_pending_bytes);
 	DEFAULT_IF_ZERO(max_frozen_bytes);
@@ -596,8 +598,12 @@ void engine_get_stats(struct engine *e, struct engine_stats *out)
 	out->frozen_bytes = e->frozen_bytes;
 	out->sticky_error = e->sticky;
 	out->read_only = e->o.read_only;
-	out->live_bytes_est =
-	    e->stats.store_live_pack_bytes + (e->stats.pack_bytes - e->gc_pack_mark);
+	/* blobs in WAL entries not yet promoted into a flush's pack count too */
+	out->live_bytes_est = e->stats.store_live_pack_bytes +
+	                      (e->stats.pack_bytes - e->gc_pack_mark) +
+	                      (e->stats.wal_blob_bytes > e->wal_blobs_promoted
+	                           ? e->stats.wal_blob_bytes - e->wal_blobs_promoted
+	                           : 0);
 	out->following = e->follower.running;
 	if (out->following && e->follow_current_us)
 		out->follow_lag_ms = (mw_now_us() - e->follow_current_us) / 1000u;
@@ -666,6 +672,9 @@ size_t engine_stats_format(struct engine *e, char *buf, size_t len)
 	U64(group_bytes);
 	U64(packs_written);
 	U64(pack_bytes);
+	U64(wal_blob_bytes);
+	U64(flush_packs);
+	U64(flush_pack_bytes);
 	U64(commit_usec_total);
 	U64(commit_usec_max);
 	U64(pending_bytes);

@@ -49,6 +49,7 @@ struct group {
 	uint32_t ops;       /* ops in the entry */
 	uint32_t batches;   /* batches in the entry */
 	size_t bytes;       /* bytes counted in e->pending_bytes */
+	size_t wal_blobs;   /* blob bytes carried in the entry (KV_INLINE >= inline_max) */
 	bool urgent;        /* someone waits: commit as soon as possible */
 	uint64_t opened_us; /* monotonic time the first op joined */
 	bool pack_sealed;   /* pack_seal() done (committer; kept across retries) */
@@ -78,11 +79,12 @@ struct engine {
 	struct engine_stats stats;  /* counters [mu]; memtable fields computed on read */
 	struct mw_hist commit_hist; /* time of each group commit (lock-free, hist.h) */
 	uint64_t gc_pack_mark;      /* stats.pack_bytes when the last good GC pass began [mu] */
-	uint64_t frozen_bytes;      /* bytes of frozen, unflushed MemTables [mu] */
-	uint64_t freeze_pos;        /* WAL position at the last freeze (replay length bound) [mu] */
-	pthread_cond_t flush_cv;    /* wakes the flusher [mu] */
-	struct mw_thread flusher;   /* the flusher (flush.c); .stop: asked to exit [mu] */
-	uint64_t sst_gen;           /* bumped whenever e->ssts changes [mu] */
+	uint64_t wal_blobs_promoted; /* WAL blob bytes flushes moved into packs [mu] */
+	uint64_t frozen_bytes;       /* bytes of frozen, unflushed MemTables [mu] */
+	uint64_t freeze_pos;      /* WAL position at the last freeze (replay length bound) [mu] */
+	pthread_cond_t flush_cv;  /* wakes the flusher [mu] */
+	struct mw_thread flusher; /* the flusher (flush.c); .stop: asked to exit [mu] */
+	uint64_t sst_gen;         /* bumped whenever e->ssts changes [mu] */
 	uint64_t
 	    sst_next_id; /* next SSTable id to hand out, only grows (flusher thread; flush.c) */
 	uint64_t flush_failures;           /* failed flush attempts since open [mu] */

@@ -42,6 +42,7 @@
 #include "engine_int.h"
 #include "flush.h"
 #include "log.h"
+#include "pack.h"
 #include "sst_flush.h"
 #include "store.h"
 
@@ -281,6 +282,7 @@ static void *flusher_main(void *arg)
 		struct manifest cur = {0}, next = {0};
 		struct manifest_sst sst = {0};
 		struct sst_reader *r = NULL;
+		struct pack *fpack = NULL; /* the blobs promoted from the WAL */
 		uint64_t t0 = mw_now_us();
 		uint64_t id = take_sst_id(e); /* this attempt's own name */
 		int rc = manifest_copy(&cur, &e->man);
@@ -291,7 +293,8 @@ static void *flusher_main(void *arg)
 		if (cur.next_sst < e->sst_next_id)
 			cur.next_sst = e->sst_next_id;
 		if (rc == 0)
-			rc = sst_flush_build(e->st, f.mem, e->epoch, id, NULL, &sst);
+			rc = sst_flush_build(e->st, f.mem, e->epoch, id, NULL, e->o.inline_max,
+			                     &fpack, &sst);
 		if (rc == -ENODATA) {
 			/*
 			 * An empty MemTable: nothing to write.  Every op of the WAL
@@ -325,10 +328,21 @@ static void *flusher_main(void *arg)
 			rc = sst_flush_promote(e->st, e->conditional, &cur, &sst, f.wal_end, &next);
 		if (rc == 0 && (rc = open_reader(e, &sst, &r)) != 0)
 			log_err("flush: %s committed but unreadable: %s", sst.name, strerror(-rc));
+		if (rc == 0 && fpack) /* before the MemTable that holds the bytes goes */
+			blob_cache_pack(e, fpack);
 		memtable_unref(f.mem);
 		mw_mutex_lock(&e->mu);
 		if (rc == 0)
 			rc = install_locked(e, r, &next);
+		if (rc == 0 && fpack) {
+			uint64_t n = pack_data_bytes(fpack) + PACK_HEADER_SIZE + PACK_TRAILER_SIZE;
+			e->stats.packs_written++;
+			e->stats.pack_bytes += n;
+			e->stats.flush_packs++;
+			e->stats.flush_pack_bytes += n;
+			e->wal_blobs_promoted += pack_data_bytes(fpack);
+		}
+		pack_unref(fpack);
 		if (rc == 0) {
 			e->stats.flushes++;
 			log_info("flush: %s covers the WAL before %" PRIu64 " (manifest %" PRIu64

@@ -14,7 +14,9 @@
  *
  *   wal/<position:20>                 one committed group (the commit point)
  *   pack/<epoch:20>-<position:20>     the blob pack of the group at position,
- *                                     written by the writer of that epoch
+ *                                     written by the writer of that epoch; or,
+ *                                     position = PACK_POS_FLUSH | sst id, the
+ *                                     blobs a flush promoted from the WAL
  *   manifest/<version:20>             manifest version N (never rewritten)
  *   hint/manifest                     the latest manifest version (overwritten,
  *                                     never trusted alone)
@@ -77,6 +79,13 @@ _Static_assert(WAL_OFF_HEAD_HASH + 8 == WAL_HEADER_SIZE, "WAL header layout");
 #define PACK_VERSION 1
 #define PACK_HEADER_SIZE 32
 #define PACK_TRAILER_SIZE 24
+
+/*
+ * A pack written by a MemTable flush (the blobs WAL entries carried,
+ * promoted) has position PACK_POS_FLUSH | sst_id, the id of the SSTable that
+ * refers to it: never a WAL position (those stay below 2^63).
+ */
+#define PACK_POS_FLUSH (1ull << 63)
 
 #define PACK_OFF_MAGIC 0      /* u32 PACK_MAGIC */
 #define PACK_OFF_VERSION 4    /* u16 PACK_VERSION */

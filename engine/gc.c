@@ -614,17 +614,26 @@ static int plan_wal(struct pass *ps, struct gc_plan *plan)
 	return rc;
 }
 
+/*
+ * May SSTable id of epoch be in flight (uploaded, not yet committed)?  Its
+ * table, and the pack of blobs its flush promoted, must then stay.
+ */
+static bool sst_in_flight(const struct pass *ps, uint64_t epoch, uint64_t id)
+{
+	uint64_t pe = ps->o->protect_epoch, pf = ps->o->protect_sst_from;
+
+	if (pe == 0 && pf == 0) {
+		pe = ps->kept[0].epoch;
+		pf = ps->kept[0].next_sst;
+	}
+	return epoch == pe && id >= pf;
+}
+
 static int plan_ssts(struct pass *ps, struct gc_plan *plan)
 {
-	const struct manifest *latest = &ps->kept[0];
-	uint64_t pe = ps->o->protect_epoch, pf = ps->o->protect_sst_from;
 	struct listing l = {0};
 	int rc;
 
-	if (pe == 0 && pf == 0) {
-		pe = latest->epoch;
-		pf = latest->next_sst;
-	}
 	rc = list_prefix(ps->g->st, SST_PREFIX, &l);
 	for (size_t i = 0; !rc && i < l.n; i++) {
 		const char *name = l.names[i];
@@ -635,7 +644,7 @@ static int plan_ssts(struct pass *ps, struct gc_plan *plan)
 			continue; /* not ours to judge */
 		if (bsearch(&name, ps->live_ssts, ps->nlive_ssts, sizeof(char *), str_cmp))
 			continue;
-		if (epoch == pe && id >= pf)
+		if (sst_in_flight(ps, epoch, id))
 			continue; /* possibly in flight: never before its commit */
 		rc = object_age(ps->g->st, name, ps->now, &age);
 		if (rc == -ENOENT) {
@@ -669,13 +678,21 @@ static int plan_packs(struct pass *ps, struct gc_plan *plan)
 		struct gc_pack_id id;
 		struct pref *r;
 		int64_t age;
-		bool unflushed;
+		bool unflushed, flushed;
 
 		if (!parse_pair(name, FMT_PACK_PREFIX, &id.epoch, &id.position))
 			continue;
 		r = prefs_find(&ps->refs, &id);
-		/* a snapshot's WAL range pins the packs of its groups as the floor does */
-		unflushed = id.position >= ps->floor || snap_pins_pos(ps, id.position);
+		/*
+		 * a snapshot's WAL range pins the packs of its groups as the floor
+		 * does; a flush's pack is live only through the tables that refer
+		 * to it
+		 */
+		flushed = id.position & PACK_POS_FLUSH;
+		if (flushed)
+			unflushed = sst_in_flight(ps, id.epoch, id.position & ~PACK_POS_FLUSH);
+		else
+			unflushed = id.position >= ps->floor || snap_pins_pos(ps, id.position);
 		for (size_t k = 0; !unflushed && k < ps->o->nlive_packs; k++)
 			unflushed = id_cmp(&ps->o->live_packs[k], &id) == 0;
 		if (!r && !unflushed) {
@@ -705,7 +722,8 @@ static int plan_packs(struct pass *ps, struct gc_plan *plan)
 		plan->pack_bytes += s->size;
 		plan->live_pack_bytes += s->live_bytes;
 		/* repack: covered by SSTables, partly live, mostly dead */
-		if (!unflushed && id.position < latest->wal_covered && s->live_bytes > 0 &&
+		if (!unflushed && (flushed || id.position < latest->wal_covered) &&
+		    s->live_bytes > 0 &&
 		    (double)s->live_bytes < ps->o->repack_below * (double)s->data_bytes)
 			plan->repack[plan->nrepack++] = id;
 	}

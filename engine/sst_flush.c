@@ -11,6 +11,7 @@
 #include "coding.h"
 #include "format.h"
 #include "log.h"
+#include "pack.h"
 #include "sst_flush.h"
 #include "store.h"
 
@@ -43,9 +44,36 @@ static uint8_t *dup_mem(const void *p, size_t n)
 	return q;
 }
 
-int sst_flush_build(struct store *st, struct memtable *m, uint64_t epoch, uint64_t id,
-                    const struct sst_builder_opts *o, struct manifest_sst *out)
+/*
+ * Append value v to the flush pack (made on first use) and add its
+ * descriptor to the table instead of the bytes.
+ */
+static int promote_add(struct sst_builder *b, struct pack **pack, uint64_t epoch, uint64_t id,
+                       const void *k, size_t kl, uint64_t seq, const void *v, size_t vl)
 {
+	uint8_t small[BLOB_DESC_FIXED + 8 * 32];
+	size_t dn = blob_desc_size_for(vl);
+	uint8_t *desc = dn <= sizeof(small) ? small : malloc(dn);
+	int rc;
+
+	if (!desc)
+		return -ENOMEM;
+	rc = *pack ? 0 : pack_new(epoch, PACK_POS_FLUSH | id, pack);
+	if (!rc)
+		rc = pack_append(*pack, v, vl, desc);
+	if (!rc)
+		rc = sst_builder_add(b, k, kl, seq, KV_BLOB, desc, dn);
+	if (desc != small)
+		free(desc);
+	return rc;
+}
+
+int sst_flush_build(struct store *st, struct memtable *m, uint64_t epoch, uint64_t id,
+                    const struct sst_builder_opts *o, size_t promote_min, struct pack **pack,
+                    struct manifest_sst *out)
+{
+	struct pack *fp = NULL;
+	uint64_t fp_bytes = 0;
 	struct sst_builder_opts def;
 	struct sst_builder *b = NULL;
 	struct sst_props p = {0};
@@ -71,13 +99,24 @@ int sst_flush_build(struct store *st, struct memtable *m, uint64_t epoch, uint64
 		size_t kl, vl;
 		const void *k = kv_iter_key(it, &kl), *v = kv_iter_value(it, &vl);
 
-		rc = sst_builder_add(b, k, kl, kv_iter_seq(it), kv_iter_type(it), v, vl);
+		if (promote_min && kv_iter_type(it) == KV_INLINE && vl >= promote_min)
+			rc = promote_add(b, &fp, epoch, id, k, kl, kv_iter_seq(it), v, vl);
+		else
+			rc = sst_builder_add(b, k, kl, kv_iter_seq(it), kv_iter_type(it), v, vl);
 		if (rc)
 			goto out;
 	}
 	rc = kv_iter_status(it);
 	if (rc)
 		goto out;
+	if (fp) {
+		/* the pack is durable before the table that refers to it is finished */
+		rc = pack_seal(fp);
+		if (!rc)
+			rc = pack_write(fp, st, &fp_bytes);
+		if (rc)
+			goto out;
+	}
 	rc = sst_builder_finish(b, &p);
 	b = NULL;
 	if (rc)
@@ -102,9 +141,15 @@ int sst_flush_build(struct store *st, struct memtable *m, uint64_t epoch, uint64
 	out->level = 0;
 	out->seq_min = p.min_seq;
 	out->seq_max = p.max_seq;
-	log_info("flush: wrote %s: %" PRIu64 " entries, %" PRIu64 " bytes, %" PRIu64 " blocks",
-	         name, p.entries, p.file_size, p.data_blocks);
+	log_info("flush: wrote %s: %" PRIu64 " entries, %" PRIu64 " bytes, %" PRIu64
+	         " blocks; %" PRIu64 " bytes promoted from the WAL into a pack",
+	         name, p.entries, p.file_size, p.data_blocks, fp_bytes);
+	if (pack) {
+		*pack = fp;
+		fp = NULL;
+	}
 out:
+	pack_unref(fp);
 	sst_builder_abort(b);
 	kv_iter_destroy(it);
 	sst_props_free(&p);

@@ -43,14 +43,22 @@ int sst_flush_blob_ref(void *arg, const void *desc, size_t dlen, struct sst_pack
 
 /*
  * Write every entry of m (frozen: no more inserts) as the SSTable named by
- * (epoch, id).  o may be NULL (defaults with sst_flush_blob_ref).  On
+ * (epoch, id).  o may be NULL (defaults with sst_flush_blob_ref).
+ * Promotion: with promote_min > 0, each KV_INLINE value of at least
+ * promote_min bytes (a blob the WAL entry carried, docs/WAL.md) is appended
+ * to the flush pack pack/<epoch>-<PACK_POS_FLUSH | id> and the table holds
+ * its descriptor (KV_BLOB) instead; that pack is written (and durable)
+ * before the table is finished, and *pack (may be NULL) receives a
+ * reference to it, or NULL when nothing was promoted.  On
  * success *out describes the table for the manifest (level 0; free its
  * strings with the manifest, or by hand: name, smallest, largest are
  * malloc()ed).  -ENODATA for an empty MemTable (nothing is written); store
  * errors, -ENOMEM, -EINVAL.
  */
+struct pack;
 int sst_flush_build(struct store *st, struct memtable *m, uint64_t epoch, uint64_t id,
-                    const struct sst_builder_opts *o, struct manifest_sst *out);
+                    const struct sst_builder_opts *o, size_t promote_min, struct pack **pack,
+                    struct manifest_sst *out);
 
 /*
  * Commit manifest cur->version + 1 = *cur plus a deep copy of *add

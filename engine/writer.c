@@ -241,7 +241,7 @@ static int apply_locked(struct engine *e, const struct engine_batch *b)
 	mw_mutex_assert_held(&e->mu);
 	struct group *g = e->open;
 	struct wal_cursor c;
-	size_t wal_mark = g->wal.len, bytes = 0;
+	size_t wal_mark = g->wal.len, blobs_mark = g->wal_blobs, bytes = 0;
 	uint64_t seq = e->next_seq;
 	uint64_t pack_before = g->pack ? pack_data_bytes(g->pack) : 0;
 	enum kv_type type;
@@ -254,14 +254,18 @@ static int apply_locked(struct engine *e, const struct engine_batch *b)
 	wal_cursor_init(&c, b->rep.p, b->rep.len, 0);
 	c.ops_in_batch = b->count;
 	while (rc == 0 && (rc = wal_op_next(&c, &type, &k, &kn, &v, &vn)) == 1) {
-		if (type == KV_INLINE && vn >= e->o.inline_max) {
+		if (type == KV_INLINE && vn >= e->o.inline_max &&
+		    (vn > e->o.wal_blob_max || g->wal_blobs + vn > e->o.wal_blob_max)) {
 			rc = add_blob_locked(e, g, k, kn, v, vn);
 		} else {
+			if (type == KV_INLINE && vn >= e->o.inline_max)
+				g->wal_blobs += vn; /* carried in the entry, promoted at flush */
 			rc = wal_entry_add_op(&g->wal, type, k, kn, v, vn);
 		}
 	}
 	if (rc < 0) {
 		g->wal.len = wal_mark; /* blob bytes stay in the pack, unreferenced */
+		g->wal_blobs = blobs_mark;
 		return rc;
 	}
 	/* 2. into the MemTable: from here a failure fences the writer */
@@ -732,6 +736,7 @@ static void *committer_main(void *arg)
 			e->durable_upto = g->position + 1;
 			e->stats.groups_committed++;
 			e->stats.group_bytes += g->wal.len;
+			e->stats.wal_blob_bytes += g->wal_blobs;
 			if (pb) {
 				e->stats.packs_written++;
 				e->stats.pack_bytes += pb;

@@ -43,12 +43,23 @@ struct engine_iter;
 /* Called during long work (WAL replay at open, ...) to show progress. */
 typedef void (*engine_progress_fn)(void *arg, const char *phase, uint64_t done, uint64_t total);
 
+/* engine_opts.wal_blob_max: every blob goes to a pack (no value fits in 1 byte). */
+#define ENGINE_WAL_BLOBS_OFF ((size_t)1)
+
 struct engine_opts {
-	bool read_only;            /* open without claiming the writer epoch */
-	bool single_writer_ok;     /* accept a store without conditional create */
-	unsigned cadence_ms;       /* group-commit interval (default 100) */
-	size_t group_max_bytes;    /* commit a group early at this size (default 8 MiB) */
-	size_t inline_max;         /* values >= this many bytes are blobs (default 4096) */
+	bool read_only;         /* open without claiming the writer epoch */
+	bool single_writer_ok;  /* accept a store without conditional create */
+	unsigned cadence_ms;    /* group-commit interval (default 100) */
+	size_t group_max_bytes; /* commit a group early at this size (default 8 MiB) */
+	size_t inline_max;      /* values >= this many bytes are blobs (default 4096) */
+	/*
+	 * Blob bytes a commit group carries inside its WAL entry (default
+	 * 256 KiB; ENGINE_WAL_BLOBS_OFF: none): a group whose blobs fit is one
+	 * PUT, and its blobs are promoted into a pack at MemTable flush
+	 * (docs/WAL.md, "Blobs in the entry").  Blobs past the budget go to
+	 * the group's own pack, put before the entry.
+	 */
+	size_t wal_blob_max;
 	size_t memtable_max_bytes; /* freeze the MemTable at this size (default 64 MiB) */
 	size_t max_pending_bytes; /* writers wait while more is not yet durable (default 256 MiB) */
 	size_t
@@ -319,8 +330,11 @@ struct engine_stats {
 	uint64_t batches;           /* engine_write() calls */
 	uint64_t groups_committed;  /* WAL entries written */
 	uint64_t group_bytes;       /* bytes of WAL entries written */
-	uint64_t packs_written;     /* blob packs written */
+	uint64_t packs_written;     /* blob packs written (groups' and flushes') */
 	uint64_t pack_bytes;        /* bytes of packs written */
+	uint64_t wal_blob_bytes;    /* blob bytes carried inside WAL entries */
+	uint64_t flush_packs;       /* packs of blobs promoted from the WAL at flush */
+	uint64_t flush_pack_bytes;  /* bytes of those packs */
 	uint64_t commit_usec_total; /* time spent committing groups */
 	uint64_t commit_usec_max;
 	uint64_t pending_bytes;              /* bytes applied but not yet durable */

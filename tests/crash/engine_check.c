@@ -913,6 +913,9 @@ int ec_crash_seed(enum ec_kind kind, uint64_t seed, bool verbose)
 	eo.commit_retry_ms = chance(&r, 50) ? ENGINE_NO_RETRY : 100;
 	if (chance(&r, 30))
 		eo.group_max_bytes = 32 * 1024;
+	/* blobs in the WAL entries (the default), all in packs, or a few then packs */
+	int wb = (int)rnd_range(&r, 0, 2);
+	eo.wal_blob_max = wb == 0 ? ENGINE_WAL_BLOBS_OFF : wb == 1 ? 8 * 1024 : 0;
 	bool small_mem = chance(&r, 40);
 
 	if (small_mem) { /* freeze and flush often (128 KiB: the engine's minimum) */

@@ -98,6 +98,7 @@ static int setup(void **state)
 	o.cadence_ms = 5;
 	o.gc_interval_ms = ENGINE_GC_OFF;
 	o.repack_below_pct = ENGINE_GC_OFF;
+	o.wal_blob_max = ENGINE_WAL_BLOBS_OFF; /* groups' packs (flush packs: test_flush_pack) */
 	assert_int_equal(engine_open(fx->st, &o, &e), 0);
 	put_many(e, "a", 60, 5);
 	assert_int_equal(maint_flush_now(e), 0);

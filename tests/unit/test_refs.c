@@ -57,6 +57,7 @@ static struct engine *open_engine(struct store *st)
 	o.cadence_ms = 10;
 	o.gc_interval_ms = ENGINE_GC_OFF;
 	o.commit_retry_ms = ENGINE_NO_RETRY;
+	o.wal_blob_max = ENGINE_WAL_BLOBS_OFF; /* these tests read packs */
 	assert_int_equal(engine_open(st, &o, &e), 0);
 	return e;
 }

@@ -866,7 +866,7 @@ static void test_flush_promote(void **state)
 	bool cond = store_caps(f->s)->conditional_create;
 
 	assert_int_equal(memtable_new(&mt), 0);
-	assert_int_equal(sst_flush_build(f->s, mt, 1, 1, NULL, &add), -ENODATA);
+	assert_int_equal(sst_flush_build(f->s, mt, 1, 1, NULL, 0, NULL, &add), -ENODATA);
 	blob_desc_encode(desc, &d);
 	for (int i = 0; i < 500; i++) {
 		snprintf(k, sizeof(k), "ino/%06d", i);
@@ -879,7 +879,7 @@ static void test_flush_promote(void **state)
 			                 0);
 	}
 	assert_int_equal(manifest_claim(f->s, cond, &m0), 0);
-	assert_int_equal(sst_flush_build(f->s, mt, m0.epoch, m0.next_sst, NULL, &add), 0);
+	assert_int_equal(sst_flush_build(f->s, mt, m0.epoch, m0.next_sst, NULL, 0, NULL, &add), 0);
 	assert_int_equal(add.level, 0);
 	assert_int_equal(add.seq_min, 10);
 	assert_int_equal(add.seq_max, 1450);
@@ -935,7 +935,8 @@ static void test_flush_promote(void **state)
 		struct manifest nw = {.version = m1.version + 1, .epoch = m0.epoch + 1};
 
 		assert_int_equal(manifest_commit(f->s, &nw, true), 0);
-		assert_int_equal(sst_flush_build(f->s, mt, m0.epoch, m1.next_sst, NULL, &add2), 0);
+		assert_int_equal(
+		    sst_flush_build(f->s, mt, m0.epoch, m1.next_sst, NULL, 0, NULL, &add2), 0);
 		assert_int_equal(sst_flush_promote(f->s, cond, &m0, &add2, 50, &m2), -ESTALE);
 		assert_int_equal(store_head(f->s, add2.name, &st), -ENOENT);
 		free(add2.name);
