@@ -67,20 +67,12 @@ static void cache_key(uint8_t k[24], const struct blob_desc *d, uint64_t boff)
 /* The pack of an open or in-flight group holding d, with a reference, or NULL. */
 static struct pack *pending_pack(struct engine *e, const struct blob_desc *d)
 {
-	struct group *gs[2];
-	struct pack *p = NULL;
+	struct pack *p;
 
 	if (e->o.read_only || d->epoch != e->epoch)
 		return NULL;
 	mw_mutex_lock(&e->mu);
-	gs[0] = e->open;
-	gs[1] = e->inflight;
-	for (int i = 0; i < 2 && !p; i++) {
-		if (gs[i] && gs[i]->pack && pack_position(gs[i]->pack) == d->position) {
-			p = gs[i]->pack;
-			pack_ref(p);
-		}
-	}
+	p = writer_pending_pack_locked(e, d->position);
 	mw_mutex_unlock(&e->mu);
 	return p;
 }

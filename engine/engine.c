@@ -65,6 +65,7 @@ void engine_opts_default(struct engine_opts *o)
 	o->group_max_bytes = 8u << 20;
 	o->inline_max = 4096;
 	o->wal_blob_max = 256u << 10;
+	o->commit_inflight = 4;
 	o->memtable_max_bytes = 64u << 20;
 	o->max_pending_bytes = 256u << 20;
 	o->max_frozen_bytes = 256u << 20;
@@ -94,6 +95,7 @@ static void opts_resolve(struct engine_opts *o)
 	DEFAULT_IF_ZERO(group_max_bytes);
 	DEFAULT_IF_ZERO(inline_max);
 	DEFAULT_IF_ZERO(wal_blob_max);
+	DEFAULT_IF_ZERO(commit_inflight);
 	DEFAULT_IF_ZERO(memtable_max_bytes);
 	DEFAULT_IF_ZERO(max_pending_bytes);
 	DEFAULT_IF_ZERO(max_frozen_bytes);
@@ -105,6 +107,8 @@ static void opts_resolve(struct engine_opts *o)
 	if (o->follow_max_interval_ms < o->follow_interval_ms)
 		o->follow_max_interval_ms =
 		    o->follow_max_interval_ms ? o->follow_interval_ms : 4 * o->follow_interval_ms;
+	if (o->commit_inflight > WRITER_MAX_UPLOADERS + 1)
+		o->commit_inflight = WRITER_MAX_UPLOADERS + 1;
 	/* the MemTable allocates 64 KiB arena blocks: below a few, every insert would freeze */
 	if (o->memtable_max_bytes < MEMTABLE_MIN_BYTES)
 		o->memtable_max_bytes = MEMTABLE_MIN_BYTES;

@@ -42,19 +42,27 @@ struct engine_batch {
 
 /* One commit group: what becomes one WAL entry (plus at most one pack). */
 struct group {
-	uint64_t position;  /* WAL position; also the ticket of its writes */
-	struct mw_buf wal;  /* the entry being built (header reserved) */
-	struct pack *pack;  /* blob pack, NULL until the first blob */
-	uint64_t first_seq; /* sequence of the first op */
-	uint32_t ops;       /* ops in the entry */
-	uint32_t batches;   /* batches in the entry */
-	size_t bytes;       /* bytes counted in e->pending_bytes */
-	size_t wal_blobs;   /* blob bytes carried in the entry (KV_INLINE >= inline_max) */
-	bool urgent;        /* someone waits: commit as soon as possible */
-	uint64_t opened_us; /* monotonic time the first op joined */
-	bool pack_sealed;   /* pack_seal() done (committer; kept across retries) */
-	bool pack_durable;  /* the pack is in the store: a retry sends only the entry */
+	uint64_t position;   /* WAL position; also the ticket of its writes */
+	struct mw_buf wal;   /* the entry being built (header reserved) */
+	struct pack *pack;   /* blob pack, NULL until the first blob */
+	uint64_t first_seq;  /* sequence of the first op */
+	uint32_t ops;        /* ops in the entry */
+	uint32_t batches;    /* batches in the entry */
+	size_t bytes;        /* bytes counted in e->pending_bytes */
+	size_t wal_blobs;    /* blob bytes carried in the entry (KV_INLINE >= inline_max) */
+	bool urgent;         /* someone waits: commit as soon as possible */
+	uint64_t opened_us;  /* monotonic time the first op joined */
+	bool pack_sealed;    /* pack_seal() done (committer; kept across retries) */
+	bool pack_durable;   /* the pack is in the store: a retry sends only the entry */
+	uint64_t pack_bytes; /* size of the pack object once written */
+	struct group *next;  /* next closed group in position order [mu] */
+	bool pack_busy;      /* an uploader is putting the pack [mu] */
+	bool pack_tried;     /* an uploader tried once: the committer owns retries [mu] */
+	bool committing;     /* the committer took it (its WAL stage) [mu] */
 };
+
+/* Uploader threads at most (opts.commit_inflight - 1). */
+#define WRITER_MAX_UPLOADERS 15
 
 struct engine {
 	struct store *st;         /* borrowed, outlives the engine */
@@ -68,7 +76,9 @@ struct engine {
 	pthread_cond_t durable_cv;  /* wakes waiters after a commit or failure [mu] */
 	struct manifest man;        /* the manifest we last wrote or read [mu] */
 	struct group *open;         /* the group that writes join, or NULL [mu] */
-	struct group *inflight;     /* the group being committed, or NULL [mu] */
+	struct group *q_head;       /* closed groups not yet durable, in position order [mu] */
+	struct group *q_tail;       /* the last of them [mu] */
+	unsigned nqueued;           /* how many (at most opts.commit_inflight) [mu] */
 	uint64_t next_pos;          /* WAL position of the next group [mu] */
 	uint64_t durable_upto;      /* every position < this is durable [mu] */
 	uint64_t next_seq;          /* next sequence number [mu] */
@@ -76,9 +86,12 @@ struct engine {
 	uint64_t failed_pos;        /* position of the group that failed [mu] */
 	uint64_t lease_from_us;     /* when the last epoch check that passed was sent (committer) */
 	struct mw_thread committer; /* the committer; .stop: engine_close() asked it to stop [mu] */
-	struct engine_stats stats;  /* counters [mu]; memtable fields computed on read */
-	struct mw_hist commit_hist; /* time of each group commit (lock-free, hist.h) */
-	uint64_t gc_pack_mark;      /* stats.pack_bytes when the last good GC pass began [mu] */
+	struct mw_thread uploaders[WRITER_MAX_UPLOADERS]; /* early pack uploads (writer.c) */
+	unsigned nuploaders;                              /* started (const while running) */
+	bool uploaders_stop;                              /* writer_stop() asked them [mu] */
+	struct engine_stats stats;   /* counters [mu]; memtable fields computed on read */
+	struct mw_hist commit_hist;  /* time of each group commit (lock-free, hist.h) */
+	uint64_t gc_pack_mark;       /* stats.pack_bytes when the last good GC pass began [mu] */
 	uint64_t wal_blobs_promoted; /* WAL blob bytes flushes moved into packs [mu] */
 	uint64_t frozen_bytes;       /* bytes of frozen, unflushed MemTables [mu] */
 	uint64_t freeze_pos;      /* WAL position at the last freeze (replay length bound) [mu] */
@@ -172,6 +185,12 @@ bool err_permanent(int rc);
 /* writer.c: start / stop the committer thread.  Stop commits what is open. */
 int writer_start(struct engine *e);
 void writer_stop(struct engine *e);
+
+/*
+ * writer.c: the pack of an open or closed, not yet durable group at
+ * position, with a reference (pack_unref() it), or NULL.  Caller holds e->mu.
+ */
+struct pack *writer_pending_pack_locked(struct engine *e, uint64_t position);
 
 /* writer.c: freeze the active MemTable (caller holds e->mu).  -ENOMEM. */
 int writer_freeze_locked(struct engine *e);

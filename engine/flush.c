@@ -274,7 +274,7 @@ static void *flusher_main(void *arg)
 			/* the group open at the freeze is not durable yet: ask for it */
 			if (e->open && e->open->position < f.durable_need && !e->open->urgent) {
 				e->open->urgent = true;
-				pthread_cond_signal(&e->commit_cv);
+				pthread_cond_broadcast(&e->commit_cv);
 			}
 			nap_locked(e, 1);
 			continue;

@@ -91,7 +91,7 @@ int maint_flush_now(struct engine *e)
 	target = e->frozen[e->nfrozen - 1].wal_end;
 	if (e->open && !e->open->urgent) {
 		e->open->urgent = true;
-		pthread_cond_signal(&e->commit_cv);
+		pthread_cond_broadcast(&e->commit_cv);
 	}
 	while (!e->sticky && e->flusher.running &&
 	       (e->nfrozen > 0 || e->man.wal_covered < target)) {

@@ -100,7 +100,7 @@ static int group_open_locked(struct engine *e)
 	g->first_seq = e->next_seq;
 	g->opened_us = mw_now_us();
 	e->open = g;
-	pthread_cond_signal(&e->commit_cv); /* start the cadence clock */
+	pthread_cond_broadcast(&e->commit_cv); /* start the cadence clock */
 	return 0;
 }
 
@@ -173,7 +173,7 @@ static bool still_full_locked(struct engine *e)
 	if (e->stats.outage_error != -ENOSPC)
 		return false;
 	uint64_t r0 = e->stats.commit_retries;
-	pthread_cond_signal(&e->commit_cv);
+	pthread_cond_broadcast(&e->commit_cv);
 	while (e->stats.outage_error == -ENOSPC && e->stats.commit_retries == r0 && !e->sticky)
 		mw_cond_wait(&e->durable_cv, &e->mu);
 	return e->stats.outage_error == -ENOSPC;
@@ -201,7 +201,7 @@ static int wait_locked(struct engine *e, uint64_t ticket, bool urgent)
 		}
 		if (urgent && e->open && ticket >= e->open->position && !e->open->urgent) {
 			e->open->urgent = true;
-			pthread_cond_signal(&e->commit_cv);
+			pthread_cond_broadcast(&e->commit_cv);
 		}
 		if (!e->o.sync_timeout_ms) {
 			mw_cond_wait(&e->durable_cv, &e->mu);
@@ -318,7 +318,7 @@ static void room_wait_locked(struct engine *e, size_t bytes, bool *waited)
 		*waited = true;
 		if (e->open && !e->open->urgent) {
 			e->open->urgent = true;
-			pthread_cond_signal(&e->commit_cv);
+			pthread_cond_broadcast(&e->commit_cv);
 		}
 		e->stats.writers_waiting++;
 		mw_cond_wait(&e->durable_cv, &e->mu);
@@ -399,7 +399,7 @@ int writer_write_if(struct engine *e, struct engine_batch *b, int flags, uint64_
 	if ((flags & ENGINE_URGENT) || e->open->bytes >= e->o.group_max_bytes)
 		e->open->urgent = true;
 	if (e->open->urgent)
-		pthread_cond_signal(&e->commit_cv);
+		pthread_cond_broadcast(&e->commit_cv);
 done:
 	if (ticket)
 		*ticket = t;
@@ -460,8 +460,8 @@ int engine_sync(struct engine *e)
 		rc = e->sticky;
 	else if (e->open)
 		rc = wait_locked(e, e->open->position, true);
-	else if (e->inflight)
-		rc = wait_locked(e, e->inflight->position, true);
+	else if (e->q_tail)
+		rc = wait_locked(e, e->q_tail->position, true);
 	else
 		rc = 0;
 	mw_mutex_unlock(&e->mu);
@@ -552,6 +552,31 @@ static int lease_ack(struct engine *e)
 }
 
 /*
+ * Seal (once) and put g's pack, if it has one: 0 once it is durable.  Runs
+ * without e->mu, by the committer or by one uploader (never both at once:
+ * g->pack_busy); g is closed, so nothing is appended any more.
+ */
+static int put_pack(struct engine *e, struct group *g)
+{
+	int rc;
+
+	if (!g->pack || pack_count(g->pack) == 0) {
+		g->pack_durable = true; /* nothing to put */
+		return 0;
+	}
+	if (!g->pack_sealed) {
+		rc = pack_seal(g->pack);
+		if (rc)
+			return rc;
+		g->pack_sealed = true;
+	}
+	rc = pack_write(g->pack, e->st, &g->pack_bytes);
+	if (rc == 0)
+		g->pack_durable = true;
+	return rc;
+}
+
+/*
  * One attempt at committing g: its pack (once durable, never again), then
  * its WAL entry.  Runs on the committer without e->mu.  0 durable; -ESTALE
  * fenced; any other error leaves g pending for another attempt of the same
@@ -559,7 +584,7 @@ static int lease_ack(struct engine *e)
  * is written with put_if_absent, so whichever attempt lands, the store
  * holds exactly these bytes, and a later attempt finds them (docs/WAL.md).
  */
-static int commit_once(struct engine *e, struct group *g, uint64_t *pack_bytes)
+static int commit_once(struct engine *e, struct group *g)
 {
 	char name[FMT_NAME_MAX];
 	struct wal_info info = {
@@ -572,18 +597,8 @@ static int commit_once(struct engine *e, struct group *g, uint64_t *pack_bytes)
 	};
 	int rc, held;
 
-	if (g->pack && pack_count(g->pack) > 0 && !g->pack_durable) {
-		if (!g->pack_sealed) {
-			rc = pack_seal(g->pack);
-			if (rc)
-				return rc;
-			g->pack_sealed = true;
-		}
-		rc = pack_write(g->pack, e->st, pack_bytes);
-		if (rc)
-			return rc;
-		g->pack_durable = true;
-	}
+	if (!g->pack_durable && (rc = put_pack(e, g)) != 0)
+		return rc;
 	rc = lease_renew(e);
 	if (rc)
 		return rc;
@@ -626,14 +641,14 @@ bool err_permanent(int rc)
  * the end; meanwhile the stats say since when (outage_since).  Committer
  * thread, without e->mu.
  */
-static int commit_group(struct engine *e, struct group *g, uint64_t *pack_bytes)
+static int commit_group(struct engine *e, struct group *g)
 {
 	unsigned wait_ms = RETRY_MIN_MS;
 	uint64_t closing_since = 0, started = mw_now_us();
 	uint64_t jitter = g->position * 0x9e3779b97f4a7c15ull;
 
 	for (;;) {
-		int rc = commit_once(e, g, pack_bytes);
+		int rc = commit_once(e, g);
 
 		mw_mutex_lock(&e->mu);
 		if (rc == 0 || err_permanent(rc)) {
@@ -682,64 +697,190 @@ static int commit_group(struct engine *e, struct group *g, uint64_t *pack_bytes)
 	}
 }
 
+struct pack *writer_pending_pack_locked(struct engine *e, uint64_t position)
+{
+	mw_mutex_assert_held(&e->mu);
+	struct group *g = e->open;
+
+	if (!(g && g->pack && pack_position(g->pack) == position))
+		for (g = e->q_head; g && !(g->pack && pack_position(g->pack) == position);
+		     g = g->next)
+			;
+	if (!g)
+		return NULL;
+	pack_ref(g->pack);
+	return g->pack;
+}
+
+/*
+ * Close the open group if it is due (urgent, its cadence passed, a close)
+ * and fewer than opts.commit_inflight groups are closed and not yet
+ * durable: it joins the queue, later writes open the next group.  Any
+ * thread of the pipeline, under e->mu.  *wake_us (may be NULL) receives
+ * when the open group falls due (0: nothing to wait for).
+ */
+static void close_due_locked(struct engine *e, uint64_t *wake_us)
+{
+	mw_mutex_assert_held(&e->mu);
+	struct group *g = e->open;
+
+	if (wake_us)
+		*wake_us = 0;
+	if (!g || e->sticky)
+		return;
+	uint64_t due = g->opened_us + (uint64_t)e->o.cadence_ms * 1000u;
+	if (!g->urgent && !e->committer.stop && mw_now_us() < due) {
+		if (wake_us)
+			*wake_us = due;
+		return;
+	}
+	if (e->nqueued >= e->o.commit_inflight)
+		return; /* the pipeline is full: a retirement wakes us */
+	e->open = NULL;
+	g->next = NULL;
+	if (e->q_tail)
+		e->q_tail->next = g;
+	else
+		e->q_head = g;
+	e->q_tail = g;
+	e->nqueued++;
+	pthread_cond_broadcast(&e->commit_cv);
+}
+
+/* Wait on commit_cv until woken, or until wake_us (monotonic) when not 0. */
+static void pipeline_wait_locked(struct engine *e, uint64_t wake_us)
+{
+	if (!wake_us) {
+		mw_cond_wait(&e->commit_cv, &e->mu);
+		return;
+	}
+	uint64_t now = mw_now_us();
+	if (wake_us <= now)
+		return;
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	uint64_t ns = (uint64_t)ts.tv_nsec + (wake_us - now) * 1000u;
+	ts.tv_sec += (time_t)(ns / 1000000000u);
+	ts.tv_nsec = (long)(ns % 1000000000u);
+	mw_cond_timedwait(&e->commit_cv, &e->mu, &ts);
+}
+
+/* Take the head of the queue off it (caller holds e->mu). */
+static struct group *dequeue_locked(struct engine *e)
+{
+	struct group *g = e->q_head;
+
+	e->q_head = g->next;
+	if (!e->q_head)
+		e->q_tail = NULL;
+	e->nqueued--;
+	return g;
+}
+
+/*
+ * An uploader puts the packs of closed groups ahead of the committer, so
+ * that several packs are in flight while the WAL entries go one at a time.
+ * It tries each pack once; a failure leaves it to the committer, whose
+ * retries and outage rules (commit_group()) stay the only ones.
+ */
+static void *uploader_main(void *arg)
+{
+	struct engine *e = arg;
+
+	mw_mutex_lock(&e->mu);
+	while (!e->uploaders_stop) {
+		uint64_t wake = 0;
+		struct group *g;
+
+		close_due_locked(e, &wake);
+		for (g = e->q_head; g; g = g->next)
+			if (!g->committing && !g->pack_busy && !g->pack_tried && !g->pack_durable &&
+			    g->pack && pack_count(g->pack) > 0)
+				break;
+		if (!g || e->sticky) {
+			pipeline_wait_locked(e, wake);
+			continue;
+		}
+		g->pack_busy = g->pack_tried = true;
+		mw_mutex_unlock(&e->mu);
+		int rc = put_pack(e, g);
+		mw_mutex_lock(&e->mu);
+		g->pack_busy = false;
+		if (rc)
+			log_debug("engine: early put of the pack of group %" PRIu64
+			          " failed (%s); the committer retries it",
+			          g->position, strerror(-rc));
+		pthread_cond_broadcast(&e->commit_cv);
+	}
+	mw_mutex_unlock(&e->mu);
+	return NULL;
+}
+
+/*
+ * The committer: closes due groups and commits the head of the queue, one
+ * WAL entry at a time in position order (its pack first, unless an
+ * uploader put it already).  Groups are therefore durable, and waiters
+ * released, in position order; a failure stops everything after it.
+ */
 static void *committer_main(void *arg)
 {
 	struct engine *e = arg;
 	struct group *g;
-	uint64_t t0, dt, pb;
+	uint64_t t0, dt;
 	int rc;
 
 	mw_mutex_lock(&e->mu);
 	for (;;) {
-		g = e->open;
-		if (e->sticky && g) {
+		uint64_t wake = 0;
+
+		if (e->sticky && e->open) {
 			/* a failed writer never commits again */
+			g = e->open;
 			e->stats.pending_bytes -= g->bytes;
 			e->open = NULL;
 			group_free(g);
 			pthread_cond_broadcast(&e->durable_cv);
 			continue;
 		}
+		close_due_locked(e, &wake);
+		g = e->q_head;
 		if (!g) {
-			if (e->committer.stop)
+			if (e->committer.stop && !e->open)
 				break;
-			mw_cond_wait(&e->commit_cv, &e->mu);
+			pipeline_wait_locked(e, wake);
 			continue;
 		}
-		uint64_t due = g->opened_us + (uint64_t)e->o.cadence_ms * 1000u;
-		uint64_t now = mw_now_us();
-		if (!g->urgent && !e->committer.stop && now < due) {
-			struct timespec ts;
-			clock_gettime(CLOCK_MONOTONIC, &ts);
-			uint64_t ns = (uint64_t)ts.tv_nsec + (due - now) * 1000u;
-			ts.tv_sec += (time_t)(ns / 1000000000u);
-			ts.tv_nsec = (long)(ns % 1000000000u);
-			mw_cond_timedwait(&e->commit_cv, &e->mu, &ts);
+		if (g->pack_busy) { /* an uploader is on its pack: wait for it */
+			pipeline_wait_locked(e, wake);
 			continue;
 		}
-		/* commit g; later writes open the next group */
-		e->open = NULL;
-		e->inflight = g;
+		if (e->sticky) {
+			dequeue_locked(e);
+			e->stats.pending_bytes -= g->bytes;
+			group_free(g);
+			pthread_cond_broadcast(&e->durable_cv);
+			pthread_cond_broadcast(&e->commit_cv);
+			continue;
+		}
+		g->committing = true;
 		mw_mutex_unlock(&e->mu);
 		t0 = mw_now_us();
-		pb = 0; /* a group without a pack writes none (was: counted the previous one again)
-		         */
-		rc = commit_group(e, g, &pb);
+		rc = commit_group(e, g);
 		dt = mw_now_us() - t0;
 		mw_hist_record(&e->commit_hist, dt);
 		if (rc == 0 && g->pack) /* before readers stop finding it in flight */
 			blob_cache_pack(e, g->pack);
 		mw_mutex_lock(&e->mu);
-		e->inflight = NULL;
+		dequeue_locked(e);
 		e->stats.pending_bytes -= g->bytes;
 		if (rc == 0) {
 			e->durable_upto = g->position + 1;
 			e->stats.groups_committed++;
 			e->stats.group_bytes += g->wal.len;
 			e->stats.wal_blob_bytes += g->wal_blobs;
-			if (pb) {
+			if (g->pack_bytes) { /* a group without a pack wrote none */
 				e->stats.packs_written++;
-				e->stats.pack_bytes += pb;
+				e->stats.pack_bytes += g->pack_bytes;
 			}
 		} else if (!e->sticky) {
 			e->sticky = rc;
@@ -749,6 +890,7 @@ static void *committer_main(void *arg)
 		if (dt > e->stats.commit_usec_max)
 			e->stats.commit_usec_max = dt;
 		pthread_cond_broadcast(&e->durable_cv);
+		pthread_cond_broadcast(&e->commit_cv); /* room in the pipeline */
 		mw_mutex_unlock(&e->mu);
 		group_free(g);
 		mw_mutex_lock(&e->mu);
@@ -759,11 +901,29 @@ static void *committer_main(void *arg)
 
 int writer_start(struct engine *e)
 {
-	return mw_thread_start(&e->committer, "engine committer", committer_main, e, &e->mu,
-	                       &e->commit_cv);
+	int rc = mw_thread_start(&e->committer, "engine committer", committer_main, e, &e->mu,
+	                         &e->commit_cv);
+
+	for (unsigned i = 0; rc == 0 && i + 1 < e->o.commit_inflight; i++) {
+		rc = mw_thread_start(&e->uploaders[i], "engine pack uploader", uploader_main, e,
+		                     &e->mu, &e->commit_cv);
+		if (rc == 0)
+			e->nuploaders++;
+	}
+	if (rc)
+		writer_stop(e);
+	return rc;
 }
 
 void writer_stop(struct engine *e)
 {
+	/* the uploaders first: the committer then drains the queue by itself */
+	mw_mutex_lock(&e->mu);
+	e->uploaders_stop = true;
+	pthread_cond_broadcast(&e->commit_cv);
+	mw_mutex_unlock(&e->mu);
+	for (unsigned i = 0; i < e->nuploaders; i++)
+		mw_thread_stop(&e->uploaders[i]);
+	e->nuploaders = 0;
 	mw_thread_stop(&e->committer);
 }

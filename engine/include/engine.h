@@ -60,6 +60,12 @@ struct engine_opts {
 	 * the group's own pack, put before the entry.
 	 */
 	size_t wal_blob_max;
+	/*
+	 * Commit groups in flight at once (default 4, at most 16; 1: one at a
+	 * time): closed groups' packs upload in parallel while their WAL
+	 * entries are put one after the other, in position order.
+	 */
+	unsigned commit_inflight;
 	size_t memtable_max_bytes; /* freeze the MemTable at this size (default 64 MiB) */
 	size_t max_pending_bytes; /* writers wait while more is not yet durable (default 256 MiB) */
 	size_t

@@ -916,6 +916,8 @@ int ec_crash_seed(enum ec_kind kind, uint64_t seed, bool verbose)
 	/* blobs in the WAL entries (the default), all in packs, or a few then packs */
 	int wb = (int)rnd_range(&r, 0, 2);
 	eo.wal_blob_max = wb == 0 ? ENGINE_WAL_BLOBS_OFF : wb == 1 ? 8 * 1024 : 0;
+	/* one group at a time, or several packs in flight while the entries go in order */
+	eo.commit_inflight = 1u << rnd_range(&r, 0, 3);
 	bool small_mem = chance(&r, 40);
 
 	if (small_mem) { /* freeze and flush often (128 KiB: the engine's minimum) */
