@@ -715,7 +715,11 @@ struct pack *writer_pending_pack_locked(struct engine *e, uint64_t position)
 /*
  * Close the open group if it is due (urgent, its cadence passed, a close)
  * and fewer than opts.commit_inflight groups are closed and not yet
- * durable: it joins the queue, later writes open the next group.  Any
+ * durable: it joins the queue, later writes open the next group.  A group
+ * without a pack is closed only when the queue is empty: entries go one at
+ * a time, so closing it early would only split the writes that wait for
+ * the committer into more entries (more round trips), with no upload to
+ * overlap.  Any
  * thread of the pipeline, under e->mu.  *wake_us (may be NULL) receives
  * when the open group falls due (0: nothing to wait for).
  */
@@ -736,6 +740,8 @@ static void close_due_locked(struct engine *e, uint64_t *wake_us)
 	}
 	if (e->nqueued >= e->o.commit_inflight)
 		return; /* the pipeline is full: a retirement wakes us */
+	if (e->nqueued > 0 && !(g->pack && pack_count(g->pack) > 0))
+		return; /* no pack to upload early: it gathers writes until the committer is free */
 	e->open = NULL;
 	g->next = NULL;
 	if (e->q_tail)
