@@ -114,28 +114,39 @@ out:
 	return rc;
 }
 
+/*
+ * Under e->mu: wait until compaction round req is done and, when frozen,
+ * no frozen MemTable is left.  A flush failing meanwhile (an outage) keeps
+ * the flusher from the work: that error is returned.
+ */
+static int wait_flusher_locked(struct engine *e, uint64_t req, bool frozen)
+{
+	mw_mutex_assert_held(&e->mu);
+	uint64_t failures = e->flush_failures;
+
+	while (!e->sticky && e->flusher.running && e->flush_failures == failures &&
+	       (e->compact_done < req || (frozen && e->nfrozen > 0)))
+		mw_cond_wait(&e->durable_cv, &e->mu);
+	if (e->sticky)
+		return e->sticky;
+	if (e->compact_done < req || (frozen && e->nfrozen > 0))
+		return e->flush_failures != failures && e->flush_last_error ? e->flush_last_error
+		                                                            : -EIO;
+	return 0;
+}
+
 int maint_compact_now(struct engine *e)
 {
-	uint64_t req;
-	int rc = 0;
+	int rc;
 
 	if (!e)
 		return -EINVAL;
 	if (e->o.read_only)
 		return -EROFS;
 	mw_mutex_lock(&e->mu);
-	req = ++e->compact_req;
-	uint64_t failures = e->flush_failures;
+	uint64_t req = ++e->compact_req;
 	pthread_cond_signal(&e->flush_cv);
-	/* a flush failing meanwhile (an outage) keeps the flusher from the round: say so */
-	while (!e->sticky && e->flusher.running && e->compact_done < req &&
-	       e->flush_failures == failures)
-		mw_cond_wait(&e->durable_cv, &e->mu);
-	if (e->sticky)
-		rc = e->sticky;
-	else if (e->compact_done < req)
-		rc = e->flush_failures != failures && e->flush_last_error ? e->flush_last_error
-		                                                          : -EIO;
+	rc = wait_flusher_locked(e, req, false);
 	mw_mutex_unlock(&e->mu);
 	return rc;
 }
@@ -406,20 +417,12 @@ int maint_gc_cycle(struct engine *e, struct maint_gc_result *res)
 
 int maint_flusher_idle(struct engine *e)
 {
-	int rc = 0;
+	int rc;
 
 	if (!e)
 		return -EINVAL;
 	mw_mutex_lock(&e->mu);
-	uint64_t failures = e->flush_failures;
-	while (!e->sticky && e->flusher.running && e->flush_failures == failures &&
-	       (e->nfrozen > 0 || e->compact_done < e->compact_req))
-		mw_cond_wait(&e->durable_cv, &e->mu);
-	if (e->sticky)
-		rc = e->sticky;
-	else if (e->nfrozen > 0 || e->compact_done < e->compact_req)
-		rc = e->flush_failures != failures && e->flush_last_error ? e->flush_last_error
-		                                                          : -EIO;
+	rc = wait_flusher_locked(e, e->compact_req, true);
 	mw_mutex_unlock(&e->mu);
 	return rc;
 }

@@ -600,6 +600,8 @@ wl_churn() {
 	sleep "$CHURN_SAMPLE_S"
 	kill "$spid" 2>/dev/null
 	wait "$spid" 2>/dev/null
+	# the daemon's log (GC passes, flushes, compactions) for reading the chart
+	grep -E 'gc:|compact:|flush' "$WORK/$TGT/fs.log" >"$LOGS/$TGT.churn.r$RUN.fs.log" 2>/dev/null
 	target_remount "$TGT"
 }
 
