@@ -488,6 +488,40 @@ static int open_inputs(struct store *st, struct compact_job *j, const struct com
 	return 0;
 }
 
+/*
+ * A trivial move keeps every entry of its table.  When the table holds
+ * shadowed versions (more entries than keys) or tombstones that nothing
+ * below would need (no deeper table overlaps it), rewriting it drops them
+ * and, with them, the references that keep dead packs in the store (a
+ * forced L0 round over one table was a move, and the space of what was
+ * deleted or overwritten never came back).  Returns 1: move, 0: rewrite,
+ * or the error of opening the table.  st NULL (tests of the policy alone):
+ * 1, without looking.
+ */
+static int move_drops_nothing(struct store *st, const struct compact_job *j,
+                              const struct compact_opts *o)
+{
+	const struct manifest_sst *t = &j->in[0];
+	struct sst_reader *r = NULL;
+	bool below = false;
+	int rc;
+
+	if (!st)
+		return 1; /* no store to look in (policy tests): a plain move */
+	rc = sst_reader_open(st, t->name, t->size, o->reader, &r);
+	if (rc) {
+		log_err("compact: cannot open input %s: %s", t->name, strerror(-rc));
+		return rc;
+	}
+	const struct sst_props *p = sst_reader_props(r);
+	for (size_t i = 0; i < j->nolder && !below; i++)
+		below = ranges_overlap(&j->older[i], t->smallest, t->smallest_len, t->largest,
+		                       t->largest_len);
+	rc = p->entries > p->keys || (p->deletes > 0 && !below) ? 0 : 1;
+	sst_reader_unref(r);
+	return rc;
+}
+
 int compact_execute(struct store *st, struct compact_job *j, const struct compact_opts *o,
                     uint64_t snapshot)
 {
@@ -498,6 +532,12 @@ int compact_execute(struct store *st, struct compact_job *j, const struct compac
 	if (j->executed)
 		return -EINVAL;
 	j->executed = true;
+	if (j->trivial && (rc = move_drops_nothing(st, j, o)) < 0)
+		return rc;
+	if (j->trivial && rc == 0) {
+		j->trivial = false; /* merge it alone: what it can drop goes */
+		log_info("compact: %s holds versions to drop: rewritten, not moved", j->in[0].name);
+	}
 	if (j->trivial) {
 		/* nothing overlaps below: the table changes level, bytes stay */
 		rc = sst_push(&j->out, &j->nout, &j->in[0]);

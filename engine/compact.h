@@ -113,6 +113,10 @@ void compact_job_stats(const struct compact_job *j, struct compact_stats *out);
  * kept.  A tombstone is dropped only when no level below the output level
  * has a table whose key range holds its key, and seq <= snapshot.
  * o must be the options given to compact_pick() (o->epoch set).
+ * A job with one input that nothing overlaps is a move (no rewrite) unless
+ * the table's properties show shadowed versions (entries > keys) or
+ * tombstones no deeper table needs: then it is rewritten alone, so that
+ * they go (one properties read; st may be NULL for a move in policy tests).
  * Returns 0 (outputs in the job; possibly none, when everything dropped),
  * or the error of the store, a reader (-EUCLEAN, -EIO) or the builder;
  * on error the tables written so far are deleted, best effort.  Any one

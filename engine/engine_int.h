@@ -110,6 +110,7 @@ struct engine {
 	struct mw_thread gc_thread;        /* the GC thread (maint.c); .stop: asked to exit [mu] */
 	uint64_t gc_mark[3];               /* what had changed when the last pass began [mu] */
 	bool gc_idle;                      /* that pass left nothing to wait for (maint.c) [mu] */
+	uint64_t gc_space_deletes;         /* stats.deletes at the last flush GC asked for [mu] */
 	struct cache *block_cache;         /* SSTable data blocks (thread-safe) */
 	struct sst_counters sst_counters;  /* read costs of all SSTables (atomic) */
 	atomic_uint_fast64_t blob_fetches; /* ranged GETs of blob blocks */

@@ -491,12 +491,33 @@ static int load_kept(struct pass *ps, uint64_t latest)
 	unsigned keep = ps->o->keep_manifests ? ps->o->keep_manifests : 1;
 	int rc = 0;
 
+	/*
+	 * The newest keep versions are kept by count only while the newest is
+	 * younger than the grace: once it has aged, every successor of an older
+	 * version has too, and the time rule alone decides.  Without this an
+	 * idle store kept the tables (and packs) of its last keep - 1
+	 * superseded versions for ever (an emptied filesystem never came back
+	 * near zero).
+	 */
+	if (keep > 1 && latest > 1) {
+		char name[FMT_NAME_MAX];
+		int64_t age;
+
+		fmt_manifest_name(name, latest);
+		rc = object_age(g->st, name, ps->now, &age);
+		if (rc)
+			return rc;
+		if (age >= (int64_t)ps->o->grace_sec)
+			keep = 1;
+	}
 	ps->kept = calloc(1, sizeof(*ps->kept));
 	if (!ps->kept)
 		return -ENOMEM;
 	for (uint64_t v = latest; v >= 1; v--) {
 		struct manifest *k;
 
+		if (v < latest && latest - v < keep)
+			ps->deferred++; /* kept by count: goes once the newest has aged */
 		if (latest - v >= keep) {
 			char succ[FMT_NAME_MAX];
 			int64_t age;

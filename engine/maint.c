@@ -57,6 +57,10 @@
 
 /* Abandoned uploads are aborted only after at least this long (see step 3). */
 #define MAINT_UPLOAD_MIN_AGE_SEC 300
+/* Default repack rate (engine_opts.repack_kib_per_sec 0): 8 MiB/s. */
+#define MAINT_REPACK_KIB_PER_SEC 8192u
+/* Packs only the WAL references (past e->man.wal_covered) above this: ask for a flush. */
+#define MAINT_SPACE_FLUSH_BYTES (16ull << 20)
 
 /* ------------------------------------------------------------------ */
 /* Flush and compaction on demand                                      */
@@ -110,28 +114,39 @@ out:
 	return rc;
 }
 
+/*
+ * Under e->mu: wait until compaction round req is done and, when frozen,
+ * no frozen MemTable is left.  A flush failing meanwhile (an outage) keeps
+ * the flusher from the work: that error is returned.
+ */
+static int wait_flusher_locked(struct engine *e, uint64_t req, bool frozen)
+{
+	mw_mutex_assert_held(&e->mu);
+	uint64_t failures = e->flush_failures;
+
+	while (!e->sticky && e->flusher.running && e->flush_failures == failures &&
+	       (e->compact_done < req || (frozen && e->nfrozen > 0)))
+		mw_cond_wait(&e->durable_cv, &e->mu);
+	if (e->sticky)
+		return e->sticky;
+	if (e->compact_done < req || (frozen && e->nfrozen > 0))
+		return e->flush_failures != failures && e->flush_last_error ? e->flush_last_error
+		                                                            : -EIO;
+	return 0;
+}
+
 int maint_compact_now(struct engine *e)
 {
-	uint64_t req;
-	int rc = 0;
+	int rc;
 
 	if (!e)
 		return -EINVAL;
 	if (e->o.read_only)
 		return -EROFS;
 	mw_mutex_lock(&e->mu);
-	req = ++e->compact_req;
-	uint64_t failures = e->flush_failures;
+	uint64_t req = ++e->compact_req;
 	pthread_cond_signal(&e->flush_cv);
-	/* a flush failing meanwhile (an outage) keeps the flusher from the round: say so */
-	while (!e->sticky && e->flusher.running && e->compact_done < req &&
-	       e->flush_failures == failures)
-		mw_cond_wait(&e->durable_cv, &e->mu);
-	if (e->sticky)
-		rc = e->sticky;
-	else if (e->compact_done < req)
-		rc = e->flush_failures != failures && e->flush_last_error ? e->flush_last_error
-		                                                          : -EIO;
+	rc = wait_flusher_locked(e, req, false);
 	mw_mutex_unlock(&e->mu);
 	return rc;
 }
@@ -140,9 +155,28 @@ int maint_compact_now(struct engine *e)
 /* Repack                                                              */
 /* ------------------------------------------------------------------ */
 
+/* repack_one()'s "stop the scan": this pass's byte budget is spent. */
+#define REPACK_BUDGET_SPENT 1
+
+/*
+ * Bytes one pass may repack: repack_kib_per_sec KiB for every second of the
+ * GC interval (60 s when the thread is off and passes are run by hand).
+ */
+static uint64_t repack_budget(const struct engine *e)
+{
+	uint64_t kib = e->o.repack_kib_per_sec ? e->o.repack_kib_per_sec : MAINT_REPACK_KIB_PER_SEC;
+	uint64_t ms = e->o.gc_interval_ms == ENGINE_GC_OFF ? 60000 : e->o.gc_interval_ms;
+
+	if (e->o.repack_kib_per_sec == ENGINE_GC_OFF)
+		return UINT64_MAX;
+	return kib * 1024u * ms / 1000u;
+}
+
 /* State of one repack scan. */
 struct repack {
 	struct engine *e;
+	uint64_t budget;       /* bytes this pass may rewrite (UINT64_MAX: no limit) */
+	bool over_budget;      /* the scan stopped at the budget: the rest waits */
 	uint64_t sst_gen;      /* e->sst_gen when the scan's iterator was made */
 	uint64_t seq;          /* the newest sequence the scan saw for the current key */
 	uint64_t blobs, bytes; /* rewritten */
@@ -192,6 +226,11 @@ static int repack_one(void *arg, const void *key, size_t klen, uint64_t seq, con
 
 	if (rc)
 		return 0; /* the scan skips these already */
+	/* the pass's first blob always goes, so even a blob over the budget moves */
+	if (rp->bytes && (rp->bytes >= rp->budget || d.length > rp->budget - rp->bytes)) {
+		rp->over_budget = true;
+		return REPACK_BUDGET_SPENT;
+	}
 	rc = blob_fetch(e, &d, &val);
 	if (rc) {
 		log_err("gc: repack: reading a blob of pack %" PRIu64 "-%" PRIu64 " failed: %s",
@@ -219,7 +258,7 @@ out:
 /* Rewrite the live blobs of the plan's repack packs, then sync. */
 static int repack_run(struct engine *e, const struct gc_plan *plan, struct maint_gc_result *res)
 {
-	struct repack rp = {.e = e};
+	struct repack rp = {.e = e, .budget = repack_budget(e)};
 	struct kv_iter *it = NULL;
 	int rc = read_merged_iter(e, &it, &rp.sst_gen);
 
@@ -227,6 +266,8 @@ static int repack_run(struct engine *e, const struct gc_plan *plan, struct maint
 		return rc;
 	rc = gc_repack_scan(it, plan, repack_one, &rp);
 	kv_iter_destroy(it);
+	if (rc == REPACK_BUDGET_SPENT && rp.over_budget)
+		rc = 0; /* the next pass goes on */
 	if (rp.blobs) {
 		int src = engine_sync(e);
 
@@ -235,9 +276,13 @@ static int repack_run(struct engine *e, const struct gc_plan *plan, struct maint
 	}
 	res->repacked_blobs = rp.blobs;
 	res->repacked_bytes = rp.bytes;
+	res->repack_budget_spent = rp.over_budget;
 	log_info("gc: repacked %" PRIu64 " blobs (%" PRIu64 " bytes) out of %zu packs, %" PRIu64
 	         " keys rewritten meanwhile left alone (%s)",
-	         rp.blobs, rp.bytes, plan->nrepack, rp.skipped, rc ? strerror(-rc) : "done");
+	         rp.blobs, rp.bytes, plan->nrepack, rp.skipped,
+	         rc               ? strerror(-rc)
+	         : rp.over_budget ? "budget spent, the rest next pass"
+	                          : "done");
 	return rc;
 }
 
@@ -280,6 +325,9 @@ static int gc_pass(struct engine *e, struct maint_gc_result *res)
 	res->live_pack_bytes = plan.live_pack_bytes;
 	res->repack_packs = plan.nrepack;
 	res->deferred = plan.n_deferred;
+	for (size_t i = 0; i < plan.npacks; i++)
+		if (plan.packs[i].id.position >= o.protect_wal_from)
+			res->wal_only_pack_bytes += plan.packs[i].size;
 	age = o.grace_sec > MAINT_UPLOAD_MIN_AGE_SEC ? o.grace_sec : MAINT_UPLOAD_MIN_AGE_SEC;
 	urc = store_cleanup_uploads(e->st, "", age, &aborted);
 	if (urc && urc != -ENOTSUP)
@@ -307,6 +355,75 @@ out:
 	mw_mutex_unlock(&e->mu);
 	if (rc)
 		log_warn("gc: pass failed (%s); retried at the next interval", strerror(-rc));
+	return rc;
+}
+
+/*
+ * After a pass, under e->mu: ask the flusher for what makes space come back
+ * (no waiting).  GC can only delete a pack once the manifest covers its WAL
+ * group and no kept table references it, and the writer by itself freezes a
+ * MemTable only at its size or after ENGINE_REPLAY_MAX_ENTRIES groups (blob
+ * bytes are not in the MemTable: a churning filesystem took many minutes to
+ * get there, and the space of everything written meanwhile stayed).  So:
+ *
+ *   - a freeze when the MemTable holds anything and either the packs only
+ *     the WAL references hold MAINT_SPACE_FLUSH_BYTES or more, or deletes
+ *     were applied since the last such freeze;
+ *   - with it, a forced compaction round (L0 whatever its size) when there
+ *     were deletes or the pass selected packs for repack: the tombstones and
+ *     the versions they and newer writes shadow are dropped, and with them
+ *     the references that kept dead packs (and made mostly dead ones look
+ *     live to repack).
+ *
+ * Returns true when it asked.
+ */
+static bool space_request_locked(struct engine *e, const struct maint_gc_result *r)
+{
+	mw_mutex_assert_held(&e->mu);
+	bool deletes = e->stats.deletes != e->gc_space_deletes;
+
+	if (e->sticky || memtable_count(e->mem) == 0)
+		return false;
+	if (r->wal_only_pack_bytes < MAINT_SPACE_FLUSH_BYTES && !deletes)
+		return false;
+	if (writer_freeze_locked(e))
+		return false; /* no memory: the next pass tries again */
+	e->gc_space_deletes = e->stats.deletes;
+	if (deletes || r->repack_packs)
+		e->compact_req++;
+	pthread_cond_signal(&e->flush_cv);
+	return true;
+}
+
+int maint_gc_cycle(struct engine *e, struct maint_gc_result *res)
+{
+	struct maint_gc_result r;
+	int rc;
+
+	if (!e)
+		return -EINVAL;
+	if (e->o.read_only || !e->gc)
+		return -EROFS;
+	pthread_mutex_lock(&e->gc_mu);
+	rc = gc_pass(e, &r);
+	pthread_mutex_unlock(&e->gc_mu);
+	mw_mutex_lock(&e->mu);
+	r.space_requested = rc == 0 && space_request_locked(e, &r);
+	mw_mutex_unlock(&e->mu);
+	if (res)
+		*res = r;
+	return rc;
+}
+
+int maint_flusher_idle(struct engine *e)
+{
+	int rc;
+
+	if (!e)
+		return -EINVAL;
+	mw_mutex_lock(&e->mu);
+	rc = wait_flusher_locked(e, e->compact_req, true);
+	mw_mutex_unlock(&e->mu);
 	return rc;
 }
 
@@ -362,11 +479,10 @@ static void *gc_main(void *arg)
 			continue;
 		}
 		mw_mutex_unlock(&e->mu);
-		pthread_mutex_lock(&e->gc_mu);
-		int rc = gc_pass(e, &r);
-		pthread_mutex_unlock(&e->gc_mu);
+		int rc = maint_gc_cycle(e, &r);
 		mw_mutex_lock(&e->mu);
-		e->gc_idle = rc == 0 && r.deferred == 0 && r.repack_packs == 0;
+		e->gc_idle =
+		    rc == 0 && r.deferred == 0 && r.repack_packs == 0 && !r.space_requested;
 		memcpy(e->gc_mark, mark, sizeof(mark));
 	}
 	mw_mutex_unlock(&e->mu);

@@ -40,14 +40,17 @@ int maint_compact_now(struct engine *e);
 
 /* What one GC pass did (also added to the engine's stats). */
 struct maint_gc_result {
-	uint64_t deleted;         /* objects deleted (incl. aborted uploads) */
-	uint64_t deleted_bytes;   /* bytes of the objects deleted */
-	uint64_t pack_bytes;      /* pack bytes that stay in the store */
-	uint64_t live_pack_bytes; /* of which referenced by the newest manifest */
-	uint64_t repack_packs;    /* packs selected for repack */
-	uint64_t repacked_blobs;  /* blobs rewritten through the write path */
-	uint64_t repacked_bytes;  /* their bytes */
-	uint64_t deferred;        /* objects kept only until they are older than the grace */
+	uint64_t deleted;             /* objects deleted (incl. aborted uploads) */
+	uint64_t deleted_bytes;       /* bytes of the objects deleted */
+	uint64_t pack_bytes;          /* pack bytes that stay in the store */
+	uint64_t live_pack_bytes;     /* of which referenced by the newest manifest */
+	uint64_t repack_packs;        /* packs selected for repack */
+	uint64_t repacked_blobs;      /* blobs rewritten through the write path */
+	uint64_t repacked_bytes;      /* their bytes */
+	uint64_t deferred;            /* objects kept only until they are older than the grace */
+	uint64_t wal_only_pack_bytes; /* bytes of packs past the manifest's covered WAL position */
+	bool repack_budget_spent;     /* the repack stopped at its byte budget (the rest: later) */
+	bool space_requested;         /* maint_gc_cycle(): a freeze (+ compaction) was asked for */
 };
 
 /*
@@ -60,6 +63,22 @@ struct maint_gc_result {
  * (the pass stops; what was deleted stays deleted), the sticky error.
  */
 int maint_gc_now(struct engine *e, struct maint_gc_result *res);
+
+/*
+ * What the GC thread does on each wake-up that is not skipped: one pass as
+ * maint_gc_now(), then, when the pass shows space that only a flush (and a
+ * compaction) can give back, a MemTable freeze and, with deletes or repack
+ * work, a forced compaction round, asked of the flusher without waiting
+ * (res->space_requested; rules in maint.c, space_request_locked()).
+ * Returns as maint_gc_now().
+ */
+int maint_gc_cycle(struct engine *e, struct maint_gc_result *res);
+/*
+ * Wait until the flusher has served every frozen MemTable and every
+ * compaction round asked for (by maint_gc_cycle() or anyone).  Returns 0,
+ * the sticky error, or the error of a flush attempt that failed meanwhile.
+ */
+int maint_flusher_idle(struct engine *e);
 
 /* maint.c, for engine.c: start / stop the GC thread (writer engines). */
 int gc_thread_start(struct engine *e);

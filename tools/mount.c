@@ -121,6 +121,8 @@ static void usage(FILE *f)
 	    "  --gc-grace SEC         keep objects nothing references this long for followers\n"
 	    "                         and readers (default 600); -o gc_grace=\n"
 	    "  --gc-interval MS       a GC pass this often (default 60000); -o gc_interval=\n"
+	    "  --repack-rate KIB      repack rewrites at most this many KiB per second of the\n"
+	    "                         GC interval (default 8192; 0: no limit); -o repack_rate=\n"
 	    "  --fsync-timeout SEC    while the store is unreachable, fsync waits this long,\n"
 	    "                         then fails with EIO (default 0: wait until it is back,\n"
 	    "                         like a hard NFS mount); the data still commits later\n"
@@ -235,6 +237,10 @@ static int set_option(struct mount_args *a, const char *name, const char *val)
 		if (!val || !parse_size(val, &sz) || sz < 10 || sz > 86400000)
 			goto bad;
 		a->eo.gc_interval_ms = (unsigned)sz;
+	} else if (!strcmp(name, "repack_rate")) {
+		if (!val || !parse_size(val, &sz) || sz >= ENGINE_GC_OFF)
+			goto bad;
+		a->eo.repack_kib_per_sec = sz ? (unsigned)sz : ENGINE_GC_OFF;
 	} else if (!strcmp(name, "cadence")) {
 		if (!val || !parse_size(val, &sz) || sz == 0 || sz > 60000)
 			goto bad;
@@ -372,19 +378,13 @@ static int parse_args(struct mount_args *a, int argc, char **argv)
 	const char *pos[2];
 	int npos = 0;
 	static const char *const long_set[][2] = {
-	    {"--cadence", "cadence"},
-	    {"--follow-interval", "follow_interval"},
-	    {"--snapshot", "snapshot"},
-	    {"--gc-grace", "gc_grace"},
-	    {"--gc-interval", "gc_interval"},
-	    {"--cache-size", "cache"},
-	    {"--memtable-size", "memtable"},
-	    {"--chunk-size", "chunk"},
-	    {"--threads", "threads"},
-	    {"--readahead", "readahead"},
-	    {"--fsync-timeout", "fsync_timeout"},
-	    {"--capacity", "capacity"},
-	    {"--metrics-addr", "metrics_addr"},
+	    {"--cadence", "cadence"},         {"--follow-interval", "follow_interval"},
+	    {"--snapshot", "snapshot"},       {"--gc-grace", "gc_grace"},
+	    {"--gc-interval", "gc_interval"}, {"--repack-rate", "repack_rate"},
+	    {"--cache-size", "cache"},        {"--memtable-size", "memtable"},
+	    {"--chunk-size", "chunk"},        {"--threads", "threads"},
+	    {"--readahead", "readahead"},     {"--fsync-timeout", "fsync_timeout"},
+	    {"--capacity", "capacity"},       {"--metrics-addr", "metrics_addr"},
 	};
 	int verbose = 0;
 	for (int i = 1; i < argc;) {

@@ -85,10 +85,15 @@ struct engine_opts {
 	 * must use a grace longer than a tenth of any other's.
 	 * repack_below_pct: a pack whose live fraction fell below this many
 	 * percent has its live blobs rewritten (default 50; ENGINE_GC_OFF: never).
+	 * repack_kib_per_sec: repack rewrites at most this many KiB per second
+	 * of the GC interval in one pass (default 8192: 8 MiB/s, 480 MiB per
+	 * pass of 60 s; ENGINE_GC_OFF: no limit); what is left waits for the
+	 * next pass.
 	 */
 	unsigned gc_interval_ms;
 	unsigned gc_grace_sec;
 	unsigned repack_below_pct;
+	unsigned repack_kib_per_sec;
 	/*
 	 * A commit that fails for a transient reason (unreachable or throttling
 	 * store, timeouts, a full local disk) stays pending and is sent again
@@ -129,7 +134,8 @@ struct engine_opts {
 #define ENGINE_NO_RETRY 0xFFFFFFFFu /* commit_retry_ms: a failed commit stops the writer */
 
 /* Values of the GC options above. */
-#define ENGINE_GC_OFF 0xFFFFFFFFu      /* gc_interval_ms, repack_below_pct: disabled */
+#define ENGINE_GC_OFF                                                                              \
+	0xFFFFFFFFu /* gc_interval_ms, repack_below_pct: disabled; repack_kib_per_sec: no limit */
 #define ENGINE_GC_NO_GRACE 0xFFFFFFFFu /* gc_grace_sec: zero grace */
 
 /* Fill *o with the defaults above. */

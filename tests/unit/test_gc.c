@@ -379,13 +379,26 @@ static void decide(struct model *md, const struct gc_opts *o, struct verdict *v)
 {
 	uint64_t latest = md->m.version;
 
+	unsigned keep = o->keep_manifests;
+
 	v->nkept = 0;
 	v->floor = o->protect_wal_from;
+	if (latest > 1) {
+		/* kept by count only while the newest is younger than the grace */
+		char name[FMT_NAME_MAX];
+		struct obj *newest;
+
+		fmt_manifest_name(name, latest);
+		newest = find(md, name);
+		assert_non_null(newest);
+		if (o->now - newest->mtime >= (int64_t)o->grace_sec)
+			keep = 1;
+	}
 	for (uint64_t ver = latest; ver >= 1; ver--) {
 		char name[FMT_NAME_MAX];
 		struct obj *succ;
 
-		if (latest - ver >= o->keep_manifests) {
+		if (latest - ver >= keep) {
 			fmt_manifest_name(name, ver + 1);
 			succ = find(md, name);
 			assert_non_null(succ);

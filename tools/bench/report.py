@@ -18,6 +18,10 @@ cancels: throughput as a fraction of the probes' best PUT (writes) or GET
 Sections of an existing BENCHMARKS.md whose heading ends in "(engine)" (the
 engine's own benchmarks) or "(notes)" (hand-written reading of a run) are
 carried over unchanged: "(notes)" after the losses, "(engine)" at the end.
+The churn section ("... (churn)", chart bench-churn.png) is written from
+RAWDIR/churn.*.tsv when the run has them and carried over otherwise;
+`report.py --churn-only RAWDIR DOCSDIR` rewrites only that section (run.sh
+does so when churn is its only workload).
 """
 import os
 import statistics
@@ -723,6 +727,166 @@ def charts(docs, raw, res):
     return [c for c in made if c]
 
 
+# ------------------------------------------------------------------ churn
+
+def churn_load(raw, only=None):
+    """{(target, run): [(t, phase, objects, store_B, live_B, written_B)]} from
+    RAWDIR/churn.TARGET.rRUN.tsv (wl_churn's sampler)."""
+    series = {}
+    for n in sorted(os.listdir(raw)):
+        if not (n.startswith("churn.") and n.endswith(".tsv")):
+            continue
+        t, run = n[len("churn."):-len(".tsv")].rsplit(".r", 1)
+        if only is not None and run not in only.get((t, "churn-run", "wall_s"), {}):
+            continue  # a leftover of another run
+        rows = []
+        for line in open(os.path.join(raw, n)):
+            p = line.rstrip("\n").split("\t")
+            try:
+                rows.append((float(p[0]), p[1], int(p[2]), int(p[3]), int(p[4]), int(p[5])))
+            except (ValueError, IndexError):
+                continue  # a failed listing ("-")
+        if rows:
+            series[(t, run)] = rows
+    return series
+
+
+def churn_bound(rows, grace):
+    """Per churn sample: (t, store_B, allowed_B), allowed = 2 x live bytes + the
+    bytes written during the last grace period (the issue-16 target)."""
+    out = []
+    for i, (t, ph, _, sb, lb, wb) in enumerate(rows):
+        if ph != "churn":
+            continue
+        before = 0
+        for u, ph2, _, _, _, w2 in rows[:i + 1]:
+            if u <= t - grace and ph2 == "churn":
+                before = w2
+        out.append((t, sb, 2 * lb + (wb - before)))
+    return out
+
+
+def churn_section(raw, docs, res, meta):
+    """The "Space under churn (churn)" section and bench-churn.png, or None
+    when this run has no churn samples."""
+    series = churn_load(raw, res)
+    if not series:
+        return None
+    mib = 1048576.0
+    get = lambda t, run, w, m: res.get((t, w, m), {}).get(run)
+    out = ["## Space under churn (churn)", "",
+           "Issue 16's target: under a random create/overwrite/delete workload the store holds at "
+           "most 2x the live bytes plus what was written during the last GC grace period, and an "
+           "emptied filesystem is back near zero (at most %s KiB) within the grace plus two GC "
+           "intervals. `tools/bench/churn.py` (seed 1600 + run) for %s s at %s MB/s with at most "
+           "%s MiB live, files of 1 KiB - 8 MiB (create, overwrite with O_TRUNC, patch a range "
+           "in place, delete); the mount runs with `--gc-grace %s --gc-interval %s` (shorter than "
+           "the defaults, 600 s and 60 000 ms, so that a run of minutes spans many grace periods). "
+           "Store bytes: the bucket's listing (memwalfs-s3) or the files of the store directory "
+           "(memwalfs-local), every %s s; live bytes: the workload's own sum of file sizes (checked "
+           "against stat at its end), then the sizes under the emptied directory." % (
+               meta.get("CHURN_ZERO_KB", "?"), meta.get("CHURN_S", "?"),
+               meta.get("CHURN_MBPS", "?"), meta.get("CHURN_LIVE_MB", "?"),
+               meta.get("CHURN_GRACE", "?"), meta.get("CHURN_GC_MS", "?"),
+               meta.get("CHURN_SAMPLE_S", "?")), "",
+           "| target | run | written GiB | ops | peak live MiB | peak store MiB | worst store / "
+           "(2 live + grace writes) | store / live at the end of the churn | emptied: s until "
+           "near zero (target) | store at the end |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
+    try:
+        grace = float(meta.get("CHURN_GRACE", "0"))
+        target_s = grace + 2 * float(meta.get("CHURN_GC_MS", "0")) / 1000
+    except ValueError:
+        grace, target_s = 0.0, 0.0
+    for (t, run), rows in sorted(series.items()):
+        b = churn_bound(rows, grace)
+        churn = [r for r in rows if r[1] == "churn"]
+        worst = max((sb / al for _, sb, al in b if al > 0), default=0.0)
+        last = churn[-1] if churn else None
+        drain = get(t, run, "churn-drain", "drain_s")
+        failed = get(t, run, "churn-drain", "failed")
+        zero = get(t, run, "churn-drain", "zero_B")
+        out.append("| %s | %s | %s | %s | %.0f | %.0f | %s | %s | %s | %s |" % (
+            t, run, fmt((get(t, run, "churn-run", "written_bytes") or 0) / mib / 1024),
+            fmt(get(t, run, "churn-run", "ops")),
+            max((r[4] for r in churn), default=0) / mib,
+            max((r[3] for r in churn), default=0) / mib,
+            "%.2f %s" % (worst, "(met)" if worst <= 1 else "(**missed**)"),
+            "%.2f" % (last[3] / last[4]) if last and last[4] else "-",
+            "%s (%s)%s" % ("timeout" if failed else fmt(drain), fmt(target_s),
+                           "" if failed or drain is None or drain > target_s else " met"),
+            "%s KiB" % fmt(zero / 1024) if zero is not None else "-"))
+    out.append("")
+    png = churn_chart(docs, raw, series, grace)
+    if png:
+        out += ["![space under churn](%s)" % png, ""]
+    return out
+
+
+def churn_chart(docs, raw, series, grace):
+    """bench-churn.png: store, live and allowed bytes over time, one panel per
+    target (the first run of each)."""
+    targets = sorted({t for t, _ in series})
+    dats = []
+    for t in targets:
+        run = sorted(r for tt, r in series if tt == t)[0]
+        rows = series[(t, run)]
+        allowed = {tt: al for tt, _, al in churn_bound(rows, grace)}
+        dat = os.path.join(raw, "churn-%s.dat" % t)
+        with open(dat, "w") as f:
+            f.write("# %s run %s: minutes store_MiB live_MiB allowed_MiB (? after the churn)\n" %
+                    (t, run))
+            for tt, ph, _, sb, lb, _ in rows:
+                al = allowed.get(tt)
+                f.write("%.3f %.2f %.2f %s\n" % (tt / 60, sb / 1048576, lb / 1048576,
+                                                 "%.2f" % (al / 1048576) if al else "?"))
+        empty = next((tt / 60 for tt, ph, *_ in rows if ph != "churn"), None)
+        dats.append((t, dat, empty))
+    png = os.path.join(docs, "bench-churn.png")
+    gp = ['set terminal pngcairo size 960,%d font "sans,10"' % (300 * len(dats)),
+          'set output "%s"' % png, 'set datafile missing "?"',
+          'set multiplot layout %d,1 title "Space under churn: store bytes against live bytes"' %
+          len(dats)]
+    for t, dat, empty in dats:
+        gp += ['set title "%s"' % t, 'set xlabel "minutes"', 'set ylabel "MiB"',
+               'set grid', 'set key top left noenhanced', 'set yrange [0:*]', 'unset arrow']
+        if empty is not None:
+            gp.append('set arrow from %.3f, graph 0 to %.3f, graph 1 nohead dt 3 lc "gray"' %
+                      (empty, empty))
+        gp.append('plot "%s" using 1:2 with lines lw 2 title "store bytes", '
+                  '"" using 1:3 with lines lw 2 title "live bytes", '
+                  '"" using 1:4 with lines dt 2 title "target: 2 x live + writes of the last grace"'
+                  % dat)
+    gp.append("unset multiplot")
+    try:
+        subprocess.run(["gnuplot"], input="\n".join(gp), text=True, check=True,
+                       capture_output=True)
+    except (OSError, subprocess.CalledProcessError) as e:
+        sys.stderr.write("report.py: gnuplot failed for churn: %s\n" % e)
+        return None
+    return os.path.basename(png)
+
+
+def churn_only(raw, docs):
+    """--churn-only: replace (or add, before "## Charts") the churn section of
+    DOCSDIR/BENCHMARKS.md and leave the rest as it is."""
+    res, _, meta = load(raw)
+    sec = churn_section(raw, docs, res, meta)
+    if not sec:
+        sys.stderr.write("report.py: no churn samples in %s\n" % raw)
+        return 1
+    md = os.path.join(docs, "BENCHMARKS.md")
+    text = open(md).read() if os.path.exists(md) else "# memwalfs benchmarks\n"
+    parts = ("\n" + text).split("\n## ")
+    head, secs = parts[0].lstrip("\n"), ["## " + p.rstrip() + "\n" for p in parts[1:]]
+    secs = [p for p in secs if not p.split("\n", 1)[0].rstrip().endswith("(churn)")]
+    at = next((i for i, p in enumerate(secs) if p.startswith("## Charts")), len(secs))
+    secs.insert(at, "\n".join(sec).rstrip() + "\n")
+    with open(md, "w") as f:
+        f.write(head.rstrip() + "\n\n" + "\n".join(secs).rstrip() + "\n")
+    return 0
+
+
 # ------------------------------------------------------------------ main
 
 def kept_sections(path, suffix):
@@ -808,6 +972,8 @@ Sizes were shrunk from the peers' own to fit 45 minutes; where this was checked,
 
 def main():
     global WORKLOADS, SPEC
+    if len(sys.argv) == 4 and sys.argv[1] == "--churn-only":
+        sys.exit(churn_only(sys.argv[2], sys.argv[3]))
     raw, docs = sys.argv[1], sys.argv[2]
     res, status, meta = load(raw)
     WORKLOADS = [(s[0], fill(s[1], meta)) + tuple(s[2:]) for s in WORKLOADS]
@@ -815,6 +981,7 @@ def main():
     md = os.path.join(docs, "BENCHMARKS.md")
     engine = kept_sections(md, "(engine)")
     notes = kept_sections(md, "(notes)")
+    churn = kept_sections(md, "(churn)")
     quick = meta.get("MODE") == "quick"
     elapsed = meta.get("RUNS_S")
     out = ["# memwalfs benchmarks", "",
@@ -865,6 +1032,7 @@ def main():
         issue13_table(out, res, meta)
     losses(out, res)
     out += notes
+    out += churn_section(raw, docs, res, meta) or churn
     made = charts(docs, raw, res)
     if made:
         out += ["## Charts", ""] + ["![%s](%s)" % (c[6:-4], c) for c in made] + [""]

@@ -9,8 +9,9 @@
 #   --targets    comma list among: memwalfs-s3 memwalfs-local s3fs rclone bindfs
 #                local s3-raw (default: all)
 #   --workloads  comma list among: seq jbsmall md gs dcreate rand cp statbp
-#                (the default set) and tree list real (older ones, not run by
-#                default);
+#                (the default set), churn (space under churn, memwalfs
+#                targets only: CHURN_S s, 600 full, 60 --quick; not run by
+#                default) and tree list real (older ones, not run by default);
 #                s3-raw always runs its own PUT/GET workload
 #   --runs N     repeat everything N times (default 3, --quick 1); tables show
 #                the median and min-max, the charts the spread
@@ -20,7 +21,12 @@
 #   --no-install do not apt-get install missing tools
 #   --no-build   use MEMWALFS (default build/memwalfs) as it is
 #   --set K=V    override one of the sizes below (e.g. --set GS_FILES_S3=800),
-#                for checking that a figure stays stable when a size shrinks
+#                for checking that a figure stays stable when a size shrinks,
+#                or the churn run's length (--set CHURN_S=300)
+#
+# When churn is the only workload, report.py rewrites only the churn section
+# and chart of BENCHMARKS.md (the other tables stay as the last full run left
+# them): tools/bench/run.sh --targets memwalfs-local,memwalfs-s3 --workloads churn
 #
 # Steps: installs missing Debian packages (s3fs rclone bindfs fio gnuplot-nox
 # time jq git curl python3); builds memwalfs from the committed HEAD (git
@@ -96,6 +102,7 @@ if [ "$QUICK" = 1 ]; then
 	CP_MB=64 SBP_FILES=16 SBP_FILES_S3=2 SBP_IDLE_S=1 SBP_S=2 SBP_MB=256
 	DC_S=2 DC_MAX=1000 TREE_N=500 LIST_N=5000 LIST_N_S3=500 TAR_N=200 GIT_N=100
 	STEP_TIMEOUT=120 SETTLE_TIMEOUT=90
+	CHURN_S=60 CHURN_LIVE_MB=64 CHURN_MBPS=8 CHURN_GRACE=20 CHURN_GC_MS=5000 CHURN_SAMPLE_S=2
 	RAW_SPECS="4096:200:16 4096:100:1 1048576:48:16 8388608:16:8"
 	PROBE_SPECS="4096:50:1 8388608:8:8"
 	: "${RUNS:=1}"
@@ -106,6 +113,7 @@ else
 	CP_MB=1024 SBP_FILES=64 SBP_FILES_S3=8 SBP_IDLE_S=2 SBP_S=4 SBP_MB=512
 	DC_S=3 DC_MAX=20000 TREE_N=10000 LIST_N=100000 LIST_N_S3=3000 TAR_N=1500 GIT_N=1000
 	STEP_TIMEOUT=300 SETTLE_TIMEOUT=300
+	CHURN_S=600 CHURN_LIVE_MB=256 CHURN_MBPS=8 CHURN_GRACE=60 CHURN_GC_MS=15000 CHURN_SAMPLE_S=5
 	RAW_SPECS="4096:1000:16 4096:300:1 1048576:256:16 8388608:64:8"
 	PROBE_SPECS="4096:100:1 1048576:48:16 8388608:16:8"
 	: "${RUNS:=3}"
@@ -114,6 +122,9 @@ fi
 # S3 target per run; bindfs and memwalfs-local add little to what local and
 # memwalfs-s3 show).
 CP_TARGETS="memwalfs-s3 s3fs rclone local"
+# Churn (wl_churn): the store is near zero at CHURN_ZERO_KB KiB; the drain is
+# watched for at most three times the target (grace + two GC intervals).
+CHURN_ZERO_KB=1024
 # --set NAME=VALUE: override one size above (stability checks of a shrink).
 for kv in "${SETS[@]}"; do
 	case "${kv%%=*}" in
@@ -121,10 +132,15 @@ for kv in "${SETS[@]}"; do
 	*) echo "run.sh: bad --set $kv" >&2; exit 2 ;;
 	esac
 done
+: "${CHURN_DRAIN_S:=$((3 * (CHURN_GRACE + 2 * CHURN_GC_MS / 1000)))}"
 
 RUNID="$(date +%m%d%H%M%S)-$$"
 WORK=$(mktemp -d "${BENCH_WORK:-/var/tmp}/memwalfs-bench.XXXXXX")
 OUT="$DOCS/bench-raw"
+# A churn-only run keeps its raw results apart (bench-raw/churn/): the full
+# run's results.tsv and meta.env stay as they are.
+CHURN_ONLY=0
+[ "$(echo $WORKLOADS)" = churn ] && CHURN_ONLY=1 OUT="$DOCS/bench-raw/churn"
 RES="$OUT/results.tsv"
 LOGS="$OUT/logs"
 BIN="$WORK/bin"
@@ -138,6 +154,7 @@ rm -f "$LOGS"/* 2>/dev/null
 # Leftovers of the harness before logs/ was split off (fio JSON copies, stats
 # snapshots): only results.tsv, status.tsv, meta.env and *.dat belong in OUT.
 rm -f "$OUT"/*.json "$OUT"/*.clean "$OUT"/*.st0 "$OUT"/*.st1 "$OUT"/*.out 2>/dev/null
+rm -f "$OUT"/churn.*.tsv 2>/dev/null
 printf 'target\tworkload\tmetric\tvalue\tunit\trun\n' >"$RES"
 : >"$OUT/status.tsv"
 : >"$RGW_PENDING"
@@ -303,7 +320,7 @@ prepare_sources() {
 	local n i sz
 	say "making the source trees"
 	GS_BYTES=0 GS_BYTES_S3=0 TREE_FILES=0 TREE_BYTES=0 TAR_FILES=0 TAR_BYTES=0 GIT_FILES=0
-	prepare_gs || return 1
+	case " $WORKLOADS " in *" gs "*) prepare_gs || return 1 ;; esac
 	case " $WORKLOADS " in *" tree "*|*" real "*) ;; *) return 0 ;; esac
 	mkdir -p "$SRC/tree" "$SRC/tarsrc" "$SRC/repo"
 	copy_include head "$((TREE_N * 8 / 10))" "$SRC/tree"
@@ -453,8 +470,14 @@ GS_MB=$((GS_BYTES / 1048576)) GS_AVG=$((GS_BYTES / GS_FILES)) GS_AVG_S3=$((GS_BY
 TREE_N=$TREE_FILES TREE_MB=$((TREE_BYTES / 1048576)) TAR_N=$TAR_FILES GIT_N=$GIT_FILES
 for k in SEQ_MB JB_BIG_MB MP_S JB_SMALL_N RAND_MB RAND_S FSYNC_S MD_Z MD_Z_S3 MD_W GS_FILES \
 	GS_DIRS GS_MB GS_AVG GS_FILES_S3 GS_DIRS_S3 GS_AVG_S3 DC_S DC_MAX TREE_N TREE_MB LIST_N \
-	LIST_N_S3 TAR_N GIT_N CP_MB CP_TARGETS SBP_FILES SBP_FILES_S3 SBP_IDLE_S SBP_S SBP_MB; do
+	LIST_N_S3 TAR_N GIT_N CP_MB CP_TARGETS SBP_FILES SBP_FILES_S3 SBP_IDLE_S SBP_S SBP_MB \
+	CHURN_S CHURN_LIVE_MB CHURN_MBPS CHURN_GRACE CHURN_GC_MS CHURN_SAMPLE_S CHURN_ZERO_KB \
+	CHURN_DRAIN_S; do
 	echo "$k=${!k}"
 done >>"$OUT/meta.env"
-python3 "$BENCH_DIR/report.py" "$OUT" "$DOCS" || say "report.py failed"
+if [ "$CHURN_ONLY" = 1 ]; then
+	python3 "$BENCH_DIR/report.py" --churn-only "$OUT" "$DOCS" || say "report.py failed"
+else
+	python3 "$BENCH_DIR/report.py" "$OUT" "$DOCS" || say "report.py failed"
+fi
 say "done: $DOCS/BENCHMARKS.md"

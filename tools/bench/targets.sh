@@ -12,10 +12,12 @@
 # filesystem process, empty for "local"), BKT (its bucket, empty when it has
 # none) and BACKDIR (local directory holding its data, empty for buckets).
 # It returns non-zero when the mount did not come up; the caller skips the
-# target.  target_umount unmounts and waits for the process to exit.
+# target.  MW_OPTS (unset by default): extra options of a memwalfs mount (the
+# churn workload's shorter GC grace and interval).  target_umount unmounts and waits for the process to exit.
 # All mounts live under $WORK; run.sh's trap calls umount_all.
 
 MOUNT_WAIT=${MOUNT_WAIT:-30}	# seconds a mount may take to appear
+MW_OPTS=${MW_OPTS:-}
 
 # wait_mounted DIR PID: wait until DIR is a mount point; fail if PID died first.
 wait_mounted() {
@@ -104,14 +106,14 @@ target_mount() {
 	memwalfs-s3)
 		BKT=$(target_bucket "$t")
 		[ -x "$MEMWALFS" ] || { say "  $MEMWALFS not built"; return 1; }
-		"$MEMWALFS" mount -f --endpoint "$S3_ENDPOINT" --region "$S3_REGION" \
+		"$MEMWALFS" mount -f --endpoint "$S3_ENDPOINT" --region "$S3_REGION" $MW_OPTS \
 			"s3://$BKT/fs" "$MNT" >>"$WORK/$t/fs.log" 2>&1 &
 		launched=$!
 		;;
 	memwalfs-local)
 		BACKDIR="$WORK/$t/data"
 		[ -x "$MEMWALFS" ] || { say "  $MEMWALFS not built"; return 1; }
-		"$MEMWALFS" mount -f "$BACKDIR" "$MNT" >>"$WORK/$t/fs.log" 2>&1 &
+		"$MEMWALFS" mount -f $MW_OPTS "$BACKDIR" "$MNT" >>"$WORK/$t/fs.log" 2>&1 &
 		launched=$!
 		;;
 	*)

@@ -509,3 +509,111 @@ probe() {
 	done
 	say "  probe: PUT ${best_p} MB/s, GET ${best_g} MB/s, 4 KiB PUT ${prt} ms, load $(cut -d' ' -f1 /proc/loadavg)"
 }
+
+# ------------------------------------------------------- space under churn
+
+# store_sum: "OBJECTS BYTES" the current target's store holds now: the
+# bucket's listing (memwalfs-s3) or the regular files of its local store
+# directory (memwalfs-local).
+store_sum() {
+	if [ -n "$BKT" ]; then
+		s3_sum "$BKT" 2>/dev/null || echo "- -"
+	else
+		find "$BACKDIR" -type f -printf '%s\n' 2>/dev/null |
+			awk '{ n++; s += $1 } END { printf "%d %.0f\n", n, s }'
+	fi
+}
+
+# churn_sampler FILE PHASEFILE STATUS DIR: every CHURN_SAMPLE_S s append
+# "t phase store_objects store_bytes live_bytes written_bytes" to FILE (t in
+# seconds since the sampler started; phase from PHASEFILE: churn, empty; live
+# and written bytes from churn.py's STATUS line while it runs, then the sizes
+# of the files under DIR).  Runs until killed.
+churn_sampler() {
+	local f=$1 pf=$2 st=$3 d=$4 t0=$SECONDS ph live wr line
+	while :; do
+		ph=$(cat "$pf" 2>/dev/null)
+		line=$(cat "$st" 2>/dev/null)
+		wr=$(printf '%s' "$line" | sed -n 's/.*written_bytes=\([0-9]*\).*/\1/p')
+		if [ "$ph" = churn ]; then
+			live=$(printf '%s' "$line" | sed -n 's/.*live_bytes=\([0-9]*\).*/\1/p')
+		else
+			live=$(python3 "$BENCH_DIR/churn.py" live "$d" 2>/dev/null)
+		fi
+		printf '%s\t%s\t%s\t%s\t%s\n' "$(awk -v a="$CHURN_T0" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }')" \
+			"$ph" "$(store_sum | tr ' ' '\t')" "${live:-0}" "${wr:-0}" >>"$f"
+		sleep "$CHURN_SAMPLE_S"
+	done
+}
+
+# wl_churn: space under churn (issue 16), memwalfs targets only.  The mount
+# is remounted with --gc-grace CHURN_GRACE --gc-interval CHURN_GC_MS (shorter
+# than the defaults, 600 s and 60 s, so that a run of minutes shows several
+# grace periods), then tools/bench/churn.py creates, overwrites, patches and
+# deletes files of mixed sizes for CHURN_S s at CHURN_MBPS MB/s under a live
+# set of at most CHURN_LIVE_MB MiB (churn-run); then everything is removed
+# (churn-empty) and the store is sampled until it holds at most CHURN_ZERO_KB
+# KiB or CHURN_DRAIN_S s passed.  The samples (every CHURN_SAMPLE_S s: store
+# objects and bytes, live bytes, bytes written so far) go to
+# OUT/churn.TARGET.rRUN.tsv for report.py's chart and table; results:
+# written_bytes, ops, churn_s, drain_s (seconds from the end of the rm until
+# the store was near zero; "timeout" recorded as failed), zero_B (store bytes
+# at the end).
+wl_churn() {
+	local d="$MNT/b$RUN/churn" f="$OUT/churn.$TGT.r$RUN.tsv" pf="$WORK/churn.phase"
+	local st="$WORK/churn.status" spid t0 got seed=$((1600 + RUN))
+	case "$TGT" in memwalfs-*) ;; *) return 0 ;; esac
+	target_umount "$TGT"
+	MW_OPTS="--gc-grace $CHURN_GRACE --gc-interval $CHURN_GC_MS" target_mount "$TGT" || return 1
+	mkdir -p "$d"
+	: >"$f"
+	echo churn >"$pf"
+	rm -f "$st"
+	CHURN_T0=$(now)
+	churn_sampler "$f" "$pf" "$st" "$d" &
+	spid=$!
+	result "$TGT" churn-run grace_s "$CHURN_GRACE" s
+	result "$TGT" churn-run gc_interval_s "$((CHURN_GC_MS / 1000))" s
+	result "$TGT" churn-run live_limit_B "$((CHURN_LIVE_MB * 1048576))" B
+	STEP_TIMEOUT=$((${CHURN_S%.*} + 600)) step churn-run python3 "$BENCH_DIR/churn.py" run "$d" \
+		"$CHURN_S" "$CHURN_LIVE_MB" "$CHURN_MBPS" "$seed" "$st"
+	kv_churn churn-run
+	step_end
+	echo empty >"$pf"
+	step churn-empty bash -c 'rm -rf "$1" && "$2" sync "$3"' _ "$d" "$MEMWALFS" "$MNT"
+	step_end
+	t0=$(now)
+	got=
+	while :; do
+		read -r _ got < <(store_sum)
+		[ "${got:-x}" != - ] && [ "${got:-0}" -le $((CHURN_ZERO_KB * 1024)) ] && break
+		if awk -v e="$(elapsed "$t0")" -v l="$CHURN_DRAIN_S" 'BEGIN { exit !(e > l) }'; then
+			result "$TGT" churn-drain failed 1 timeout
+			say "    store still holds $got B after ${CHURN_DRAIN_S}s"
+			break
+		fi
+		sleep 2
+	done
+	result "$TGT" churn-drain drain_s "$(elapsed "$t0")" s
+	result "$TGT" churn-drain zero_B "${got:-0}" B
+	say "    store at $got B $(elapsed "$t0") s after the rm"
+	sleep "$CHURN_SAMPLE_S"
+	kill "$spid" 2>/dev/null
+	wait "$spid" 2>/dev/null
+	# the daemon's log (GC passes, flushes, compactions) for reading the chart
+	grep -E 'gc:|compact:|flush' "$WORK/$TGT/fs.log" >"$LOGS/$TGT.churn.r$RUN.fs.log" 2>/dev/null
+	target_remount "$TGT"
+}
+
+# kv_churn WORKLOAD: record churn.py's summary line of the last step.
+kv_churn() {
+	local f
+	for f in $(grep -m1 '^seed=' "$STEP_OUT" || true); do
+		case "${f%%=*}" in
+		seed|ops|creates|overwrites|patches|deletes|errors) result "$TGT" "$1" "${f%%=*}" "${f#*=}" count ;;
+		written_bytes|live_bytes) result "$TGT" "$1" "${f%%=*}" "${f#*=}" B ;;
+		seconds) result "$TGT" "$1" churn_s "${f#*=}" s ;;
+		MBps) result "$TGT" "$1" MBps "${f#*=}" MB/s ;;
+		esac
+	done
+}

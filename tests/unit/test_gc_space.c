@@ -1,0 +1,216 @@
+/*
+ * test_gc_space.c - space comes back by GC alone (issue 16): the GC thread's
+ * cycle (engine/maint.c, maint_gc_cycle()) asks for the flush and the
+ * compaction that make dead packs collectable, the manifests kept by count
+ * go once the newest has aged, and repack keeps to its byte budget per pass.
+ *
+ *   gc_space_drains   blobs written over several commits and flushed, then
+ *                     all deleted; only GC cycles follow (no flush or
+ *                     compaction asked by the test): every pack goes.
+ *                     Before the fix nothing ever froze the MemTable (its
+ *                     size or 1024 WAL groups are the writer's triggers) and
+ *                     the newest 4 manifests, kept for ever by count, still
+ *                     listed the table of the deleted blobs.
+ *   gc_space_budget   32 packs of 4 blobs, 3 of each 4 deleted; with a
+ *                     budget of 60 KiB a pass, each GC pass repacks at most
+ *                     3 blobs of 16 KiB (the budget holds), several passes
+ *                     are needed, and in the end every old pack is gone and
+ *                     the store is back to its live bytes.
+ *
+ * Counts only, no timing.  Store: local directory.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "engine.h"
+#include "maint.h"
+#include "store.h"
+#include "testutil.h"
+
+struct usage {
+	uint64_t bytes, objects;
+};
+
+static int usage_cb(void *arg, const char *key, uint64_t size)
+{
+	struct usage *u = arg;
+
+	(void)key;
+	u->bytes += size;
+	u->objects++;
+	return 0;
+}
+
+static struct usage usage_of(struct store *st, const char *prefix)
+{
+	struct usage u = {0, 0};
+
+	assert_int_equal(store_list(st, prefix, NULL, 0, usage_cb, &u), 0);
+	return u;
+}
+
+static void put_blob(struct engine *e, unsigned i, size_t len)
+{
+	char key[32];
+	uint8_t *buf = malloc(len);
+
+	assert_non_null(buf);
+	snprintf(key, sizeof(key), "b/%06u", i);
+	tu_random_bytes(buf, len, i);
+	assert_int_equal(engine_put(e, key, strlen(key), buf, len, 0, NULL), 0);
+	free(buf);
+}
+
+static void del_blob(struct engine *e, unsigned i)
+{
+	char key[32];
+
+	snprintf(key, sizeof(key), "b/%06u", i);
+	assert_int_equal(engine_delete(e, key, strlen(key), 0, NULL), 0);
+}
+
+static void open_engine(struct tu_store *t, unsigned repack_kib, struct engine **e)
+{
+	struct engine_opts o;
+
+	engine_opts_default(&o);
+	o.cadence_ms = 20;
+	o.gc_interval_ms = ENGINE_GC_OFF; /* the test runs the cycles */
+	o.gc_grace_sec = ENGINE_GC_NO_GRACE;
+	o.repack_kib_per_sec = repack_kib;
+	assert_int_equal(engine_open(t->store, &o, e), 0);
+}
+
+static void test_gc_space_drains(void **state)
+{
+	struct tu_store *t = NULL;
+	struct engine *e = NULL;
+	struct maint_gc_result g;
+	struct usage packs;
+	int rounds = 0, asked = 0;
+	(void)state;
+
+	assert_int_equal(tu_store_open("local", &t), 0);
+	open_engine(t, 0, &e);
+	for (unsigned i = 0; i < 64; i++) {
+		put_blob(e, i, 64u << 10);
+		if (i % 8 == 7)
+			assert_int_equal(engine_sync(e), 0); /* one pack per 8 blobs */
+	}
+	assert_int_equal(maint_flush_now(e), 0); /* a table lists the blobs */
+	assert_true(usage_of(t->store, "pack/").bytes >= 64u * (64u << 10));
+	for (unsigned i = 0; i < 64; i++)
+		del_blob(e, i);
+	assert_int_equal(engine_sync(e), 0);
+	/* GC cycles only, as the GC thread runs them */
+	do {
+		assert_int_equal(maint_gc_cycle(e, &g), 0);
+		asked += g.space_requested;
+		assert_int_equal(maint_flusher_idle(e), 0);
+		packs = usage_of(t->store, "pack/");
+	} while (packs.objects > 0 && ++rounds < 6);
+	print_message("drain: %d cycles, %d asked for a flush; %" PRIu64 " packs, %" PRIu64
+	              " bytes left\n",
+	              rounds + 1, asked, packs.objects, packs.bytes);
+	assert_true(asked >= 1);
+	assert_int_equal(packs.objects, 0);
+	/* a further cycle with nothing to do asks for nothing */
+	assert_int_equal(maint_gc_cycle(e, &g), 0);
+	assert_false(g.space_requested);
+	assert_int_equal(engine_close(e), 0);
+	tu_store_close(t);
+}
+
+#define GROUPS 32
+#define PER 4
+#define BLOB (16u << 10)
+
+static void test_gc_space_budget(void **state)
+{
+	struct tu_store *t = NULL;
+	struct engine *e = NULL;
+	struct maint_gc_result g;
+	struct usage packs;
+	uint64_t total = 0, live = (uint64_t)GROUPS * BLOB;
+	int passes = 0, busy = 0;
+	(void)state;
+
+	assert_int_equal(tu_store_open("local", &t), 0);
+	/* 1 KiB/s for the 60 s a hand-run pass stands for: 60 KiB, 3 blobs of 16 KiB */
+	open_engine(t, 1, &e);
+	for (unsigned i = 0; i < GROUPS * PER; i++) {
+		put_blob(e, i, BLOB);
+		if (i % PER == PER - 1)
+			assert_int_equal(engine_sync(e), 0); /* one pack per group */
+	}
+	for (unsigned i = 0; i < GROUPS * PER; i++)
+		if (i % PER != 0)
+			del_blob(e, i); /* each pack 25 % live: below repack_below */
+	assert_int_equal(maint_flush_now(e), 0);
+	assert_int_equal(maint_compact_now(e), 0);
+	for (;;) {
+		assert_int_equal(maint_gc_now(e, &g), 0);
+		passes++;
+		total += g.repacked_bytes;
+		assert_true(g.repacked_bytes <= 60u << 10); /* the budget holds */
+		if (g.repack_budget_spent)
+			busy++;
+		packs = usage_of(t->store, "pack/");
+		if (getenv("DBG"))
+			print_message("pass %d: sel %" PRIu64 " rep %" PRIu64 " packs %" PRIu64
+			              "/%" PRIu64 " del %" PRIu64 "\n",
+			              passes, g.repack_packs, g.repacked_bytes, packs.bytes,
+			              packs.objects, g.deleted);
+		if (g.repack_packs == 0 && packs.bytes <= live + live / 4)
+			break;
+		assert_true(passes < 200);
+		/* drop the shadowed versions of what was rewritten (as the cycle would) */
+		assert_int_equal(maint_flush_now(e), 0);
+		assert_int_equal(maint_compact_now(e), 0);
+	}
+	packs = usage_of(t->store, "pack/");
+	print_message("budget: %d passes (%d stopped at the budget), %" PRIu64
+	              " bytes repacked; packs %" PRIu64 " bytes in %" PRIu64
+	              " objects, live %" PRIu64 "\n",
+	              passes, busy, total, packs.bytes, packs.objects, live);
+	assert_true(busy >= 5); /* 32 blobs at 3 a pass: at least 10 passes stopped early */
+	assert_int_equal(total, live);
+	assert_true(packs.bytes <= live + live / 4);
+	/* everything still reads back */
+	for (unsigned i = 0; i < GROUPS * PER; i += PER) {
+		char key[32];
+		uint8_t *want = malloc(BLOB);
+		void *got = NULL;
+		size_t n = 0;
+
+		assert_non_null(want);
+		snprintf(key, sizeof(key), "b/%06u", i);
+		tu_random_bytes(want, BLOB, i);
+		assert_int_equal(engine_get(e, key, strlen(key), &got, &n), 0);
+		assert_int_equal(n, BLOB);
+		assert_memory_equal(got, want, BLOB);
+		free(got);
+		free(want);
+	}
+	assert_int_equal(engine_close(e), 0);
+	tu_store_close(t);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_gc_space_drains),
+	    cmocka_unit_test(test_gc_space_budget),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
