@@ -326,7 +326,8 @@ static int gc_pass(struct engine *e, struct maint_gc_result *res)
 	res->repack_packs = plan.nrepack;
 	res->deferred = plan.n_deferred;
 	for (size_t i = 0; i < plan.npacks; i++)
-		if (plan.packs[i].id.position >= o.protect_wal_from)
+		if (!(plan.packs[i].id.position & PACK_POS_FLUSH) &&
+		    plan.packs[i].id.position >= o.protect_wal_from)
 			res->wal_only_pack_bytes += plan.packs[i].size;
 	age = o.grace_sec > MAINT_UPLOAD_MIN_AGE_SEC ? o.grace_sec : MAINT_UPLOAD_MIN_AGE_SEC;
 	urc = store_cleanup_uploads(e->st, "", age, &aborted);
