@@ -12,18 +12,26 @@
  * becomes readable, all at once (readers use visible_seq as their snapshot).
  * The caller gets a ticket: the WAL position of the group its batch joined.
  *
- * One committer thread turns groups into objects.  It commits the open group
- * when the cadence (opts.cadence_ms since the group's first write) fires, when
- * the group passes opts.group_max_bytes, when someone waits urgently
+ * A blob value stays in the group's WAL entry while the group's blob bytes
+ * fit opts.wal_blob_max (one PUT commits the group; the MemTable holds the
+ * bytes and its flush promotes them into a pack, sst_flush.c); past that it
+ * goes to the group's pack and the entry carries its descriptor.
+ *
+ * The pipeline.  The open group is closed (close_due_locked()) when the
+ * cadence (opts.cadence_ms since the group's first write) fires, when the
+ * group passes opts.group_max_bytes, when someone waits urgently
  * (ENGINE_URGENT, engine_wait(urgent), engine_sync(), backpressure, a
- * MemTable freeze) or at close.  Triggers coalesce by construction: they all
- * just mark the group and wake the one committer.  While a group is being
- * committed ("in flight") new writes form the next group; there is never more
- * than one group in flight, so groups become durable in position order.
+ * MemTable freeze) or at close, while fewer than opts.commit_inflight groups
+ * are closed and not yet durable.  Triggers coalesce by construction: they
+ * all just mark the group and wake the pipeline.  Closed groups queue in
+ * position order; uploader threads put their packs ahead (several at once),
+ * and one committer thread puts the WAL entries, one at a time, in order, so
+ * groups become durable in position order and a correct writer never
+ * leaves a WAL gap.
  *
  * Commit of a group at position P (the commit point is step 2):
- *   1. if it has blobs, seal its pack and store_put pack/<epoch>-<P>
- *      (a name no other writer can use; streaming when large);
+ *   1. if it has a pack and no uploader put it yet, seal it and store_put
+ *      pack/<epoch>-<P> (a name no other writer can use; streaming when large);
  *   2. put_if_absent wal/<P> with the entry.
  * Only after step 2 returns 0 are P's waiters released (durable_upto = P+1).
  *
