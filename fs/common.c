@@ -215,7 +215,7 @@ bool fs_store_down(int rc)
 
 bool fs_outage_enter(struct mwfs *fs)
 {
-	unsigned cap = (fs->o.max_threads ? fs->o.max_threads : 8) / 2;
+	unsigned cap = (fs->o.max_threads ? fs->o.max_threads : FS_DEFAULT_THREADS) / 2;
 	unsigned cur = atomic_load(&fs->outage_readers);
 	do {
 		if (cur >= (cap ? cap : 1))

@@ -29,7 +29,7 @@ void mwfs_opts_default(struct mwfs_opts *o)
 	o->entry_timeout = 10.0;
 	o->attr_timeout = 10.0;
 	o->writeback = true;
-	o->max_threads = 8;
+	o->max_threads = FS_DEFAULT_THREADS;
 	o->readahead_threads = 4;
 	o->readahead_bytes = 8u << 20;
 	o->wb_flush_ms = 100;
@@ -584,7 +584,8 @@ int mwfs_loop(struct mwfs *fs)
 	if (!cfg)
 		return -ENOMEM;
 	fuse_loop_cfg_set_clone_fd(cfg, 0);
-	fuse_loop_cfg_set_max_threads(cfg, fs->o.max_threads ? fs->o.max_threads : 8);
+	fuse_loop_cfg_set_max_threads(cfg,
+	                              fs->o.max_threads ? fs->o.max_threads : FS_DEFAULT_THREADS);
 	int rc = fuse_session_loop_mt(fs->se, cfg);
 	fuse_loop_cfg_destroy(cfg);
 	return rc < 0 ? rc : 0;

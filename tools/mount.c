@@ -129,7 +129,7 @@ static void usage(FILE *f)
 	    "  --cache-size BYTES     blob and block cache (default 256M)\n"
 	    "  --memtable-size BYTES  MemTable size before a flush (default 64M)\n"
 	    "  --chunk-size BYTES     data chunk size when formatting (default 1M)\n"
-	    "  --threads N            FUSE worker threads (default 8)\n"
+	    "  --threads N            FUSE worker threads (default 64)\n"
 	    "  --capacity BYTES       the size statfs (df) reports, e.g. 500G or 2T (default\n"
 	    "                         1P); free is that less the live data, and fallocate\n"
 	    "                         beyond the free space fails with ENOSPC\n"

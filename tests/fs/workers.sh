@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tests/fs/workers.sh MEMWALFS BACKEND - the daemon answers requests on a pool of threads
-# (-o threads=N, 8), and keeps them: one request that waits (an fsync during an outage, a read
+# (-o threads=N, 64), and keeps them: one request that waits (an fsync during an outage, a read
 # waiting for the store) must not hold up the others.
 #
 # Until this test, fs/ asked for FUSE_USE_VERSION 34 and passed the 3.12 loop configuration to
