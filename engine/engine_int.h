@@ -58,6 +58,7 @@ struct group {
 	struct group *next;  /* next closed group in position order [mu] */
 	bool pack_busy;      /* an uploader is putting the pack [mu] */
 	bool pack_tried;     /* an uploader tried once: the committer owns retries [mu] */
+	int pack_err;        /* that try's error, or 0 [mu] */
 	bool committing;     /* the committer took it (its WAL stage) [mu] */
 };
 

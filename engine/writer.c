@@ -655,6 +655,13 @@ static int commit_group(struct engine *e, struct group *g)
 	uint64_t closing_since = 0, started = mw_now_us();
 	uint64_t jitter = g->position * 0x9e3779b97f4a7c15ull;
 
+	if (g->pack_err && e->o.commit_retry_ms == ENGINE_NO_RETRY) {
+		/* an uploader's try was the first attempt: no retry means none after it */
+		log_err("engine: group %" PRIu64 " not committed (its pack: %s); the writer stops, "
+		        "none of it was acknowledged",
+		        g->position, strerror(-g->pack_err));
+		return -EIO;
+	}
 	for (;;) {
 		int rc = commit_once(e, g);
 
@@ -820,6 +827,7 @@ static void *uploader_main(void *arg)
 		int rc = put_pack(e, g);
 		mw_mutex_lock(&e->mu);
 		g->pack_busy = false;
+		g->pack_err = rc;
 		if (rc)
 			log_debug("engine: early put of the pack of group %" PRIu64
 			          " failed (%s); the committer retries it",
