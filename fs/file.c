@@ -209,7 +209,7 @@ void file_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, of
 	else
 		fuse_reply_write(req, pos);
 	if (pos && (fi->flags & O_DIRECT)) /* buffered readers may have cached old pages */
-		fsinval_queue(fs->inv, inum, (uint64_t)off, pos);
+		fsnotify_inode(fs->nf, inum, (uint64_t)off, pos);
 }
 
 /* Lock a and b exclusive (one lock when they are the same), lower inode first. */

@@ -317,15 +317,17 @@ void mwfs_get_fsync_latency(struct mwfs *fs, struct mw_hist_snap *out)
 size_t mwfs_stats_format(struct mwfs *fs, char *buf, size_t len)
 {
 	uint64_t pre, waited;
+	struct fsnotify_counts nc;
+	fsnotify_counts(fs->nf, &nc);
 	size_t n = engine_stats_format(fs->e, buf, len);
 	ra_counts(fs->ra, &pre, &waited);
 	char tail[192];
-	int w = snprintf(tail, sizeof(tail),
-	                 "fs_readahead_chunks %llu\nfs_read_waits %llu\nfs_folded_windows %llu\n"
-	                 "fs_page_invalidations %llu\n",
-	                 (unsigned long long)pre, (unsigned long long)waited,
-	                 (unsigned long long)wbflush_folded(fs->wbf),
-	                 (unsigned long long)fsinval_sent(fs->inv));
+	int w =
+	    snprintf(tail, sizeof(tail),
+	             "fs_readahead_chunks %llu\nfs_read_waits %llu\nfs_folded_windows %llu\n"
+	             "fs_page_invalidations %llu\n",
+	             (unsigned long long)pre, (unsigned long long)waited,
+	             (unsigned long long)wbflush_folded(fs->wbf), (unsigned long long)nc.inodes);
 	if (w > 0 && n < len)
 		snprintf(buf + n, len - n, "%s", tail);
 	return n + (w > 0 ? (size_t)w : 0);
@@ -512,16 +514,18 @@ int mwfs_open(struct engine *e, const struct mwfs_opts *o, struct mwfs **out)
 		fs->ra = NULL;
 		goto fail;
 	}
-	if (!o->read_only && (rc = fsinval_start(&fs->inv))) {
-		wbflush_stop(fs->wbf);
-		fs->wbf = NULL;
-		ra_stop(fs->ra);
-		fs->ra = NULL;
-		goto fail;
-	}
 	struct engine_stats es;
 	engine_get_stats(e, &es);
-	if (o->read_only && es.following && (rc = fsfollow_start(fs, &fs->ff))) {
+	bool follow = o->read_only && es.following;
+	if (!o->read_only || follow)
+		rc = fsnotify_start(fs, follow ? follow_refresh : NULL, &fs->nf);
+	if (!rc && follow)
+		rc = fsfollow_start(fs, &fs->ff);
+	if (rc) {
+		fsnotify_stop(fs->nf);
+		fs->nf = NULL;
+		wbflush_stop(fs->wbf);
+		fs->wbf = NULL;
 		ra_stop(fs->ra);
 		fs->ra = NULL;
 		goto fail;
@@ -569,8 +573,7 @@ int mwfs_mount(struct mwfs *fs, int argc, char **argv, const char *mountpoint)
 		goto fail;
 	}
 	fs->mounted = true;
-	fsfollow_session(fs->ff, fs->se);
-	fsinval_session(fs->inv, fs->se);
+	fsnotify_session(fs->nf, fs->se);
 	return 0;
 fail:
 	fuse_session_destroy(fs->se);
@@ -596,10 +599,10 @@ int mwfs_close(struct mwfs *fs)
 	if (!fs)
 		return 0;
 	int rc = 0;
-	fsfollow_stop(fs->ff); /* before the session goes: it notifies the kernel */
+	fsfollow_stop(fs->ff); /* first: it queues for the notify thread */
 	fs->ff = NULL;
-	fsinval_stop(fs->inv); /* the same */
-	fs->inv = NULL;
+	fsnotify_stop(fs->nf); /* before the session goes: it notifies the kernel */
+	fs->nf = NULL;
 	ra_stop(fs->ra);
 	fs->ra = NULL;
 	wbflush_stop(fs->wbf);
