@@ -459,6 +459,7 @@ void dir_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 		rc = inode_tx_commit(&tx, rc);
 	}
 	fuse_reply_err(req, fs_err(op_end(&op, rc)));
+	inode_reclaim_queued(op.fs); /* a file neither open nor looked up */
 }
 
 void dir_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -490,7 +491,7 @@ void dir_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 		fs_touch(&op.dp->a, false, true, true);
 		rc = dentry_del(tx.b, parent, name);
 		if (!rc)
-			rc = inode_batch_drop(op.fs, tx.b, op.ino);
+			rc = inode_batch_drop(op.fs, tx.b, op.ino, false);
 		rc = inode_tx_commit(&tx, rc);
 	}
 	if (!rc) {
@@ -542,7 +543,7 @@ static int rename_replace(struct op *src, struct op *dst, struct inode_tx *tx, s
 			rc = dir_empty(src->fs, di->ino);
 			if (rc)
 				return rc;
-			rc = inode_batch_drop(src->fs, tx->b, di->ino);
+			rc = inode_batch_drop(src->fs, tx->b, di->ino, false);
 			dst->dp->a.nlink--;
 			*dropped = true;
 		} else {
@@ -644,6 +645,7 @@ void dir_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t 
 out:
 	op_end(&dst, 0);
 	fuse_reply_err(req, fs_err(op_end(&src, rc)));
+	inode_reclaim_queued(src.fs); /* a replaced file neither open nor looked up */
 }
 
 void dir_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)

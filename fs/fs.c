@@ -110,6 +110,7 @@ static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 	inode_forget(fs, ino, nlookup);
 	mw_mutex_unlock(&fs->mu);
 	fuse_reply_none(req);
+	inode_reclaim_queued(fs); /* the last lookup of an unlinked inode */
 }
 
 static void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *f)
@@ -120,6 +121,7 @@ static void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_dat
 		inode_forget(fs, f[i].ino, f[i].nlookup);
 	mw_mutex_unlock(&fs->mu);
 	fuse_reply_none(req);
+	inode_reclaim_queued(fs);
 }
 
 static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -499,9 +501,9 @@ int mwfs_open(struct engine *e, const struct mwfs_opts *o, struct mwfs **out)
 	rc = inode_get(fs, SCHEMA_ROOT_INO, &root);
 	if (!rc)
 		root->nlookup = 1;
+	mw_mutex_unlock(&fs->mu);
 	if (!rc && !o->read_only)
 		rc = inode_reclaim_orphans(fs);
-	mw_mutex_unlock(&fs->mu);
 	if (rc) {
 		log_err("opening the root directory: %s", strerror(-rc));
 		goto fail;
@@ -614,8 +616,8 @@ int mwfs_close(struct mwfs *fs)
 		for (size_t i = 0; i < fs->hsize; i++)
 			for (struct inode *ip = fs->htab[i]; ip; ip = ip->hnext)
 				ip->nopen = 0;
-		int rc2 = inode_reclaim_orphans(fs);
 		mw_mutex_unlock(&fs->mu);
+		int rc2 = inode_reclaim_orphans(fs);
 		if (!rc)
 			rc = rc2;
 	}

@@ -12,7 +12,8 @@
  * Lifetime of an in-memory inode: it stays in the table while the kernel
  * holds lookups on it (nlookup), files are open on it (nopen) or a handler
  * is using it (refs).  When all three reach zero it is dropped, and if it
- * has no links left its records are reclaimed in one batch.
+ * has no links left its records are reclaimed in one batch, without fs->mu
+ * (inode.c, "Reclaim").
  */
 #ifndef MEMWALFS_FS_INTERNAL_H
 #define MEMWALFS_FS_INTERNAL_H
@@ -88,6 +89,9 @@ struct mwfs {
 	atomic_uint outage_readers; /* requests waiting out a store outage (fs_outage_enter()) */
 	struct fsfollow *ff;        /* read-only mount of a follower: what it applied (follow.c) */
 	struct fsnotify *nf; /* kernel cache invalidations (notify.c); NULL on a plain ro mount */
+	uint64_t *reclaim;   /* unlinked inodes whose records wait to go (inode.c); fs->mu */
+	size_t reclaim_n, reclaim_cap; /* fs->mu */
+	atomic_size_t reclaim_queued;  /* reclaim_n, read without fs->mu */
 };
 
 /* Per-thread scratch, reused across requests (avoids a malloc per read). */
@@ -185,8 +189,18 @@ int inode_warm(struct mwfs *fs, uint64_t ino);
 void inode_forget(struct mwfs *fs, uint64_t ino, uint64_t n);
 int inode_new(struct mwfs *fs, struct engine_batch *b, uint32_t mode, struct inode **out);
 int inode_batch_put(struct mwfs *fs, struct engine_batch *b, const struct inode *ip);
-int inode_batch_drop(struct mwfs *fs, struct engine_batch *b, uint64_t ino);
+/*
+ * Queue into b the deletion of every record of ino: inode, orphan mark, xattrs and, with
+ * data, extents (a directory has none).  Scans the store: fs->mu need not be held.
+ */
+int inode_batch_drop(struct mwfs *fs, struct engine_batch *b, uint64_t ino, bool data);
 int inode_commit(struct mwfs *fs, struct engine_batch *b, struct inode **ips, size_t n);
+/*
+ * Unlinked inodes: inode_reclaim_queued() deletes the records of those that maybe_evict()
+ * queued; inode_reclaim_orphans() of every orphan not in use (mount, unmount).  Both with
+ * fs->mu NOT held (they scan the store without it; see inode.c).
+ */
+void inode_reclaim_queued(struct mwfs *fs);
 int inode_reclaim_orphans(struct mwfs *fs);
 
 /*
