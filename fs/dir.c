@@ -474,6 +474,11 @@ void dir_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 		int r = dir_empty(op.fs, op.ino);
 		if (r && r != -ENOTEMPTY)
 			rc = r;
+		/* and the drop below scans the xattrs: a scan now brings their blocks in */
+		struct engine_batch *b = fs_batch(op.fs);
+		r = b ? inode_batch_drop(op.fs, b, op.ino, false) : 0;
+		if (!rc && fs_store_down(r))
+			rc = r;
 	}
 	if (!rc) {
 		op_lock(&op);
