@@ -93,7 +93,13 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	conn->max_write = 1u << 20;
 	if (conn->max_readahead < (1u << 20))
 		conn->max_readahead = 1u << 20;
-	conn->max_background = 64;
+	/*
+	 * Background requests (writeback of dirty pages, read-ahead, async direct I/O) take at
+	 * most half the worker threads: a writer held by backpressure then blocks those, never
+	 * every worker, and lookups and getattrs of other files are still answered.
+	 */
+	unsigned threads = fs->o.max_threads ? fs->o.max_threads : 8;
+	conn->max_background = threads > 1 ? threads / 2 : 1;
 	log_info("fuse init: writeback=%d max_write=%u want=%#x", fs->writeback, conn->max_write,
 	         conn->want);
 }
