@@ -98,7 +98,7 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	 * most half the worker threads: a writer held by backpressure then blocks those, never
 	 * every worker, and lookups and getattrs of other files are still answered.
 	 */
-	unsigned threads = fs->o.max_threads ? fs->o.max_threads : 8;
+	unsigned threads = fs->o.max_threads ? fs->o.max_threads : FS_DEFAULT_THREADS;
 	conn->max_background = threads > 1 ? threads / 2 : 1;
 	log_info("fuse init: writeback=%d max_write=%u want=%#x", fs->writeback, conn->max_write,
 	         conn->want);
