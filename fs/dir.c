@@ -459,6 +459,7 @@ void dir_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 		rc = inode_tx_commit(&tx, rc);
 	}
 	fuse_reply_err(req, fs_err(op_end(&op, rc)));
+	inode_reclaim_queued(op.fs); /* a file neither open nor looked up */
 }
 
 void dir_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -472,6 +473,11 @@ void dir_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 		/* the emptiness check below reads the listing's first block: warm it too */
 		int r = dir_empty(op.fs, op.ino);
 		if (r && r != -ENOTEMPTY)
+			rc = r;
+		/* and the drop below scans the xattrs: a scan now brings their blocks in */
+		struct engine_batch *b = fs_batch(op.fs);
+		r = b ? inode_batch_drop(op.fs, b, op.ino, false) : 0;
+		if (!rc && fs_store_down(r))
 			rc = r;
 	}
 	if (!rc) {
@@ -490,7 +496,7 @@ void dir_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 		fs_touch(&op.dp->a, false, true, true);
 		rc = dentry_del(tx.b, parent, name);
 		if (!rc)
-			rc = inode_batch_drop(op.fs, tx.b, op.ino);
+			rc = inode_batch_drop(op.fs, tx.b, op.ino, false);
 		rc = inode_tx_commit(&tx, rc);
 	}
 	if (!rc) {
@@ -542,7 +548,7 @@ static int rename_replace(struct op *src, struct op *dst, struct inode_tx *tx, s
 			rc = dir_empty(src->fs, di->ino);
 			if (rc)
 				return rc;
-			rc = inode_batch_drop(src->fs, tx->b, di->ino);
+			rc = inode_batch_drop(src->fs, tx->b, di->ino, false);
 			dst->dp->a.nlink--;
 			*dropped = true;
 		} else {
@@ -644,6 +650,7 @@ void dir_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t 
 out:
 	op_end(&dst, 0);
 	fuse_reply_err(req, fs_err(op_end(&src, rc)));
+	inode_reclaim_queued(src.fs); /* a replaced file neither open nor looked up */
 }
 
 void dir_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)

@@ -93,17 +93,18 @@ static int scan_once(struct mwfs *fs, uint64_t ino, uint64_t from, uint64_t to, 
 }
 
 /*
- * scan_once(), waiting out a store that does not answer when wait is set
- * (or, unset, within fs_outage_enter()'s bound).  A retried scan starts
- * over: b (may be NULL) is rewound to where it was and reset(arg) called.
+ * once(arg), retried with the engine's backoff while the store does not
+ * answer: when wait is set until it does, else within fs_outage_enter()'s
+ * bound.  A retry starts over: b (may be NULL) is rewound to where it was
+ * and reset(arg) called first.
  */
-static int scan(struct mwfs *fs, uint64_t ino, uint64_t from, uint64_t to, ext_fn fn, void *arg,
-                bool wait, struct engine_batch *b, void (*reset)(void *))
+static int retry(struct mwfs *fs, int (*once)(void *), void *arg, bool wait, struct engine_batch *b,
+                 void (*reset)(void *))
 {
 	struct engine_batch_mark m;
 	if (b)
 		engine_batch_get_mark(b, &m);
-	int rc = scan_once(fs, ino, from, to, fn, arg);
+	int rc = once(arg);
 	if (!fs_store_down(rc) || (!wait && !fs_outage_enter(fs)))
 		return rc;
 	uint64_t start = mw_now_us();
@@ -112,11 +113,40 @@ static int scan(struct mwfs *fs, uint64_t ino, uint64_t from, uint64_t to, ext_f
 		if (b)
 			engine_batch_rewind(b, &m);
 		reset(arg);
-		rc = scan_once(fs, ino, from, to, fn, arg);
+		rc = once(arg);
 	}
 	if (!wait)
 		fs_outage_leave(fs);
 	return rc;
+}
+
+/* One scan_once() as retry() runs it. */
+struct scan_job {
+	struct mwfs *fs;
+	uint64_t ino, from, to;
+	ext_fn fn;
+	void *arg;
+	void (*reset)(void *);
+};
+
+static int scan_job_once(void *arg)
+{
+	struct scan_job *j = arg;
+	return scan_once(j->fs, j->ino, j->from, j->to, j->fn, j->arg);
+}
+
+static void scan_job_reset(void *arg)
+{
+	struct scan_job *j = arg;
+	j->reset(j->arg);
+}
+
+/* scan_once(), retried by retry() (b, reset: as there). */
+static int scan(struct mwfs *fs, uint64_t ino, uint64_t from, uint64_t to, ext_fn fn, void *arg,
+                bool wait, struct engine_batch *b, void (*reset)(void *))
+{
+	struct scan_job j = {fs, ino, from, to, fn, arg, reset};
+	return retry(fs, scan_job_once, &j, wait, b, scan_job_reset);
 }
 
 /* ---- reads ------------------------------------------------------------ */
@@ -192,6 +222,7 @@ int ext_prefetch(struct mwfs *fs, uint64_t ino, uint64_t off, uint64_t n)
  * unless its last part survives (then it is overwritten).
  */
 struct clear_arg {
+	struct mwfs *fs;
 	struct engine_batch *b;
 	uint64_t ino;
 	const struct ext_range *r;
@@ -231,10 +262,11 @@ static int clear_one(void *arg, const struct ext *x)
 	return rc;
 }
 
-static int clear_set_once(struct mwfs *fs, struct clear_arg *c)
+static int clear_set_once(void *arg)
 {
+	struct clear_arg *c = arg;
 	struct engine_iter *it = NULL;
-	int rc = iter_open(fs, c->ino, &it);
+	int rc = iter_open(c->fs, c->ino, &it);
 	for (size_t i = 0; i < c->n && !rc; i++) {
 		c->cur = i;
 		uint64_t to =
@@ -245,23 +277,18 @@ static int clear_set_once(struct mwfs *fs, struct clear_arg *c)
 	return rc;
 }
 
+static void clear_reset(void *arg)
+{
+	struct clear_arg *c = arg;
+	c->handled = c->removed = 0;
+}
+
 int ext_clear_set(struct mwfs *fs, struct engine_batch *b, uint64_t ino, const struct ext_range *r,
                   size_t n, uint64_t *removed)
 {
-	struct clear_arg c = {b, ino, r, n, 0, 0, 0};
-	struct engine_batch_mark m;
-	engine_batch_get_mark(b, &m);
-	int rc = clear_set_once(fs, &c);
-	if (fs_store_down(rc)) {
-		/* the bytes being written or cut wait in memory: wait for the store */
-		uint64_t start = mw_now_us();
-		unsigned wait_ms = 0;
-		while (fs_store_down(rc) && engine_backoff(fs->e, start, &wait_ms) == 0) {
-			engine_batch_rewind(b, &m);
-			c.handled = c.removed = 0;
-			rc = clear_set_once(fs, &c);
-		}
-	}
+	struct clear_arg c = {fs, b, ino, r, n, 0, 0, 0};
+	/* the bytes being written or cut wait in memory: wait for the store */
+	int rc = retry(fs, clear_set_once, &c, true, b, clear_reset);
 	if (!rc)
 		*removed += c.removed;
 	return rc;

@@ -209,7 +209,7 @@ void file_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, of
 	else
 		fuse_reply_write(req, pos);
 	if (pos && (fi->flags & O_DIRECT)) /* buffered readers may have cached old pages */
-		fsinval_queue(fs->inv, inum, (uint64_t)off, pos);
+		fsnotify_inode(fs->nf, inum, (uint64_t)off, pos);
 }
 
 /* Lock a and b exclusive (one lock when they are the same), lower inode first. */
@@ -337,9 +337,10 @@ void file_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	mw_mutex_lock(&fs->mu);
 	ip->refs++;
 	ip->nopen--;
-	inode_put(fs, ip); /* may reclaim an unlinked file */
+	inode_put(fs, ip); /* may queue the reclaim of an unlinked file */
 	mw_mutex_unlock(&fs->mu);
 	fuse_reply_err(req, fs_err(rc));
+	inode_reclaim_queued(fs);
 }
 
 void file_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)

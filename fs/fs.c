@@ -93,7 +93,13 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	conn->max_write = 1u << 20;
 	if (conn->max_readahead < (1u << 20))
 		conn->max_readahead = 1u << 20;
-	conn->max_background = 64;
+	/*
+	 * Background requests (writeback of dirty pages, read-ahead, async direct I/O) take at
+	 * most half the worker threads: a writer held by backpressure then blocks those, never
+	 * every worker, and lookups and getattrs of other files are still answered.
+	 */
+	unsigned threads = fs->o.max_threads ? fs->o.max_threads : FS_DEFAULT_THREADS;
+	conn->max_background = threads > 1 ? threads / 2 : 1;
 	log_info("fuse init: writeback=%d max_write=%u want=%#x", fs->writeback, conn->max_write,
 	         conn->want);
 }
@@ -110,6 +116,7 @@ static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 	inode_forget(fs, ino, nlookup);
 	mw_mutex_unlock(&fs->mu);
 	fuse_reply_none(req);
+	inode_reclaim_queued(fs); /* the last lookup of an unlinked inode */
 }
 
 static void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *f)
@@ -120,6 +127,7 @@ static void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_dat
 		inode_forget(fs, f[i].ino, f[i].nlookup);
 	mw_mutex_unlock(&fs->mu);
 	fuse_reply_none(req);
+	inode_reclaim_queued(fs);
 }
 
 static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -317,15 +325,17 @@ void mwfs_get_fsync_latency(struct mwfs *fs, struct mw_hist_snap *out)
 size_t mwfs_stats_format(struct mwfs *fs, char *buf, size_t len)
 {
 	uint64_t pre, waited;
+	struct fsnotify_counts nc;
+	fsnotify_counts(fs->nf, &nc);
 	size_t n = engine_stats_format(fs->e, buf, len);
 	ra_counts(fs->ra, &pre, &waited);
 	char tail[192];
-	int w = snprintf(tail, sizeof(tail),
-	                 "fs_readahead_chunks %llu\nfs_read_waits %llu\nfs_folded_windows %llu\n"
-	                 "fs_page_invalidations %llu\n",
-	                 (unsigned long long)pre, (unsigned long long)waited,
-	                 (unsigned long long)wbflush_folded(fs->wbf),
-	                 (unsigned long long)fsinval_sent(fs->inv));
+	int w =
+	    snprintf(tail, sizeof(tail),
+	             "fs_readahead_chunks %llu\nfs_read_waits %llu\nfs_folded_windows %llu\n"
+	             "fs_page_invalidations %llu\n",
+	             (unsigned long long)pre, (unsigned long long)waited,
+	             (unsigned long long)wbflush_folded(fs->wbf), (unsigned long long)nc.inodes);
 	if (w > 0 && n < len)
 		snprintf(buf + n, len - n, "%s", tail);
 	return n + (w > 0 ? (size_t)w : 0);
@@ -497,9 +507,9 @@ int mwfs_open(struct engine *e, const struct mwfs_opts *o, struct mwfs **out)
 	rc = inode_get(fs, SCHEMA_ROOT_INO, &root);
 	if (!rc)
 		root->nlookup = 1;
+	mw_mutex_unlock(&fs->mu);
 	if (!rc && !o->read_only)
 		rc = inode_reclaim_orphans(fs);
-	mw_mutex_unlock(&fs->mu);
 	if (rc) {
 		log_err("opening the root directory: %s", strerror(-rc));
 		goto fail;
@@ -512,16 +522,18 @@ int mwfs_open(struct engine *e, const struct mwfs_opts *o, struct mwfs **out)
 		fs->ra = NULL;
 		goto fail;
 	}
-	if (!o->read_only && (rc = fsinval_start(&fs->inv))) {
-		wbflush_stop(fs->wbf);
-		fs->wbf = NULL;
-		ra_stop(fs->ra);
-		fs->ra = NULL;
-		goto fail;
-	}
 	struct engine_stats es;
 	engine_get_stats(e, &es);
-	if (o->read_only && es.following && (rc = fsfollow_start(fs, &fs->ff))) {
+	bool follow = o->read_only && es.following;
+	if (!o->read_only || follow)
+		rc = fsnotify_start(fs, follow ? follow_refresh : NULL, &fs->nf);
+	if (!rc && follow)
+		rc = fsfollow_start(fs, &fs->ff);
+	if (rc) {
+		fsnotify_stop(fs->nf);
+		fs->nf = NULL;
+		wbflush_stop(fs->wbf);
+		fs->wbf = NULL;
 		ra_stop(fs->ra);
 		fs->ra = NULL;
 		goto fail;
@@ -569,8 +581,7 @@ int mwfs_mount(struct mwfs *fs, int argc, char **argv, const char *mountpoint)
 		goto fail;
 	}
 	fs->mounted = true;
-	fsfollow_session(fs->ff, fs->se);
-	fsinval_session(fs->inv, fs->se);
+	fsnotify_session(fs->nf, fs->se);
 	return 0;
 fail:
 	fuse_session_destroy(fs->se);
@@ -596,10 +607,10 @@ int mwfs_close(struct mwfs *fs)
 	if (!fs)
 		return 0;
 	int rc = 0;
-	fsfollow_stop(fs->ff); /* before the session goes: it notifies the kernel */
+	fsfollow_stop(fs->ff); /* first: it queues for the notify thread */
 	fs->ff = NULL;
-	fsinval_stop(fs->inv); /* the same */
-	fs->inv = NULL;
+	fsnotify_stop(fs->nf); /* before the session goes: it notifies the kernel */
+	fs->nf = NULL;
 	ra_stop(fs->ra);
 	fs->ra = NULL;
 	wbflush_stop(fs->wbf);
@@ -611,8 +622,8 @@ int mwfs_close(struct mwfs *fs)
 		for (size_t i = 0; i < fs->hsize; i++)
 			for (struct inode *ip = fs->htab[i]; ip; ip = ip->hnext)
 				ip->nopen = 0;
-		int rc2 = inode_reclaim_orphans(fs);
 		mw_mutex_unlock(&fs->mu);
+		int rc2 = inode_reclaim_orphans(fs);
 		if (!rc)
 			rc = rc2;
 	}

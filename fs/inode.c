@@ -8,8 +8,21 @@
  * one create in MWFS_INO_RANGE writes the superblock; a crash skips at most
  * the rest of a range (numbers are never reused).
  *
- * Everything here runs with fs->mu held, except inode_check() and
- * wbuf_flush_all() (wbuf.c), which take it.
+ * Everything here runs with fs->mu held, except inode_check(), the reclaim
+ * of unlinked inodes (below) and wbuf_flush_all() (wbuf.c), which take it.
+ *
+ * Reclaim.  An inode with no links left keeps its records (and an orphan
+ * mark, 'O') while it is used; when the last user lets go, maybe_evict()
+ * drops it from the table and queues its number (fs->reclaim).  The records
+ * are deleted by inode_reclaim_queued(), which a handler calls once it has
+ * let go of fs->mu (forget, release, unlink, rename) and the write-buffer
+ * flusher on each pass: the scan of its extents and xattrs, which may read
+ * SSTable blocks from the store, and the backpressure wait before the
+ * delete run without fs->mu; under it the inode is checked to be still
+ * unused (a file handle may have loaded it again: it is then reclaimed when
+ * that user lets go) and the batch applied.  Orphans left by a crash, or by
+ * a queue that could not grow, are reclaimed at mount and at unmount
+ * (inode_reclaim_orphans()) the same way.
  */
 #include <assert.h>
 #include <errno.h>
@@ -190,13 +203,8 @@ out:
 	return rc;
 }
 
-/*
- * Queue the deletion of every record of ino into b: inode, orphan mark,
- * extents, xattrs (fs->mu held).
- */
-int inode_batch_drop(struct mwfs *fs, struct engine_batch *b, uint64_t ino)
+int inode_batch_drop(struct mwfs *fs, struct engine_batch *b, uint64_t ino, bool data)
 {
-	mw_mutex_assert_held(&fs->mu);
 	uint8_t key[SCHEMA_KEY_MAX], end[SCHEMA_KEY_MAX];
 	size_t kn = schema_key_inode(key, ino);
 	int rc = engine_batch_delete(b, key, kn);
@@ -204,7 +212,7 @@ int inode_batch_drop(struct mwfs *fs, struct engine_batch *b, uint64_t ino)
 		kn = schema_key_orphan(key, ino);
 		rc = engine_batch_delete(b, key, kn);
 	}
-	for (int pass = 0; pass < 2 && !rc; pass++) {
+	for (int pass = data ? 0 : 1; pass < 2 && !rc; pass++) {
 		kn = pass ? schema_key_xattr_prefix(key, ino) : schema_key_extent_prefix(key, ino);
 		size_t en = schema_prefix_end(key, kn, end);
 		struct engine_iter *it = NULL;
@@ -366,24 +374,78 @@ int inode_new(struct mwfs *fs, struct engine_batch *b, uint32_t mode, struct ino
 	return 0;
 }
 
-/* Drop ip from the table if unused; reclaim its records if it has no links. */
-static int maybe_evict(struct mwfs *fs, struct inode *ip)
+/* Queue ino for inode_reclaim_queued() (fs->mu held).  false: no memory. */
+static bool reclaim_queue(struct mwfs *fs, uint64_t ino)
 {
-	int rc = 0;
-	if (ip->nlookup || ip->nopen || ip->refs || ip->ino == SCHEMA_ROOT_INO)
-		return 0;
-	if (ip->a.nlink == 0 && !ip->gone && !fs->o.read_only) {
-		struct engine_batch *b = fs_batch(fs);
-		rc = b ? inode_batch_drop(fs, b, ip->ino) : -ENOMEM;
-		if (!rc)
-			rc = inode_commit(fs, b, NULL, 0);
-		if (rc)
-			log_warn("reclaiming inode %llu: %s (stays an orphan)",
-			         (unsigned long long)ip->ino, strerror(-rc));
+	if (fs->reclaim_n == fs->reclaim_cap) {
+		size_t cap = fs->reclaim_cap ? 2 * fs->reclaim_cap : 64;
+		uint64_t *q = realloc(fs->reclaim, cap * sizeof(*q));
+		if (!q)
+			return false;
+		fs->reclaim = q;
+		fs->reclaim_cap = cap;
 	}
+	fs->reclaim[fs->reclaim_n++] = ino;
+	atomic_store(&fs->reclaim_queued, fs->reclaim_n);
+	return true;
+}
+
+/* Drop ip from the table if unused; queue the reclaim of its records if it has no links. */
+static void maybe_evict(struct mwfs *fs, struct inode *ip)
+{
+	if (ip->nlookup || ip->nopen || ip->refs || ip->ino == SCHEMA_ROOT_INO)
+		return;
+	if (ip->a.nlink == 0 && !ip->gone && !fs->o.read_only && !reclaim_queue(fs, ip->ino))
+		log_warn("reclaiming inode %llu: out of memory (stays an orphan until the next "
+		         "mount)",
+		         (unsigned long long)ip->ino);
 	table_remove(fs, ip);
 	inode_free(ip);
+}
+
+/*
+ * Delete the records of the unlinked inode ino (fs->mu NOT held; takes it to
+ * check and apply).  0, 1 when the inode is in use again (skipped), or the
+ * error.
+ */
+static int reclaim_one(struct mwfs *fs, uint64_t ino)
+{
+	struct engine_batch *b = fs_batch(fs);
+	struct engine_batch_mark m;
+	int rc = b ? inode_batch_drop(fs, b, ino, true) : -ENOMEM;
+	if (!rc) {
+		engine_batch_get_mark(b, &m);
+		rc = engine_wait_room(fs->e, m.bytes + FS_META_ROOM);
+	}
+	if (rc)
+		return rc;
+	mw_mutex_lock(&fs->mu);
+	struct inode *ip = inode_find(fs, ino);
+	if (ip && (ip->nopen || ip->refs || ip->a.nlink || ip->gone)) {
+		rc = 1;
+	} else {
+		rc = inode_commit(fs, b, NULL, 0);
+		if (!rc && ip)
+			ip->gone = true;
+	}
+	mw_mutex_unlock(&fs->mu);
 	return rc;
+}
+
+void inode_reclaim_queued(struct mwfs *fs)
+{
+	while (atomic_load(&fs->reclaim_queued)) {
+		mw_mutex_lock(&fs->mu);
+		uint64_t ino = fs->reclaim_n ? fs->reclaim[--fs->reclaim_n] : 0;
+		atomic_store(&fs->reclaim_queued, fs->reclaim_n);
+		mw_mutex_unlock(&fs->mu);
+		if (!ino)
+			break;
+		int rc = reclaim_one(fs, ino);
+		if (rc < 0)
+			log_warn("reclaiming inode %llu: %s (stays an orphan)",
+			         (unsigned long long)ino, strerror(-rc));
+	}
 }
 
 /* Release a reference taken by inode_get()/inode_new() (fs->mu held unless ip is NULL). */
@@ -393,7 +455,8 @@ int inode_put(struct mwfs *fs, struct inode *ip)
 		return 0; /* nothing held: callers may not hold fs->mu then */
 	mw_mutex_assert_held(&fs->mu);
 	ip->refs--;
-	return maybe_evict(fs, ip);
+	maybe_evict(fs, ip);
+	return 0;
 }
 
 /*
@@ -426,17 +489,16 @@ void inode_forget(struct mwfs *fs, uint64_t ino, uint64_t n)
 }
 
 /*
- * Reclaim every orphan that is not open (fs->mu held): at mount (after a
+ * Reclaim every orphan that is not open (fs->mu NOT held): at mount (after a
  * crash nothing is open) and at unmount.
  */
 int inode_reclaim_orphans(struct mwfs *fs)
 {
-	mw_mutex_assert_held(&fs->mu);
 	uint8_t key[SCHEMA_KEY_MAX], end[SCHEMA_KEY_MAX];
 	key[0] = SCHEMA_TAG_ORPHAN;
 	size_t en = schema_prefix_end(key, 1, end);
 	uint64_t *inos = NULL;
-	size_t n = 0, cap = 0;
+	size_t n = 0, cap = 0, done = 0;
 	struct engine_iter *it = NULL;
 	int rc;
 	for (rc = engine_iter_new(fs->e, key, 1, end, en, &it); !rc && engine_iter_valid(it);
@@ -458,18 +520,13 @@ int inode_reclaim_orphans(struct mwfs *fs)
 		rc = engine_iter_status(it);
 	engine_iter_free(it);
 	for (size_t i = 0; !rc && i < n; i++) {
-		struct inode *ip = inode_find(fs, inos[i]);
-		if (ip && (ip->nopen || ip->refs))
-			continue;
-		struct engine_batch *b = fs_batch(fs);
-		rc = b ? inode_batch_drop(fs, b, inos[i]) : -ENOMEM;
-		if (!rc)
-			rc = inode_commit(fs, b, NULL, 0);
-		if (!rc && ip)
-			ip->gone = true;
+		rc = reclaim_one(fs, inos[i]);
+		done += rc == 0;
+		rc = rc > 0 ? 0 : rc;
 	}
 	if (n)
-		log_info("reclaimed %zu orphan inode(s): %s", n, rc ? strerror(-rc) : "ok");
+		log_info("reclaimed %zu of %zu orphan inode(s): %s", done, n,
+		         rc ? strerror(-rc) : "ok");
 	free(inos);
 	return rc;
 }
@@ -488,4 +545,8 @@ void inode_table_free(struct mwfs *fs)
 	free(fs->htab);
 	fs->htab = NULL;
 	fs->hsize = fs->hcount = 0;
+	free(fs->reclaim); /* still orphans: reclaimed at the next mount */
+	fs->reclaim = NULL;
+	fs->reclaim_n = fs->reclaim_cap = 0;
+	atomic_store(&fs->reclaim_queued, 0);
 }

@@ -12,7 +12,8 @@
  * Lifetime of an in-memory inode: it stays in the table while the kernel
  * holds lookups on it (nlookup), files are open on it (nopen) or a handler
  * is using it (refs).  When all three reach zero it is dropped, and if it
- * has no links left its records are reclaimed in one batch.
+ * has no links left its records are reclaimed in one batch, without fs->mu
+ * (inode.c, "Reclaim").
  */
 #ifndef MEMWALFS_FS_INTERNAL_H
 #define MEMWALFS_FS_INTERNAL_H
@@ -86,8 +87,11 @@ struct mwfs {
 	struct readahead *ra;       /* read-ahead threads and in-flight loads (readahead.c) */
 	struct wbflush *wbf;        /* puts write buffers left partly filled (wbuf.c) */
 	atomic_uint outage_readers; /* requests waiting out a store outage (fs_outage_enter()) */
-	struct fsfollow *ff; /* read-only mount of a follower: cache invalidation (follow.c) */
-	struct fsinval *inv; /* page cache invalidations after direct writes (inval.c) */
+	struct fsfollow *ff;        /* read-only mount of a follower: what it applied (follow.c) */
+	struct fsnotify *nf; /* kernel cache invalidations (notify.c); NULL on a plain ro mount */
+	uint64_t *reclaim;   /* unlinked inodes whose records wait to go (inode.c); fs->mu */
+	size_t reclaim_n, reclaim_cap; /* fs->mu */
+	atomic_size_t reclaim_queued;  /* reclaim_n, read without fs->mu */
 };
 
 /* Per-thread scratch, reused across requests (avoids a malloc per read). */
@@ -130,23 +134,43 @@ void fs_outage_leave(struct mwfs *fs);
 int fs_warm_key(struct mwfs *fs, const uint8_t *key, size_t kn);
 
 /*
- * follow.c: on a read-only mount of a following engine, a thread that refreshes the
- * inode table and invalidates the kernel's caches for what the follower applied.
- * start: registers with the engine (engine_follow_set_fn); session: the FUSE session to
- * notify, once mounted; stop: unregisters and joins (accepts NULL).  fs->mu not held.
+ * notify.c: one thread per mount that tells the kernel to drop what it caches (never from a
+ * handler, never with a lock held), from a bounded queue in which the ranges of one inode
+ * merge.  refresh (follower mounts, else NULL): called by the thread before an inode is
+ * invalidated; returns nonzero when the table holds the inode (only then is the kernel
+ * told).  The queue functions take no lock the caller may hold and accept NULL.
+ */
+struct fsnotify;
+typedef int (*fsnotify_refresh_fn)(struct mwfs *fs, uint64_t ino);
+int fsnotify_start(struct mwfs *fs, fsnotify_refresh_fn refresh, struct fsnotify **out);
+/* The FUSE session to notify, once mounted (before: items are refreshed, nothing sent). */
+void fsnotify_session(struct fsnotify *nf, struct fuse_session *se);
+/* Drop the kernel's attributes of ino and its cached pages of [off, off + len) (len 0: all). */
+void fsnotify_inode(struct fsnotify *nf, uint64_t ino, uint64_t off, uint64_t len);
+/* Drop the kernel's cached entry name[0, n) of directory parent. */
+void fsnotify_entry(struct fsnotify *nf, uint64_t parent, const char *name, size_t n);
+/* Everything changed: every inode of the table, refreshed and invalidated whole. */
+void fsnotify_all(struct fsnotify *nf);
+struct fsnotify_counts {
+	uint64_t inodes, entries; /* notifications sent */
+	uint64_t refreshed;       /* records refreshed by the hook */
+};
+void fsnotify_counts(struct fsnotify *nf, struct fsnotify_counts *c);
+void fsnotify_stop(struct fsnotify *nf); /* joins the thread; accepts NULL */
+
+/*
+ * follow.c: on a read-only mount of a following engine, what the follower applied is queued
+ * for the notify thread (fs->nf, started first with follow_refresh as its hook).  start:
+ * registers with the engine (engine_follow_set_fn); stop: unregisters (accepts NULL).
  */
 struct fsfollow;
-/* inval.c: after a direct write, the kernel drops the cached pages of its range. */
-struct fsinval;
-int fsinval_start(struct fsinval **out);
-void fsinval_session(struct fsinval *iv, struct fuse_session *se);
-/* Queue [off, off + len) of ino (no lock held or needed; accepts NULL). */
-void fsinval_queue(struct fsinval *iv, uint64_t ino, uint64_t off, uint64_t len);
-uint64_t fsinval_sent(struct fsinval *iv);
-void fsinval_stop(struct fsinval *iv);
 int fsfollow_start(struct mwfs *fs, struct fsfollow **out);
-void fsfollow_session(struct fsfollow *ff, struct fuse_session *se);
 void fsfollow_stop(struct fsfollow *ff);
+/*
+ * Reload the record of ino into its table entry, if the table holds it (fs->mu not held).
+ * Returns 1 when the table holds it (the kernel may cache it), else 0.
+ */
+int follow_refresh(struct mwfs *fs, uint64_t ino);
 
 /* inode.c (all with fs->mu held) */
 int inode_get(struct mwfs *fs, uint64_t ino, struct inode **out);
@@ -165,8 +189,18 @@ int inode_warm(struct mwfs *fs, uint64_t ino);
 void inode_forget(struct mwfs *fs, uint64_t ino, uint64_t n);
 int inode_new(struct mwfs *fs, struct engine_batch *b, uint32_t mode, struct inode **out);
 int inode_batch_put(struct mwfs *fs, struct engine_batch *b, const struct inode *ip);
-int inode_batch_drop(struct mwfs *fs, struct engine_batch *b, uint64_t ino);
+/*
+ * Queue into b the deletion of every record of ino: inode, orphan mark, xattrs and, with
+ * data, extents (a directory has none).  Scans the store: fs->mu need not be held.
+ */
+int inode_batch_drop(struct mwfs *fs, struct engine_batch *b, uint64_t ino, bool data);
 int inode_commit(struct mwfs *fs, struct engine_batch *b, struct inode **ips, size_t n);
+/*
+ * Unlinked inodes: inode_reclaim_queued() deletes the records of those that maybe_evict()
+ * queued; inode_reclaim_orphans() of every orphan not in use (mount, unmount).  Both with
+ * fs->mu NOT held (they scan the store without it; see inode.c).
+ */
+void inode_reclaim_queued(struct mwfs *fs);
 int inode_reclaim_orphans(struct mwfs *fs);
 
 /*

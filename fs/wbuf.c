@@ -39,6 +39,9 @@
  * fs->mu too, so a writer that makes it active again lists it anew).  The
  * reference is dropped after dlock is released, since the last put may
  * free the inode.  Lock order as everywhere: ip->dlock, then fs->mu.
+ *
+ * Each pass also deletes the records of unlinked inodes whose last user was
+ * a handler that does not do it itself (inode_reclaim_queued(), inode.c).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -457,6 +460,7 @@ static void *flusher_main(void *arg)
 		mw_mutex_unlock(&wf->mu);
 		pass(wf, false);
 		fold_pass(wf);
+		inode_reclaim_queued(wf->fs); /* inodes let go by a handler that does not drain */
 		mw_mutex_lock(&wf->mu);
 	}
 	mw_mutex_unlock(&wf->mu);

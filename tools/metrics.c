@@ -134,7 +134,8 @@ static const struct stat_type stat_types[] = {
     {"fs_readahead_chunks", true, "chunks prefetched by read-ahead"},
     {"fs_read_waits", true, "reads that waited for a prefetch in flight"},
     {"fs_folded_windows", true, "file windows folded into one extent"},
-    {"fs_page_invalidations", true, "page cache ranges dropped after direct writes"},
+    {"fs_page_invalidations", true,
+     "inode invalidations sent to the kernel (after direct writes; a follower's changes)"},
 };
 
 static const struct stat_type *find_type(const char *name)

@@ -2,7 +2,7 @@
 # tests/fs/direct.sh MEMWALFS BACKEND - O_DIRECT writes next to buffered readers (issue 16):
 # while processes read a file through the page cache, another rewrites it with O_DIRECT
 # (aligned buffers); afterwards buffered reads must return the new bytes everywhere (the
-# daemon drops the pages a racing reader cached: fs/inval.c), also through a file descriptor
+# daemon drops the pages a racing reader cached: fs/notify.c), also through a file descriptor
 # that stayed open, and after a remount. With and without the kernel writeback cache.
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh" "$1" "${2:-local}"

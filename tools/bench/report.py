@@ -957,8 +957,9 @@ Each is shaped like a benchmark a peer publishes, so that our figures can be set
   32 threads stat each file of their directory once (cold: the filesystem answers each lookup
   from its store), then force getattrs with statx(AT_STATX_FORCE_SYNC); once without a writer
   and once, on another fresh mount, while one thread writes 1 MiB blocks without fsync (up to
-  {SBP_MB} MiB or {SBP_S} s). A filesystem that holds one lock across a store request or a
-  backpressure wait shows it in these p99s.
+  {SBP_MB} MiB or {SBP_S} s; on memwalfs the stats start only once the engine holds the writer
+  back, and the engine's backpressure waits over the run are recorded). A filesystem that holds
+  one lock across a store request or a backpressure wait shows it in these p99s.
 - **Bytes to and from the store**: every writing step records the bytes it wrote and every
   reading step the bytes and calls it read; the report divides memwalfs' own store counters
   (`store_bytes_sent`, `store_bytes_received` of `memwalfs stats`), the store's growth (RGW

@@ -412,11 +412,14 @@ wl_statbp() {
 		if [ $w = idle ]; then
 			step statbp-idle "$BIN/stat_backpressure" run "$d" 32 "$f" "$SBP_IDLE_S" 0
 		else
+			# memwalfs: the stats start once the engine holds the writer back
+			case "$TGT" in memwalfs-*) export SBP_STATS=$MNT ;; *) unset SBP_STATS ;; esac
 			step statbp-write "$BIN/stat_backpressure" run "$d" 32 "$f" "$SBP_S" "$SBP_MB"
+			unset SBP_STATS
 		fi
 		kv_rec "statbp-$w" files=files cold_p50_ms=ms cold_p99_ms=ms cold_max_ms=ms \
 			hot_n=calls hot_p50_ms=ms hot_p99_ms=ms hot_max_ms=ms write_MBps=MB/s \
-			write_max_ms=ms write_MiB=MiB
+			write_max_ms=ms write_MiB=MiB bp_waits=waits bp_held_pct=%
 		step_end
 	done
 	untimed_rm "$d"

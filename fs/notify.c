@@ -1,0 +1,366 @@
+/*
+ * notify.c - telling the kernel to drop what it caches, from one thread of the
+ * mount (docs/DESIGN.md, "Modules"; docs/FOLLOWERS.md).
+ *
+ * Two users queue here:
+ *   - file.c, after a write through an O_DIRECT handle (issue 16): the kernel
+ *     drops the cached pages of the range when the write is sent, but a
+ *     buffered read of the same range that was under way fetched the old
+ *     bytes from us and puts its pages in afterwards; later buffered reads
+ *     would return stale data until the pages are evicted.  The range is
+ *     queued and its pages are dropped (fuse_lowlevel_notify_inval_inode)
+ *     once the write has been answered.
+ *   - follow.c, on a read-only mount of a following engine: every key the
+ *     follower applied becomes an inode to refresh and invalidate (attributes
+ *     and pages) or a directory entry to invalidate
+ *     (fuse_lowlevel_notify_inval_entry).
+ *
+ * The queue is bounded: at most NF_ITEMS items and NF_NAME_BYTES bytes of
+ * entry names.  An inode is queued once: a range queued for an inode that is
+ * already queued widens its item to the smallest range that covers both
+ * (dropping the pages in between too costs a re-read, never a stale one), and
+ * len 0 (the whole inode) absorbs any range.  Past the bounds the queue turns
+ * into "everything": every inode of the table is invalidated as a whole;
+ * names the kernel caches expire by the entry timeout.
+ *
+ * The thread takes the whole queue at once (queuing is never held up by a
+ * notification in progress) and, for each item, holding no lock:
+ *   1. on a follower mount, refreshes the inode's record in the table (the
+ *      refresh hook, follow.c) and skips an inode the table does not hold
+ *      (the kernel knows only those: it holds a lookup on each); for an entry,
+ *      skips a parent the table does not hold;
+ *   2. sends the notification.
+ * Notifications never come from a request handler (the kernel holds the
+ * inode's or directory's lock for the request and the invalidation would
+ * wait for it) nor with a lock held that a handler may need (fs->mu, this
+ * module's own).  Before the session is mounted (fsnotify_session()) items
+ * are refreshed but nothing is sent: the kernel caches nothing yet.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "log.h"
+#include "thread.h"
+
+/* Items queued at most, and bytes of entry names; past either, "everything". */
+#define NF_ITEMS 4096
+#define NF_NAME_BYTES (256u << 10)
+/* Slots of the index of queued inodes (open addressing, a power of two > NF_ITEMS). */
+#define NF_SLOTS (2 * NF_ITEMS)
+
+struct nf_item {
+	uint64_t ino;     /* the inode, or the parent of an entry */
+	uint64_t off;     /* inode: first byte of the range */
+	uint64_t len;     /* inode: bytes of the range, 0 the whole inode */
+	uint32_t slot;    /* inode: its slot in the queue's index */
+	uint32_t name_at; /* entry: where its name starts in names */
+	uint16_t name_len;
+	bool entry; /* an entry (parent, name), else an inode */
+};
+
+/* One queue; the thread swaps the queued one for an empty spare. */
+struct nf_queue {
+	struct nf_item *v;
+	size_t n, cap;
+	char *names;
+	size_t name_len, name_cap;
+	uint32_t slot[NF_SLOTS]; /* inode items: index + 1, 0 empty */
+	bool all;                /* everything changed */
+};
+
+struct fsnotify {
+	struct mwfs *fs;           /* borrowed */
+	fsnotify_refresh_fn fresh; /* follower mounts: refresh a record before telling */
+	struct mw_mutex mu;        /* protects the fields below */
+	pthread_cond_t cv;         /* wakes the thread */
+	struct mw_thread thr;      /* thr.stop [mu] */
+	struct nf_queue *q;        /* being filled [mu] */
+	struct nf_queue *spare;    /* the thread's, empty when not in use */
+	struct fuse_session *se;   /* NULL until mounted: nothing to tell [mu] */
+	struct fsnotify_counts c;  /* [mu] */
+};
+
+static size_t slot_of(uint64_t ino)
+{
+	return (size_t)((ino * 0x9e3779b97f4a7c15ull) >> 32) & (NF_SLOTS - 1);
+}
+
+static void queue_clear(struct nf_queue *q)
+{
+	/* every inode item goes at once: probing chains need no tombstones */
+	for (size_t i = 0; i < q->n; i++)
+		if (!q->v[i].entry)
+			q->slot[q->v[i].slot] = 0;
+	q->n = q->name_len = 0;
+	q->all = false;
+}
+
+/* Room for one more item and n more name bytes ([mu]); false: the queue is full. */
+static bool queue_room(struct nf_queue *q, size_t name_bytes)
+{
+	if (q->n == NF_ITEMS || q->name_len + name_bytes > NF_NAME_BYTES)
+		return false;
+	if (q->n == q->cap) {
+		size_t cap = q->cap ? 2 * q->cap : 64;
+		struct nf_item *v = realloc(q->v, cap * sizeof(*v));
+		if (!v)
+			return false;
+		q->v = v;
+		q->cap = cap;
+	}
+	if (q->name_len + name_bytes > q->name_cap) {
+		size_t cap = q->name_cap ? q->name_cap : 4096;
+		while (cap < q->name_len + name_bytes)
+			cap *= 2;
+		char *p = realloc(q->names, cap);
+		if (!p)
+			return false;
+		q->names = p;
+		q->name_cap = cap;
+	}
+	return true;
+}
+
+/* Everything changed ([mu]): the items are dropped, the thread takes every inode. */
+static void queue_all(struct nf_queue *q)
+{
+	queue_clear(q);
+	q->all = true;
+}
+
+void fsnotify_inode(struct fsnotify *nf, uint64_t ino, uint64_t off, uint64_t len)
+{
+	if (!nf)
+		return;
+	mw_mutex_lock(&nf->mu);
+	struct nf_queue *q = nf->q;
+	size_t s = slot_of(ino);
+	while (!q->all && q->slot[s] && q->v[q->slot[s] - 1].ino != ino)
+		s = (s + 1) & (NF_SLOTS - 1);
+	if (q->all) {
+		/* covered */
+	} else if (q->slot[s]) {
+		struct nf_item *x = &q->v[q->slot[s] - 1];
+		if (x->len == 0 || len == 0) {
+			x->off = x->len = 0;
+		} else {
+			uint64_t lo = x->off < off ? x->off : off;
+			uint64_t hi = x->off + x->len > off + len ? x->off + x->len : off + len;
+			x->off = lo;
+			x->len = hi - lo;
+		}
+	} else if (queue_room(q, 0)) {
+		q->slot[s] = (uint32_t)q->n + 1;
+		q->v[q->n++] = (struct nf_item){
+		    .ino = ino, .off = len ? off : 0, .len = len, .slot = (uint32_t)s};
+	} else {
+		queue_all(q);
+	}
+	pthread_cond_signal(&nf->cv);
+	mw_mutex_unlock(&nf->mu);
+}
+
+void fsnotify_entry(struct fsnotify *nf, uint64_t parent, const char *name, size_t n)
+{
+	if (!nf)
+		return;
+	mw_mutex_lock(&nf->mu);
+	struct nf_queue *q = nf->q;
+	if (q->all) {
+		/* names expire by the entry timeout */
+	} else if (n <= 0xffff && queue_room(q, n)) {
+		memcpy(q->names + q->name_len, name, n);
+		q->v[q->n++] = (struct nf_item){.ino = parent,
+		                                .name_at = (uint32_t)q->name_len,
+		                                .name_len = (uint16_t)n,
+		                                .entry = true};
+		q->name_len += n;
+	} else {
+		queue_all(q);
+	}
+	pthread_cond_signal(&nf->cv);
+	mw_mutex_unlock(&nf->mu);
+}
+
+void fsnotify_all(struct fsnotify *nf)
+{
+	if (!nf)
+		return;
+	mw_mutex_lock(&nf->mu);
+	queue_all(nf->q);
+	pthread_cond_signal(&nf->cv);
+	mw_mutex_unlock(&nf->mu);
+}
+
+/* Does the table hold ino (fs->mu not held; takes it)? */
+static bool held(struct mwfs *fs, uint64_t ino)
+{
+	mw_mutex_lock(&fs->mu);
+	bool h = inode_find(fs, ino) != NULL;
+	mw_mutex_unlock(&fs->mu);
+	return h;
+}
+
+/* Refresh (follower) and invalidate one inode; no lock held. */
+static void tell_inode(struct fsnotify *nf, struct fuse_session *se, uint64_t ino, uint64_t off,
+                       uint64_t len, struct fsnotify_counts *c)
+{
+	if (nf->fresh) {
+		if (!nf->fresh(nf->fs, ino))
+			return;
+		c->refreshed++;
+	}
+	if (!se)
+		return;
+	int rc = fuse_lowlevel_notify_inval_inode(se, ino, (off_t)off, (off_t)len);
+	/* -ENOENT: the kernel no longer knows the inode, nothing is cached */
+	if (rc && rc != -ENOENT)
+		log_debug("notify: inval_inode %llu: %s", (unsigned long long)ino, strerror(-rc));
+	c->inodes++;
+}
+
+/* Every inode the table holds (sorted by nothing; the table's order). */
+static void tell_all(struct fsnotify *nf, struct fuse_session *se, struct fsnotify_counts *c)
+{
+	struct mwfs *fs = nf->fs;
+	uint64_t *v = NULL;
+	size_t n = 0, cap = 0;
+	mw_mutex_lock(&fs->mu);
+	for (size_t i = 0; i < fs->hsize; i++)
+		for (struct inode *ip = fs->htab[i]; ip; ip = ip->hnext) {
+			if (n == cap) {
+				size_t nc = cap ? 2 * cap : 256;
+				uint64_t *nv = realloc(v, nc * sizeof(*nv));
+				if (!nv)
+					goto out; /* no memory: what was taken is told */
+				v = nv;
+				cap = nc;
+			}
+			v[n++] = ip->ino;
+		}
+out:
+	mw_mutex_unlock(&fs->mu);
+	for (size_t i = 0; i < n; i++)
+		tell_inode(nf, se, v[i], 0, 0, c);
+	free(v);
+}
+
+static void process(struct fsnotify *nf, struct nf_queue *q, struct fuse_session *se)
+{
+	struct fsnotify_counts c = {0};
+	for (size_t i = 0; i < q->n; i++) {
+		const struct nf_item *x = &q->v[i];
+		if (!x->entry) {
+			tell_inode(nf, se, x->ino, x->off, x->len, &c);
+			continue;
+		}
+		/* only names in directories the kernel holds can be in its dentry cache */
+		if (!se || !held(nf->fs, x->ino))
+			continue;
+		int rc = fuse_lowlevel_notify_inval_entry(se, x->ino, q->names + x->name_at,
+		                                          x->name_len);
+		if (rc && rc != -ENOENT)
+			log_debug("notify: inval_entry %llu: %s", (unsigned long long)x->ino,
+			          strerror(-rc));
+		c.entries++;
+	}
+	if (q->all)
+		tell_all(nf, se, &c);
+	mw_mutex_lock(&nf->mu);
+	nf->c.inodes += c.inodes;
+	nf->c.entries += c.entries;
+	nf->c.refreshed += c.refreshed;
+	mw_mutex_unlock(&nf->mu);
+}
+
+static void *notify_main(void *arg)
+{
+	struct fsnotify *nf = arg;
+	mw_mutex_lock(&nf->mu);
+	for (;;) {
+		while (!nf->thr.stop && nf->q->n == 0 && !nf->q->all)
+			mw_cond_wait(&nf->cv, &nf->mu);
+		if (nf->thr.stop)
+			break;
+		struct nf_queue *q = nf->q;
+		struct fuse_session *se = nf->se;
+		nf->q = nf->spare;
+		nf->spare = NULL;
+		mw_mutex_unlock(&nf->mu);
+		process(nf, q, se);
+		queue_clear(q);
+		mw_mutex_lock(&nf->mu);
+		nf->spare = q;
+	}
+	mw_mutex_unlock(&nf->mu);
+	return NULL;
+}
+
+static void queue_free(struct nf_queue *q)
+{
+	if (!q)
+		return;
+	free(q->v);
+	free(q->names);
+	free(q);
+}
+
+int fsnotify_start(struct mwfs *fs, fsnotify_refresh_fn refresh, struct fsnotify **out)
+{
+	struct fsnotify *nf = calloc(1, sizeof(*nf));
+	if (!nf)
+		return -ENOMEM;
+	nf->fs = fs;
+	nf->fresh = refresh;
+	nf->q = calloc(1, sizeof(*nf->q));
+	nf->spare = calloc(1, sizeof(*nf->spare));
+	if (!nf->q || !nf->spare) {
+		queue_free(nf->q);
+		queue_free(nf->spare);
+		free(nf);
+		return -ENOMEM;
+	}
+	mw_mutex_init(&nf->mu);
+	pthread_cond_init(&nf->cv, NULL);
+	int rc = mw_thread_start(&nf->thr, "notify", notify_main, nf, &nf->mu, &nf->cv);
+	if (rc) {
+		fsnotify_stop(nf);
+		return rc;
+	}
+	*out = nf;
+	return 0;
+}
+
+void fsnotify_session(struct fsnotify *nf, struct fuse_session *se)
+{
+	if (!nf)
+		return;
+	mw_mutex_lock(&nf->mu);
+	nf->se = se;
+	pthread_cond_signal(&nf->cv);
+	mw_mutex_unlock(&nf->mu);
+}
+
+void fsnotify_counts(struct fsnotify *nf, struct fsnotify_counts *c)
+{
+	*c = (struct fsnotify_counts){0};
+	if (!nf)
+		return;
+	mw_mutex_lock(&nf->mu);
+	*c = nf->c;
+	mw_mutex_unlock(&nf->mu);
+}
+
+void fsnotify_stop(struct fsnotify *nf)
+{
+	if (!nf)
+		return;
+	mw_thread_stop(&nf->thr);
+	queue_free(nf->q);
+	queue_free(nf->spare);
+	pthread_cond_destroy(&nf->cv);
+	mw_mutex_destroy(&nf->mu);
+	free(nf);
+}
