@@ -3,17 +3,22 @@
  *
  * A descriptor names a range of a blob, and the blob is cut into blocks of
  * BLOB_BLOCK_SIZE whose hashes the descriptor carries; reads work in those
- * blocks.  Order of sources: (1) the pack of the open or in-flight group, in
- * memory (a blob that is not durable yet is only there; reads never wait for
- * a commit); (2) the blob cache (cache.h, budget opts.cache_bytes), one entry
- * per block keyed by (epoch, position, object offset of the block), which the
- * committer fills with the blocks of every pack it committed (entries that
- * share the sealed pack's memory, so that what this mount wrote is read back
- * without the store, during an outage too) and reads fill with what they
- * fetched; (3) one ranged store_get per run of consecutive missing blocks,
- * each block verified against its hash and then cached.  A read therefore
- * fetches the blocks it touches, not the whole blob.  A missing pack or a
- * checksum failure is -EUCLEAN with a log line naming the pack.
+ * blocks.  Order of sources (docs/CACHE.md): (1) the pack of the open or
+ * in-flight group, in memory (a blob that is not durable yet is only there;
+ * reads never wait for a commit); (2) the blob cache (cache.h), one entry
+ * per block keyed by (epoch, position, object offset of the block), which
+ * the committer fills with the blocks of every pack it committed (entries
+ * that share the sealed pack's memory, so that what this mount wrote is read
+ * back without the store, during an outage too) and reads fill with what
+ * they fetched; (3) a coalesced region of the pack (raw bytes a fetch of a
+ * neighbour brought, opts.read_region_bytes) or the disk cache
+ * (diskcache.h), each block checked against its hash before it is served;
+ * (4) one ranged store_get per run of consecutive missing blocks, widened to
+ * the aligned region around the run when the run is smaller, each block
+ * verified against its hash and then kept in the blob cache and queued for
+ * the disk cache.  A missing pack or a checksum failure of store bytes is
+ * -EUCLEAN with a log line naming the pack; a bad block from a cache tier is
+ * dropped and read from the store instead.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -23,6 +28,7 @@
 
 #include "cache.h"
 #include "coding.h"
+#include "diskcache.h"
 #include "engine_int.h"
 #include "log.h"
 #include "pack.h"
@@ -85,9 +91,193 @@ static size_t block_len(const struct blob_desc *d, uint64_t b)
 	return d->blob_len - off < BLOB_BLOCK_SIZE ? (size_t)(d->blob_len - off) : BLOB_BLOCK_SIZE;
 }
 
+/* Disk cache key of the block at blob offset boff: 'P', epoch, position, object offset. */
+static void disk_key(uint8_t k[25], const struct blob_desc *d, uint64_t boff)
+{
+	k[0] = 'P';
+	cache_key(k + 1, d, boff);
+}
+
+/* Is bl bytes at p block boff / BLOB_BLOCK_SIZE of d's blob, by d's hash? */
+static bool block_ok(const struct blob_desc *d, uint64_t boff, const uint8_t *p, size_t bl)
+{
+	uint64_t bad;
+
+	return blob_desc_verify(d, boff, p, bl, &bad) == 0;
+}
+
 /*
- * Fetch blocks [b0, b1] of d's blob with one ranged GET, check each against
- * its hash, enter each in the cache, and copy the part of blob range
+ * Keep the verified block at blob offset boff (bytes p[0, bl)): a copy in the
+ * blob cache, and one queued for the disk cache when to_disk.
+ */
+static void keep_block(struct engine *e, const struct blob_desc *d, uint64_t boff, const uint8_t *p,
+                       size_t bl, bool to_disk)
+{
+	uint8_t key[25];
+
+	if (to_disk && e->dcache) {
+		disk_key(key, d, boff);
+		diskcache_put(e->dcache, key, sizeof(key), p, bl);
+	}
+	if (!e->blob_cache)
+		return;
+	struct blob_val *bv = malloc(sizeof(*bv) + bl);
+	if (!bv)
+		return;
+	bv->len = bl;
+	bv->pack = NULL;
+	bv->off = d->offset + boff;
+	memcpy(bv->data, p, bl);
+	cache_key(key, d, boff);
+	if (cache_insert(e->blob_cache, key, 24, bv, bl, blob_val_free, NULL) != 0)
+		free(bv);
+}
+
+/* Copy the part of blob range [a, z) that block [boff, boff + bl) holds to dst. */
+static void copy_part(uint8_t *dst, uint64_t a, uint64_t z, const uint8_t *blk, uint64_t boff,
+                      size_t bl)
+{
+	uint64_t lo = a > boff ? a : boff, hi = z < boff + bl ? z : boff + bl;
+
+	if (dst && lo < hi)
+		memcpy(dst + (lo - a), blk + (lo - boff), (size_t)(hi - lo));
+}
+
+/* ---- coalesced regions ------------------------------------------------------ */
+
+/*
+ * A region is the aligned range [k * R, (k + 1) * R) of a pack object (R =
+ * opts.read_region_bytes), or what of it exists before the pack ends.  A
+ * fetch that needs less than R bytes GETs the whole region around them and
+ * enters its pieces in e->region_cache (key: epoch, position, k), raw and
+ * unverified: a later miss of a block inside takes the block from there,
+ * checks it against its own descriptor and only then serves and caches it.
+ */
+struct region {
+	size_t len;     /* bytes of the region (R, less at the end of the pack) */
+	uint8_t data[]; /* the bytes */
+};
+
+static void region_free(const void *key, size_t klen, void *value)
+{
+	(void)key;
+	(void)klen;
+	free(value);
+}
+
+static void region_key(uint8_t k[24], const struct blob_desc *d, uint64_t idx)
+{
+	put_be64(k, d->epoch);
+	put_be64(k + 8, d->position);
+	put_be64(k + 16, idx);
+}
+
+/* Copy object bytes [off, off + n) of d's pack from cached regions; false if any is missing. */
+static bool region_read(struct engine *e, const struct blob_desc *d, uint64_t off, uint8_t *dst,
+                        size_t n)
+{
+	uint64_t R = e->o.read_region_bytes;
+
+	while (n) {
+		uint64_t k = off / R, in = off - k * R;
+		size_t take = R - in < n ? (size_t)(R - in) : n;
+		uint8_t key[24];
+		bool ok = false;
+		region_key(key, d, k);
+		struct cache_handle *h = cache_lookup(e->region_cache, key, sizeof(key));
+		if (h) {
+			struct region *rg = cache_value(h);
+			ok = in + take <= rg->len;
+			if (ok)
+				memcpy(dst, rg->data + in, take);
+			cache_release(e->region_cache, h);
+		}
+		if (!ok)
+			return false;
+		dst += take;
+		off += take;
+		n -= take;
+	}
+	return true;
+}
+
+/*
+ * Enter the regions that buf (object bytes [g, g + n) of d's pack, asked
+ * for [g, g + asked)) holds whole: those that end inside it, and the last
+ * one when the pack ended before asked.
+ */
+static void region_keep(struct engine *e, const struct blob_desc *d, uint64_t g, const uint8_t *buf,
+                        size_t n, size_t asked)
+{
+	uint64_t R = e->o.read_region_bytes;
+
+	for (uint64_t k = (g + R - 1) / R; k * R < g + n; k++) {
+		uint64_t lo = k * R, hi = lo + R;
+		if (hi > g + n) {
+			if (n == asked)
+				break; /* cut by our own range, not by the end of the pack */
+			hi = g + n;
+		}
+		struct region *rg = malloc(sizeof(*rg) + (size_t)(hi - lo));
+		uint8_t key[24];
+		if (!rg)
+			return;
+		rg->len = (size_t)(hi - lo);
+		memcpy(rg->data, buf + (lo - g), rg->len);
+		region_key(key, d, k);
+		if (cache_insert(e->region_cache, key, sizeof(key), rg, rg->len, region_free, NULL))
+			free(rg);
+	}
+}
+
+/*
+ * Block b of d's blob from the tiers under the blob cache: a coalesced region,
+ * else the disk cache; checked against its hash, then kept in the blob cache
+ * (and, from a region, queued for the disk), and its part of [a, z) copied
+ * to dst.  False: not there (or wrong, and dropped).
+ */
+static bool lower_tiers(struct engine *e, const struct blob_desc *d, uint64_t b, uint64_t a,
+                        uint64_t z, uint8_t *dst)
+{
+	uint64_t boff = b * BLOB_BLOCK_SIZE;
+	size_t bl = block_len(d, b);
+	uint8_t key[25];
+	bool ok = false, disk = false;
+
+	if (!e->region_cache && !e->dcache)
+		return false;
+	uint8_t *p = malloc(bl ? bl : 1);
+	if (!p)
+		return false;
+	if (e->region_cache)
+		ok = region_read(e, d, d->offset + boff, p, bl) && block_ok(d, boff, p, bl);
+	if (!ok && e->dcache) {
+		disk_key(key, d, boff);
+		disk = ok = diskcache_get(e->dcache, key, sizeof(key), p, bl) == 0;
+		if (ok && !block_ok(d, boff, p, bl)) {
+			/* an entry of a pack of the same name in a store made again? */
+			diskcache_drop(e->dcache, key, sizeof(key));
+			ok = disk = false;
+		}
+	}
+	if (ok) {
+		atomic_fetch_add_explicit(disk ? &e->blob_disk_hits : &e->blob_region_hits, 1,
+		                          memory_order_relaxed);
+		if (disk)
+			atomic_fetch_add_explicit(&e->blob_disk_bytes, bl, memory_order_relaxed);
+		copy_part(dst, a, z, p, boff, bl);
+		keep_block(e, d, boff, p, bl, !disk);
+	}
+	free(p);
+	return ok;
+}
+
+/* ---- the store ---------------------------------------------------------------- */
+
+/*
+ * Fetch blocks [b0, b1] of d's blob with one ranged GET (the whole region
+ * around them when they are smaller than one), check each against its
+ * hash, keep each (blob cache, disk cache), and copy the part of blob range
  * [a, z) that they hold into dst (dst[0] is blob byte a; dst may be NULL).
  */
 static int fetch_run(struct engine *e, const struct blob_desc *d, uint64_t b0, uint64_t b1,
@@ -96,6 +286,8 @@ static int fetch_run(struct engine *e, const struct blob_desc *d, uint64_t b0, u
 	char name[FMT_NAME_MAX];
 	uint64_t from = b0 * BLOB_BLOCK_SIZE;
 	uint64_t to = b1 * BLOB_BLOCK_SIZE + block_len(d, b1);
+	uint64_t g = d->offset + from, gend = d->offset + to; /* object range to GET */
+	uint64_t R = e->region_cache ? e->o.read_region_bytes : 0;
 	uint8_t *buf = NULL;
 	size_t n = 0;
 	int rc;
@@ -103,27 +295,32 @@ static int fetch_run(struct engine *e, const struct blob_desc *d, uint64_t b0, u
 	fmt_pack_name(name, d->epoch, d->position);
 	if (to - from > SIZE_MAX - sizeof(struct blob_val))
 		return -EUCLEAN;
-	rc = store_get(e->st, name, d->offset + from, (size_t)(to - from), (void **)&buf, &n);
+	if (R && to - from < R) {
+		g = (d->offset + from) / R * R;
+		gend = g + R > d->offset + to ? g + R : d->offset + to;
+	}
+	rc = store_get(e->st, name, g, gend - g, (void **)&buf, &n);
 	if (rc == -ENOENT) {
 		log_err("blob: pack %s is missing (blob at %" PRIu64 "+%" PRIu64 ")", name,
 		        d->offset, d->blob_len);
 		return -EUCLEAN;
 	}
 	if (rc) {
-		log_err("blob: get %s [%" PRIu64 "+%" PRIu64 "] failed: %s", name, d->offset + from,
-		        to - from, strerror(-rc));
+		log_err("blob: get %s [%" PRIu64 "+%" PRIu64 "] failed: %s", name, g, gend - g,
+		        strerror(-rc));
 		return rc;
 	}
 	atomic_fetch_add_explicit(&e->blob_fetches, 1, memory_order_relaxed);
 	atomic_fetch_add_explicit(&e->blob_fetch_bytes, n, memory_order_relaxed);
-	if (n != to - from) {
+	if (n < d->offset + to - g) {
 		log_err("blob: %s [%" PRIu64 "+%" PRIu64 "]: pack too short (truncated)", name,
 		        d->offset + from, to - from);
 		free(buf);
 		return -EUCLEAN;
 	}
+	const uint8_t *run = buf + (d->offset + from - g);
 	uint64_t bad;
-	if (blob_desc_verify(d, from, buf, n, &bad)) {
+	if (blob_desc_verify(d, from, run, to - from, &bad)) {
 		log_err("blob: %s [%" PRIu64 "+%zu]: checksum mismatch", name, d->offset + bad,
 		        block_len(d, bad / BLOB_BLOCK_SIZE));
 		free(buf);
@@ -131,30 +328,21 @@ static int fetch_run(struct engine *e, const struct blob_desc *d, uint64_t b0, u
 	}
 	if (dst) {
 		uint64_t lo = a > from ? a : from, hi = z < to ? z : to;
-		memcpy(dst + (lo - a), buf + (lo - from), (size_t)(hi - lo));
+		memcpy(dst + (lo - a), run + (lo - from), (size_t)(hi - lo));
 	}
-	for (uint64_t b = b0; b <= b1 && e->blob_cache; b++) {
-		uint64_t boff = b * BLOB_BLOCK_SIZE;
-		size_t bl = block_len(d, b);
-		struct blob_val *bv = malloc(sizeof(*bv) + bl);
-		uint8_t key[24];
-		if (!bv)
-			break;
-		bv->len = bl;
-		bv->pack = NULL;
-		bv->off = d->offset + boff;
-		memcpy(bv->data, buf + (boff - from), bl);
-		cache_key(key, d, boff);
-		if (cache_insert(e->blob_cache, key, sizeof(key), bv, bl, blob_val_free, NULL) != 0)
-			free(bv);
-	}
+	for (uint64_t b = b0; b <= b1; b++)
+		keep_block(e, d, b * BLOB_BLOCK_SIZE, run + (b * BLOB_BLOCK_SIZE - from),
+		           block_len(d, b), true);
+	if (R && (g != d->offset + from || n != to - from))
+		region_keep(e, d, g, buf, n, (size_t)(gend - g));
 	free(buf);
 	return 0;
 }
 
 /*
  * Bring value bytes [off, off + n) of d to dst (NULL: only into the cache),
- * block by block; missing blocks are fetched in runs.
+ * block by block: memory, then the lower tiers, then runs of missing blocks
+ * from the store.
  */
 static int blob_io(struct engine *e, const struct blob_desc *d, uint64_t off, size_t n,
                    uint8_t *dst)
@@ -194,9 +382,14 @@ static int blob_io(struct engine *e, const struct blob_desc *d, uint64_t off, si
 				         hi = z < boff + bl ? z : boff + bl;
 				hit = !dst || blob_val_read(bv, lo - boff, dst + (lo - a),
 				                            (size_t)(hi - lo)) == 0;
+				if (hit)
+					atomic_fetch_add_explicit(&e->blob_mem_bytes, hi - lo,
+					                          memory_order_relaxed);
 			}
 			cache_release(e->blob_cache, h);
 		}
+		if (!hit)
+			hit = lower_tiers(e, d, b, a, z, dst);
 		if (!hit && run == UINT64_MAX)
 			run = b;
 		if (hit && run != UINT64_MAX) {

@@ -411,8 +411,7 @@ static void engine_free(struct engine *e)
 	for (size_t i = 0; i < e->nssts; i++)
 		sst_reader_unref(e->ssts[i]);
 	free(e->ssts);
-	cache_free(e->blob_cache);
-	cache_free(e->block_cache);
+	readcache_close(e);
 	gc_free(e->gc);
 	manifest_clear(&e->man);
 	pthread_cond_destroy(&e->gc_cv);
@@ -461,10 +460,7 @@ int engine_open(struct store *st, const struct engine_opts *o, struct engine **o
 	pthread_mutex_init(&e->gc_mu, NULL);
 	e->stats.read_only = e->o.read_only;
 
-	/* the cache budget is shared: half blobs, half SSTable blocks */
-	if ((rc = memtable_new(&e->mem)) ||
-	    (rc = cache_new(e->o.cache_bytes / 2, &e->blob_cache)) ||
-	    (rc = cache_new(e->o.cache_bytes / 2, &e->block_cache)))
+	if ((rc = memtable_new(&e->mem)) || (rc = readcache_open(e)))
 		goto fail;
 
 	if (e->o.snapshot && !e->o.read_only) {
@@ -629,6 +625,7 @@ void engine_get_stats(struct engine *e, struct engine_stats *out)
 	}
 	out->blob_fetches = atomic_load_explicit(&e->blob_fetches, memory_order_relaxed);
 	out->blob_fetch_bytes = atomic_load_explicit(&e->blob_fetch_bytes, memory_order_relaxed);
+	readcache_get_stats(e, out);
 }
 
 void engine_get_commit_latency(struct engine *e, struct mw_hist_snap *out)
@@ -697,6 +694,9 @@ size_t engine_stats_format(struct engine *e, char *buf, size_t len)
 	U64(block_cache_hits);
 	U64(block_cache_misses);
 	U64(bloom_negatives);
+	struct read_stat rs[READ_STATS_MAX];
+	for (size_t i = 0, nrs = readcache_stats(e, rs); i < nrs; i++)
+		EMIT("%s %" PRIu64 "\n", rs[i].name, rs[i].value);
 	U64(replay_entries);
 	U64(replay_bytes);
 	U64(replay_usec);

@@ -23,6 +23,7 @@
 
 struct pack;
 struct cache;
+struct diskcache;
 struct gc;
 
 /*
@@ -116,6 +117,12 @@ struct engine {
 	struct sst_counters sst_counters;  /* read costs of all SSTables (atomic) */
 	atomic_uint_fast64_t blob_fetches; /* ranged GETs of blob blocks */
 	atomic_uint_fast64_t blob_fetch_bytes; /* their bytes */
+	struct cache *region_cache;            /* coalesced pack regions, unverified (blob.c) */
+	struct diskcache *dcache;              /* the disk tier, or NULL (readcache.c) */
+	atomic_uint_fast64_t blob_mem_bytes;   /* bytes of blob blocks served from memory */
+	atomic_uint_fast64_t blob_disk_hits;   /* blob blocks served from the disk cache */
+	atomic_uint_fast64_t blob_disk_bytes;  /* their bytes */
+	atomic_uint_fast64_t blob_region_hits; /* blob blocks served from a coalesced region */
 
 	_Atomic uint64_t visible_seq; /* readers' snapshot: last seq of a whole applied batch */
 
@@ -249,5 +256,24 @@ void blob_cache_pack(struct engine *e, struct pack *p);
 int blob_load(struct engine *e, const struct blob_desc *d, uint64_t off, uint64_t len);
 int blob_read_range(struct engine *e, const struct blob_desc *d, uint64_t off, void *buf,
                     size_t len, size_t *got);
+
+/*
+ * readcache.c: create the read caches of e from e->o (memory caches; the
+ * region cache when read_region_bytes; the disk cache when disk_cache_dir,
+ * which on failure only warns) / free them (after every reader is gone).
+ * readcache_open: 0, -EINVAL (a bad read_region_bytes) or -ENOMEM.
+ * readcache_stats: the read tiers' stats lines (name, value) into out;
+ * returns how many (at most READ_STATS_MAX).
+ */
+int readcache_open(struct engine *e);
+void readcache_close(struct engine *e);
+struct read_stat {
+	const char *name; /* static */
+	uint64_t value;
+};
+#define READ_STATS_MAX 24
+size_t readcache_stats(struct engine *e, struct read_stat *out);
+/* Fill the read_* fields of *out. */
+void readcache_get_stats(struct engine *e, struct engine_stats *out);
 
 #endif /* MEMWALFS_ENGINE_INT_H */

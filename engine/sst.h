@@ -33,6 +33,8 @@
 #include "sst_format.h"
 
 struct store;
+struct cache;
+struct diskcache;
 struct sst_builder;
 struct sst_reader;
 
@@ -146,24 +148,29 @@ struct sst_counters {
 	_Atomic uint64_t bloom_negatives; /* ... and were answered "absent" by it */
 	_Atomic uint64_t bloom_false_pos; /* filter said maybe, the key was absent */
 	_Atomic uint64_t corrupt;         /* -EUCLEAN answers */
+	_Atomic uint64_t disk_hits;       /* data blocks served by the disk cache */
+	_Atomic uint64_t disk_bytes;      /* their bytes (sealed) */
+	_Atomic uint64_t cache_hit_bytes; /* bytes of the block cache hits (decoded) */
 };
 
 /* Plain snapshot of struct sst_counters. */
 struct sst_stats {
 	uint64_t blocks_read, block_bytes, cache_hits;
 	uint64_t bloom_checks, bloom_negatives, bloom_false_pos, corrupt;
+	uint64_t disk_hits, disk_bytes, cache_hit_bytes;
 };
 
 struct sst_reader_opts {
 	struct sst_counters *counters; /* NULL: the reader's own counters only */
 	struct cache *cache;           /* block cache (cache.h); NULL: no caching */
+	struct diskcache *dcache;      /* disk tier under it (diskcache.h); NULL: none */
 };
 
 /*
  * Open the table stored under key, of size bytes (0: ask the store with
  * store_head()).  Reads the tail (footer, index, filter, properties) with
  * one ranged GET when they fit in SST_TAIL_READ bytes, two otherwise.  o
- * may be NULL.  s (and o->counters, o->cache) are borrowed and must outlive
+ * may be NULL.  s (and o->counters, o->cache, o->dcache) are borrowed and must outlive
  * the reader.  On success *out holds one reference.
  * Errors: -EUCLEAN (corrupt, truncated, bad magic: the log names the object
  * and the fault), -EPROTONOSUPPORT (a newer format version, logged the same

@@ -8,7 +8,12 @@
  * ranged GET each, verified (checksum, decompression, restart array), and
  * kept in the shared block cache (cache.h) under a key made of the reader's
  * process-unique id and the block offset, so two readers never confuse
- * their blocks and a reopened table starts cold.
+ * their blocks and a reopened table starts cold in memory.  Under the block
+ * cache sits the disk cache (diskcache.h, when the engine has one): sealed
+ * blocks keyed by the table's name, the XXH3 of its tail (footer, index,
+ * filter, properties: a table of the same name in a store made again has
+ * another) and the block offset; a block from there is unsealed and checked
+ * like one from the store, and dropped from the disk if it fails.
  *
  * Every failure to make sense of stored bytes is -EUCLEAN (-EPROTONOSUPPORT
  * for a newer format version) with a log line naming the object, the offset
@@ -20,8 +25,11 @@
 #include <string.h>
 
 #include "bloom.h"
+#include <xxhash.h>
+
 #include "cache.h"
 #include "coding.h"
+#include "diskcache.h"
 #include "log.h"
 #include "sst.h"
 #include "sst_block.h"
@@ -34,6 +42,8 @@ struct sst_reader {
 	uint64_t size;               /* object size */
 	uint64_t id;                 /* process-unique id: block cache key prefix */
 	struct cache *cache;         /* borrowed block cache, or NULL */
+	struct diskcache *dcache;    /* borrowed disk cache, or NULL */
+	uint64_t ident;              /* XXH3 of the tail: the table's identity in the disk cache */
 	struct sst_counters own;     /* this reader's counters */
 	struct sst_counters *shared; /* caller's counters, or NULL */
 	struct sst_footer foot;      /* decoded footer */
@@ -106,7 +116,21 @@ static bool data_handle_ok(const struct sst_reader *r, const struct sst_handle *
 	       h->size + SST_TRAILER_SIZE <= end - h->off;
 }
 
-/* Fetch, verify and parse the block at h. */
+/* Disk cache key of the block at off: 'S', identity, offset, name.  0: none (name too long). */
+static size_t disk_key(const struct sst_reader *r, uint64_t off, uint8_t k[DISKCACHE_KEY_MAX])
+{
+	size_t nl = strlen(r->key);
+
+	if (17 + nl > DISKCACHE_KEY_MAX)
+		return 0;
+	k[0] = 'S';
+	put_be64(k + 1, r->ident);
+	put_be64(k + 9, off);
+	memcpy(k + 17, r->key, nl);
+	return 17 + nl;
+}
+
+/* Fetch (disk cache, else the store), verify and parse the block at h. */
 static int read_block(struct sst_reader *r, const struct sst_handle *h, struct blockref *out)
 {
 	uint8_t ckey[16];
@@ -125,17 +149,48 @@ static int read_block(struct sst_reader *r, const struct sst_handle *h, struct b
 
 		if (ch) {
 			COUNT(r, cache_hits, 1);
+			COUNT(r, cache_hit_bytes, cache_charge(ch));
 			out->h = ch;
 			out->own = NULL;
 			out->b = cache_value(ch);
 			return 0;
 		}
 	}
+	uint8_t dkey[DISKCACHE_KEY_MAX];
+	size_t dklen = 0;
+	bool from_disk = false;
+	if (r->dcache && (dklen = disk_key(r, h->off, dkey)) &&
+	    (buf = malloc(h->size + SST_TRAILER_SIZE))) {
+		from_disk =
+		    diskcache_get(r->dcache, dkey, dklen, buf, h->size + SST_TRAILER_SIZE) == 0;
+		if (from_disk) {
+			got = h->size + SST_TRAILER_SIZE;
+			COUNT(r, disk_hits, 1);
+			COUNT(r, disk_bytes, got);
+		} else {
+			free(buf);
+			buf = NULL;
+		}
+	}
+	cb = calloc(1, sizeof(*cb));
+	if (!cb) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	if (from_disk) {
+		rc = sst_block_unseal(buf, got, &cb->raw, &rawlen, &f);
+		if (rc == 0)
+			goto parse;
+		diskcache_drop(r->dcache, dkey, dklen); /* a wrong entry: read the store */
+		free(buf);
+		buf = NULL;
+	}
 	rc = store_get(r->store, r->key, h->off, h->size + SST_TRAILER_SIZE, &buf, &got);
 	if (rc) {
 		log_err("sst: %s: reading block at %llu: %s", r->key, (unsigned long long)h->off,
 		        strerror(-rc));
-		return rc == -ENOENT ? -EIO : rc;
+		rc = rc == -ENOENT ? -EIO : rc;
+		goto out;
 	}
 	COUNT(r, blocks_read, 1);
 	COUNT(r, block_bytes, got);
@@ -143,16 +198,14 @@ static int read_block(struct sst_reader *r, const struct sst_handle *h, struct b
 		rc = corrupt(r, h->off, "data block", SST_TRUNCATED);
 		goto out;
 	}
-	cb = calloc(1, sizeof(*cb));
-	if (!cb) {
-		rc = -ENOMEM;
-		goto out;
-	}
 	rc = sst_block_unseal(buf, got, &cb->raw, &rawlen, &f);
 	if (rc == -EUCLEAN)
 		rc = corrupt(r, h->off, "data block", f);
 	if (rc)
 		goto out;
+	if (r->dcache && dklen)
+		diskcache_put(r->dcache, dkey, dklen, buf, got);
+parse:
 	if (sst_block_parse(cb->raw, rawlen, &cb->blk)) {
 		rc = corrupt(r, h->off, "data block restarts", SST_BAD_LAYOUT);
 		goto out;
@@ -248,6 +301,7 @@ static int load_tail(struct sst_reader *r)
 		buf2 = NULL;
 		base = meta;
 	}
+	r->ident = (uint64_t)XXH3_64bits((uint8_t *)buf + (meta - base), r->size - meta);
 	got -= SST_FOOTER_SIZE;
 	rc = meta_block(r, buf, base, got, &r->foot.index, "index block", &r->index_raw, &ilen);
 	if (rc)
@@ -300,6 +354,7 @@ int sst_reader_open(struct store *s, const char *key, uint64_t size,
 	if (o) {
 		r->shared = o->counters;
 		r->cache = o->cache;
+		r->dcache = o->dcache;
 	}
 	if (!size) {
 		struct store_stat st;
@@ -352,6 +407,9 @@ void sst_counters_read(struct sst_counters *c, struct sst_stats *out)
 	out->bloom_negatives = atomic_load(&c->bloom_negatives);
 	out->bloom_false_pos = atomic_load(&c->bloom_false_pos);
 	out->corrupt = atomic_load(&c->corrupt);
+	out->disk_hits = atomic_load(&c->disk_hits);
+	out->disk_bytes = atomic_load(&c->disk_bytes);
+	out->cache_hit_bytes = atomic_load(&c->cache_hit_bytes);
 }
 
 void sst_reader_stats(const struct sst_reader *r, struct sst_stats *out)

@@ -46,6 +46,7 @@
 #include <sys/wait.h>
 #include <sys/xattr.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 #include "commands.h"
 #include "engine.h"
@@ -87,7 +88,10 @@ struct mount_args {
 	const char *setting; /* the first memwalfs setting in an -o list, or NULL */
 	char late[64]; /* nodiratime, strictatime: set by remount() once mounted (parse_o()) */
 	int follow_ms; /* -o follow_interval=: a read-only mount follows (-1: default) */
-	const char *snapshot; /* --snapshot NAME: mount that snapshot read-only */
+	const char *snapshot;  /* --snapshot NAME: mount that snapshot read-only */
+	const char *cache_dir; /* --cache-dir / -o cache_dir=: the disk cache (NULL: default) */
+	uint64_t disk_cache;   /* --disk-cache-size / -o disk_cache_size= (UINT64_MAX: default) */
+	char cache_dir_buf[PATH_MAX]; /* the default cache directory */
 };
 
 /* ---- usage and command-line / -o option parsing ------------------------- */
@@ -108,7 +112,8 @@ static void usage(FILE *f)
 	    "  -o OPT[,OPT...]        mount options: ro, allow_other, default_permissions (on by\n"
 	    "                         default; no_default_permissions turns it off), noatime,\n"
 	    "                         ...; memwalfs settings as endpoint=, region=, cadence=,\n"
-	    "                         cache=, memtable=, chunk=, readahead=, fsync_timeout=,\n"
+	    "                         cache=, cache_dir=, disk_cache_size=, memtable=, chunk=,\n"
+	    "                         readahead=, fsync_timeout=,\n"
 	    "                         capacity=, metrics_addr=, profile=, sts_endpoint=,\n"
 	    "                         single_writer, format, stack (for fstab); remount\n"
 	    "                         (with MOUNTPOINT alone): change ro/rw and the mount flags\n"
@@ -126,7 +131,13 @@ static void usage(FILE *f)
 	    "  --fsync-timeout SEC    while the store is unreachable, fsync waits this long,\n"
 	    "                         then fails with EIO (default 0: wait until it is back,\n"
 	    "                         like a hard NFS mount); the data still commits later\n"
-	    "  --cache-size BYTES     blob and block cache (default 256M)\n"
+	    "  --cache-size BYTES     blob and block cache in memory (default 256M)\n"
+	    "  --cache-dir DIR        the disk cache under the memory cache (S3 stores: on by\n"
+	    "                         default in /var/cache/memwalfs/<store hash>; local\n"
+	    "                         stores: only with this option); -o cache_dir=\n"
+	    "  --disk-cache-size BYTES  its size bound (default: half the free space of its\n"
+	    "                         filesystem, at most 10G; 0: no disk cache);\n"
+	    "                         -o disk_cache_size=\n"
 	    "  --memtable-size BYTES  MemTable size before a flush (default 64M)\n"
 	    "  --chunk-size BYTES     data chunk size when formatting (default 1M)\n"
 	    "  --threads N            FUSE worker threads (default 64)\n"
@@ -254,6 +265,14 @@ static int set_option(struct mount_args *a, const char *name, const char *val)
 		if (!val || !parse_size(val, &sz))
 			goto bad;
 		a->eo.cache_bytes = sz;
+	} else if (!strcmp(name, "cache_dir")) {
+		if (!val || !*val)
+			goto bad;
+		a->cache_dir = val;
+	} else if (!strcmp(name, "disk_cache_size")) {
+		if (!val || !parse_size(val, &sz))
+			goto bad;
+		a->disk_cache = sz;
 	} else if (!strcmp(name, "memtable")) {
 		if (!val || !parse_size(val, &sz) || sz < (128u << 10))
 			goto bad;
@@ -378,13 +397,22 @@ static int parse_args(struct mount_args *a, int argc, char **argv)
 	const char *pos[2];
 	int npos = 0;
 	static const char *const long_set[][2] = {
-	    {"--cadence", "cadence"},         {"--follow-interval", "follow_interval"},
-	    {"--snapshot", "snapshot"},       {"--gc-grace", "gc_grace"},
-	    {"--gc-interval", "gc_interval"}, {"--repack-rate", "repack_rate"},
-	    {"--cache-size", "cache"},        {"--memtable-size", "memtable"},
-	    {"--chunk-size", "chunk"},        {"--threads", "threads"},
-	    {"--readahead", "readahead"},     {"--fsync-timeout", "fsync_timeout"},
-	    {"--capacity", "capacity"},       {"--metrics-addr", "metrics_addr"},
+	    {"--cadence", "cadence"},
+	    {"--follow-interval", "follow_interval"},
+	    {"--snapshot", "snapshot"},
+	    {"--gc-grace", "gc_grace"},
+	    {"--gc-interval", "gc_interval"},
+	    {"--repack-rate", "repack_rate"},
+	    {"--cache-size", "cache"},
+	    {"--cache-dir", "cache_dir"},
+	    {"--disk-cache-size", "disk_cache_size"},
+	    {"--memtable-size", "memtable"},
+	    {"--chunk-size", "chunk"},
+	    {"--threads", "threads"},
+	    {"--readahead", "readahead"},
+	    {"--fsync-timeout", "fsync_timeout"},
+	    {"--capacity", "capacity"},
+	    {"--metrics-addr", "metrics_addr"},
 	};
 	int verbose = 0;
 	for (int i = 1; i < argc;) {
@@ -920,6 +948,7 @@ static int check_formats(struct mount_args *a, struct store *st)
 
 	o.read_only = true;
 	o.progress = progress_check;
+	o.disk_cache_dir = NULL; /* the check reads tails only: no need to index the cache */
 	int rc = engine_open(st, &o, &e);
 	if (rc) {
 		fprintf(stderr, "memwalfs: refusing to mount %s: %s%s; nothing was changed\n",
@@ -952,6 +981,31 @@ static int check_formats(struct mount_args *a, struct store *st)
 }
 
 /* ---- the daemon ----------------------------------------------------------- */
+
+/*
+ * The read tiers under the memory cache (docs/CACHE.md): S3 stores get a disk
+ * cache (default directory: /var/cache/memwalfs/ and the XXH3 of the store's
+ * name, endpoint included, so that two stores never share one) and coalesced
+ * reads of 1 MiB regions; local stores neither, unless --cache-dir is given.
+ */
+static void read_tiers(struct mount_args *a)
+{
+	char name[PATH_MAX + 64];
+
+	if (!a->local)
+		a->eo.read_region_bytes = 1u << 20;
+	if (a->disk_cache == 0 || (a->local && !a->cache_dir))
+		return;
+	if (!a->cache_dir) {
+		if (mwd_store_name(a->store, &a->s3, name, sizeof(name)))
+			return;
+		snprintf(a->cache_dir_buf, sizeof(a->cache_dir_buf), "/var/cache/memwalfs/%016llx",
+		         (unsigned long long)XXH3_64bits(name, strlen(name)));
+		a->cache_dir = a->cache_dir_buf;
+	}
+	a->eo.disk_cache_dir = a->cache_dir;
+	a->eo.disk_cache_bytes = a->disk_cache == UINT64_MAX ? 0 : a->disk_cache;
+}
 
 static int serve(struct mount_args *a, int report_fd)
 {
@@ -1001,6 +1055,7 @@ static int serve(struct mount_args *a, int report_fd)
 	}
 	a->eo.progress = progress;
 	a->eo.progress_arg = a->metrics;
+	read_tiers(a);
 	rc = engine_open(st, &a->eo, &e);
 	if (rc) {
 		fprintf(stderr, "memwalfs: cannot open the engine on %s: %s\n", a->store,
@@ -1185,6 +1240,7 @@ int cmd_mount(int argc, char **argv)
 	mwfs_opts_default(&a.fo);
 	a.default_permissions = true;
 	a.follow_ms = -1;
+	a.disk_cache = UINT64_MAX;
 	int status = run_mount(&a, argc, argv);
 	for (int i = 0; i < a.n_copies; i++)
 		free(a.o_copies[i]);

@@ -129,6 +129,22 @@ struct engine_opts {
 	 * NULL: the newest state.  Borrowed during engine_open() only.
 	 */
 	const char *snapshot;
+	/*
+	 * Read caches under the memory caches (docs/CACHE.md).  disk_cache_dir: keep
+	 * verified pack blocks and SSTable blocks in files under this directory, which
+	 * survives a remount and is locked by one engine at a time (NULL: no disk cache;
+	 * a directory that cannot be used gives a warning and no disk cache, never an
+	 * error).  Borrowed during engine_open() only.  disk_cache_bytes: its bound (0:
+	 * half of the free space of its filesystem, at most 10 GiB).
+	 * read_region_bytes: a read that misses every cache fetches the whole aligned
+	 * region of this many bytes of the pack around the blocks it needs, in one
+	 * ranged GET (files written together are read together), and keeps the rest
+	 * of the region in memory until a read checks it against its descriptor
+	 * (0: fetch only the blocks needed).  A power of two, at least 64 KiB.
+	 */
+	const char *disk_cache_dir;
+	uint64_t disk_cache_bytes;
+	size_t read_region_bytes;
 };
 
 #define ENGINE_NO_RETRY 0xFFFFFFFFu /* commit_retry_ms: a failed commit stops the writer */
@@ -358,6 +374,10 @@ struct engine_stats {
 	uint64_t blob_cache_hits, blob_cache_misses; /* lookups of blob blocks */
 	uint64_t blob_fetches, blob_fetch_bytes;     /* ranged GETs of blob blocks, their bytes */
 	uint64_t block_cache_hits, block_cache_misses;
+	/* reads per tier: pack and SSTable blocks served from memory, from the disk cache, from
+	 * the store (ranged GETs); region_hits: pack blocks served from coalesced regions */
+	uint64_t read_mem_hits, read_disk_hits, read_disk_misses, read_store_gets;
+	uint64_t read_mem_bytes, read_disk_bytes, read_store_bytes, read_region_hits;
 	uint64_t bloom_negatives;
 	uint64_t replay_entries, replay_bytes, replay_usec; /* replay at open */
 	int sticky_error; /* 0, or the error that fenced the writer */

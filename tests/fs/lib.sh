@@ -26,7 +26,11 @@ mw_mount() {
 	local mnt=$1
 	shift
 	mkdir -p "$mnt"
-	"$MW" mount "${STORE_OPTS[@]}" -o allow_other --pidfile "$mnt.pid" "$@" "$STORE" "$mnt"
+	# S3 mounts have a disk cache by default: keep it in $WORK (one per mount point), not
+	# under /var/cache/memwalfs (a --cache-dir among the options wins: the last one counts)
+	local dc=()
+	[ "$BACKEND" = s3 ] && dc=(--cache-dir "$mnt.diskcache")
+	"$MW" mount "${STORE_OPTS[@]}" "${dc[@]}" -o allow_other --pidfile "$mnt.pid" "$@" "$STORE" "$mnt"
 	MOUNTS+=("$mnt")
 }
 

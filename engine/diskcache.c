@@ -1,0 +1,801 @@
+/*
+ * diskcache.c - the disk tier of the read caches (diskcache.h, docs/CACHE.md).
+ *
+ * DESIGN
+ *
+ * Layout of the directory:
+ *   lock             flock()ed while a cache has the directory open
+ *   format           "memwalfs-diskcache 1\n"; another content: the entries are
+ *                    deleted at open (a future format, or something else)
+ *   XX/NAME          one entry: NAME is the 32 hex digits of XXH3_128(key),
+ *                    XX its first two
+ *   XX/.NAME.tmp     an entry being written (deleted at open)
+ *
+ * Entry file (big-endian): magic "MWDC" u32, version u16 (1), klen u16,
+ * dlen u32, reserved u32 (0), key[klen], data[dlen], check u64 =
+ * XXH3_64(data, seed = XXH3_64(header and key)).  A reader knows the length
+ * it wants, reads header, key, data and one byte more in one preadv() and
+ * accepts the entry only if the file has exactly the expected size, magic,
+ * version, lengths, key and check.  Anything else is deleted.
+ *
+ * Entries are written by the cache's one thread: to XX/.NAME.tmp, then
+ * renamed over XX/NAME, without fsync (a torn file after a crash fails its
+ * check).  The index (hash table of names, LRU list, sizes) lives in memory
+ * under dc->mu; it is rebuilt at open by the thread, which lists the
+ * directories first (oldest modification time last in the LRU) and then
+ * writes what is queued.  Reads do not need the index: they open the file
+ * by name, so they hit even while the listing runs.  A hit moves the entry
+ * to the front and, when its file was last touched more than a minute ago,
+ * queues a touch (utimensat) so that the order survives a remount.
+ *
+ * Failures: a write that fails (full disk, read-only, EIO...) stops inserts
+ * for good with one warning; reads go on.  Nothing here ever fails a read
+ * of the filesystem: the worst case is a miss.
+ *
+ * Locks: dc->mu protects everything marked so; no I/O is done under it.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include "coding.h"
+#include "diskcache.h"
+#include "log.h"
+#include "thread.h"
+
+#define DC_MAGIC 0x4D574443u /* "MWDC" */
+#define DC_VERSION 1
+#define DC_HDR 16                          /* magic, version, klen, dlen, reserved */
+#define DC_TAIL 8                          /* the check */
+#define DC_FORMAT "memwalfs-diskcache 1\n" /* content of DIR/format */
+#define DC_TOUCH_SEC 60                    /* refresh a hit file's mtime at most this often */
+#define DC_NAME 32                         /* hex digits of a name */
+#define DC_MIN_AUTO (4u << 20) /* a default bound below this: the disk is full, cache nothing */
+
+/* One entry of the index. */
+struct dc_ent {
+	XXH128_hash_t h;            /* the name */
+	uint64_t bytes;             /* file size */
+	int64_t mtime;              /* last touch, seconds */
+	struct dc_ent *hnext;       /* hash chain */
+	struct dc_ent *prev, *next; /* LRU list, dc->head most recent */
+};
+
+enum { JOB_PUT, JOB_TOUCH, JOB_FLUSH };
+
+/* Queued work for the thread. */
+struct dc_job {
+	struct dc_job *next;
+	int kind;        /* JOB_* */
+	XXH128_hash_t h; /* the entry */
+	size_t flen;     /* bytes of file[] (JOB_PUT) */
+	uint8_t file[];  /* the whole entry file (JOB_PUT) */
+};
+
+struct diskcache {
+	char *dir;          /* the directory (for log lines) */
+	int dfd;            /* the directory, open */
+	int lockfd;         /* DIR/lock, flocked */
+	uint64_t max_bytes; /* the bound; dc->mu (set by the thread after the listing) */
+	bool auto_max;      /* the bound is the default one */
+	uint64_t avail;     /* free bytes of the filesystem at open (auto_max) */
+	size_t queue_max;   /* bound of queued bytes */
+	bool wipe;          /* the format file was not ours: delete entries at the listing */
+
+	struct mw_mutex mu;        /* see the file comment */
+	pthread_cond_t cv;         /* work queued, or stop; dc->mu */
+	pthread_cond_t idle;       /* the thread finished a flush job; dc->mu */
+	struct mw_thread thr;      /* the writer */
+	struct dc_job *qhead;      /* queue; dc->mu */
+	struct dc_job **qtail;     /* dc->mu */
+	size_t qbytes;             /* bytes queued; dc->mu */
+	uint64_t flushes;          /* flush jobs queued; dc->mu */
+	uint64_t flushed;          /* flush jobs done; dc->mu */
+	struct dc_ent **tab;       /* hash table; dc->mu */
+	size_t nb;                 /* its buckets (a power of two) */
+	struct dc_ent *head;       /* most recently used; dc->mu */
+	struct dc_ent *tail;       /* least recently used; dc->mu */
+	bool stopped_inserts;      /* a write failed; dc->mu */
+	struct diskcache_stats st; /* counters; dc->mu */
+};
+
+/* ---- names and the index -------------------------------------------------- */
+
+static XXH128_hash_t name_of(const void *key, size_t klen)
+{
+	return XXH3_128bits(key, klen);
+}
+
+/* "XX/NAME" (tmp: "XX/.NAME.tmp") into buf (at least 48 bytes). */
+static void path_of(char *buf, size_t n, XXH128_hash_t h, bool tmp)
+{
+	char hex[DC_NAME + 1];
+
+	snprintf(hex, sizeof(hex), "%016" PRIx64 "%016" PRIx64, (uint64_t)h.high64,
+	         (uint64_t)h.low64);
+	snprintf(buf, n, tmp ? "%.2s/.%s.tmp" : "%.2s/%s", hex, hex);
+}
+
+static size_t bucket(const struct diskcache *dc, XXH128_hash_t h)
+{
+	return (size_t)h.low64 & (dc->nb - 1);
+}
+
+static struct dc_ent *find(struct diskcache *dc, XXH128_hash_t h)
+{
+	struct dc_ent *x = dc->tab[bucket(dc, h)];
+
+	while (x && !XXH128_isEqual(x->h, h))
+		x = x->hnext;
+	return x;
+}
+
+static void lru_unlink(struct diskcache *dc, struct dc_ent *x)
+{
+	if (x->prev)
+		x->prev->next = x->next;
+	else
+		dc->head = x->next;
+	if (x->next)
+		x->next->prev = x->prev;
+	else
+		dc->tail = x->prev;
+	x->prev = x->next = NULL;
+}
+
+static void lru_front(struct diskcache *dc, struct dc_ent *x)
+{
+	x->next = dc->head;
+	x->prev = NULL;
+	if (dc->head)
+		dc->head->prev = x;
+	dc->head = x;
+	if (!dc->tail)
+		dc->tail = x;
+}
+
+/* Take x out of the index (the caller frees it). */
+static void forget(struct diskcache *dc, struct dc_ent *x)
+{
+	struct dc_ent **pp = &dc->tab[bucket(dc, x->h)];
+
+	while (*pp != x)
+		pp = &(*pp)->hnext;
+	*pp = x->hnext;
+	lru_unlink(dc, x);
+	dc->st.bytes -= x->bytes;
+	dc->st.entries--;
+}
+
+/* Double the hash table when it is full (best effort). */
+static void maybe_grow(struct diskcache *dc)
+{
+	size_t nb = dc->nb * 2;
+	struct dc_ent **t;
+
+	if (dc->st.entries < dc->nb || !(t = calloc(nb, sizeof(*t))))
+		return;
+	for (size_t i = 0; i < dc->nb; i++) {
+		struct dc_ent *x = dc->tab[i], *next;
+		for (; x; x = next) {
+			next = x->hnext;
+			x->hnext = t[(size_t)x->h.low64 & (nb - 1)];
+			t[(size_t)x->h.low64 & (nb - 1)] = x;
+		}
+	}
+	free(dc->tab);
+	dc->tab = t;
+	dc->nb = nb;
+}
+
+/*
+ * Enter (or update) h with its size; front (recent) or back (old, from the
+ * listing).  Returns false on -ENOMEM (the file then stays unindexed).
+ */
+static bool remember(struct diskcache *dc, XXH128_hash_t h, uint64_t bytes, int64_t mtime,
+                     bool front)
+{
+	struct dc_ent *x = find(dc, h);
+
+	if (x) {
+		forget(dc, x);
+	} else {
+		maybe_grow(dc);
+		x = calloc(1, sizeof(*x));
+		if (!x)
+			return false;
+		x->h = h;
+	}
+	x->bytes = bytes;
+	x->mtime = mtime;
+	x->hnext = dc->tab[bucket(dc, h)];
+	dc->tab[bucket(dc, h)] = x;
+	if (front) {
+		lru_front(dc, x);
+	} else {
+		x->prev = dc->tail;
+		if (dc->tail)
+			dc->tail->next = x;
+		dc->tail = x;
+		if (!dc->head)
+			dc->head = x;
+	}
+	dc->st.bytes += bytes;
+	dc->st.entries++;
+	return true;
+}
+
+/* Unlink the files of the least recently used entries while over the bound. */
+static void evict(struct diskcache *dc)
+{
+	char path[64];
+
+	mw_mutex_lock(&dc->mu);
+	while (dc->tail && dc->st.bytes > dc->max_bytes) {
+		struct dc_ent *x = dc->tail;
+		XXH128_hash_t h = x->h;
+		forget(dc, x);
+		free(x);
+		dc->st.evictions++;
+		mw_mutex_unlock(&dc->mu);
+		path_of(path, sizeof(path), h, false);
+		unlinkat(dc->dfd, path, 0);
+		mw_mutex_lock(&dc->mu);
+	}
+	mw_mutex_unlock(&dc->mu);
+}
+
+/* Stop inserts for good after a failed write (one warning). */
+static void stop_inserts(struct diskcache *dc, const char *what, int err)
+{
+	mw_mutex_lock(&dc->mu);
+	bool first = !dc->stopped_inserts;
+	dc->stopped_inserts = true;
+	dc->st.inserting = false;
+	mw_mutex_unlock(&dc->mu);
+	if (first && err)
+		log_warn("disk cache %s: %s failed (%s): no more entries are added to the disk "
+		         "cache (it still serves what it holds)",
+		         dc->dir, what, strerror(err));
+	else if (first)
+		log_warn("disk cache %s: %s: nothing is added to the disk cache", dc->dir, what);
+}
+
+/* ---- the thread ----------------------------------------------------------- */
+
+/* Parse a 32-hex-digit name. */
+static bool parse_name(const char *s, XXH128_hash_t *h)
+{
+	uint64_t v[2] = {0, 0};
+
+	if (strlen(s) != DC_NAME)
+		return false;
+	for (int i = 0; i < DC_NAME; i++) {
+		int c = s[i], d;
+		if (c >= '0' && c <= '9')
+			d = c - '0';
+		else if (c >= 'a' && c <= 'f')
+			d = c - 'a' + 10;
+		else
+			return false;
+		v[i / 16] = v[i / 16] << 4 | (uint64_t)d;
+	}
+	h->high64 = v[0];
+	h->low64 = v[1];
+	return true;
+}
+
+struct scanned {
+	XXH128_hash_t h;
+	uint64_t bytes;
+	int64_t mtime;
+};
+
+static int by_mtime_desc(const void *a, const void *b)
+{
+	const struct scanned *x = a, *y = b;
+
+	return x->mtime > y->mtime ? -1 : x->mtime < y->mtime;
+}
+
+/* List XX/ directories: index the entries (newest first), delete temporaries. */
+static void scan(struct diskcache *dc)
+{
+	struct scanned *v = NULL;
+	size_t n = 0, cap = 0;
+
+	for (int i = 0; i < 256; i++) {
+		char sub[3];
+		snprintf(sub, sizeof(sub), "%02x", i);
+		int fd = openat(dc->dfd, sub, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		DIR *d = fdopendir(fd);
+		if (!d) {
+			close(fd);
+			continue;
+		}
+		struct dirent *de;
+		while ((de = readdir(d))) {
+			struct stat sb;
+			XXH128_hash_t h;
+			if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+				continue;
+			bool ours = parse_name(de->d_name, &h);
+			if (!ours || dc->wipe) {
+				if (de->d_name[0] == '.' || dc->wipe)
+					unlinkat(fd, de->d_name, 0);
+				continue;
+			}
+			if (fstatat(fd, de->d_name, &sb, AT_SYMLINK_NOFOLLOW) ||
+			    !S_ISREG(sb.st_mode))
+				continue;
+			if (n == cap) {
+				size_t nc = cap ? cap * 2 : 1024;
+				struct scanned *nv = realloc(v, nc * sizeof(*v));
+				if (!nv)
+					break;
+				v = nv;
+				cap = nc;
+			}
+			v[n++] = (struct scanned){h, (uint64_t)sb.st_size, (int64_t)sb.st_mtime};
+		}
+		closedir(d);
+	}
+	if (n)
+		qsort(v, n, sizeof(*v), by_mtime_desc);
+	mw_mutex_lock(&dc->mu);
+	for (size_t i = 0; i < n; i++)
+		if (!find(dc, v[i].h)) /* a put that landed first is newer */
+			remember(dc, v[i].h, v[i].bytes, v[i].mtime, false);
+	if (dc->auto_max) {
+		uint64_t m = (dc->avail + dc->st.bytes) / 2;
+		dc->max_bytes = m < DISKCACHE_AUTO_CAP ? m : DISKCACHE_AUTO_CAP;
+	}
+	dc->st.capacity = dc->max_bytes;
+	bool tiny = dc->auto_max && dc->max_bytes < DC_MIN_AUTO;
+	mw_mutex_unlock(&dc->mu);
+	free(v);
+	if (tiny) {
+		char why[96];
+		snprintf(why, sizeof(why),
+		         "only %" PRIu64 " bytes free in its filesystem (No space left on device)",
+		         dc->avail);
+		stop_inserts(dc, why, 0);
+	}
+	evict(dc);
+}
+
+/* Write one entry file; false if inserts had to stop. */
+static bool write_entry(struct diskcache *dc, const struct dc_job *j)
+{
+	char tmp[64], path[64];
+	const char *what = "creating an entry";
+	int fd, err = 0;
+
+	path_of(tmp, sizeof(tmp), j->h, true);
+	path_of(path, sizeof(path), j->h, false);
+	fd = openat(dc->dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0 && errno == ENOENT) {
+		char sub[3] = {path[0], path[1], 0};
+		if (mkdirat(dc->dfd, sub, 0700) && errno != EEXIST) {
+			stop_inserts(dc, "creating a directory", errno);
+			return false;
+		}
+		fd = openat(dc->dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	}
+	if (fd < 0) {
+		stop_inserts(dc, what, errno);
+		return false;
+	}
+	for (size_t off = 0; off < j->flen && !err;) {
+		ssize_t w = write(fd, j->file + off, j->flen - off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			err = w < 0 ? errno : ENOSPC;
+		else
+			off += (size_t)w;
+	}
+	what = "writing an entry";
+	if (close(fd) && !err)
+		err = errno;
+	if (!err && renameat(dc->dfd, tmp, dc->dfd, path)) {
+		err = errno;
+		what = "renaming an entry";
+	}
+	if (err) {
+		unlinkat(dc->dfd, tmp, 0);
+		stop_inserts(dc, what, err);
+		return false;
+	}
+	mw_mutex_lock(&dc->mu);
+	remember(dc, j->h, j->flen, (int64_t)time(NULL), true);
+	dc->st.inserts++;
+	dc->st.insert_bytes += j->flen;
+	mw_mutex_unlock(&dc->mu);
+	return true;
+}
+
+static void *dc_thread(void *arg)
+{
+	struct diskcache *dc = arg;
+	const struct timespec now2[2] = {{0, UTIME_OMIT}, {0, UTIME_NOW}};
+	char path[64];
+
+	scan(dc);
+	mw_mutex_lock(&dc->mu);
+	for (;;) {
+		while (!dc->qhead && !dc->thr.stop)
+			mw_cond_wait(&dc->cv, &dc->mu);
+		struct dc_job *j = dc->qhead;
+		if (!j)
+			break; /* stop, with the queue written */
+		dc->qhead = j->next;
+		if (!dc->qhead)
+			dc->qtail = &dc->qhead;
+		dc->qbytes -= j->flen;
+		bool skip = dc->stopped_inserts;
+		mw_mutex_unlock(&dc->mu);
+		switch (j->kind) {
+		case JOB_PUT:
+			if (skip) {
+				mw_mutex_lock(&dc->mu);
+				dc->st.dropped++;
+				mw_mutex_unlock(&dc->mu);
+			} else if (write_entry(dc, j)) {
+				evict(dc);
+			}
+			break;
+		case JOB_TOUCH:
+			path_of(path, sizeof(path), j->h, false);
+			utimensat(dc->dfd, path, now2, 0);
+			break;
+		default:
+			break;
+		}
+		mw_mutex_lock(&dc->mu);
+		if (j->kind == JOB_FLUSH) {
+			dc->flushed++;
+			pthread_cond_broadcast(&dc->idle);
+		}
+		free(j);
+	}
+	mw_mutex_unlock(&dc->mu);
+	return NULL;
+}
+
+/* Queue j (takes it); false (j freed) when it does not fit. */
+static bool enqueue(struct diskcache *dc, struct dc_job *j)
+{
+	mw_mutex_lock(&dc->mu);
+	if (j->kind == JOB_PUT && (dc->stopped_inserts || dc->qbytes + j->flen > dc->queue_max)) {
+		dc->st.dropped++;
+		mw_mutex_unlock(&dc->mu);
+		free(j);
+		return false;
+	}
+	j->next = NULL;
+	*dc->qtail = j;
+	dc->qtail = &j->next;
+	dc->qbytes += j->flen;
+	pthread_cond_signal(&dc->cv);
+	mw_mutex_unlock(&dc->mu);
+	return true;
+}
+
+static void enqueue_small(struct diskcache *dc, int kind, XXH128_hash_t h)
+{
+	struct dc_job *j = calloc(1, sizeof(*j));
+
+	if (!j)
+		return;
+	j->kind = kind;
+	j->h = h;
+	enqueue(dc, j);
+}
+
+/* ---- open and close ------------------------------------------------------- */
+
+/* mkdir -p of path (0700 for what it creates). */
+static int mkdirs(const char *path)
+{
+	char buf[4096];
+	size_t n = strlen(path);
+
+	if (n == 0 || n >= sizeof(buf))
+		return -ENAMETOOLONG;
+	memcpy(buf, path, n + 1);
+	for (size_t i = 1; i <= n; i++) {
+		if (buf[i] != '/' && buf[i] != 0)
+			continue;
+		char c = buf[i];
+		buf[i] = 0;
+		if (mkdir(buf, 0700) && errno != EEXIST)
+			return -errno;
+		buf[i] = c;
+	}
+	return 0;
+}
+
+/* Check DIR/format; write it if missing.  Sets dc->wipe if it is not ours. */
+static void check_format(struct diskcache *dc)
+{
+	char buf[64];
+	ssize_t n = -1;
+	int fd = openat(dc->dfd, "format", O_RDONLY | O_CLOEXEC);
+
+	if (fd >= 0) {
+		n = read(fd, buf, sizeof(buf));
+		close(fd);
+		if (n == (ssize_t)strlen(DC_FORMAT) && !memcmp(buf, DC_FORMAT, (size_t)n))
+			return;
+		dc->wipe = true;
+	}
+	fd = openat(dc->dfd, "format", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd >= 0) {
+		if (write(fd, DC_FORMAT, strlen(DC_FORMAT)) != (ssize_t)strlen(DC_FORMAT))
+			dc->wipe = false; /* cannot even write: leave things as they are */
+		close(fd);
+	}
+}
+
+int diskcache_open(const struct diskcache_opts *o, struct diskcache **out)
+{
+	struct diskcache *dc;
+	struct statvfs sv;
+	int rc;
+
+	if (!o->dir || !*o->dir)
+		return -EINVAL;
+	rc = mkdirs(o->dir);
+	if (rc)
+		return rc;
+	dc = calloc(1, sizeof(*dc));
+	if (!dc)
+		return -ENOMEM;
+	dc->dfd = dc->lockfd = -1;
+	dc->nb = 1024;
+	dc->tab = calloc(dc->nb, sizeof(*dc->tab));
+	dc->dir = strdup(o->dir);
+	if (!dc->tab || !dc->dir) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	dc->dfd = open(o->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dc->dfd < 0) {
+		rc = -errno;
+		goto fail;
+	}
+	dc->lockfd = openat(dc->dfd, "lock", O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (dc->lockfd < 0) {
+		rc = -errno;
+		goto fail;
+	}
+	if (flock(dc->lockfd, LOCK_EX | LOCK_NB)) {
+		rc = errno == EWOULDBLOCK ? -EBUSY : -errno;
+		goto fail;
+	}
+	check_format(dc);
+	dc->auto_max = o->max_bytes == DISKCACHE_AUTO;
+	dc->max_bytes = o->max_bytes;
+	if (dc->auto_max) {
+		dc->avail = fstatvfs(dc->dfd, &sv) ? 0 : (uint64_t)sv.f_bavail * sv.f_frsize;
+		uint64_t m = dc->avail / 2;
+		dc->max_bytes = m < DISKCACHE_AUTO_CAP ? m : DISKCACHE_AUTO_CAP;
+	}
+	dc->st.capacity = dc->max_bytes;
+	dc->st.inserting = true;
+	dc->queue_max = o->queue_bytes ? o->queue_bytes : (32u << 20);
+	dc->qtail = &dc->qhead;
+	mw_mutex_init(&dc->mu);
+	mw_cond_init_monotonic(&dc->cv);
+	mw_cond_init_monotonic(&dc->idle);
+	rc = mw_thread_start(&dc->thr, "diskcache", dc_thread, dc, &dc->mu, &dc->cv);
+	if (rc) {
+		pthread_cond_destroy(&dc->cv);
+		pthread_cond_destroy(&dc->idle);
+		mw_mutex_destroy(&dc->mu);
+		goto fail;
+	}
+	*out = dc;
+	return 0;
+fail:
+	if (dc->lockfd >= 0)
+		close(dc->lockfd);
+	if (dc->dfd >= 0)
+		close(dc->dfd);
+	free(dc->tab);
+	free(dc->dir);
+	free(dc);
+	return rc;
+}
+
+void diskcache_close(struct diskcache *dc)
+{
+	if (!dc)
+		return;
+	mw_thread_stop(&dc->thr); /* the thread writes the queue out first */
+	for (size_t i = 0; i < dc->nb; i++) {
+		struct dc_ent *x = dc->tab[i], *next;
+		for (; x; x = next) {
+			next = x->hnext;
+			free(x);
+		}
+	}
+	free(dc->tab);
+	pthread_cond_destroy(&dc->cv);
+	pthread_cond_destroy(&dc->idle);
+	mw_mutex_destroy(&dc->mu);
+	close(dc->lockfd); /* releases the flock */
+	close(dc->dfd);
+	free(dc->dir);
+	free(dc);
+}
+
+/* ---- reads and writes ----------------------------------------------------- */
+
+static void encode_header(uint8_t *p, size_t klen, size_t len)
+{
+	put_be32(p, DC_MAGIC);
+	put_be16(p + 4, DC_VERSION);
+	put_be16(p + 6, (uint16_t)klen);
+	put_be32(p + 8, (uint32_t)len);
+	put_be32(p + 12, 0);
+}
+
+static uint64_t check_of(const uint8_t *head, size_t klen, const void *data, size_t len)
+{
+	return (uint64_t)XXH3_64bits_withSeed(data, len, XXH3_64bits(head, DC_HDR + klen));
+}
+
+/* Delete the file of h and forget it (a damaged or unwanted entry). */
+static void drop_name(struct diskcache *dc, XXH128_hash_t h)
+{
+	char path[64];
+
+	path_of(path, sizeof(path), h, false);
+	unlinkat(dc->dfd, path, 0);
+	mw_mutex_lock(&dc->mu);
+	struct dc_ent *x = find(dc, h);
+	if (x) {
+		forget(dc, x);
+		free(x);
+	}
+	mw_mutex_unlock(&dc->mu);
+}
+
+int diskcache_get(struct diskcache *dc, const void *key, size_t klen, void *dst, size_t len)
+{
+	uint8_t head[DC_HDR + DISKCACHE_KEY_MAX], want[DC_HDR], tail[DC_TAIL + 1];
+	XXH128_hash_t h;
+	char path[64];
+	ssize_t got;
+	bool ok;
+	int fd;
+
+	if (klen > DISKCACHE_KEY_MAX || len > DISKCACHE_VALUE_MAX)
+		return -ENOENT;
+	h = name_of(key, klen);
+	path_of(path, sizeof(path), h, false);
+	fd = openat(dc->dfd, path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		mw_mutex_lock(&dc->mu);
+		dc->st.misses++;
+		struct dc_ent *x = errno == ENOENT ? find(dc, h) : NULL;
+		if (x) { /* deleted behind our back */
+			forget(dc, x);
+			free(x);
+		}
+		mw_mutex_unlock(&dc->mu);
+		return -ENOENT;
+	}
+	struct iovec iov[3] = {
+	    {head, DC_HDR + klen},
+	    {dst, len},
+	    {tail, sizeof(tail)},
+	};
+	do
+		got = preadv(fd, iov, 3, 0);
+	while (got < 0 && errno == EINTR);
+	close(fd);
+	encode_header(want, klen, len);
+	ok = got == (ssize_t)(DC_HDR + klen + len + DC_TAIL) && !memcmp(head, want, DC_HDR) &&
+	     !memcmp(head + DC_HDR, key, klen) && get_be64(tail) == check_of(head, klen, dst, len);
+	if (!ok) {
+		if (got >= 0) /* damaged, or another length or key: never serve it */
+			drop_name(dc, h);
+		mw_mutex_lock(&dc->mu);
+		dc->st.misses++;
+		if (got >= 0)
+			dc->st.corrupt++;
+		mw_mutex_unlock(&dc->mu);
+		return -ENOENT;
+	}
+	bool touch = false;
+	mw_mutex_lock(&dc->mu);
+	dc->st.hits++;
+	dc->st.hit_bytes += len;
+	struct dc_ent *x = find(dc, h);
+	if (x) {
+		lru_unlink(dc, x);
+		lru_front(dc, x);
+		int64_t now = (int64_t)time(NULL);
+		if (now - x->mtime > DC_TOUCH_SEC) {
+			x->mtime = now;
+			touch = true;
+		}
+	}
+	mw_mutex_unlock(&dc->mu);
+	if (touch)
+		enqueue_small(dc, JOB_TOUCH, h);
+	return 0;
+}
+
+void diskcache_put(struct diskcache *dc, const void *key, size_t klen, const void *data, size_t len)
+{
+	size_t flen = DC_HDR + klen + len + DC_TAIL;
+	struct dc_job *j;
+
+	if (klen > DISKCACHE_KEY_MAX || len > DISKCACHE_VALUE_MAX)
+		return;
+	mw_mutex_lock(&dc->mu);
+	bool full =
+	    dc->stopped_inserts || dc->qbytes + flen > dc->queue_max || flen > dc->max_bytes;
+	if (full)
+		dc->st.dropped++;
+	mw_mutex_unlock(&dc->mu);
+	if (full)
+		return;
+	j = malloc(sizeof(*j) + flen);
+	if (!j)
+		return;
+	j->kind = JOB_PUT;
+	j->h = name_of(key, klen);
+	j->flen = flen;
+	encode_header(j->file, klen, len);
+	memcpy(j->file + DC_HDR, key, klen);
+	memcpy(j->file + DC_HDR + klen, data, len);
+	put_be64(j->file + DC_HDR + klen + len, check_of(j->file, klen, data, len));
+	enqueue(dc, j);
+}
+
+void diskcache_drop(struct diskcache *dc, const void *key, size_t klen)
+{
+	drop_name(dc, name_of(key, klen));
+}
+
+void diskcache_flush(struct diskcache *dc)
+{
+	struct dc_job *j = calloc(1, sizeof(*j));
+
+	if (!j)
+		return;
+	j->kind = JOB_FLUSH;
+	mw_mutex_lock(&dc->mu);
+	uint64_t want = ++dc->flushes; /* flush jobs finish in queue order */
+	*dc->qtail = j;
+	dc->qtail = &j->next;
+	pthread_cond_signal(&dc->cv);
+	while (dc->flushed < want)
+		mw_cond_wait(&dc->idle, &dc->mu);
+	mw_mutex_unlock(&dc->mu);
+}
+
+void diskcache_get_stats(struct diskcache *dc, struct diskcache_stats *out)
+{
+	mw_mutex_lock(&dc->mu);
+	*out = dc->st;
+	mw_mutex_unlock(&dc->mu);
+}

@@ -1,0 +1,127 @@
+/*
+ * readcache.c - the read caches of an engine, tier by tier (docs/CACHE.md):
+ * creating and freeing them, and their statistics.
+ *
+ *   memory   the blob cache (pack blocks) and the block cache (SSTable
+ *            blocks), cache.h, sharing opts.cache_bytes: half each, less the
+ *            region cache's share of the blob half
+ *   regions  raw pack regions fetched by coalesced reads, not yet verified
+ *            (opts.read_region_bytes; an eighth of opts.cache_bytes)
+ *   disk     verified pack blocks and sealed SSTable blocks in files
+ *            (diskcache.h, opts.disk_cache_dir)
+ *   store    ranged GETs
+ *
+ * The blob path is blob.c, the SSTable path sst_read.c.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <assert.h>
+#include <string.h>
+
+#include "cache.h"
+#include "diskcache.h"
+#include "engine_int.h"
+#include "log.h"
+#include "sst.h"
+
+int readcache_open(struct engine *e)
+{
+	size_t half = e->o.cache_bytes / 2, region = 0;
+	int rc;
+
+	if (e->o.read_region_bytes) {
+		size_t r = e->o.read_region_bytes;
+		if (r < BLOB_BLOCK_SIZE || (r & (r - 1)))
+			return -EINVAL;
+		region = e->o.cache_bytes / 8;
+		if (region < 2 * r)
+			region = 0; /* too small to hold a region: no coalescing */
+	}
+	if ((rc = cache_new(half - region, &e->blob_cache)) ||
+	    (rc = cache_new(half, &e->block_cache)) ||
+	    (region && (rc = cache_new(region, &e->region_cache))))
+		return rc;
+	if (!e->o.disk_cache_dir)
+		return 0;
+	struct diskcache_opts o = {
+	    .dir = e->o.disk_cache_dir,
+	    .max_bytes = e->o.disk_cache_bytes ? e->o.disk_cache_bytes : DISKCACHE_AUTO,
+	};
+	rc = diskcache_open(&o, &e->dcache);
+	if (rc == -EBUSY)
+		log_warn("disk cache %s is in use by another mount: no disk cache for this one",
+		         o.dir);
+	else if (rc)
+		log_warn("disk cache %s cannot be used (%s): no disk cache", o.dir, strerror(-rc));
+	e->o.disk_cache_dir = NULL; /* borrowed during open only */
+	return 0;
+}
+
+void readcache_close(struct engine *e)
+{
+	diskcache_close(e->dcache);
+	e->dcache = NULL;
+	cache_free(e->region_cache);
+	cache_free(e->blob_cache);
+	cache_free(e->block_cache);
+	e->region_cache = e->blob_cache = e->block_cache = NULL;
+}
+
+static uint64_t ld(atomic_uint_fast64_t *v)
+{
+	return atomic_load_explicit(v, memory_order_relaxed);
+}
+
+void readcache_get_stats(struct engine *e, struct engine_stats *out)
+{
+	struct sst_stats ss;
+	struct cache_stats cs = {0};
+	struct diskcache_stats ds = {0};
+
+	sst_counters_read(&e->sst_counters, &ss);
+	if (e->blob_cache)
+		cache_get_stats(e->blob_cache, &cs);
+	if (e->dcache)
+		diskcache_get_stats(e->dcache, &ds);
+	out->read_mem_hits = cs.hits + ss.cache_hits;
+	out->read_mem_bytes = ld(&e->blob_mem_bytes) + ss.cache_hit_bytes;
+	out->read_disk_hits = ds.hits;
+	out->read_disk_bytes = ds.hit_bytes;
+	out->read_disk_misses = ds.misses;
+	out->read_store_gets = ld(&e->blob_fetches) + ss.blocks_read;
+	out->read_store_bytes = ld(&e->blob_fetch_bytes) + ss.block_bytes;
+	out->read_region_hits = ld(&e->blob_region_hits);
+}
+
+size_t readcache_stats(struct engine *e, struct read_stat *out)
+{
+	struct engine_stats s;
+	struct diskcache_stats ds = {0};
+	size_t n = 0;
+
+	readcache_get_stats(e, &s);
+	if (e->dcache)
+		diskcache_get_stats(e->dcache, &ds);
+#define STAT(nm, v) (out[n++] = (struct read_stat){nm, (uint64_t)(v)})
+	STAT("read_mem_hits", s.read_mem_hits);
+	STAT("read_mem_bytes", s.read_mem_bytes);
+	STAT("read_region_hits", s.read_region_hits);
+	STAT("read_disk_hits", s.read_disk_hits);
+	STAT("read_disk_bytes", s.read_disk_bytes);
+	STAT("read_disk_misses", s.read_disk_misses);
+	STAT("read_store_gets", s.read_store_gets);
+	STAT("read_store_bytes", s.read_store_bytes);
+	STAT("disk_cache_enabled", e->dcache ? 1 : 0);
+	STAT("disk_cache_inserting", ds.inserting ? 1 : 0);
+	STAT("disk_cache_bytes", ds.bytes);
+	STAT("disk_cache_entries", ds.entries);
+	STAT("disk_cache_capacity", ds.capacity);
+	STAT("disk_cache_inserts", ds.inserts);
+	STAT("disk_cache_insert_bytes", ds.insert_bytes);
+	STAT("disk_cache_dropped", ds.dropped);
+	STAT("disk_cache_evictions", ds.evictions);
+	STAT("disk_cache_corrupt", ds.corrupt);
+#undef STAT
+	assert(n <= READ_STATS_MAX);
+	return n;
+}
