@@ -1,0 +1,272 @@
+/*
+ * test_diskcache.c - engine/diskcache.c: round trip, a wrong length, damaged
+ * files (a flipped byte anywhere, truncated, grown, deleted), the LRU bound,
+ * reopen (entries and their order survive), the lock, and a bound too small
+ * for an entry.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "diskcache.h"
+
+static char dir[64];
+
+static int setup(void **state)
+{
+	(void)state;
+	snprintf(dir, sizeof(dir), "/tmp/mw-dctest.XXXXXX");
+	assert_non_null(mkdtemp(dir));
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	char cmd[128];
+
+	(void)state;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+static struct diskcache *open_dc(uint64_t max)
+{
+	struct diskcache_opts o = {.dir = dir, .max_bytes = max};
+	struct diskcache *dc = NULL;
+
+	assert_int_equal(diskcache_open(&o, &dc), 0);
+	return dc;
+}
+
+static void fill(uint8_t *p, size_t n, unsigned seed)
+{
+	for (size_t i = 0; i < n; i++)
+		p[i] = (uint8_t)(seed * 131 + i * 7 + (i >> 8));
+}
+
+static void key_of(char *k, size_t n, int i)
+{
+	snprintf(k, n, "key-%d", i);
+}
+
+/* The path of the single entry file of the cache (asserts there is exactly one). */
+static void only_file(char *out, size_t n)
+{
+	char cmd[160];
+	FILE *f;
+
+	snprintf(cmd, sizeof(cmd), "find '%s' -mindepth 2 -type f ! -name '.*'", dir);
+	f = popen(cmd, "r");
+	assert_non_null(f);
+	assert_non_null(fgets(out, (int)n, f));
+	out[strcspn(out, "\n")] = 0;
+	char more[8];
+	assert_null(fgets(more, sizeof(more), f));
+	pclose(f);
+}
+
+static void roundtrip(void **state)
+{
+	struct diskcache *dc = open_dc(1 << 20);
+	uint8_t in[5000], out[5000];
+	struct diskcache_stats st;
+
+	(void)state;
+	fill(in, sizeof(in), 1);
+	assert_int_equal(diskcache_get(dc, "a", 1, out, sizeof(out)), -ENOENT);
+	diskcache_put(dc, "a", 1, in, sizeof(in));
+	diskcache_flush(dc);
+	assert_int_equal(diskcache_get(dc, "a", 1, out, sizeof(out)), 0);
+	assert_memory_equal(in, out, sizeof(in));
+	/* another length is not this entry (and is dropped: the caller wants other bytes) */
+	assert_int_equal(diskcache_get(dc, "a", 1, out, sizeof(out) - 1), -ENOENT);
+	assert_int_equal(diskcache_get(dc, "a", 1, out, sizeof(out)), -ENOENT);
+	diskcache_put(dc, "a", 1, in, sizeof(in));
+	diskcache_flush(dc);
+	diskcache_drop(dc, "a", 1);
+	assert_int_equal(diskcache_get(dc, "a", 1, out, sizeof(out)), -ENOENT);
+	diskcache_get_stats(dc, &st);
+	assert_int_equal(st.hits, 1);
+	assert_int_equal(st.inserts, 2);
+	assert_int_equal(st.entries, 0);
+	assert_int_equal(st.bytes, 0);
+	diskcache_close(dc);
+}
+
+/* Damage the one entry file in each way; every read after it misses. */
+static void damage(void **state)
+{
+	uint8_t in[3000], out[3000];
+	char path[256];
+	struct stat sb;
+
+	(void)state;
+	fill(in, sizeof(in), 2);
+	for (int kind = 0; kind < 5; kind++) {
+		size_t positions = kind == 0 ? 16 + 3 + 3000 + 8 : 1;
+		for (size_t pos = 0; pos < positions; pos += kind == 0 ? 7 : 1) {
+			struct diskcache *dc = open_dc(1 << 20);
+			diskcache_put(dc, "key", 3, in, sizeof(in));
+			diskcache_flush(dc);
+			only_file(path, sizeof(path));
+			assert_int_equal(stat(path, &sb), 0);
+			int fd = open(path, O_RDWR);
+			assert_true(fd >= 0);
+			uint8_t b;
+			switch (kind) {
+			case 0: /* a flipped byte: header, key, data or check */
+				assert_int_equal(pread(fd, &b, 1, (off_t)pos), 1);
+				b ^= 0x20;
+				assert_int_equal(pwrite(fd, &b, 1, (off_t)pos), 1);
+				break;
+			case 1: /* truncated: the check is gone */
+				assert_int_equal(ftruncate(fd, sb.st_size - 8), 0);
+				break;
+			case 2: /* truncated into the data */
+				assert_int_equal(ftruncate(fd, sb.st_size / 2), 0);
+				break;
+			case 3: /* grown by a byte */
+				b = 0;
+				assert_int_equal(pwrite(fd, &b, 1, sb.st_size), 1);
+				break;
+			case 4: /* emptied */
+				assert_int_equal(ftruncate(fd, 0), 0);
+				break;
+			}
+			close(fd);
+			assert_int_equal(diskcache_get(dc, "key", 3, out, sizeof(out)), -ENOENT);
+			/* and the damaged file is gone */
+			assert_int_equal(stat(path, &sb), -1);
+			struct diskcache_stats st;
+			diskcache_get_stats(dc, &st);
+			assert_int_equal(st.corrupt, 1);
+			assert_int_equal(st.entries, 0);
+			diskcache_close(dc);
+		}
+	}
+	/* deleted behind the cache's back */
+	struct diskcache *dc = open_dc(1 << 20);
+	diskcache_put(dc, "key", 3, in, sizeof(in));
+	diskcache_flush(dc);
+	only_file(path, sizeof(path));
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(diskcache_get(dc, "key", 3, out, sizeof(out)), -ENOENT);
+	diskcache_close(dc);
+}
+
+/* Keys that collide in nothing but their file would be a bug: the key is checked too. */
+static void distinct_keys(void **state)
+{
+	struct diskcache *dc = open_dc(1 << 20);
+	uint8_t a[100], b[100], out[100];
+
+	(void)state;
+	fill(a, sizeof(a), 3);
+	fill(b, sizeof(b), 4);
+	diskcache_put(dc, "k1", 2, a, sizeof(a));
+	diskcache_put(dc, "k2", 2, b, sizeof(b));
+	diskcache_flush(dc);
+	assert_int_equal(diskcache_get(dc, "k1", 2, out, sizeof(out)), 0);
+	assert_memory_equal(out, a, sizeof(a));
+	assert_int_equal(diskcache_get(dc, "k2", 2, out, sizeof(out)), 0);
+	assert_memory_equal(out, b, sizeof(b));
+	diskcache_close(dc);
+}
+
+/* The bound holds, the least recently used go first, and reopen keeps entries and order. */
+static void lru_and_reopen(void **state)
+{
+	enum { N = 40, SZ = 4000 };
+	uint64_t entry = 16 + 6 + SZ + 8; /* header, "key-NN", data, check */
+	struct diskcache *dc = open_dc(10 * entry);
+	uint8_t in[SZ], out[SZ];
+	char k[16];
+	struct diskcache_stats st;
+
+	(void)state;
+	for (int i = 0; i < N; i++) {
+		key_of(k, sizeof(k), i + 10);
+		fill(in, sizeof(in), (unsigned)i);
+		diskcache_put(dc, k, strlen(k), in, sizeof(in));
+		diskcache_flush(dc);
+		if (i >= 2) { /* keep key 10 recent: it must survive */
+			key_of(k, sizeof(k), 10);
+			assert_int_equal(diskcache_get(dc, k, strlen(k), out, sizeof(out)), 0);
+		}
+	}
+	diskcache_get_stats(dc, &st);
+	assert_true(st.bytes <= 10 * entry);
+	assert_int_equal(st.entries, 10);
+	assert_int_equal(st.evictions, N - 10);
+	key_of(k, sizeof(k), 10);
+	assert_int_equal(diskcache_get(dc, k, strlen(k), out, sizeof(out)), 0);
+	fill(in, sizeof(in), 0);
+	assert_memory_equal(in, out, sizeof(out));
+	key_of(k, sizeof(k), 11);
+	assert_int_equal(diskcache_get(dc, k, strlen(k), out, sizeof(out)), -ENOENT);
+	for (int i = N - 9; i < N; i++) {
+		key_of(k, sizeof(k), i + 10);
+		assert_int_equal(diskcache_get(dc, k, strlen(k), out, sizeof(out)), 0);
+	}
+	/* a second cache on the directory is refused while the first holds it */
+	struct diskcache_opts o = {.dir = dir, .max_bytes = 1 << 20};
+	struct diskcache *other = NULL;
+	assert_int_equal(diskcache_open(&o, &other), -EBUSY);
+	diskcache_close(dc);
+
+	/* reopen: the same ten entries, all valid, and a smaller bound evicts at open */
+	dc = open_dc(10 * entry);
+	diskcache_flush(dc); /* the listing ran before the flush job */
+	diskcache_get_stats(dc, &st);
+	assert_int_equal(st.entries, 10);
+	assert_int_equal(st.bytes, 10 * entry);
+	key_of(k, sizeof(k), 10);
+	assert_int_equal(diskcache_get(dc, k, strlen(k), out, sizeof(out)), 0);
+	diskcache_close(dc);
+	dc = open_dc(5 * entry);
+	diskcache_flush(dc);
+	diskcache_get_stats(dc, &st);
+	assert_int_equal(st.entries, 5);
+	assert_int_equal(st.evictions, 5);
+	diskcache_close(dc);
+}
+
+/* An entry larger than the bound is never written; a big queue does not block puts. */
+static void limits(void **state)
+{
+	struct diskcache *dc = open_dc(1000);
+	uint8_t in[2000], out[2000];
+	struct diskcache_stats st;
+
+	(void)state;
+	fill(in, sizeof(in), 5);
+	diskcache_put(dc, "big", 3, in, sizeof(in));
+	diskcache_flush(dc);
+	assert_int_equal(diskcache_get(dc, "big", 3, out, sizeof(out)), -ENOENT);
+	diskcache_get_stats(dc, &st);
+	assert_int_equal(st.dropped, 1);
+	assert_int_equal(st.inserts, 0);
+	diskcache_close(dc);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_setup_teardown(roundtrip, setup, teardown),
+	    cmocka_unit_test_setup_teardown(damage, setup, teardown),
+	    cmocka_unit_test_setup_teardown(distinct_keys, setup, teardown),
+	    cmocka_unit_test_setup_teardown(lru_and_reopen, setup, teardown),
+	    cmocka_unit_test_setup_teardown(limits, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
