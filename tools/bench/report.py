@@ -87,6 +87,9 @@ WORKLOADS = [
     ("randread-4k", "Random 4 KiB reads", "iops", "IOPS", True,
      "fio randread 4 KiB, 1 job, {RAND_S} s, over a {RAND_MB} MiB file, starting after a remount "
      "and drop_caches", None),
+    ("randread-4k-dwarm", "Random 4 KiB reads, disk cache warm", "iops", "IOPS", True,
+     "the same again after a remount that keeps what targets cache on local disk (memwalfs' "
+     "disk cache, rclone's VFS cache; the kernel's caches dropped)", None),
     ("randwrite-4k", "Random 4 KiB writes", "iops", "IOPS", True,
      "fio randwrite 4 KiB, 1 job, {RAND_S} s, end_fsync=1", None),
     ("fsync-4k", "4 KiB write + fsync (latency)", "fsync_p50_ms", "ms", False,
@@ -514,7 +517,8 @@ def losses(out, res):
 WRITE_ROWS = ["jb-write-big", "mp-write", "jb-write-small", "gs-cp", "dcreate-1", "dcreate-32",
               "randwrite-4k", "fsync-4k", "cp-1g"]
 READ_ROWS = ["jb-read-big", "mp-read-1t", "mp-read-4t", "mp-read-direct", "mp-read-4t-direct",
-             "mp-read-warm", "mp-read-dcache", "jb-read-small", "randread-4k"]
+             "mp-read-warm", "mp-read-dcache", "jb-read-small", "randread-4k",
+             "randread-4k-dwarm"]
 
 
 def fetched(res, t, w, per):

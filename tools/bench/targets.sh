@@ -107,6 +107,7 @@ target_mount() {
 		BKT=$(target_bucket "$t")
 		[ -x "$MEMWALFS" ] || { say "  $MEMWALFS not built"; return 1; }
 		"$MEMWALFS" mount -f --endpoint "$S3_ENDPOINT" --region "$S3_REGION" $MW_OPTS \
+			--cache-dir "$WORK/$t/diskcache" \
 			"s3://$BKT/fs" "$MNT" >>"$WORK/$t/fs.log" 2>&1 &
 		launched=$!
 		;;
@@ -156,12 +157,21 @@ target_umount() {
 }
 
 # target_remount NAME: unmount and mount again (cold caches in the filesystem
-# process), then drop the kernel's caches.  rclone's VFS cache lives on disk
-# and outlives a remount (it served every "cold" read of the 2026-12-01 run
-# with no GET): it is emptied too.
+# process), then drop the kernel's caches.  rclone's VFS cache and memwalfs'
+# disk cache live on disk and outlive a remount (rclone's served every "cold"
+# read of the 2026-12-01 run with no GET): they are emptied too.
 target_remount() {
 	target_umount "$1"
 	[ "$1" = rclone ] && rm -rf "${WORK:?}/rclone/cache" && mkdir -p "$WORK/rclone/cache"
+	[ "$1" = memwalfs-s3 ] && rm -rf "${WORK:?}/memwalfs-s3/diskcache"
+	drop_caches
+	target_mount "$1"
+}
+
+# target_remount_warm NAME: the same, but what a target keeps on local disk
+# (rclone's VFS cache, memwalfs' disk cache) stays: a remount as a user sees it.
+target_remount_warm() {
+	target_umount "$1"
 	drop_caches
 	target_mount "$1"
 }

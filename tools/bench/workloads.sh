@@ -267,7 +267,8 @@ wl_jbsmall() {
 }
 
 # wl_rand: random 4 KiB reads (after a remount: cold start, then whatever each
-# target caches), random 4 KiB writes with a final fsync, and the latency of
+# target caches; then again after a remount that keeps local disk caches),
+# random 4 KiB writes with a final fsync, and the latency of
 # 4 KiB write + fsync.
 wl_rand() {
 	local d="$MNT/b$RUN/rand"
@@ -277,6 +278,12 @@ wl_rand() {
 	step_end "b$RUN/rand/" 1 $((RAND_MB * 1048576))
 	target_remount "$TGT" || return 1
 	fio_step randread-4k read --name=rr --filename="$d/r.dat" --rw=randread --bs=4k \
+		--size="${RAND_MB}M" --time_based --runtime="$RAND_S" --randrepeat=0
+	step_end
+	# the same after a remount that keeps local disk caches (memwalfs' disk cache, rclone's VFS
+	# cache): what the previous pass brought in is read from local disk
+	target_remount_warm "$TGT" || return 1
+	fio_step randread-4k-dwarm read --name=rr --filename="$d/r.dat" --rw=randread --bs=4k \
 		--size="${RAND_MB}M" --time_based --runtime="$RAND_S" --randrepeat=0
 	step_end
 	STEP_GROWTH=1 fio_step randwrite-4k write --name=rw --filename="$d/r.dat" --rw=randwrite --bs=4k \
