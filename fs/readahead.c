@@ -6,9 +6,12 @@
  *
  * Detection is per inode: a read that starts at 0 or near where the last
  * one ended (within a few chunks: the kernel's async reads arrive out of
- * order on several threads) extends a streak; at the second read of a
- * streak, chunks up to `window` bytes past the read are queued (never past
- * the end of the file, never twice: ip->ra_hi remembers how far it went).
+ * order on several threads) extends a streak; from the second read of a
+ * streak on, chunks up to the streak's window past the read are queued (never
+ * past the end of the file, never twice: ip->ra_hi remembers how far it
+ * went).  The window starts at two chunks and doubles with every sequential
+ * read, up to `window` bytes (--readahead), so that a long sequential read
+ * keeps a ranged GET in flight on each thread.
  * A jump elsewhere resets the streak.
  *
  * A prefetch is engine_get_range() of zero bytes at offset 0: the engine
@@ -147,6 +150,21 @@ static void *worker(void *arg)
 	return NULL;
 }
 
+/*
+ * The window of a streak of n >= 2 sequential reads: two chunks at the second
+ * read, doubling with each read after it, up to ra->window.  A short
+ * sequential read (a small file, the head of a big one) costs little; a long
+ * one soon has ra->window / chunk GETs in flight.
+ */
+static uint64_t window_of(const struct readahead *ra, uint32_t n)
+{
+	uint64_t w = 2 * ra->fs->cs;
+
+	for (uint32_t i = 2; i < n && w < ra->window; i++)
+		w *= 2;
+	return w < ra->window ? w : ra->window;
+}
+
 void ra_note_read(struct readahead *ra, struct inode *ip, uint64_t off, size_t len, uint64_t fsize)
 {
 	if (!ra || !ra->nthr || !len)
@@ -169,7 +187,7 @@ void ra_note_read(struct readahead *ra, struct inode *ip, uint64_t off, size_t l
 		ip->ra_streak++;
 	if (ip->ra_streak >= 2 && fsize > 0) {
 		uint64_t first = (end + cs - 1) / cs; /* the first chunk not touched by this read */
-		uint64_t last = (end + ra->window + cs - 1) / cs; /* exclusive */
+		uint64_t last = (end + window_of(ra, ip->ra_streak) + cs - 1) / cs; /* exclusive */
 		uint64_t nchunks = (fsize + cs - 1) / cs;
 		if (first < ip->ra_hi)
 			first = ip->ra_hi;
