@@ -275,22 +275,37 @@ static bool lower_tiers(struct engine *e, const struct blob_desc *d, uint64_t b,
 /* ---- the store ---------------------------------------------------------------- */
 
 /*
- * Fetch blocks [b0, b1] of d's blob with one ranged GET (the whole region
- * around them when they are smaller than one), check each against its
- * hash, keep each (blob cache, disk cache), and copy the part of blob range
+ * Fetch blocks [b0, b1] of d's blob with one ranged GET, check each against
+ * its hash, keep each (blob cache, disk cache), and copy the part of blob range
  * [a, z) that they hold into dst (dst[0] is blob byte a; dst may be NULL).
+ * A run smaller than a region grows first: in a blob of at least a region,
+ * to the blob's aligned region-sized window (every block of it checkable
+ * with d's hashes); in a smaller blob, to the pack's aligned region, whose
+ * other bytes go to the region cache unchecked.
  */
 static int fetch_run(struct engine *e, const struct blob_desc *d, uint64_t b0, uint64_t b1,
                      uint64_t a, uint64_t z, uint8_t *dst)
 {
 	char name[FMT_NAME_MAX];
-	uint64_t from = b0 * BLOB_BLOCK_SIZE;
-	uint64_t to = b1 * BLOB_BLOCK_SIZE + block_len(d, b1);
-	uint64_t g = d->offset + from, gend = d->offset + to; /* object range to GET */
 	uint64_t R = e->region_cache ? e->o.read_region_bytes : 0;
 	uint8_t *buf = NULL;
 	size_t n = 0;
 	int rc;
+
+	if (R && (b1 - b0 + 1) * BLOB_BLOCK_SIZE < R && d->blob_len >= R) {
+		/*
+		 * A big blob: widen the run to the blob's aligned R-window, as far as d
+		 * has the hashes, so that every block fetched is checked and kept now.
+		 */
+		uint64_t per = R / BLOB_BLOCK_SIZE, fb = blob_desc_first_block(d);
+		uint64_t lb = fb + blob_desc_nblocks(d) - 1, w0 = b0 / per * per, w1 = w0 + per - 1;
+		b0 = w0 > fb ? w0 : fb;
+		b1 = w1 > b1 ? (w1 < lb ? w1 : lb) : b1;
+		R = 0;
+	}
+	uint64_t from = b0 * BLOB_BLOCK_SIZE;
+	uint64_t to = b1 * BLOB_BLOCK_SIZE + block_len(d, b1);
+	uint64_t g = d->offset + from, gend = d->offset + to; /* object range to GET */
 
 	fmt_pack_name(name, d->epoch, d->position);
 	if (to - from > SIZE_MAX - sizeof(struct blob_val))
