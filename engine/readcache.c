@@ -91,6 +91,7 @@ void readcache_get_stats(struct engine *e, struct engine_stats *out)
 	out->read_store_gets = ld(&e->blob_fetches) + ss.blocks_read;
 	out->read_store_bytes = ld(&e->blob_fetch_bytes) + ss.block_bytes;
 	out->read_region_hits = ld(&e->blob_region_hits);
+	out->disk_cache_capacity = e->dcache ? ds.capacity : 0;
 }
 
 size_t readcache_stats(struct engine *e, struct read_stat *out)

@@ -52,20 +52,22 @@
 
 /* One open chunk of a file being written (protected by ip->dlock). */
 struct inode {
-	uint64_t ino;           /* inode number (immutable) */
-	struct inode *hnext;    /* hash chain; fs->mu */
-	uint64_t nlookup;       /* kernel lookup count; fs->mu */
-	uint32_t nopen;         /* open file handles; fs->mu */
-	uint32_t refs;          /* handlers using it right now; fs->mu */
-	struct schema_inode a;  /* attributes as the kernel sees them; fs->mu */
-	uint64_t rec_size;      /* size written in records (data durable order); fs->mu */
-	bool gone;              /* records deleted (rmdir, reclaimed); fs->mu */
-	char *target;           /* symlink target (NUL-terminated) or NULL; fs->mu */
-	uint64_t ticket;        /* ticket of the last write touching it; fs->mu */
-	uint64_t ra_next;       /* read-ahead: where the last read ended; fs->ra->mu */
-	uint64_t ra_hi;         /* read-ahead: chunks below this are queued; fs->ra->mu */
-	uint32_t ra_streak;     /* read-ahead: sequential reads in a row; fs->ra->mu */
-	bool wb_listed;         /* on the write-buffer flusher's list (wbuf.c); fs->mu */
+	uint64_t ino;          /* inode number (immutable) */
+	struct inode *hnext;   /* hash chain; fs->mu */
+	uint64_t nlookup;      /* kernel lookup count; fs->mu */
+	uint32_t nopen;        /* open file handles; fs->mu */
+	uint32_t refs;         /* handlers using it right now; fs->mu */
+	struct schema_inode a; /* attributes as the kernel sees them; fs->mu */
+	uint64_t rec_size;     /* size written in records (data durable order); fs->mu */
+	bool gone;             /* records deleted (rmdir, reclaimed); fs->mu */
+	char *target;          /* symlink target (NUL-terminated) or NULL; fs->mu */
+	uint64_t ticket;       /* ticket of the last write touching it; fs->mu */
+	uint64_t ra_next;      /* read-ahead: where the last read ended; fs->ra->mu */
+	uint64_t ra_hi;        /* read-ahead: chunks below this are queued; fs->ra->mu */
+	uint32_t ra_streak;    /* read-ahead: sequential reads in a row; fs->ra->mu */
+	uint32_t ra_rand;      /* read-ahead: reads that were not sequential; fs->ra->mu */
+	uint64_t ra_fill;      /* read-ahead: whole-file fill queued below this chunk; fs->ra->mu */
+	bool wb_listed;        /* on the write-buffer flusher's list (wbuf.c); fs->mu */
 	pthread_rwlock_t dlock; /* protects wb */
 	struct wbuf wb;         /* write buffer; ip->dlock */
 };

@@ -12,7 +12,8 @@
  * went).  The window starts at two chunks and doubles with every sequential
  * read, up to `window` bytes (--readahead), so that a long sequential read
  * keeps a ranged GET in flight on each thread.
- * A jump elsewhere resets the streak.
+ * A jump elsewhere resets the streak.  A file read at random long enough is
+ * fetched whole when the engine has a disk cache to keep it (fill_some()).
  *
  * A prefetch is engine_get_range() of zero bytes at offset 0: the engine
  * loads the whole blob into its cache (blobs are immutable and cached by
@@ -37,8 +38,9 @@
 #include "readahead.h"
 #include "thread.h"
 
-#define RA_QUEUE 256 /* queued prefetches (more are dropped) */
-#define RA_BUSY 64   /* loads in flight (FUSE threads + prefetch threads) */
+#define RA_QUEUE 256      /* queued prefetches (more are dropped) */
+#define RA_BUSY 64        /* loads in flight (FUSE threads + prefetch threads) */
+#define RA_RANDOM_FILL 16 /* random reads of a file before it is filled whole */
 
 struct ra_job {
 	uint64_t ino; /* inode number */
@@ -54,6 +56,7 @@ struct ra_worker {
 struct readahead {
 	struct mwfs *fs;             /* borrowed */
 	uint64_t window;             /* bytes to keep fetched ahead of a sequential reader */
+	uint64_t fill_max;           /* largest file filled whole for random readers (0: none) */
 	struct mw_mutex mu;          /* see the file comment */
 	pthread_cond_t work;         /* a job was queued, or stop; ra->mu */
 	pthread_cond_t done;         /* a load in flight ended; ra->mu */
@@ -151,6 +154,31 @@ static void *worker(void *arg)
 }
 
 /*
+ * A file read at random (RA_RANDOM_FILL reads that were not sequential) and
+ * no larger than ra->fill_max is fetched whole, a chunk per job, into the
+ * engine's caches (and so its disk cache): the next random reads find their
+ * blocks on local disk instead of one GET each.  Tops the queue up to half
+ * its size from ip->ra_fill on; caller holds ra->mu.
+ */
+static void fill_some(struct readahead *ra, struct inode *ip, uint64_t fsize)
+{
+	uint64_t cs = ra->fs->cs, nchunks = (fsize + cs - 1) / cs;
+	bool queued = false;
+
+	if (!ra->fill_max || ip->ra_rand < RA_RANDOM_FILL || fsize > ra->fill_max)
+		return;
+	while (ip->ra_fill < nchunks && ra->qn < RA_QUEUE / 2) {
+		struct ra_job *j = &ra->q[(ra->qhead + ra->qn) % RA_QUEUE];
+		j->ino = ip->ino;
+		j->idx = ip->ra_fill++;
+		ra->qn++;
+		queued = true;
+	}
+	if (queued)
+		pthread_cond_broadcast(&ra->work);
+}
+
+/*
  * The window of a streak of n >= 2 sequential reads: two chunks at the second
  * read, doubling with each read after it, up to ra->window.  A short
  * sequential read (a small file, the head of a big one) costs little; a long
@@ -178,6 +206,9 @@ void ra_note_read(struct readahead *ra, struct inode *ip, uint64_t off, size_t l
 		ip->ra_streak = 0;
 		ip->ra_hi = 0;
 		ip->ra_next = end;
+		if (ip->ra_rand < UINT32_MAX)
+			ip->ra_rand++;
+		fill_some(ra, ip, fsize);
 		mw_mutex_unlock(&ra->mu);
 		return;
 	}
@@ -226,6 +257,9 @@ int ra_start(struct mwfs *fs, unsigned nthreads, uint64_t window, struct readahe
 		return -ENOMEM;
 	ra->fs = fs;
 	ra->window = window;
+	struct engine_stats es;
+	engine_get_stats(fs->e, &es);
+	ra->fill_max = es.disk_cache_capacity / 4; /* a disk cache holds it with room to spare */
 	mw_mutex_init(&ra->mu);
 	pthread_cond_init(&ra->work, NULL);
 	pthread_cond_init(&ra->done, NULL);
