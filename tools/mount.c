@@ -133,7 +133,8 @@ static void usage(FILE *f)
 	    "                         like a hard NFS mount); the data still commits later\n"
 	    "  --cache-size BYTES     blob and block cache in memory (default 256M)\n"
 	    "  --cache-dir DIR        the disk cache under the memory cache (S3 stores: on by\n"
-	    "                         default in /var/cache/memwalfs/<store hash>; local\n"
+	    "                         default in /var/cache/memwalfs/<store hash>, or\n"
+	    "                         ~/.cache/memwalfs/ when not root; local\n"
 	    "                         stores: only with this option); -o cache_dir=\n"
 	    "  --disk-cache-size BYTES  its size bound (default: half the free space of its\n"
 	    "                         filesystem, at most 10G; 0: no disk cache);\n"
@@ -985,8 +986,8 @@ static int check_formats(struct mount_args *a, struct store *st)
 
 /*
  * The read tiers under the memory cache (docs/CACHE.md): S3 stores get a disk
- * cache (default directory: /var/cache/memwalfs/ and the XXH3 of the store's
- * name, endpoint included, so that two stores never share one) and coalesced
+ * cache (default directory: /var/cache/memwalfs/ (not root: ~/.cache/memwalfs/) and the
+ * XXH3 of the store's name, endpoint included, so that two stores never share one) and coalesced
  * reads of 1 MiB regions; local stores neither, unless --cache-dir is given.
  */
 static void read_tiers(struct mount_args *a)
@@ -1000,8 +1001,17 @@ static void read_tiers(struct mount_args *a)
 	if (!a->cache_dir) {
 		if (mwd_store_name(a->store, &a->s3, name, sizeof(name)))
 			return;
-		snprintf(a->cache_dir_buf, sizeof(a->cache_dir_buf), "/var/cache/memwalfs/%016llx",
-		         (unsigned long long)XXH3_64bits(name, strlen(name)));
+		/* root: /var/cache/memwalfs; others: $XDG_CACHE_HOME (~/.cache)/memwalfs */
+		const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+		char base[PATH_MAX];
+		if (getuid() == 0 || (!(xdg && *xdg) && !(home && *home)))
+			snprintf(base, sizeof(base), "/var/cache/memwalfs");
+		else if (xdg && *xdg)
+			snprintf(base, sizeof(base), "%s/memwalfs", xdg);
+		else
+			snprintf(base, sizeof(base), "%s/.cache/memwalfs", home);
+		snprintf(a->cache_dir_buf, sizeof(a->cache_dir_buf), "%.*s/%016llx", PATH_MAX - 32,
+		         base, (unsigned long long)XXH3_64bits(name, strlen(name)));
 		a->cache_dir = a->cache_dir_buf;
 	}
 	a->eo.disk_cache_dir = a->cache_dir;
