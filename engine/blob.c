@@ -274,6 +274,92 @@ static bool lower_tiers(struct engine *e, const struct blob_desc *d, uint64_t b,
 
 /* ---- the store ---------------------------------------------------------------- */
 
+#define FETCH_WAITED (-1000) /* fetch_begin(): another fetch had the bytes; look again */
+
+/*
+ * Before a GET of object bytes [lo, hi) of d's pack: if a GET in flight
+ * overlaps them, wait until it ends and return FETCH_WAITED (the caller looks
+ * in the caches again); else take a slot for fetch_end() (-1: table full, no
+ * deduplication).  Parallel readers of one region (read-ahead threads on
+ * neighbouring chunks, readers of neighbouring small files) send one GET.
+ */
+static int fetch_begin(struct engine *e, const struct blob_desc *d, uint64_t lo, uint64_t hi)
+{
+	int slot = -1;
+	bool waited = false;
+
+	pthread_mutex_lock(&e->fetch_mu);
+	for (;;) {
+		bool busy = false;
+		for (size_t i = 0; i < sizeof(e->fetching) / sizeof(e->fetching[0]); i++) {
+			struct blob_inflight *f = &e->fetching[i];
+			if (f->used && f->epoch == d->epoch && f->position == d->position &&
+			    f->lo < hi && lo < f->hi)
+				busy = true;
+		}
+		if (!busy)
+			break;
+		waited = true;
+		pthread_cond_wait(&e->fetch_cv, &e->fetch_mu);
+	}
+	for (size_t i = 0; !waited && i < sizeof(e->fetching) / sizeof(e->fetching[0]); i++) {
+		struct blob_inflight *f = &e->fetching[i];
+		if (!f->used) {
+			*f = (struct blob_inflight){true, d->epoch, d->position, lo, hi};
+			slot = (int)i;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&e->fetch_mu);
+	return waited ? FETCH_WAITED : slot;
+}
+
+static void fetch_end(struct engine *e, int slot)
+{
+	if (slot < 0)
+		return;
+	pthread_mutex_lock(&e->fetch_mu);
+	e->fetching[slot].used = false;
+	pthread_cond_broadcast(&e->fetch_cv);
+	pthread_mutex_unlock(&e->fetch_mu);
+}
+
+/*
+ * The checking half of fetch_run(): buf (n bytes of object range [g, gend),
+ * borrowed) holds blocks [b0, b1] of d's blob: check them, copy their part
+ * of [a, z) to dst, keep them, and keep the regions buf holds when R.
+ */
+static int check_keep(struct engine *e, const struct blob_desc *d, uint64_t b0, uint64_t b1,
+                      uint64_t a, uint64_t z, uint8_t *dst, const char *name, uint64_t g,
+                      uint64_t gend, const uint8_t *buf, size_t n, uint64_t R)
+{
+	uint64_t from = b0 * BLOB_BLOCK_SIZE;
+	uint64_t to = b1 * BLOB_BLOCK_SIZE + block_len(d, b1);
+	uint64_t bad;
+
+	if (n < d->offset + to - g) {
+		log_err("blob: %s [%" PRIu64 "+%" PRIu64 "]: pack too short (truncated)", name,
+		        d->offset + from, to - from);
+		return -EUCLEAN;
+	}
+	const uint8_t *run = buf + (d->offset + from - g);
+	if (blob_desc_verify(d, from, run, to - from, &bad)) {
+		log_err("blob: %s [%" PRIu64 "+%zu]: checksum mismatch", name, d->offset + bad,
+		        block_len(d, bad / BLOB_BLOCK_SIZE));
+		return -EUCLEAN;
+	}
+	if (dst) {
+		uint64_t lo = a > from ? a : from, hi = z < to ? z : to;
+		memcpy(dst + (lo - a), run + (lo - from), (size_t)(hi - lo));
+	}
+	for (uint64_t b = b0; b <= b1; b++)
+		keep_block(e, d, b * BLOB_BLOCK_SIZE, run + (b * BLOB_BLOCK_SIZE - from),
+		           block_len(d, b), true);
+	if (R && (g != d->offset + from || n != to - from))
+		region_keep(e, d, g, buf, n, (size_t)(gend - g));
+	return 0;
+}
+
 /*
  * Fetch blocks [b0, b1] of d's blob with one ranged GET, check each against
  * its hash, keep each (blob cache, disk cache), and copy the part of blob range
@@ -281,16 +367,17 @@ static bool lower_tiers(struct engine *e, const struct blob_desc *d, uint64_t b,
  * A run smaller than a region grows first: in a blob of at least a region,
  * to the blob's aligned region-sized window (every block of it checkable
  * with d's hashes); in a smaller blob, to the pack's aligned region, whose
- * other bytes go to the region cache unchecked.
+ * other bytes go to the region cache unchecked.  may_wait: when a GET in
+ * flight overlaps, wait for it and return FETCH_WAITED instead.
  */
 static int fetch_run(struct engine *e, const struct blob_desc *d, uint64_t b0, uint64_t b1,
-                     uint64_t a, uint64_t z, uint8_t *dst)
+                     uint64_t a, uint64_t z, uint8_t *dst, bool may_wait)
 {
 	char name[FMT_NAME_MAX];
 	uint64_t R = e->region_cache ? e->o.read_region_bytes : 0;
 	uint8_t *buf = NULL;
 	size_t n = 0;
-	int rc;
+	int rc, slot = -1;
 
 	if (R && (b1 - b0 + 1) * BLOB_BLOCK_SIZE < R && d->blob_len >= R) {
 		/*
@@ -314,44 +401,24 @@ static int fetch_run(struct engine *e, const struct blob_desc *d, uint64_t b0, u
 		g = (d->offset + from) / R * R;
 		gend = g + R > d->offset + to ? g + R : d->offset + to;
 	}
+	if (may_wait && (slot = fetch_begin(e, d, g, gend)) == FETCH_WAITED)
+		return FETCH_WAITED;
 	rc = store_get(e->st, name, g, gend - g, (void **)&buf, &n);
 	if (rc == -ENOENT) {
 		log_err("blob: pack %s is missing (blob at %" PRIu64 "+%" PRIu64 ")", name,
 		        d->offset, d->blob_len);
-		return -EUCLEAN;
-	}
-	if (rc) {
+		rc = -EUCLEAN;
+	} else if (rc) {
 		log_err("blob: get %s [%" PRIu64 "+%" PRIu64 "] failed: %s", name, g, gend - g,
 		        strerror(-rc));
-		return rc;
+	} else {
+		atomic_fetch_add_explicit(&e->blob_fetches, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&e->blob_fetch_bytes, n, memory_order_relaxed);
+		rc = check_keep(e, d, b0, b1, a, z, dst, name, g, gend, buf, n, R);
 	}
-	atomic_fetch_add_explicit(&e->blob_fetches, 1, memory_order_relaxed);
-	atomic_fetch_add_explicit(&e->blob_fetch_bytes, n, memory_order_relaxed);
-	if (n < d->offset + to - g) {
-		log_err("blob: %s [%" PRIu64 "+%" PRIu64 "]: pack too short (truncated)", name,
-		        d->offset + from, to - from);
-		free(buf);
-		return -EUCLEAN;
-	}
-	const uint8_t *run = buf + (d->offset + from - g);
-	uint64_t bad;
-	if (blob_desc_verify(d, from, run, to - from, &bad)) {
-		log_err("blob: %s [%" PRIu64 "+%zu]: checksum mismatch", name, d->offset + bad,
-		        block_len(d, bad / BLOB_BLOCK_SIZE));
-		free(buf);
-		return -EUCLEAN;
-	}
-	if (dst) {
-		uint64_t lo = a > from ? a : from, hi = z < to ? z : to;
-		memcpy(dst + (lo - a), run + (lo - from), (size_t)(hi - lo));
-	}
-	for (uint64_t b = b0; b <= b1; b++)
-		keep_block(e, d, b * BLOB_BLOCK_SIZE, run + (b * BLOB_BLOCK_SIZE - from),
-		           block_len(d, b), true);
-	if (R && (g != d->offset + from || n != to - from))
-		region_keep(e, d, g, buf, n, (size_t)(gend - g));
+	fetch_end(e, slot);
 	free(buf);
-	return 0;
+	return rc;
 }
 
 /*
@@ -364,9 +431,9 @@ static int blob_io(struct engine *e, const struct blob_desc *d, uint64_t off, si
 {
 	uint64_t a = d->start + off, z = a + n; /* blob range */
 	uint64_t b0 = a / BLOB_BLOCK_SIZE, b1 = (z - 1) / BLOB_BLOCK_SIZE;
-	uint64_t run = UINT64_MAX; /* first block of the current run of missing blocks */
+	uint64_t run; /* first block of the current run of missing blocks */
 	struct pack *p;
-	int rc = 0;
+	int rc = 0, waits = 0;
 
 	if (n == 0)
 		return 0;
@@ -379,6 +446,9 @@ static int blob_io(struct engine *e, const struct blob_desc *d, uint64_t off, si
 			        d->position, d->offset + a, n);
 		return rc ? -EUCLEAN : 0;
 	}
+again: /* after waiting for another thread's GET of some of these blocks */
+	run = UINT64_MAX;
+	rc = 0;
 	for (uint64_t b = b0; b <= b1 && !rc; b++) {
 		uint64_t boff = b * BLOB_BLOCK_SIZE;
 		size_t bl = block_len(d, b);
@@ -408,12 +478,16 @@ static int blob_io(struct engine *e, const struct blob_desc *d, uint64_t off, si
 		if (!hit && run == UINT64_MAX)
 			run = b;
 		if (hit && run != UINT64_MAX) {
-			rc = fetch_run(e, d, run, b - 1, a, z, dst);
+			rc = fetch_run(e, d, run, b - 1, a, z, dst, waits < 2);
 			run = UINT64_MAX;
 		}
 	}
 	if (!rc && run != UINT64_MAX)
-		rc = fetch_run(e, d, run, b1, a, z, dst);
+		rc = fetch_run(e, d, run, b1, a, z, dst, waits < 2);
+	if (rc == FETCH_WAITED) {
+		waits++;
+		goto again;
+	}
 	return rc;
 }
 

@@ -272,6 +272,20 @@ static void stop_inserts(struct diskcache *dc, const char *what, int err)
 		log_warn("disk cache %s: %s: nothing is added to the disk cache", dc->dir, what);
 }
 
+static void encode_header(uint8_t *p, size_t klen, size_t len)
+{
+	put_be32(p, DC_MAGIC);
+	put_be16(p + 4, DC_VERSION);
+	put_be16(p + 6, (uint16_t)klen);
+	put_be32(p + 8, (uint32_t)len);
+	put_be32(p + 12, 0);
+}
+
+static uint64_t check_of(const uint8_t *head, size_t klen, const void *data, size_t len)
+{
+	return (uint64_t)XXH3_64bits_withSeed(data, len, XXH3_64bits(head, DC_HDR + klen));
+}
+
 /* ---- the thread ----------------------------------------------------------- */
 
 /* Parse a 32-hex-digit name. */
@@ -378,11 +392,15 @@ static void scan(struct diskcache *dc)
 }
 
 /* Write one entry file; false if inserts had to stop. */
-static bool write_entry(struct diskcache *dc, const struct dc_job *j)
+static bool write_entry(struct diskcache *dc, struct dc_job *j)
 {
 	char tmp[64], path[64];
 	const char *what = "creating an entry";
 	int fd, err = 0;
+	size_t klen = get_be16(j->file + 6), len = get_be32(j->file + 8);
+
+	put_be64(j->file + DC_HDR + klen + len,
+	         check_of(j->file, klen, j->file + DC_HDR + klen, len));
 
 	path_of(tmp, sizeof(tmp), j->h, true);
 	path_of(path, sizeof(path), j->h, false);
@@ -646,20 +664,6 @@ void diskcache_close(struct diskcache *dc)
 
 /* ---- reads and writes ----------------------------------------------------- */
 
-static void encode_header(uint8_t *p, size_t klen, size_t len)
-{
-	put_be32(p, DC_MAGIC);
-	put_be16(p + 4, DC_VERSION);
-	put_be16(p + 6, (uint16_t)klen);
-	put_be32(p + 8, (uint32_t)len);
-	put_be32(p + 12, 0);
-}
-
-static uint64_t check_of(const uint8_t *head, size_t klen, const void *data, size_t len)
-{
-	return (uint64_t)XXH3_64bits_withSeed(data, len, XXH3_64bits(head, DC_HDR + klen));
-}
-
 /* Delete the file of h and forget it (a damaged or unwanted entry). */
 static void drop_name(struct diskcache *dc, XXH128_hash_t h)
 {
@@ -767,7 +771,7 @@ void diskcache_put(struct diskcache *dc, const void *key, size_t klen, const voi
 	encode_header(j->file, klen, len);
 	memcpy(j->file + DC_HDR, key, klen);
 	memcpy(j->file + DC_HDR + klen, data, len);
-	put_be64(j->file + DC_HDR + klen + len, check_of(j->file, klen, data, len));
+	/* the check is computed by the thread (write_entry()), off the read path */
 	enqueue(dc, j);
 }
 

@@ -66,6 +66,13 @@ struct group {
 /* Uploader threads at most (opts.commit_inflight - 1). */
 #define WRITER_MAX_UPLOADERS 15
 
+/* A ranged GET of a pack in flight (blob.c): readers that need bytes in it wait for it. */
+struct blob_inflight {
+	bool used;                /* the slot is taken */
+	uint64_t epoch, position; /* the pack */
+	uint64_t lo, hi;          /* object bytes [lo, hi) */
+};
+
 struct engine {
 	struct store *st;         /* borrowed, outlives the engine */
 	struct engine_opts o;     /* options, defaults filled (const after open) */
@@ -119,6 +126,10 @@ struct engine {
 	atomic_uint_fast64_t blob_fetch_bytes; /* their bytes */
 	struct cache *region_cache;            /* coalesced pack regions, unverified (blob.c) */
 	struct diskcache *dcache;              /* the disk tier, or NULL (readcache.c) */
+	bool fetch_init;                       /* fetch_mu, fetch_cv initialised (readcache.c) */
+	pthread_mutex_t fetch_mu;              /* guards fetching[] (blob.c) */
+	pthread_cond_t fetch_cv;               /* a fetch in flight ended [fetch_mu] */
+	struct blob_inflight fetching[32];     /* pack ranges being fetched [fetch_mu] */
 	atomic_uint_fast64_t blob_mem_bytes;   /* bytes of blob blocks served from memory */
 	atomic_uint_fast64_t blob_disk_hits;   /* blob blocks served from the disk cache */
 	atomic_uint_fast64_t blob_disk_bytes;  /* their bytes */

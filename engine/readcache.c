@@ -37,6 +37,9 @@ int readcache_open(struct engine *e)
 		if (region < 2 * r)
 			region = 0; /* too small to hold a region: no coalescing */
 	}
+	pthread_mutex_init(&e->fetch_mu, NULL);
+	pthread_cond_init(&e->fetch_cv, NULL);
+	e->fetch_init = true;
 	if ((rc = cache_new(half - region, &e->blob_cache)) ||
 	    (rc = cache_new(half, &e->block_cache)) ||
 	    (region && (rc = cache_new(region, &e->region_cache))))
@@ -65,6 +68,11 @@ void readcache_close(struct engine *e)
 	cache_free(e->blob_cache);
 	cache_free(e->block_cache);
 	e->region_cache = e->blob_cache = e->block_cache = NULL;
+	if (e->fetch_init) {
+		pthread_cond_destroy(&e->fetch_cv);
+		pthread_mutex_destroy(&e->fetch_mu);
+		e->fetch_init = false;
+	}
 }
 
 static uint64_t ld(atomic_uint_fast64_t *v)
