@@ -73,6 +73,7 @@ void gc_opts_default(struct gc_opts *o)
 	o->keep_manifests = 4;
 	o->repack_below = 0.5;
 	o->protect_wal_from = UINT64_MAX;
+	o->keep_from_version = UINT64_MAX;
 	o->cleanup_uploads = true;
 }
 
@@ -518,7 +519,7 @@ static int load_kept(struct pass *ps, uint64_t latest)
 
 		if (v < latest && latest - v < keep)
 			ps->deferred++; /* kept by count: goes once the newest has aged */
-		if (latest - v >= keep) {
+		if (latest - v >= keep && v < ps->o->keep_from_version) {
 			char succ[FMT_NAME_MAX];
 			int64_t age;
 

@@ -59,6 +59,14 @@ struct gc_opts {
 	uint64_t protect_epoch;    /* with protect_sst_from: SSTables possibly in flight */
 	uint64_t protect_sst_from; /* both 0: the newest manifest's epoch and next_sst */
 	uint64_t protect_wal_from; /* WAL entries and packs at >= never go (default UINT64_MAX) */
+	/*
+	 * Versions >= this are kept whatever their age (default UINT64_MAX:
+	 * none): the running writer passes the version it reads through, so
+	 * that a newer version it committed but has not installed yet (a
+	 * flush or compaction between its commit and install) cannot take the
+	 * tables it still reads, even with a zero grace.
+	 */
+	uint64_t keep_from_version;
 	const struct gc_pack_id *live_packs; /* packs unflushed data references (borrowed) */
 	size_t nlive_packs;
 	bool cleanup_uploads; /* also abort abandoned uploads (default true) */

@@ -312,6 +312,7 @@ static int gc_pass(struct engine *e, struct maint_gc_result *res)
 	o.protect_epoch = e->epoch;
 	o.protect_sst_from = e->man.next_sst;
 	o.protect_wal_from = e->man.wal_covered;
+	o.keep_from_version = e->man.version; /* what the engine reads through until it installs */
 	mw_mutex_unlock(&e->mu);
 	if (rc)
 		return rc;
