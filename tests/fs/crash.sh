@@ -66,9 +66,25 @@ head -c 5000 "$WORK/data1" > "$WORK/part"
 python3 -c 'import os, sys, time
 fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT, 0o644)
 os.write(fd, open(sys.argv[2], "rb").read())
-time.sleep(60)' "$mnt/dir/kept-open" "$WORK/part" &
+open(sys.argv[3], "w").close()
+time.sleep(600)' "$mnt/dir/kept-open" "$WORK/part" "$WORK/part.written" &
 writer=$!
-sleep 1.5
+# No fixed sleep (a loaded machine made one flaky): once the write returned, wait until the
+# engine has applied a batch after it and nothing is pending, i.e. the flusher put the chunk
+# and it is durable; only then the crash.  A daemon that never puts it fails here.
+part_stat() { "$MW" stats "$mnt" | awk -v n="$1" '$1 == n { print $2 }'; }
+for _ in $(seq 1 1200); do [ -e "$WORK/part.written" ] && break; sleep 0.05; done
+[ -e "$WORK/part.written" ] || { echo "FAIL: the writer did not write within 60 s"; exit 1; }
+b0=$(part_stat batches)
+put=0
+for _ in $(seq 1 1200); do
+	if [ "$(part_stat batches)" -gt "$b0" ] && [ "$(part_stat pending_bytes)" = 0 ]; then
+		put=1
+		break
+	fi
+	sleep 0.05
+done
+[ $put = 1 ] || { echo "FAIL: the partial chunk of the open file was not put within 60 s"; exit 1; }
 kill -9 "$(cat "$mnt.pid")"
 mw_wait_exit "$mnt.pid"
 kill "$writer" 2>/dev/null || true
