@@ -532,11 +532,15 @@ int compact_execute(struct store *st, struct compact_job *j, const struct compac
 	if (j->executed)
 		return -EINVAL;
 	j->executed = true;
-	if (j->trivial && (rc = move_drops_nothing(st, j, o)) < 0)
-		return rc;
-	if (j->trivial && rc == 0) {
-		j->trivial = false; /* merge it alone: what it can drop goes */
-		log_info("compact: %s holds versions to drop: rewritten, not moved", j->in[0].name);
+	if (j->trivial) {
+		rc = move_drops_nothing(st, j, o);
+		if (rc < 0)
+			return rc;
+		if (rc == 0) {
+			j->trivial = false; /* merge it alone: what it can drop goes */
+			log_info("compact: %s holds versions to drop: rewritten, not moved",
+			         j->in[0].name);
+		}
 	}
 	if (j->trivial) {
 		/* nothing overlaps below: the table changes level, bytes stay */
