@@ -397,7 +397,8 @@ static bool space_request_locked(struct engine *e, const struct maint_gc_result 
 	return true;
 }
 
-int maint_gc_cycle(struct engine *e, struct maint_gc_result *res)
+/* One pass (serialised by gc_mu), then, with ask_space, the space request. */
+static int gc_run(struct engine *e, struct maint_gc_result *res, bool ask_space)
 {
 	struct maint_gc_result r;
 	int rc;
@@ -409,12 +410,19 @@ int maint_gc_cycle(struct engine *e, struct maint_gc_result *res)
 	pthread_mutex_lock(&e->gc_mu);
 	rc = gc_pass(e, &r);
 	pthread_mutex_unlock(&e->gc_mu);
-	mw_mutex_lock(&e->mu);
-	r.space_requested = rc == 0 && space_request_locked(e, &r);
-	mw_mutex_unlock(&e->mu);
+	if (ask_space) {
+		mw_mutex_lock(&e->mu);
+		r.space_requested = rc == 0 && space_request_locked(e, &r);
+		mw_mutex_unlock(&e->mu);
+	}
 	if (res)
 		*res = r;
 	return rc;
+}
+
+int maint_gc_cycle(struct engine *e, struct maint_gc_result *res)
+{
+	return gc_run(e, res, true);
 }
 
 int maint_flusher_idle(struct engine *e)
@@ -431,19 +439,7 @@ int maint_flusher_idle(struct engine *e)
 
 int maint_gc_now(struct engine *e, struct maint_gc_result *res)
 {
-	struct maint_gc_result r;
-	int rc;
-
-	if (!e)
-		return -EINVAL;
-	if (e->o.read_only || !e->gc)
-		return -EROFS;
-	pthread_mutex_lock(&e->gc_mu);
-	rc = gc_pass(e, &r);
-	pthread_mutex_unlock(&e->gc_mu);
-	if (res)
-		*res = r;
-	return rc;
+	return gc_run(e, res, false);
 }
 
 /* ------------------------------------------------------------------ */
