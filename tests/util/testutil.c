@@ -332,6 +332,26 @@ long tu_count_keys(struct store *s, const char *prefix)
 	return rc < 0 ? rc : n;
 }
 
+static int usage_one(void *arg, const char *key, uint64_t size)
+{
+	struct tu_usage *u = arg;
+
+	(void)key;
+	u->bytes += size;
+	u->objects++;
+	return 0;
+}
+
+struct tu_usage tu_store_usage(struct store *s, const char *prefix)
+{
+	struct tu_usage u = {0, 0, 0};
+
+	u.rc = store_list(s, prefix, NULL, 0, usage_one, &u);
+	if (u.rc < 0)
+		u.bytes = u.objects = 0;
+	return u;
+}
+
 int tu_capture_stderr(char *buf, size_t bufsz, int (*fn)(void *), void *arg)
 {
 	char path[] = "/tmp/memwalfs-test-log-XXXXXX";

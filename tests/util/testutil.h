@@ -83,6 +83,14 @@ int tu_wipe_prefix(struct store *s, const char *prefix);
 /* Count the keys under prefix.  Returns the count, or a negative errno. */
 long tu_count_keys(struct store *s, const char *prefix);
 
+/* Bytes and number of the objects under prefix (a listing); on error bytes = objects = 0 and rc <
+ * 0. */
+struct tu_usage {
+	uint64_t bytes, objects;
+	int rc;
+};
+struct tu_usage tu_store_usage(struct store *s, const char *prefix);
+
 /* Fill buf with len bytes determined by seed (same seed, same bytes). */
 void tu_random_bytes(void *buf, size_t len, uint64_t seed);
 
