@@ -10,14 +10,17 @@
  *      (put_if_absent; re-read and retry on -EEXIST);
  *   2. list wal/ from the manifest's covered position and replay the entries
  *      in position order into a fresh MemTable, stopping at the first missing
- *      position (a gap; entries after it are ignored and their positions are
- *      never reused).  An entry whose epoch is older than one already
- *      replayed is ignored; an entry newer than E means a newer writer exists
- *      (-ESTALE).  A corrupt entry fails the open with -EUCLEAN (naming it);
- *   3. fence: put_if_absent a fence entry (epoch E, no records) at the tip.
- *      If an older writer won that position, replay its entry and try the
- *      next one.  From then on every older writer's next WAL put fails.
- *   4. start the committer; our first group goes at fence position + 1.
+ *      position (a gap; entries after it are ignored).  An entry whose epoch
+ *      is older than one already replayed is ignored; an entry newer than E
+ *      means a newer writer exists (-ESTALE).  A corrupt entry fails the
+ *      open with -EUCLEAN (naming it);
+ *   3. fence (fence_wal()): put_if_absent a fence entry (epoch E, no
+ *      records) at the first missing position.  If an older writer won that
+ *      position, replay its entry and try the next one.  Then fences at the
+ *      free positions of the older writer's window after ours (WAL_WINDOW,
+ *      wal.h) and up to the listing's tip.  From then on every older
+ *      writer's put at or after our first fence fails;
+ *   4. start the commit pipeline; our first group goes after the last fence.
  * Replay gives every op a fresh sequence number in replay order, continuing
  * after the manifest's last_seq, so sequence numbers always increase.
  *
@@ -296,7 +299,11 @@ static int replay_one(struct engine *e, struct replay *r, uint64_t pos)
 	return rc;
 }
 
-/* Replay from the covered position; sets *tip to the first free position. */
+/*
+ * Replay from the covered position, in position order, up to the first
+ * missing one (r->next after it); sets *tip to the first position after
+ * every listed one.
+ */
 static int replay_wal(struct engine *e, struct replay *r, uint64_t *tip)
 {
 	char after[FMT_NAME_MAX];
@@ -342,6 +349,7 @@ static int replay_wal(struct engine *e, struct replay *r, uint64_t *tip)
 		         "their positions not reused",
 		         r->next, pl.n - i, pl.n - i == 1 ? "y" : "ies");
 		*tip = pl.v[pl.n - 1] + 1;
+		e->stats.replay_gap_entries = pl.n - i;
 	}
 	rc = 0;
 out:
@@ -350,47 +358,111 @@ out:
 	return rc;
 }
 
-/* Claim the WAL tip with a fence entry (writer open, step 3). */
+/* Put a fence entry of our epoch at pos with put_if_absent: 0, -EEXIST, or the put's error. */
+static int put_fence(struct engine *e, struct mw_buf *b, uint64_t pos)
+{
+	char name[FMT_NAME_MAX];
+	struct wal_info info = {
+	    .flags = WAL_FLAG_FENCE,
+	    .epoch = e->epoch,
+	    .position = pos,
+	    .first_seq = e->next_seq,
+	};
+	int rc;
+
+	b->len = 0;
+	if ((rc = wal_entry_begin(b)))
+		return rc;
+	wal_entry_seal(b, &info);
+	fmt_wal_name(name, pos);
+	rc = e->conditional ? store_put_if_absent(e->st, name, b->p, b->len)
+	                    : store_put(e->st, name, b->p, b->len);
+	if (rc && rc != -EEXIST)
+		log_err("engine: put fence %s failed: %s", name, strerror(-rc));
+	return rc;
+}
+
+/*
+ * -ESTALE if wal/<pos> is of an epoch newer than ours, else 0 (an older
+ * writer's entry there is one it can never acknowledge), or the read's error.
+ */
+static int check_reserved(struct engine *e, uint64_t pos)
+{
+	char name[FMT_NAME_MAX];
+	struct wal_info info;
+	const uint8_t *body;
+	void *buf = NULL;
+	size_t len = 0, blen;
+	int rc = replay_fetch(e, pos, &buf, &len);
+
+	if (rc == -ENOENT)
+		rc = 0; /* collected: it was below a manifest's coverage, so not newer */
+	if (rc == 0 && buf) {
+		fmt_wal_name(name, pos);
+		rc = wal_entry_decode(name, buf, len, pos, &info, &body, &blen);
+		if (rc == 0 && info.epoch > e->epoch) {
+			log_err("engine: %s has epoch %" PRIu64 " > ours %" PRIu64
+			        ": a newer writer exists",
+			        name, info.epoch, e->epoch);
+			rc = -ESTALE;
+		}
+	}
+	free(buf);
+	return rc;
+}
+
+/*
+ * Fence the WAL (writer open, step 3; docs/WAL.md "Open, replay and
+ * fencing").  An older writer may still have up to WAL_WINDOW entries in
+ * flight from its durable position, which is at most the first missing
+ * position r->next; and it acknowledges an entry only once every position
+ * before it holds its own entries.  So: put_if_absent a fence at r->next;
+ * if an older writer won that position, replay its entry (it continues
+ * the log and may be acknowledged) and try the next one.  Once our fence
+ * landed at q, the older writer can acknowledge nothing at q or after;
+ * its entries may still land in (q, q + WAL_WINDOW), never to be
+ * acknowledged: we take every free position there (and up to the tip of
+ * the listing) with more fences, so replay finds no gap below our first
+ * group and ignores those entries (an older epoch after a newer one).
+ */
 static int fence_wal(struct engine *e, struct replay *r, uint64_t tip)
 {
 	char name[FMT_NAME_MAX];
 	struct mw_buf b = {0};
-	uint64_t pos = tip;
-	int rc;
+	uint64_t pos = r->next, end;
+	int rc = -EIO;
 
-	for (int i = 0; i < FENCE_TRIES; i++, pos++) {
-		struct wal_info info = {
-		    .flags = WAL_FLAG_FENCE,
-		    .epoch = e->epoch,
-		    .position = pos,
-		    .first_seq = e->next_seq,
-		};
-		b.len = 0;
-		if ((rc = wal_entry_begin(&b)))
+	for (int i = 0; i < FENCE_TRIES; i++, pos = r->next) {
+		rc = put_fence(e, &b, pos);
+		if (rc != -EEXIST)
+			break;
+		/* an older writer won this position: its entry continues the log */
+		rc = replay_one(e, r, pos);
+		if (rc == -ENOENT) /* listed, then collected: it was covered, go on */
+			r->next = pos + 1;
+		else if (rc)
 			goto out;
-		wal_entry_seal(&b, &info);
-		fmt_wal_name(name, pos);
-		rc = e->conditional ? store_put_if_absent(e->st, name, b.p, b.len)
-		                    : store_put(e->st, name, b.p, b.len);
-		if (rc == 0) {
-			e->next_pos = pos + 1;
-			e->durable_upto = pos + 1;
-			log_info("engine: epoch %" PRIu64 " fenced the WAL at %s", e->epoch, name);
-			goto out;
-		}
-		if (rc != -EEXIST) {
-			log_err("engine: put fence %s failed: %s", name, strerror(-rc));
-			goto out;
-		}
-		/* an older writer won this position: replay it if it continues the log */
-		if (pos == r->next) {
-			rc = replay_one(e, r, pos);
-			if (rc && rc != -ENOENT)
-				goto out;
-		}
+		rc = -EIO;
 	}
-	log_err("engine: could not fence the WAL after %d positions", FENCE_TRIES);
-	rc = -EIO;
+	if (rc) {
+		if (rc == -EIO)
+			log_err("engine: could not fence the WAL after %d positions", FENCE_TRIES);
+		goto out;
+	}
+	fmt_wal_name(name, pos);
+	end = pos + WAL_WINDOW > tip ? pos + WAL_WINDOW : tip;
+	for (uint64_t p = pos + 1; p < end; p++) {
+		rc = put_fence(e, &b, p);
+		if (rc == -EEXIST)
+			rc = check_reserved(e, p);
+		if (rc)
+			goto out;
+	}
+	e->next_pos = end;
+	e->durable_upto = end;
+	e->stats.fence_positions = end - pos;
+	log_info("engine: epoch %" PRIu64 " fenced the WAL at %s (%" PRIu64 " positions)", e->epoch,
+	         name, end - pos);
 out:
 	mw_buf_free(&b);
 	return rc;
@@ -505,7 +577,8 @@ int engine_open(struct store *st, const struct engine_opts *o, struct engine **o
 		if (rc)
 			goto fail;
 		e->epoch = e->man.epoch;
-		e->lease_from_us = claim_us; /* the claim is the first epoch check (writer.c) */
+		atomic_store(&e->lease_from_us,
+		             claim_us); /* the claim is the first epoch check (writer.c) */
 	}
 	if (!e->o.read_only)
 		e->o.follow = false;
@@ -700,6 +773,8 @@ size_t engine_stats_format(struct engine *e, char *buf, size_t len)
 	U64(replay_entries);
 	U64(replay_bytes);
 	U64(replay_usec);
+	U64(replay_gap_entries);
+	U64(fence_positions);
 	EMIT("replay_entries_per_sec %" PRIu64 "\n",
 	     s.replay_usec ? s.replay_entries * 1000000u / s.replay_usec : 0);
 	EMIT("sticky_error %d\n", s.sticky_error);

@@ -60,10 +60,12 @@ struct group {
 	bool pack_busy;      /* an uploader is putting the pack [mu] */
 	bool pack_tried;     /* an uploader tried once: the committer owns retries [mu] */
 	int pack_err;        /* that try's error, or 0 [mu] */
-	bool committing;     /* the committer took it (its WAL stage) [mu] */
+	bool committing;     /* a pipeline thread commits it (pack and entry) [mu] */
+	bool done;           /* that commit ended, with rc: waits to retire in order [mu] */
+	int rc;              /* 0 durable, or the error that ended it [mu] */
 };
 
-/* Uploader threads at most (opts.commit_inflight - 1). */
+/* Pipeline threads besides the first at most (opts.commit_inflight - 1). */
 #define WRITER_MAX_UPLOADERS 15
 
 /* A ranged GET of a pack in flight (blob.c): readers that need bytes in it wait for it. */
@@ -80,24 +82,24 @@ struct engine {
 	uint64_t epoch;           /* our writer epoch (const after open) */
 	struct cache *blob_cache; /* decoded blobs, keyed by descriptor (thread-safe) */
 
-	struct mw_mutex mu;         /* the writer lock: fields marked [mu] (checked, thread.h) */
-	pthread_cond_t commit_cv;   /* wakes the committer [mu] */
-	pthread_cond_t durable_cv;  /* wakes waiters after a commit or failure [mu] */
-	struct manifest man;        /* the manifest we last wrote or read [mu] */
-	struct group *open;         /* the group that writes join, or NULL [mu] */
-	struct group *q_head;       /* closed groups not yet durable, in position order [mu] */
-	struct group *q_tail;       /* the last of them [mu] */
-	unsigned nqueued;           /* how many (at most opts.commit_inflight) [mu] */
-	uint64_t next_pos;          /* WAL position of the next group [mu] */
-	uint64_t durable_upto;      /* every position < this is durable [mu] */
-	uint64_t next_seq;          /* next sequence number [mu] */
-	int sticky;                 /* 0 or the error that fenced the writer [mu] */
-	uint64_t failed_pos;        /* position of the group that failed [mu] */
-	uint64_t lease_from_us;     /* when the last epoch check that passed was sent (committer) */
-	struct mw_thread committer; /* the committer; .stop: engine_close() asked it to stop [mu] */
-	struct mw_thread uploaders[WRITER_MAX_UPLOADERS]; /* early pack uploads (writer.c) */
+	struct mw_mutex mu;        /* the writer lock: fields marked [mu] (checked, thread.h) */
+	pthread_cond_t commit_cv;  /* wakes the committer [mu] */
+	pthread_cond_t durable_cv; /* wakes waiters after a commit or failure [mu] */
+	struct manifest man;       /* the manifest we last wrote or read [mu] */
+	struct group *open;        /* the group that writes join, or NULL [mu] */
+	struct group *q_head;      /* closed groups not yet durable, in position order [mu] */
+	struct group *q_tail;      /* the last of them [mu] */
+	unsigned nqueued;          /* how many (at most opts.commit_inflight) [mu] */
+	uint64_t next_pos;         /* WAL position of the next group [mu] */
+	uint64_t durable_upto;     /* every position < this is durable [mu] */
+	uint64_t next_seq;         /* next sequence number [mu] */
+	int sticky;                /* 0 or the error that fenced the writer [mu] */
+	uint64_t failed_pos;       /* position of the group that failed [mu] */
+	_Atomic uint64_t lease_from_us; /* when the last epoch check that passed was sent */
+	struct mw_thread committer;     /* the first pipeline thread (writer.c) */
+	struct mw_thread uploaders[WRITER_MAX_UPLOADERS]; /* the other pipeline threads */
 	unsigned nuploaders;                              /* started (const while running) */
-	bool uploaders_stop;                              /* writer_stop() asked them [mu] */
+	bool pipeline_stop;                               /* writer_stop(): drain, then exit [mu] */
 	struct engine_stats stats;   /* counters [mu]; memtable fields computed on read */
 	struct mw_hist commit_hist;  /* time of each group commit (lock-free, hist.h) */
 	uint64_t gc_pack_mark;       /* stats.pack_bytes when the last good GC pass began [mu] */

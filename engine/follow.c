@@ -40,11 +40,17 @@
  * anything may have changed).  A manifest whose wal_covered is below the one
  * in use (never written by a correct writer) resets: every MemTable dropped,
  * the WAL replayed from there.  A missing entry that no manifest covers is a
- * gap (docs/WAL.md: never left by a correct writer): the follower waits,
- * counting follow_gaps, until a writer of a newer epoch, which decided about
- * the gap at its open, has claimed the store; then it skips the entries
- * after the gap of epochs not newer than those it applied (the new writer
- * ignored them too) and goes on from the first newer one.
+ * gap: the writer's entries in flight land in any order (docs/WAL.md,
+ * "Entries in flight"), and a crashed writer's stay missing until the next
+ * writer's fence fills them.  The follower waits, counting follow_gaps
+ * (logged once the gap has lasted GAP_REPORT_US).  A writer of a newer
+ * epoch fills the first missing position (its fence, or the older entry it
+ * replayed) before it writes anything else, so a newer-epoch entry listed
+ * after a gap that is still open can only come from a store whose older
+ * writer left gaps unfilled (earlier versions did): only then does the
+ * follower skip the entries after the gap of epochs not newer than those
+ * it applied (that writer ignored them too) and go on from the first newer
+ * one.
  *
  * Sequence numbers.  The follower numbers the ops it applies from the
  * manifest's last_seq + FOLLOW_SEQ_BASE (engine_int.h), so its MemTables
@@ -96,6 +102,7 @@ struct follow {
 	bool gap_checked;        /* the current gap was looked for in the manifest */
 	bool catching_up;        /* applying the WAL up to a manifest about to be installed */
 	bool gap_reported;       /* the current gap was logged */
+	uint64_t gap_since_us;   /* when the current gap was first seen (0: none) */
 	bool error_reported;     /* the current error streak was logged */
 	uint64_t listed_end;     /* one past the highest position listed last */
 };
@@ -385,6 +392,28 @@ static int reset(struct engine *e, struct follow *f)
 	return rc;
 }
 
+/* A gap is logged once it has lasted this long (in flight entries fill theirs in ms). */
+#define GAP_REPORT_US 5000000u
+
+/*
+ * Has a newer writer left the gap before the listing pl open for good?
+ * Only if the last listed entry is of an epoch newer than those applied
+ * (a writer fills the first missing position before it writes anything
+ * else, unless it is of a version that left gaps).  A read error: not yet.
+ */
+static bool gap_decided(struct engine *e, struct follow *f, const struct poslist *pl)
+{
+	uint64_t pos = pl->v[pl->n - 1], epoch = 0;
+	void *buf = NULL;
+	size_t len = 0;
+	bool newer = false;
+
+	if (replay_fetch(e, pos, &buf, &len) == 0 && entry_epoch(buf, len, pos, &epoch) == 0)
+		newer = epoch > f->r.max_epoch;
+	free(buf);
+	return newer;
+}
+
 /*
  * The WAL probe: list after the last position applied and apply what continues the log.
  * *applied: entries applied.  May ask for a manifest probe (f->want_manifest).
@@ -431,20 +460,25 @@ static int probe_wal(struct engine *e, struct follow *f, uint64_t *applied)
 				f->want_manifest = true;
 				break;
 			}
-			if (!newer_writer) {
-				if (!f->gap_reported)
+			if (!newer_writer || !gap_decided(e, f, &pl)) {
+				uint64_t now = mw_now_us();
+				if (!f->gap_since_us)
+					f->gap_since_us = now;
+				if (!f->gap_reported && now - f->gap_since_us >= GAP_REPORT_US) {
 					log_warn(
 					    "follow: wal entry %" PRIu64
 					    " is missing and no manifest "
 					    "covers it (a gap): waiting for a writer to decide",
 					    next);
-				f->gap_reported = true;
+					f->gap_reported = true;
+				}
 				f->want_manifest = true;
 				break;
 			}
 			skip_old = true;
 		}
 		f->gap_reported = f->gap_checked = false;
+		f->gap_since_us = 0;
 		size_t i;
 		for (i = 0; i < pl.n; i++) {
 			if (!skip_old && pl.v[i] != f->r.next)

@@ -43,7 +43,13 @@
 /* ------------------------------------------------------------------ */
 
 #define WAL_MAGIC 0x4D57414CU /* "MWAL" */
-#define WAL_VERSION 1
+/*
+ * Version 2: writers keep up to WAL_WINDOW entries in flight and fence that
+ * many positions at open (docs/WAL.md); version 1 entries read the same.  A
+ * program of version 1 refuses a WAL with version 2 entries, so it cannot
+ * fence a writer of version 2 with its single fence.
+ */
+#define WAL_VERSION 2
 #define WAL_HEADER_SIZE 64
 
 /* Header flags. */

@@ -19,6 +19,15 @@
 #include "buf.h"
 #include "iter.h"
 
+/*
+ * The WAL window (docs/WAL.md, "Entries in flight"): a writer has at most
+ * this many entries in flight past its durable position, so positions
+ * [durable, durable + WAL_WINDOW) are the only ones it may still land.  A
+ * new writer's fence takes WAL_WINDOW positions for that reason.  Part of
+ * the protocol: every writer of a store must agree on it.
+ */
+#define WAL_WINDOW 4
+
 /* Header fields of a WAL entry. */
 struct wal_info {
 	uint16_t flags;       /* WAL_FLAG_* */

@@ -24,10 +24,13 @@
  * MemTable freeze) or at close, while fewer than opts.commit_inflight groups
  * are closed and not yet durable.  Triggers coalesce by construction: they
  * all just mark the group and wake the pipeline.  Closed groups queue in
- * position order; uploader threads put their packs ahead (several at once),
- * and one committer thread puts the WAL entries, one at a time, in order, so
- * groups become durable in position order and a correct writer never
- * leaves a WAL gap.
+ * position order; the pipeline threads (pipeline_main()) commit the groups
+ * of the entry window (at most WAL_WINDOW past durable_upto) at once, each
+ * pack then entry, so entries may land out of order; a group is
+ * acknowledged only when it and every group before it are durable
+ * (retire_locked()), and the first failure stops acknowledgements at its
+ * position, whatever landed after it: an entry past a gap is never
+ * acknowledged, and the next writer's fence fills the gap (engine.c).
  *
  * Commit of a group at position P (the commit point is step 2):
  *   1. if it has a pack and no uploader put it yet, seal it and store_put
@@ -49,12 +52,13 @@
  * Failure.  -EEXIST at step 2 means another writer took position P: unless
  * the object holds exactly our bytes (our own earlier attempt), we have been
  * fenced: sticky -ESTALE.  Any other error leaves the outcome unknown (a
- * timeout may still land): we read wal/<P> back once; if it holds our bytes
- * the group is durable, otherwise the writer becomes sticky -EIO.  Either
- * way no later group is ever written (positions are not reused and nothing
- * can be reordered), the failed group's waiters and all later ones get the
- * error, and whether the failed group is replayed later is decided by
- * whether wal/<P> exists when the next writer opens (docs/WAL.md).
+ * timeout may still land): we read wal/<P> back; if it holds our bytes the
+ * group is durable, otherwise it is retried (commit_group()) until it lands
+ * or the retries are given up: sticky -EIO.  Either way no group is started
+ * after the failure (positions are not reused), the failed group's waiters
+ * and all later ones get the error, and whether the failed group is
+ * replayed later is decided by whether wal/<P> exists when the next writer
+ * opens (docs/WAL.md).
  *
  * Backpressure.  e->stats.pending_bytes counts bytes of groups not yet
  * durable (open and in flight).  A writer that would push it past
@@ -171,7 +175,7 @@ static struct timespec deadline_ms(unsigned ms)
 
 /*
  * Is the store still full (the last commit attempt failed with -ENOSPC)?
- * Asks the committer for one more attempt now, cutting its backoff short,
+ * Asks the pipeline for one more attempt now, cutting its backoff short,
  * and waits for its outcome, so that a write or fsync right after space
  * was freed goes through.  Caller holds e->mu.
  */
@@ -508,7 +512,7 @@ static uint64_t lease_us(const struct engine *e)
  * listing may be superseded and collected before the GET, hence the
  * retries): 0 if it is of our epoch, and the lease then runs from this
  * check's start; -ESTALE if a newer writer claimed the store; or the read's
- * error.  Committer thread only.
+ * error.  Any pipeline thread, without e->mu.
  */
 static int epoch_check(struct engine *e)
 {
@@ -528,7 +532,9 @@ static int epoch_check(struct engine *e)
 		        newest, e->epoch);
 		return -ESTALE;
 	}
-	e->lease_from_us = t;
+	uint64_t prev = atomic_load(&e->lease_from_us);
+	while (prev < t && !atomic_compare_exchange_weak(&e->lease_from_us, &prev, t))
+		; /* checks of several pipeline threads: the latest start counts */
 	return 0;
 }
 
@@ -536,7 +542,7 @@ static int epoch_check(struct engine *e)
 static bool lease_holds(const struct engine *e)
 {
 	uint64_t lease = lease_us(e);
-	return lease && mw_now_us() - e->lease_from_us < lease;
+	return lease && mw_now_us() - atomic_load(&e->lease_from_us) < lease;
 }
 
 /*
@@ -548,7 +554,7 @@ static bool lease_holds(const struct engine *e)
 static int lease_renew(struct engine *e)
 {
 	uint64_t lease = lease_us(e);
-	if (!lease || mw_now_us() - e->lease_from_us < lease / 2)
+	if (!lease || mw_now_us() - atomic_load(&e->lease_from_us) < lease / 2)
 		return 0;
 	return epoch_check(e);
 }
@@ -561,7 +567,7 @@ static int lease_ack(struct engine *e)
 
 /*
  * Seal (once) and put g's pack, if it has one: 0 once it is durable.  Runs
- * without e->mu, by the committer or by one uploader (never both at once:
+ * without e->mu, by one pipeline thread at a time (a commit, or an early put:
  * g->pack_busy); g is closed, so nothing is appended any more.
  */
 static int put_pack(struct engine *e, struct group *g)
@@ -586,7 +592,7 @@ static int put_pack(struct engine *e, struct group *g)
 
 /*
  * One attempt at committing g: its pack (once durable, never again), then
- * its WAL entry.  Runs on the committer without e->mu.  0 durable; -ESTALE
+ * its WAL entry.  Runs on a pipeline thread without e->mu.  0 durable; -ESTALE
  * fenced; any other error leaves g pending for another attempt of the same
  * bytes at the same position: the pack's name is ours alone and the entry
  * is written with put_if_absent, so whichever attempt lands, the store
@@ -646,7 +652,7 @@ bool err_permanent(int rc)
  * until it lands; only a permanent error ends the loop, or a close that has
  * waited CLOSE_OUTAGE_MS (then nothing of g was acknowledged and the error
  * is returned).  The first failure of an outage is logged once, and so is
- * the end; meanwhile the stats say since when (outage_since).  Committer
+ * the end; meanwhile the stats say since when (outage_since).  Pipeline
  * thread, without e->mu.
  */
 static int commit_group(struct engine *e, struct group *g)
@@ -678,8 +684,14 @@ static int commit_group(struct engine *e, struct group *g)
 			mw_mutex_unlock(&e->mu);
 			return rc;
 		}
+		if (e->sticky) {
+			/* another group failed: nothing from here on can be acknowledged */
+			rc = e->sticky;
+			mw_mutex_unlock(&e->mu);
+			return rc;
+		}
 		uint64_t now = mw_now_us();
-		if (e->committer.stop && !closing_since)
+		if (e->pipeline_stop && !closing_since)
 			closing_since = now;
 		if (e->o.commit_retry_ms == ENGINE_NO_RETRY ||
 		    (e->o.commit_retry_ms &&
@@ -727,16 +739,21 @@ struct pack *writer_pending_pack_locked(struct engine *e, uint64_t position)
 	return g->pack;
 }
 
+/* WAL entries in flight at once: the protocol's window (wal.h), or fewer. */
+static unsigned entry_window(const struct engine *e)
+{
+	return e->o.commit_inflight < WAL_WINDOW ? e->o.commit_inflight : WAL_WINDOW;
+}
+
 /*
  * Close the open group if it is due (urgent, its cadence passed, a close)
  * and fewer than opts.commit_inflight groups are closed and not yet
  * durable: it joins the queue, later writes open the next group.  A group
- * without a pack is closed only when the queue is empty: entries go one at
- * a time, so closing it early would only split the writes that wait for
- * the committer into more entries (more round trips), with no upload to
- * overlap.  Any
- * thread of the pipeline, under e->mu.  *wake_us (may be NULL) receives
- * when the open group falls due (0: nothing to wait for).
+ * without a pack is closed only when its entry can go at once (fewer
+ * queued groups than the entry window): closing it early would only split
+ * the writes that wait into more entries (more round trips), with no
+ * upload to overlap.  Any pipeline thread, under e->mu.  *wake_us (may be
+ * NULL) receives when the open group falls due (0: nothing to wait for).
  */
 static void close_due_locked(struct engine *e, uint64_t *wake_us)
 {
@@ -748,15 +765,15 @@ static void close_due_locked(struct engine *e, uint64_t *wake_us)
 	if (!g || e->sticky)
 		return;
 	uint64_t due = g->opened_us + (uint64_t)e->o.cadence_ms * 1000u;
-	if (!g->urgent && !e->committer.stop && mw_now_us() < due) {
+	if (!g->urgent && !e->pipeline_stop && mw_now_us() < due) {
 		if (wake_us)
 			*wake_us = due;
 		return;
 	}
 	if (e->nqueued >= e->o.commit_inflight)
 		return; /* the pipeline is full: a retirement wakes us */
-	if (e->nqueued > 0 && !(g->pack && pack_count(g->pack) > 0))
-		return; /* no pack to upload early: it gathers writes until the committer is free */
+	if (e->nqueued >= entry_window(e) && !(g->pack && pack_count(g->pack) > 0))
+		return; /* no pack to upload early: it gathers writes until an entry slot frees */
 	e->open = NULL;
 	g->next = NULL;
 	if (e->q_tail)
@@ -786,116 +803,46 @@ static void pipeline_wait_locked(struct engine *e, uint64_t wake_us)
 	mw_cond_timedwait(&e->commit_cv, &e->mu, &ts);
 }
 
-/* Take the head of the queue off it (caller holds e->mu). */
-static struct group *dequeue_locked(struct engine *e)
-{
-	struct group *g = e->q_head;
-
-	e->q_head = g->next;
-	if (!e->q_head)
-		e->q_tail = NULL;
-	e->nqueued--;
-	return g;
-}
-
 /*
- * An uploader puts the packs of closed groups ahead of the committer, so
- * that several packs are in flight while the WAL entries go one at a time.
- * It tries each pack once; a failure leaves it to the committer, whose
- * retries and outage rules (commit_group()) stay the only ones.
+ * Record the end of g's commit (e->mu held): a failure makes the writer
+ * sticky at the lowest failed position, so that nothing from there on is
+ * acknowledged, whatever landed after it.
  */
-static void *uploader_main(void *arg)
+static void commit_ended_locked(struct engine *e, struct group *g, int rc)
 {
-	struct engine *e = arg;
-
-	mw_mutex_lock(&e->mu);
-	while (!e->uploaders_stop) {
-		uint64_t wake = 0;
-		struct group *g;
-
-		close_due_locked(e, &wake);
-		for (g = e->q_head; g; g = g->next)
-			if (!g->committing && !g->pack_busy && !g->pack_tried && !g->pack_durable &&
-			    g->pack && pack_count(g->pack) > 0)
-				break;
-		if (!g || e->sticky) {
-			pipeline_wait_locked(e, wake);
-			continue;
-		}
-		g->pack_busy = g->pack_tried = true;
-		mw_mutex_unlock(&e->mu);
-		int rc = put_pack(e, g);
-		mw_mutex_lock(&e->mu);
-		g->pack_busy = false;
-		g->pack_err = rc;
-		if (rc)
-			log_debug("engine: early put of the pack of group %" PRIu64
-			          " failed (%s); the committer retries it",
-			          g->position, strerror(-rc));
-		pthread_cond_broadcast(&e->commit_cv);
+	mw_mutex_assert_held(&e->mu);
+	g->done = true;
+	g->rc = rc;
+	if (!rc)
+		return;
+	if (!e->sticky) {
+		e->sticky = rc;
+		e->failed_pos = g->position;
+	} else if (g->position < e->failed_pos) {
+		e->failed_pos = g->position;
 	}
-	mw_mutex_unlock(&e->mu);
-	return NULL;
 }
 
 /*
- * The committer: closes due groups and commits the head of the queue, one
- * WAL entry at a time in position order (its pack first, unless an
- * uploader put it already).  Groups are therefore durable, and waiters
- * released, in position order; a failure stops everything after it.
+ * Retire the finished groups at the head of the queue, in position order
+ * (e->mu held): a durable one below any failure advances durable_upto,
+ * which releases its waiters.  A group that landed after a failed one is
+ * not acknowledged (its entry is past a gap, or past a fence: docs/WAL.md).
+ * The retired groups are chained on *freed, to be freed without e->mu.
  */
-static void *committer_main(void *arg)
+static void retire_locked(struct engine *e, struct group **freed)
 {
-	struct engine *e = arg;
+	mw_mutex_assert_held(&e->mu);
 	struct group *g;
-	uint64_t t0, dt;
-	int rc;
+	bool any = false;
 
-	mw_mutex_lock(&e->mu);
-	for (;;) {
-		uint64_t wake = 0;
-
-		if (e->sticky && e->open) {
-			/* a failed writer never commits again */
-			g = e->open;
-			e->stats.pending_bytes -= g->bytes;
-			e->open = NULL;
-			group_free(g);
-			pthread_cond_broadcast(&e->durable_cv);
-			continue;
-		}
-		close_due_locked(e, &wake);
-		g = e->q_head;
-		if (!g) {
-			if (e->committer.stop && !e->open)
-				break;
-			pipeline_wait_locked(e, wake);
-			continue;
-		}
-		if (g->pack_busy) { /* an uploader is on its pack: wait for it */
-			pipeline_wait_locked(e, wake);
-			continue;
-		}
-		if (e->sticky) {
-			dequeue_locked(e);
-			e->stats.pending_bytes -= g->bytes;
-			group_free(g);
-			pthread_cond_broadcast(&e->durable_cv);
-			pthread_cond_broadcast(&e->commit_cv);
-			continue;
-		}
-		g->committing = true;
-		mw_mutex_unlock(&e->mu);
-		t0 = mw_now_us();
-		rc = commit_group(e, g);
-		dt = mw_now_us() - t0;
-		mw_hist_record(&e->commit_hist, dt);
-		if (rc == 0 && g->pack) /* before readers stop finding it in flight */
-			blob_cache_pack(e, g->pack);
-		mw_mutex_lock(&e->mu);
-		dequeue_locked(e);
+	while ((g = e->q_head) && g->done) {
+		e->q_head = g->next;
+		if (!e->q_head)
+			e->q_tail = NULL;
+		e->nqueued--;
 		e->stats.pending_bytes -= g->bytes;
-		if (rc == 0) {
+		if (g->rc == 0 && !(e->sticky && g->position >= e->failed_pos)) {
 			e->durable_upto = g->position + 1;
 			e->stats.groups_committed++;
 			e->stats.group_bytes += g->wal.len;
@@ -904,18 +851,139 @@ static void *committer_main(void *arg)
 				e->stats.packs_written++;
 				e->stats.pack_bytes += g->pack_bytes;
 			}
-		} else if (!e->sticky) {
-			e->sticky = rc;
-			e->failed_pos = g->position;
 		}
-		e->stats.commit_usec_total += dt;
-		if (dt > e->stats.commit_usec_max)
-			e->stats.commit_usec_max = dt;
+		g->next = *freed;
+		*freed = g;
+		any = true;
+	}
+	if (any) {
 		pthread_cond_broadcast(&e->durable_cv);
 		pthread_cond_broadcast(&e->commit_cv); /* room in the pipeline */
-		mw_mutex_unlock(&e->mu);
+	}
+}
+
+/* Free a chain of retired groups (without e->mu). */
+static void free_chain(struct group *g)
+{
+	while (g) {
+		struct group *next = g->next;
 		group_free(g);
-		mw_mutex_lock(&e->mu);
+		g = next;
+	}
+}
+
+/*
+ * After a failure, groups nobody is committing will never be: end them with
+ * the writer's error, and drop the open group (e->mu held).
+ */
+static void fail_queued_locked(struct engine *e)
+{
+	mw_mutex_assert_held(&e->mu);
+	if (e->open) {
+		e->stats.pending_bytes -= e->open->bytes;
+		group_free(e->open);
+		e->open = NULL;
+	}
+	for (struct group *g = e->q_head; g; g = g->next)
+		if (!g->committing && !g->pack_busy && !g->done)
+			commit_ended_locked(e, g, e->sticky);
+	pthread_cond_broadcast(&e->durable_cv);
+}
+
+/*
+ * The next group whose commit a pipeline thread may start (e->mu held):
+ * the first queued group in the entry window that nobody is on.  Entries
+ * of the window go at once, in any order: each is written only after its
+ * own pack is durable, and replay and the acknowledgements take them in
+ * position order (a later entry that lands before an earlier one is
+ * acknowledged only once the earlier one is durable too).
+ */
+static struct group *commit_candidate_locked(struct engine *e)
+{
+	uint64_t end = e->durable_upto + entry_window(e);
+
+	if (e->sticky)
+		return NULL;
+	for (struct group *g = e->q_head; g && g->position < end; g = g->next)
+		if (!g->committing && !g->pack_busy && !g->done)
+			return g;
+	return NULL;
+}
+
+/* A queued group past the entry window whose pack may go early, or NULL (e->mu held). */
+static struct group *pack_candidate_locked(struct engine *e)
+{
+	if (e->sticky)
+		return NULL;
+	for (struct group *g = e->q_head; g; g = g->next)
+		if (!g->committing && !g->pack_busy && !g->pack_tried && !g->pack_durable &&
+		    !g->done && g->pack && pack_count(g->pack) > 0)
+			return g;
+	return NULL;
+}
+
+/*
+ * A pipeline thread (opts.commit_inflight of them, all alike): closes due
+ * groups; commits groups of the entry window (pack, then entry, retried
+ * until it lands or the writer fails: commit_group()), several at once;
+ * puts the packs of groups past the window early, once each (a failure
+ * leaves the pack to the commit); retires finished groups in position
+ * order.  At writer_stop() the threads drain the queue and the open group,
+ * then exit.
+ */
+static void *pipeline_main(void *arg)
+{
+	struct engine *e = arg;
+
+	mw_mutex_lock(&e->mu);
+	for (;;) {
+		struct group *g, *freed = NULL;
+		uint64_t wake = 0;
+
+		if (e->sticky)
+			fail_queued_locked(e);
+		close_due_locked(e, &wake);
+		retire_locked(e, &freed);
+		if (freed) {
+			mw_mutex_unlock(&e->mu);
+			free_chain(freed);
+			mw_mutex_lock(&e->mu);
+			continue;
+		}
+		if ((g = commit_candidate_locked(e)) != NULL) {
+			g->committing = true;
+			mw_mutex_unlock(&e->mu);
+			uint64_t t0 = mw_now_us();
+			int rc = commit_group(e, g);
+			uint64_t dt = mw_now_us() - t0;
+			mw_hist_record(&e->commit_hist, dt);
+			if (rc == 0 && g->pack) /* before readers stop finding it in flight */
+				blob_cache_pack(e, g->pack);
+			mw_mutex_lock(&e->mu);
+			commit_ended_locked(e, g, rc);
+			e->stats.commit_usec_total += dt;
+			if (dt > e->stats.commit_usec_max)
+				e->stats.commit_usec_max = dt;
+			pthread_cond_broadcast(&e->commit_cv);
+			continue;
+		}
+		if ((g = pack_candidate_locked(e)) != NULL) {
+			g->pack_busy = g->pack_tried = true;
+			mw_mutex_unlock(&e->mu);
+			int rc = put_pack(e, g);
+			mw_mutex_lock(&e->mu);
+			g->pack_busy = false;
+			g->pack_err = rc;
+			if (rc)
+				log_debug("engine: early put of the pack of group %" PRIu64
+				          " failed (%s); its commit retries it",
+				          g->position, strerror(-rc));
+			pthread_cond_broadcast(&e->commit_cv);
+			continue;
+		}
+		if (e->pipeline_stop && !e->open && !e->q_head)
+			break;
+		pipeline_wait_locked(e, wake);
 	}
 	mw_mutex_unlock(&e->mu);
 	return NULL;
@@ -923,11 +991,11 @@ static void *committer_main(void *arg)
 
 int writer_start(struct engine *e)
 {
-	int rc = mw_thread_start(&e->committer, "engine committer", committer_main, e, &e->mu,
+	int rc = mw_thread_start(&e->committer, "engine commit pipeline", pipeline_main, e, &e->mu,
 	                         &e->commit_cv);
 
 	for (unsigned i = 0; rc == 0 && i + 1 < e->o.commit_inflight; i++) {
-		rc = mw_thread_start(&e->uploaders[i], "engine pack uploader", uploader_main, e,
+		rc = mw_thread_start(&e->uploaders[i], "engine commit pipeline", pipeline_main, e,
 		                     &e->mu, &e->commit_cv);
 		if (rc == 0)
 			e->nuploaders++;
@@ -939,9 +1007,9 @@ int writer_start(struct engine *e)
 
 void writer_stop(struct engine *e)
 {
-	/* the uploaders first: the committer then drains the queue by itself */
+	/* every thread drains: the open group and the queue go first, then they exit */
 	mw_mutex_lock(&e->mu);
-	e->uploaders_stop = true;
+	e->pipeline_stop = true;
 	pthread_cond_broadcast(&e->commit_cv);
 	mw_mutex_unlock(&e->mu);
 	for (unsigned i = 0; i < e->nuploaders; i++)

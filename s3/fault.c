@@ -48,11 +48,14 @@ struct fault_store {
 	int rnd_flags;
 	bool rnd_fired;
 	uint64_t fired; /* faults since the last arming */
-	/* delay */
+	/* delay, jitter */
 	unsigned delay_ops;
 	unsigned delay_usec;
+	unsigned jitter_ops;
+	unsigned jitter_usec;
 	/* hold */
 	unsigned hold_ops;      /* class mask (0: nothing held) */
+	char hold_key[256];     /* calls on this key are held too ("": none) */
 	unsigned holding;       /* calls waiting in gate() right now */
 	pthread_cond_t hold_cv; /* broadcast when hold_ops changes */
 	/* cut_writer */
@@ -90,18 +93,30 @@ static void sleep_usec(unsigned usec)
 		;
 }
 
-/* Decide the fate of one call of class op; *err gets the error to report. */
-static enum verdict gate(struct fault_store *f, enum fault_op op, int *err)
+static bool held(const struct fault_store *f, unsigned bit, const char *key)
+{
+	return (f->hold_ops & bit) || (key && f->hold_key[0] && strcmp(key, f->hold_key) == 0);
+}
+
+/* Decide the fate of one call of class op on key (NULL: none); *err gets the error to report. */
+static enum verdict gate(struct fault_store *f, enum fault_op op, const char *key, int *err)
 {
 	unsigned bit = FAULT_M(op), delay = 0;
 	enum verdict v = V_PASS;
 
 	pthread_mutex_lock(&f->mu);
+	if (f->jitter_ops & bit) {
+		/* before the verdict: calls then also cross a crash point out of order */
+		unsigned j = (unsigned)(next_rand(f) % (f->jitter_usec + 1u));
+		pthread_mutex_unlock(&f->mu);
+		sleep_usec(j);
+		pthread_mutex_lock(&f->mu);
+	}
 	f->calls[op]++;
-	if (f->hold_ops & bit) {
+	if (held(f, bit, key)) {
 		f->holding++;
 		pthread_cond_broadcast(&f->hold_cv);
-		while (f->hold_ops & bit)
+		while (held(f, bit, key))
 			pthread_cond_wait(&f->hold_cv, &f->mu);
 		f->holding--;
 	}
@@ -169,7 +184,7 @@ static int f_put(struct store *s, const char *key, const void *buf, size_t len)
 {
 	struct fault_store *f = (struct fault_store *)s;
 	int err = 0, rc;
-	enum verdict v = gate(f, FAULT_OP_PUT, &err);
+	enum verdict v = gate(f, FAULT_OP_PUT, key, &err);
 
 	if (v == V_FAIL)
 		return err;
@@ -182,7 +197,7 @@ static int f_put_if_absent(struct store *s, const char *key, const void *buf, si
 {
 	struct fault_store *f = (struct fault_store *)s;
 	int err = 0, rc;
-	enum verdict v = gate(f, FAULT_OP_PUT_IF_ABSENT, &err);
+	enum verdict v = gate(f, FAULT_OP_PUT_IF_ABSENT, key, &err);
 
 	if (v == V_FAIL)
 		return err;
@@ -196,7 +211,7 @@ static int f_get(struct store *s, const char *key, uint64_t off, uint64_t len, v
 {
 	struct fault_store *f = (struct fault_store *)s;
 	int err = 0, rc;
-	enum verdict v = gate(f, FAULT_OP_GET, &err);
+	enum verdict v = gate(f, FAULT_OP_GET, key, &err);
 	void *buf = NULL;
 	size_t n = 0;
 
@@ -221,7 +236,7 @@ static int f_head(struct store *s, const char *key, struct store_stat *st)
 {
 	struct fault_store *f = (struct fault_store *)s;
 	int err = 0, rc;
-	enum verdict v = gate(f, FAULT_OP_HEAD, &err);
+	enum verdict v = gate(f, FAULT_OP_HEAD, key, &err);
 	struct store_stat tmp;
 
 	if (v == V_FAIL)
@@ -239,7 +254,7 @@ static int f_list(struct store *s, const char *prefix, const char *start_after, 
 {
 	struct fault_store *f = (struct fault_store *)s;
 	int err = 0, rc;
-	enum verdict v = gate(f, FAULT_OP_LIST, &err);
+	enum verdict v = gate(f, FAULT_OP_LIST, NULL, &err);
 
 	if (v == V_FAIL)
 		return err;
@@ -254,7 +269,7 @@ static int f_delete(struct store *s, const char *key)
 {
 	struct fault_store *f = (struct fault_store *)s;
 	int err = 0, rc;
-	enum verdict v = gate(f, FAULT_OP_DELETE, &err);
+	enum verdict v = gate(f, FAULT_OP_DELETE, key, &err);
 
 	if (v == V_FAIL)
 		return err;
@@ -267,7 +282,7 @@ static int f_delete_many(struct store *s, const char *const *keys, size_t n)
 {
 	struct fault_store *f = (struct fault_store *)s;
 	int err = 0, rc;
-	enum verdict v = gate(f, FAULT_OP_DELETE_MANY, &err);
+	enum verdict v = gate(f, FAULT_OP_DELETE_MANY, NULL, &err);
 
 	if (v == V_FAIL)
 		return err;
@@ -280,7 +295,7 @@ static int f_cleanup(struct store *s, const char *prefix, unsigned older_than_se
 {
 	struct fault_store *f = (struct fault_store *)s;
 	int err = 0, rc;
-	enum verdict v = gate(f, FAULT_OP_CLEANUP, &err);
+	enum verdict v = gate(f, FAULT_OP_CLEANUP, NULL, &err);
 
 	if (v == V_FAIL)
 		return err;
@@ -308,7 +323,7 @@ static int fw_write(struct store_writer *sw, const void *buf, size_t len)
 
 	if (w->err)
 		return w->err;
-	v = gate(f, FAULT_OP_WRITER_WRITE, &err);
+	v = gate(f, FAULT_OP_WRITER_WRITE, NULL, &err);
 	if (v == V_FAIL) {
 		w->err = err;
 		return err;
@@ -336,7 +351,7 @@ static int fw_finish(struct store_writer *sw)
 	struct fault_writer *w = (struct fault_writer *)sw;
 	struct fault_store *f = (struct fault_store *)sw->store;
 	int err = 0, rc;
-	enum verdict v = gate(f, FAULT_OP_WRITER_FINISH, &err);
+	enum verdict v = gate(f, FAULT_OP_WRITER_FINISH, NULL, &err);
 
 	if (w->err || v == V_FAIL) {
 		rc = w->err ? w->err : err;
@@ -369,7 +384,7 @@ static int f_writer_open(struct store *s, const char *key, int flags, struct sto
 	struct fault_store *f = (struct fault_store *)s;
 	struct fault_writer *w;
 	int err = 0, rc;
-	enum verdict v = gate(f, FAULT_OP_WRITER_OPEN, &err);
+	enum verdict v = gate(f, FAULT_OP_WRITER_OPEN, key, &err);
 
 	if (v == V_FAIL)
 		return err;
@@ -501,6 +516,22 @@ void fault_store_delay(struct fault_store *f, unsigned ops, unsigned usec)
 	pthread_mutex_unlock(&f->mu);
 }
 
+void fault_store_jitter(struct fault_store *f, unsigned ops, unsigned max_usec)
+{
+	pthread_mutex_lock(&f->mu);
+	f->jitter_ops = max_usec ? ops : 0;
+	f->jitter_usec = max_usec;
+	pthread_mutex_unlock(&f->mu);
+}
+
+void fault_store_hold_key(struct fault_store *f, const char *key)
+{
+	pthread_mutex_lock(&f->mu);
+	snprintf(f->hold_key, sizeof(f->hold_key), "%s", key ? key : "");
+	pthread_cond_broadcast(&f->hold_cv);
+	pthread_mutex_unlock(&f->mu);
+}
+
 void fault_store_hold(struct fault_store *f, unsigned ops)
 {
 	pthread_mutex_lock(&f->mu);
@@ -571,6 +602,7 @@ void fault_store_clear(struct fault_store *f)
 	f->nth_ops = 0;
 	f->rnd_ops = 0;
 	f->delay_ops = 0;
+	f->jitter_ops = 0;
 	f->cut_err = 0;
 	f->crash_ops = 0;
 	pthread_mutex_unlock(&f->mu);

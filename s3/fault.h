@@ -28,10 +28,14 @@
  *                whose acknowledgement was lost, like an S3 timeout).
  *   fail_random  each matching call fails with probability p (seeded).
  *   delay        sleep before each matching call.
+ *   jitter       sleep a random time (seeded) up to a bound before each
+ *                matching call: concurrent calls reach the inner store out
+ *                of the order they were made in.
  *   hold         matching calls wait, before reaching the inner store,
  *                until the hold is lifted (a stalled writer: a paused VM,
  *                a partition, SIGSTOP); fault_store_wait_held() waits until
- *                that many calls are stuck.
+ *                that many calls are stuck.  hold_key holds the calls on
+ *                one key only (one request stuck while others go through).
  *   cut_writer   a streaming writer fails once it has passed K bytes: the
  *                bytes up to K reach the inner writer, then the write and
  *                every later call on that writer fail with err.
@@ -126,6 +130,15 @@ void fault_store_seed(struct fault_store *f, uint64_t seed);
 /* Sleep usec microseconds before each call of a class in ops (0: none). */
 void fault_store_delay(struct fault_store *f, unsigned ops, unsigned usec);
 
+/* Sleep a random 0..max_usec microseconds before each call of a class in ops (0: none). */
+void fault_store_jitter(struct fault_store *f, unsigned ops, unsigned max_usec);
+
+/*
+ * Hold every call on key (any class) until fault_store_hold_key(f, NULL).
+ * Independent of fault_store_hold(); not disarmed by fault_store_clear().
+ */
+void fault_store_hold_key(struct fault_store *f, const char *key);
+
 /*
  * Hold every call of a class in ops until a later fault_store_hold() whose
  * mask no longer has its class (0 lifts every hold).  Not disarmed by
@@ -152,7 +165,7 @@ void fault_store_crash_at(struct fault_store *f, unsigned ops, uint64_t n, enum 
 /* True once crashed. */
 bool fault_store_crashed(struct fault_store *f);
 
-/* Disarm fail_nth, fail_random, delay, cut_writer and crash_at (not a crash). */
+/* Disarm fail_nth, fail_random, delay, jitter, cut_writer and crash_at (not a crash). */
 void fault_store_clear(struct fault_store *f);
 
 /* Faults injected since fail_nth/fail_random was last armed. */

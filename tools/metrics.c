@@ -114,6 +114,8 @@ static const struct stat_type stat_types[] = {
     {"replay_entries", false, "WAL entries replayed at open"},
     {"replay_bytes", false, "WAL bytes replayed at open"},
     {"replay_usec", false, "microseconds the replay at open took"},
+    {"replay_gap_entries", false, "WAL entries listed after a gap at open (never acknowledged)"},
+    {"fence_positions", false, "WAL positions the open's fence took"},
     {"replay_entries_per_sec", false, "replay speed at open"},
     {"sticky_error", false, "errno that stopped the writer (0: none)"},
     {"read_only", false, "1 if the engine is read-only"},

@@ -381,7 +381,9 @@ struct engine_stats {
 	uint64_t disk_cache_capacity; /* the disk cache's bound (0: no disk cache) */
 	uint64_t bloom_negatives;
 	uint64_t replay_entries, replay_bytes, replay_usec; /* replay at open */
-	int sticky_error; /* 0, or the error that fenced the writer */
+	uint64_t replay_gap_entries; /* entries listed after a gap at open (never acknowledged) */
+	uint64_t fence_positions;    /* WAL positions the open's fence took (docs/WAL.md) */
+	int sticky_error;            /* 0, or the error that fenced the writer */
 	bool read_only;
 	uint64_t gc_passes;             /* GC passes completed */
 	uint64_t gc_skipped;            /* GC wake-ups with nothing to collect: no request sent */

@@ -916,8 +916,10 @@ int ec_crash_seed(enum ec_kind kind, uint64_t seed, bool verbose)
 	/* blobs in the WAL entries (the default), all in packs, or a few then packs */
 	int wb = (int)rnd_range(&r, 0, 2);
 	eo.wal_blob_max = wb == 0 ? ENGINE_WAL_BLOBS_OFF : wb == 1 ? 8 * 1024 : 0;
-	/* one group at a time, or several packs in flight while the entries go in order */
+	/* one group at a time, or several in flight (entries: up to WAL_WINDOW at once) */
 	eo.commit_inflight = 1u << rnd_range(&r, 0, 3);
+	/* entries in flight land out of order: crashes leave gaps (docs/WAL.md) */
+	bool jitter = eo.commit_inflight > 1 && chance(&r, 50);
 	bool small_mem = chance(&r, 40);
 
 	if (small_mem) { /* freeze and flush often (128 KiB: the engine's minimum) */
@@ -951,6 +953,9 @@ int ec_crash_seed(enum ec_kind kind, uint64_t seed, bool verbose)
 	}
 	inner = NULL; /* owned by the wrapper */
 	fault_store_seed(run->fs, seed);
+	if (jitter)
+		fault_store_jitter(run->fs, FAULT_M(FAULT_OP_PUT_IF_ABSENT) | FAULT_M(FAULT_OP_PUT),
+		                   kind == EC_S3 ? 20000 : 3000);
 	run->fault = fault_store_as_store(run->fs);
 	if ((rc = engine_open(run->fault, &eo, &run->e))) {
 		fail_seed(seed, "first engine_open: %d", rc);
@@ -1044,6 +1049,12 @@ int ec_crash_seed(enum ec_kind kind, uint64_t seed, bool verbose)
 	if ((rc = engine_open(inner, &ro, &run->e))) {
 		fail_seed(seed, "engine_open after crash: %d", rc);
 		goto out;
+	}
+	{
+		struct engine_stats es;
+
+		engine_get_stats(run->e, &es);
+		totals.gaps += es.replay_gap_entries > 0;
 	}
 	phase = "verify";
 	if (read_state(run, run->e, found))

@@ -70,6 +70,7 @@ struct ec_crash_totals {
 	unsigned open_crashes;         /* a recovery open was crashed too */
 	uint64_t ops, acked, survived; /* writes issued / acknowledged / found after reopen */
 	uint64_t frozen, flushes;      /* MemTables frozen / flushed before the crash */
+	unsigned gaps;                 /* recoveries that found entries after a WAL gap */
 };
 void ec_crash_get_totals(struct ec_crash_totals *t);
 
@@ -79,6 +80,13 @@ void ec_crash_get_totals(struct ec_crash_totals *t);
  * acknowledged data are intact after reopen.  Returns 0 or -1 (printed).
  */
 int ec_fencing(enum ec_kind kind);
+
+/*
+ * Fencing a writer with WAL_WINDOW entries in flight, one of them stalled
+ * in the store while the next writer opens (each position in turn): 0 ok,
+ * 77 skip, else failed (reason on stderr).
+ */
+int ec_fencing_window(enum ec_kind kind);
 
 /*
  * Racing opens: four writers open one location at once, each makes one

@@ -118,10 +118,11 @@ int main(int argc, char **argv)
 	printf("crash campaign: %u/%" PRIu64 " seeds passed in %.1f s; %u crashed during the "
 	       "workload, %u after it, %u clean closes, %u recovery opens crashed; writes "
 	       "issued %" PRIu64 ", acknowledged %" PRIu64 ", found after reopen %" PRIu64
-	       "; MemTables frozen %" PRIu64 ", flushed %" PRIu64 "\n",
+	       "; MemTables frozen %" PRIu64 ", flushed %" PRIu64
+	       "; %u recoveries found entries after a WAL gap\n",
 	       t.seeds, count,
 	       (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9,
 	       t.crashed_mid, t.crashed_end, t.clean, t.open_crashes, t.ops, t.acked, t.survived,
-	       t.frozen, t.flushes);
+	       t.frozen, t.flushes, t.gaps);
 	return failed ? 1 : 0;
 }

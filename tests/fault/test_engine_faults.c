@@ -529,6 +529,12 @@ static void test_fencing(void **state)
 	assert_int_equal(ec_fencing(EC_LOCAL), 0);
 }
 
+static void test_fencing_window(void **state)
+{
+	(void)state;
+	assert_int_equal(ec_fencing_window(EC_LOCAL), 0);
+}
+
 /* ------------------------------------------------------------------ */
 /* Corruption                                                          */
 /* ------------------------------------------------------------------ */
@@ -776,10 +782,15 @@ static void test_two_handles_one_dir(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_fail_nth_write),    cmocka_unit_test(test_fail_nth_open),
-	    cmocka_unit_test(test_waiters_get_error), cmocka_unit_test(test_throttling),
-	    cmocka_unit_test(test_fencing),           cmocka_unit_test(test_two_handles_one_dir),
-	    cmocka_unit_test(test_open_race),         cmocka_unit_test(test_corruption),
+	    cmocka_unit_test(test_fail_nth_write),
+	    cmocka_unit_test(test_fail_nth_open),
+	    cmocka_unit_test(test_waiters_get_error),
+	    cmocka_unit_test(test_throttling),
+	    cmocka_unit_test(test_fencing),
+	    cmocka_unit_test(test_fencing_window),
+	    cmocka_unit_test(test_two_handles_one_dir),
+	    cmocka_unit_test(test_open_race),
+	    cmocka_unit_test(test_corruption),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

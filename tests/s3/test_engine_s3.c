@@ -40,6 +40,8 @@ int main(int argc, char **argv)
 
 	if (rc)
 		failed++;
+	if (ec_fencing_window(EC_S3))
+		failed++;
 	if (ec_open_race(EC_S3))
 		failed++;
 	for (uint64_t s = lo; s <= hi; s++) {

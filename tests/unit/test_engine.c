@@ -1003,7 +1003,7 @@ static void test_corruption(void **state)
 	size_t n;
 	(void)state;
 
-	/* fresh store: manifest 1, wal 0 = fence, wal 1 = our group with pack 1-1 */
+	/* fresh store: manifest 1, wal 0-3 = the fence (WAL_WINDOW), wal 4 = our group, pack 1-4 */
 	assert_int_equal(fault_store_new(st, &f), 0);
 	st = fault_store_as_store(f);
 	e = open_engine(st, 20);
@@ -1015,7 +1015,7 @@ static void test_corruption(void **state)
 	store_close(st);
 	st = open_store();
 	/* corrupt the blob bytes: reads of b fail cleanly, k still fine */
-	flip_byte("pack/00000000000000000001-00000000000000000001", 40);
+	flip_byte("pack/00000000000000000001-00000000000000000004", 40);
 	engine_opts_default(&o);
 	o.read_only = true;
 	assert_int_equal(engine_open(st, &o, &e), 0);
@@ -1023,12 +1023,12 @@ static void test_corruption(void **state)
 	assert_int_equal(engine_get(e, "b", 1, &v, &n), -EUCLEAN);
 	assert_int_equal(engine_close(e), 0);
 	/* a missing pack: -EUCLEAN naming it */
-	assert_int_equal(store_delete(st, "pack/00000000000000000001-00000000000000000001"), 0);
+	assert_int_equal(store_delete(st, "pack/00000000000000000001-00000000000000000004"), 0);
 	assert_int_equal(engine_open(st, &o, &e), 0);
 	assert_int_equal(engine_get(e, "b", 1, &v, &n), -EUCLEAN);
 	assert_int_equal(engine_close(e), 0);
 	/* a corrupt WAL entry fails the open */
-	flip_byte("wal/00000000000000000001", -3);
+	flip_byte("wal/00000000000000000004", -3);
 	assert_int_equal(engine_open(st, &o, &e), -EUCLEAN);
 	o.read_only = false;
 	assert_int_equal(engine_open(st, &o, &e), -EUCLEAN);
