@@ -206,7 +206,7 @@ for kind in wal manifest fs fs-old; do
 	make_store "$s"
 	"$FAKE" "${STORE_OPTS[@]}" "$kind" "$s" >/dev/null
 	case $kind in
-	wal) pat="format version 2 is newer" ;;
+	wal) pat="format version 3 is newer" ;;
 	manifest) pat="format version 2 not supported" ;;
 	fs) pat="its filesystem has format version 3" ;;
 	fs-old) pat="format version 1, which this memwalfs (format 2) does not read (made by an older memwalfs" ;;
