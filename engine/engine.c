@@ -345,8 +345,8 @@ static int replay_wal(struct engine *e, struct replay *r, uint64_t *tip)
 			goto out;
 		}
 	} else if (i < pl.n) {
-		log_warn("engine: WAL gap at position %" PRIu64 ": %zu later entr%s ignored, "
-		         "their positions not reused",
+		log_warn("engine: WAL gap at position %" PRIu64 ": %zu later entr%s ignored "
+		         "(never acknowledged: a writer stopped with entries in flight)",
 		         r->next, pl.n - i, pl.n - i == 1 ? "y" : "ies");
 		*tip = pl.v[pl.n - 1] + 1;
 		e->stats.replay_gap_entries = pl.n - i;
