@@ -611,8 +611,9 @@ def issue13_table(out, res, meta):
                  "(memwalfs-s3, %s MiB file)" % meta.get("RAND_MB", "?"), "<= 64 KiB",
                  *target_cell(v, 64), "KiB"))
     v = fetched(res, mw, "randread-4k", "get")
-    rows.append(("random 4 KiB reads, cold: fetched per store GET, i.e. per miss (memwalfs-s3)",
-                 "<= 64 KiB", *target_cell(v, 64), "KiB"))
+    rows.append(("random 4 KiB reads, cold: fetched per store GET, i.e. per miss (memwalfs-s3; "
+                 "issue 15 coalesces a miss into a 1 MiB window on purpose: the aim is the "
+                 "row above)", "informational", spread(v) if v else "-", "-", "KiB"))
     v = vals(res, mw, "randread-4k", "iops")
     rows.append(("random 4 KiB reads, cold: IOPS (memwalfs-s3)", ">= 1435 (5x 287)",
                  *target_cell(v, 1435, False), "IOPS"))
