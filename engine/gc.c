@@ -42,10 +42,24 @@ struct sst_refs {
 	bool used;                /* referenced by the current pass */
 };
 
+/*
+ * A manifest the collector kept or looked at.  Manifests are written once
+ * (put-if-absent) and never rewritten, so what was read of one stays true
+ * until GC deletes it.
+ */
+struct man_entry {
+	uint64_t version;  /* N of manifest/<N> */
+	int64_t mtime;     /* its modification time; 0: not known yet */
+	bool loaded;       /* m holds it */
+	struct manifest m; /* decoded, when loaded */
+};
+
 struct gc {
 	struct store *st;       /* borrowed */
 	struct sst_refs *cache; /* sorted by name */
 	size_t ncache, capcache;
+	struct man_entry *mans; /* sorted by version: [oldest kept, newest] of the last pass */
+	size_t nmans, capmans;
 };
 
 /* A listing: names and sizes under one prefix, in key order. */
@@ -112,6 +126,9 @@ void gc_free(struct gc *g)
 	for (size_t i = 0; i < g->ncache; i++)
 		refs_free(&g->cache[i]);
 	free(g->cache);
+	for (size_t i = 0; i < g->nmans; i++)
+		manifest_clear(&g->mans[i].m);
+	free(g->mans);
 	free(g);
 }
 
@@ -184,8 +201,8 @@ static int list_prefix(struct store *st, const char *prefix, struct listing *l)
 	return rc;
 }
 
-/* Age of an object in seconds; an unknown mtime counts as brand new (kept). */
-static int object_age(struct store *st, const char *name, int64_t now, int64_t *age)
+/* Modification time of an object (0: the store does not know it). */
+static int object_mtime(struct store *st, const char *name, int64_t *mtime)
 {
 	struct store_stat s;
 	int rc = store_head(st, name, &s);
@@ -195,8 +212,37 @@ static int object_age(struct store *st, const char *name, int64_t now, int64_t *
 			log_err("gc: head %s failed: %s", name, strerror(-rc));
 		return rc;
 	}
-	*age = s.mtime > 0 ? now - s.mtime : 0;
+	*mtime = s.mtime > 0 ? s.mtime : 0;
 	return 0;
+}
+
+/* Age in seconds of an object modified at mtime; unknown (0) counts as brand new (kept). */
+static int64_t age_of(int64_t mtime, int64_t now)
+{
+	return mtime > 0 ? now - mtime : 0;
+}
+
+static int object_age(struct store *st, const char *name, int64_t now, int64_t *age)
+{
+	int64_t mtime = 0;
+	int rc = object_mtime(st, name, &mtime);
+
+	if (!rc)
+		*age = age_of(mtime, now);
+	return rc;
+}
+
+/*
+ * An object of this age is kept only until it has aged grace seconds:
+ * count it as deferred, and remember the first second one comes due.
+ */
+static void defer(struct gc_plan *p, int64_t now, int64_t age, unsigned grace)
+{
+	int64_t due = now - age + (int64_t)grace;
+
+	p->n_deferred++;
+	if (!p->next_due || due < p->next_due)
+		p->next_due = due;
 }
 
 /* Add a copy of name to the plan's delete list. */
@@ -402,7 +448,6 @@ struct pass {
 	size_t nlive_ssts;
 	struct prefs refs;       /* packs referenced by kept tables */
 	uint64_t floor;          /* WAL floor */
-	uint64_t deferred;       /* manifests kept only until their successor ages */
 	struct manifest *pinned; /* manifests only snapshots keep (docs/SNAPSHOTS.md) */
 	size_t npinned;
 	struct engine_snapshot *snaps; /* every snapshot: its manifest and WAL range */
@@ -485,11 +530,89 @@ static int str_cmp(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Decide and load the kept manifests (newest first). */
-static int load_kept(struct pass *ps, uint64_t latest)
+/* The cache entry of manifest v, made (empty) when missing.  NULL: no memory. */
+static struct man_entry *man_entry(struct gc *g, uint64_t v)
 {
-	struct gc *g = ps->g;
+	size_t lo = 0, hi = g->nmans;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (g->mans[mid].version == v)
+			return &g->mans[mid];
+		if (g->mans[mid].version < v)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (g->nmans == g->capmans) {
+		size_t cap = g->capmans ? 2 * g->capmans : 16;
+		struct man_entry *m = realloc(g->mans, cap * sizeof(*m));
+
+		if (!m)
+			return NULL;
+		g->mans = m;
+		g->capmans = cap;
+	}
+	memmove(&g->mans[lo + 1], &g->mans[lo], (g->nmans - lo) * sizeof(*g->mans));
+	memset(&g->mans[lo], 0, sizeof(*g->mans));
+	g->mans[lo].version = v;
+	g->nmans++;
+	return &g->mans[lo];
+}
+
+/* Age of manifest v as object_age(); one HEAD the first time only. */
+static int manifest_age(struct pass *ps, uint64_t v, int64_t *age)
+{
+	struct man_entry *me = man_entry(ps->g, v);
+	char name[FMT_NAME_MAX];
+	int rc;
+
+	if (!me)
+		return -ENOMEM;
+	if (!me->mtime) {
+		fmt_manifest_name(name, v);
+		rc = object_mtime(ps->g->st, name, &me->mtime);
+		if (rc)
+			return rc;
+	}
+	*age = age_of(me->mtime, ps->now);
+	return 0;
+}
+
+/* Manifest v into *m (a copy: manifest_clear() it); one GET the first time only. */
+static int manifest_get(struct pass *ps, uint64_t v, struct manifest *m)
+{
+	struct man_entry *me = man_entry(ps->g, v);
+	int rc;
+
+	if (!me)
+		return -ENOMEM;
+	if (!me->loaded) {
+		rc = manifest_load(ps->g->st, v, &me->m);
+		if (rc)
+			return rc;
+		me->loaded = true;
+	}
+	return manifest_copy(m, &me->m);
+}
+
+/* Forget cached manifests older than the oldest kept version (GC deletes them). */
+static void man_prune(struct gc *g, uint64_t oldest_kept)
+{
+	size_t n = 0;
+
+	while (n < g->nmans && g->mans[n].version < oldest_kept)
+		manifest_clear(&g->mans[n++].m);
+	memmove(g->mans, g->mans + n, (g->nmans - n) * sizeof(*g->mans));
+	g->nmans -= n;
+}
+
+/* Decide and load the kept manifests (newest first). */
+static int load_kept(struct pass *ps, uint64_t latest, struct gc_plan *plan)
+{
 	unsigned keep = ps->o->keep_manifests ? ps->o->keep_manifests : 1;
+	int64_t newest_age = 0;
 	int rc = 0;
 
 	/*
@@ -501,14 +624,10 @@ static int load_kept(struct pass *ps, uint64_t latest)
 	 * near zero).
 	 */
 	if (keep > 1 && latest > 1) {
-		char name[FMT_NAME_MAX];
-		int64_t age;
-
-		fmt_manifest_name(name, latest);
-		rc = object_age(g->st, name, ps->now, &age);
+		rc = manifest_age(ps, latest, &newest_age);
 		if (rc)
 			return rc;
-		if (age >= (int64_t)ps->o->grace_sec)
+		if (newest_age >= (int64_t)ps->o->grace_sec)
 			keep = 1;
 	}
 	ps->kept = calloc(1, sizeof(*ps->kept));
@@ -516,27 +635,25 @@ static int load_kept(struct pass *ps, uint64_t latest)
 		return -ENOMEM;
 	for (uint64_t v = latest; v >= 1; v--) {
 		struct manifest *k;
+		bool deferred = false;
+		int64_t age = newest_age; /* kept by count: goes once the newest has aged */
 
 		if (v < latest && latest - v < keep)
-			ps->deferred++; /* kept by count: goes once the newest has aged */
+			deferred = true;
 		if (latest - v >= keep && v < ps->o->keep_from_version) {
-			char succ[FMT_NAME_MAX];
-			int64_t age;
-
 			/* v stays while its successor is younger than the grace period */
-			fmt_manifest_name(succ, v + 1);
-			rc = object_age(g->st, succ, ps->now, &age);
+			rc = manifest_age(ps, v + 1, &age);
 			if (rc)
 				return rc;
 			if (age >= (int64_t)ps->o->grace_sec)
 				break;
-			ps->deferred++; /* v goes once its successor has aged */
+			deferred = true; /* v goes once its successor has aged */
 		}
 		k = realloc(ps->kept, (ps->nkept + 1) * sizeof(*k));
 		if (!k)
 			return -ENOMEM;
 		ps->kept = k;
-		rc = manifest_load(g->st, v, &ps->kept[ps->nkept]);
+		rc = manifest_get(ps, v, &ps->kept[ps->nkept]);
 		if (rc == -ENOENT && v < latest)
 			return 0; /* an earlier pass deleted it: history starts after */
 		if (rc) {
@@ -545,6 +662,8 @@ static int load_kept(struct pass *ps, uint64_t latest)
 			return rc;
 		}
 		ps->nkept++;
+		if (deferred)
+			defer(plan, ps->now, age, ps->o->grace_sec);
 	}
 	return 0;
 }
@@ -676,7 +795,7 @@ static int plan_ssts(struct pass *ps, struct gc_plan *plan)
 		if (!rc && age >= (int64_t)ps->o->grace_sec)
 			rc = plan_delete(plan, name, l.sizes[i], &plan->n_sst);
 		else if (!rc)
-			plan->n_deferred++;
+			defer(plan, ps->now, age, ps->o->grace_sec);
 	}
 	listing_free(&l);
 	return rc;
@@ -729,7 +848,7 @@ static int plan_packs(struct pass *ps, struct gc_plan *plan)
 				rc = plan_delete(plan, name, l.sizes[i], &plan->n_pack);
 				continue;
 			}
-			plan->n_deferred++;
+			defer(plan, ps->now, age, ps->o->grace_sec);
 		}
 		s = &plan->packs[plan->npacks++];
 		s->id = id;
@@ -768,7 +887,7 @@ int gc_plan_make(struct gc *g, const struct gc_opts *o, struct gc_plan *out)
 		*out = plan; /* an empty store, or not ours: touch nothing */
 		return 0;
 	}
-	rc = load_kept(&ps, latest);
+	rc = load_kept(&ps, latest, &plan);
 	if (rc)
 		goto out;
 	if (o->protect_epoch && ps.kept[0].epoch > o->protect_epoch) {
@@ -791,8 +910,8 @@ int gc_plan_make(struct gc *g, const struct gc_opts *o, struct gc_plan *out)
 	if ((rc = plan_manifests(&ps, &plan)) || (rc = plan_wal(&ps, &plan)) ||
 	    (rc = plan_ssts(&ps, &plan)) || (rc = plan_packs(&ps, &plan)))
 		goto out;
-	plan.n_deferred += ps.deferred;
 	cache_prune(g);
+	man_prune(g, plan.oldest_kept);
 	log_debug("gc: plan: manifests %" PRIu64 "..%" PRIu64 " kept, WAL floor %" PRIu64
 	          ", delete %zu objects (%" PRIu64 " bytes), %zu packs stay, %zu to repack",
 	          plan.oldest_kept, plan.latest, plan.wal_floor, plan.ndeletes, plan.delete_bytes,

@@ -99,14 +99,24 @@ struct gc_plan {
 	size_t nrepack;
 	uint64_t pack_bytes, live_pack_bytes; /* totals over packs that stay */
 	uint64_t n_deferred; /* objects kept only until they are older than the grace */
+	/*
+	 * Wall-clock second (o->now's clock) at which the first of them comes
+	 * due: a pass at that time deletes at least one object this one kept,
+	 * and a pass before it deletes nothing (unless the history changes
+	 * meanwhile).  0 when nothing is deferred.
+	 */
+	int64_t next_due;
 };
 
 /* Free the arrays of p and zero it.  Accepts a zeroed plan. */
 void gc_plan_clear(struct gc_plan *p);
 
 /*
- * A collector over st (borrowed; must outlive it).  It caches the pack
- * references of SSTables it has read (immutable objects) between passes.
+ * A collector over st (borrowed; must outlive it).  It caches between
+ * passes what it read of immutable objects: the pack references of
+ * SSTables, and the manifests it kept with their modification times
+ * (manifests are written once, put-if-absent, and never rewritten), so a
+ * pass GETs and HEADs only the manifests committed since the last one.
  * -ENOMEM.
  */
 int gc_new(struct store *st, struct gc **out);

@@ -6,8 +6,11 @@
  * DESIGN
  *
  * The GC thread wakes every opts.gc_interval_ms and runs one pass, unless
- * nothing changed since a pass that left nothing to wait for; tests
- * and tools run the same pass with maint_gc_now().  Passes are serialised
+ * nothing changed since a pass that left nothing to wait for; after a pass
+ * that deferred objects (kept only until they outgrow the grace period) it
+ * wakes when the first comes due instead, but not sooner than a quarter of
+ * the interval (maint_gc_wait_ms()).  Tests and tools run the same pass
+ * with maint_gc_now().  Passes are serialised
  * by e->gc_mu (taken before e->mu, never while holding it).  A pass:
  *
  *   1. snapshot, under e->mu, what protects in-flight work: our epoch and
@@ -61,6 +64,13 @@
 #define MAINT_REPACK_KIB_PER_SEC 8192u
 /* Packs only the WAL references (past e->man.wal_covered) above this: ask for a flush. */
 #define MAINT_SPACE_FLUSH_BYTES (16ull << 20)
+/*
+ * The GC thread's shortest wait, when deferred objects come due sooner: the
+ * interval over this (and at least MAINT_GC_WAIT_MIN_MS).  It bounds the
+ * requests of a churning mount to this many passes per interval.
+ */
+#define MAINT_GC_WAIT_DIV 4u
+#define MAINT_GC_WAIT_MIN_MS 1000u
 
 /* ------------------------------------------------------------------ */
 /* Flush and compaction on demand                                      */
@@ -158,17 +168,15 @@ int maint_compact_now(struct engine *e)
 /* repack_one()'s "stop the scan": this pass's byte budget is spent. */
 #define REPACK_BUDGET_SPENT 1
 
-/*
- * Bytes one pass may repack: repack_kib_per_sec KiB for every second of the
- * GC interval (60 s when the thread is off and passes are run by hand).
- */
-static uint64_t repack_budget(const struct engine *e)
+uint64_t maint_repack_budget(unsigned kib_per_sec, unsigned interval_ms, uint64_t since_us)
 {
-	uint64_t kib = e->o.repack_kib_per_sec ? e->o.repack_kib_per_sec : MAINT_REPACK_KIB_PER_SEC;
-	uint64_t ms = e->o.gc_interval_ms == ENGINE_GC_OFF ? 60000 : e->o.gc_interval_ms;
+	uint64_t kib = kib_per_sec ? kib_per_sec : MAINT_REPACK_KIB_PER_SEC;
+	uint64_t ms = interval_ms == ENGINE_GC_OFF ? 60000 : interval_ms;
 
-	if (e->o.repack_kib_per_sec == ENGINE_GC_OFF)
+	if (kib_per_sec == ENGINE_GC_OFF)
 		return UINT64_MAX;
+	if (interval_ms != ENGINE_GC_OFF && since_us && since_us / 1000u < ms)
+		ms = since_us / 1000u;
 	return kib * 1024u * ms / 1000u;
 }
 
@@ -255,10 +263,11 @@ out:
 	return rc;
 }
 
-/* Rewrite the live blobs of the plan's repack packs, then sync. */
-static int repack_run(struct engine *e, const struct gc_plan *plan, struct maint_gc_result *res)
+/* Rewrite the live blobs of the plan's repack packs, at most budget bytes, then sync. */
+static int repack_run(struct engine *e, const struct gc_plan *plan, uint64_t budget,
+                      struct maint_gc_result *res)
 {
-	struct repack rp = {.e = e, .budget = repack_budget(e)};
+	struct repack rp = {.e = e, .budget = budget};
 	struct kv_iter *it = NULL;
 	int rc = read_merged_iter(e, &it, &rp.sst_gen);
 
@@ -290,6 +299,39 @@ static int repack_run(struct engine *e, const struct gc_plan *plan, struct maint
 /* One pass                                                            */
 /* ------------------------------------------------------------------ */
 
+/*
+ * res->wal_only_pack_bytes from the plan's packs, and a log line of where
+ * the pack bytes that stay are: past the floor (only the WAL references
+ * them), in packs the newest manifest references (live and dead parts:
+ * what repack can give back), and in packs only older kept manifests
+ * reference (they go when those manifests age past the grace).
+ */
+static void pack_summary(const struct gc_plan *plan, uint64_t covered, struct maint_gc_result *res)
+{
+	uint64_t unflushed = 0, live = 0, in_live = 0, old = 0;
+
+	for (size_t i = 0; i < plan->npacks; i++) {
+		const struct gc_pack_stat *s = &plan->packs[i];
+
+		if (!(s->id.position & PACK_POS_FLUSH) && s->id.position >= covered)
+			res->wal_only_pack_bytes += s->size;
+		if (s->unflushed) {
+			unflushed += s->size;
+		} else if (s->live_bytes) {
+			in_live += s->size;
+			live += s->live_bytes;
+		} else {
+			old += s->size;
+		}
+	}
+	log_info("gc: packs %" PRIu64 " KiB: %" PRIu64 " KiB past the WAL floor, %" PRIu64
+	         " KiB live of %" PRIu64 " KiB in packs the newest manifest references, %" PRIu64
+	         " KiB only older manifests or the grace keep; %" PRIu64 " deferred, first due in "
+	         "%" PRId64 " s",
+	         plan->pack_bytes >> 10, unflushed >> 10, live >> 10, in_live >> 10, old >> 10,
+	         plan->n_deferred, plan->next_due ? plan->next_due - (int64_t)time(NULL) : 0);
+}
+
 /* Caller holds e->gc_mu. */
 static int gc_pass(struct engine *e, struct maint_gc_result *res)
 {
@@ -297,10 +339,12 @@ static int gc_pass(struct engine *e, struct maint_gc_result *res)
 	struct gc_plan plan = {0};
 	uint64_t deleted = 0;
 	unsigned aborted = 0, age;
-	uint64_t pack_mark;
+	uint64_t pack_mark, start_us = mw_now_us(), since_us;
 	int rc, urc;
 
 	memset(res, 0, sizeof(*res));
+	since_us = e->gc_pass_us ? start_us - e->gc_pass_us : 0;
+	e->gc_pass_us = start_us;
 	gc_opts_default(&o);
 	o.grace_sec = e->o.gc_grace_sec == ENGINE_GC_NO_GRACE ? 0 : e->o.gc_grace_sec;
 	o.repack_below =
@@ -326,17 +370,18 @@ static int gc_pass(struct engine *e, struct maint_gc_result *res)
 	res->live_pack_bytes = plan.live_pack_bytes;
 	res->repack_packs = plan.nrepack;
 	res->deferred = plan.n_deferred;
-	for (size_t i = 0; i < plan.npacks; i++)
-		if (!(plan.packs[i].id.position & PACK_POS_FLUSH) &&
-		    plan.packs[i].id.position >= o.protect_wal_from)
-			res->wal_only_pack_bytes += plan.packs[i].size;
+	res->next_due = plan.next_due;
+	pack_summary(&plan, o.protect_wal_from, res);
 	age = o.grace_sec > MAINT_UPLOAD_MIN_AGE_SEC ? o.grace_sec : MAINT_UPLOAD_MIN_AGE_SEC;
 	urc = store_cleanup_uploads(e->st, "", age, &aborted);
 	if (urc && urc != -ENOTSUP)
 		log_warn("gc: cleaning abandoned uploads failed: %s", strerror(-urc));
 	res->deleted += aborted;
 	if (rc == 0 && plan.nrepack && o.repack_below > 0.0)
-		rc = repack_run(e, &plan, res);
+		rc = repack_run(
+		    e, &plan,
+		    maint_repack_budget(e->o.repack_kib_per_sec, e->o.gc_interval_ms, since_us),
+		    res);
 out:
 	gc_plan_clear(&plan);
 	mw_mutex_lock(&e->mu);
@@ -446,10 +491,36 @@ int maint_gc_now(struct engine *e, struct maint_gc_result *res)
 /* The GC thread                                                       */
 /* ------------------------------------------------------------------ */
 
+uint64_t maint_gc_wait_ms(unsigned interval_ms, const struct maint_gc_result *r, int rc,
+                          int64_t now_ms)
+{
+	uint64_t floor = interval_ms / MAINT_GC_WAIT_DIV, due;
+
+	if (floor < MAINT_GC_WAIT_MIN_MS)
+		floor = MAINT_GC_WAIT_MIN_MS;
+	if (floor > interval_ms)
+		floor = interval_ms;
+	if (rc || !r->deferred || r->next_due <= 0)
+		return interval_ms;
+	if (r->next_due <= now_ms / 1000)
+		return floor; /* due already (clocks differ, or the pass was long) */
+	due = (uint64_t)(r->next_due * 1000 - now_ms);
+	return due < floor ? floor : due > interval_ms ? interval_ms : due;
+}
+
+static int64_t wall_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 static void *gc_main(void *arg)
 {
 	struct engine *e = arg;
 	struct maint_gc_result r;
+	uint64_t wait_ms = e->o.gc_interval_ms;
 
 	mw_mutex_lock(&e->mu);
 	for (;;) {
@@ -457,7 +528,7 @@ static void *gc_main(void *arg)
 		uint64_t ns;
 
 		clock_gettime(CLOCK_MONOTONIC, &ts);
-		ns = (uint64_t)ts.tv_nsec + (uint64_t)e->o.gc_interval_ms * 1000000u;
+		ns = (uint64_t)ts.tv_nsec + wait_ms * 1000000u;
 		ts.tv_sec += (time_t)(ns / 1000000000u);
 		ts.tv_nsec = (long)(ns % 1000000000u);
 		while (!e->gc_thread.stop && !e->sticky &&
@@ -465,6 +536,7 @@ static void *gc_main(void *arg)
 			;
 		if (e->gc_thread.stop || e->sticky)
 			break;
+		wait_ms = e->o.gc_interval_ms;
 		/*
 		 * Nothing to collect: no new manifest, commit or retry since a
 		 * pass that left nothing waiting for its grace period or for
@@ -482,6 +554,7 @@ static void *gc_main(void *arg)
 		e->gc_idle =
 		    rc == 0 && r.deferred == 0 && r.repack_packs == 0 && !r.space_requested;
 		memcpy(e->gc_mark, mark, sizeof(mark));
+		wait_ms = maint_gc_wait_ms(e->o.gc_interval_ms, &r, rc, wall_ms());
 	}
 	mw_mutex_unlock(&e->mu);
 	return NULL;

@@ -49,6 +49,7 @@ struct maint_gc_result {
 	uint64_t repacked_bytes;      /* their bytes */
 	uint64_t deferred;            /* objects kept only until they are older than the grace */
 	uint64_t wal_only_pack_bytes; /* bytes of packs past the manifest's covered WAL position */
+	int64_t next_due;             /* wall-clock second the first deferred one comes due (0) */
 	bool repack_budget_spent;     /* the repack stopped at its byte budget (the rest: later) */
 	bool space_requested;         /* maint_gc_cycle(): a freeze (+ compaction) was asked for */
 };
@@ -73,6 +74,31 @@ int maint_gc_now(struct engine *e, struct maint_gc_result *res);
  * Returns as maint_gc_now().
  */
 int maint_gc_cycle(struct engine *e, struct maint_gc_result *res);
+
+/*
+ * Bytes one GC pass may repack: kib_per_sec KiB (0: the default, 8192;
+ * ENGINE_GC_OFF: no limit, UINT64_MAX) for every second since the pass
+ * before it began (since_us; 0: no pass before), at most interval_ms (the
+ * GC interval; ENGINE_GC_OFF, passes run by hand: always 60 s).  The
+ * thread's passes come sooner than the interval when objects come due
+ * (maint_gc_wait_ms()), so the rate holds over time, not only per pass.
+ * Pure; any thread.
+ */
+uint64_t maint_repack_budget(unsigned kib_per_sec, unsigned interval_ms, uint64_t since_us);
+
+/*
+ * How long the GC thread waits after a pass that returned rc and *r, at
+ * wall-clock time now_ms (ms since the epoch): its interval, or, when the
+ * pass deferred objects, until the first of them comes due (r->next_due),
+ * but never less than a quarter of the interval (at least 1 s): so space
+ * comes back soon after the grace allows, and a churning mount sends at
+ * most four passes of requests per interval.  A pass that deferred nothing
+ * waits the interval (and the next wake-up is skipped when nothing changed:
+ * an idle mount sends nothing).  Pure; any thread.
+ */
+uint64_t maint_gc_wait_ms(unsigned interval_ms, const struct maint_gc_result *r, int rc,
+                          int64_t now_ms);
+
 /*
  * Wait until the flusher has served every frozen MemTable and every
  * compaction round asked for (by maint_gc_cycle() or anyone).  Returns 0,

@@ -86,9 +86,9 @@ struct engine_opts {
 	 * repack_below_pct: a pack whose live fraction fell below this many
 	 * percent has its live blobs rewritten (default 50; ENGINE_GC_OFF: never).
 	 * repack_kib_per_sec: repack rewrites at most this many KiB per second
-	 * of the GC interval in one pass (default 8192: 8 MiB/s, 480 MiB per
-	 * pass of 60 s; ENGINE_GC_OFF: no limit); what is left waits for the
-	 * next pass.
+	 * since the previous pass, at most the GC interval's worth, in one pass
+	 * (default 8192: 8 MiB/s, 480 MiB per pass of 60 s; ENGINE_GC_OFF: no
+	 * limit); what is left waits for the next pass.
 	 */
 	unsigned gc_interval_ms;
 	unsigned gc_grace_sec;

@@ -15,7 +15,9 @@
  *     caller's live packs) still exists; the newest manifest too;
  *   - liveness: everything else older than the grace period is gone;
  *   - pack accounting (live bytes per pack from the newest manifest) and
- *     the repack selection.
+ *     the repack selection;
+ *   - the plan's next_due (when the GC thread wakes next): a pass a second
+ *     before it deletes nothing, a pass at it deletes something.
  * Finally a pass far in the future leaves only what the newest manifest
  * needs.  Seeds are printed (MEMWALFS_SEED replays).
  */
@@ -442,6 +444,37 @@ static bool should_go(struct model *md, const struct gc_opts *o, const struct ve
 	return false;
 }
 
+/*
+ * After a pass: plan->next_due is exact.  A pass one second before it
+ * deletes nothing (what was due went in this pass; everything else waits
+ * for an age or a structure that a second does not change), a pass at it
+ * deletes something.  (The GC thread wakes at next_due: docs/GC.md.)
+ */
+static void check_next_due(struct gc *g, const struct gc_opts *o, const struct gc_plan *plan)
+{
+	struct gc_opts at = *o;
+	struct gc_plan p;
+
+	if (!plan->n_deferred) {
+		assert_int_equal(plan->next_due, 0);
+		return;
+	}
+	assert_true(plan->next_due > o->now);
+	at.now = plan->next_due - 1;
+	assert_int_equal(gc_plan_make(g, &at, &p), 0);
+	if (p.ndeletes)
+		fail_msg("%zu objects (first %s) due before next_due %" PRId64 " (now %" PRId64 ")",
+		         p.ndeletes, p.deletes[0], plan->next_due, o->now);
+	gc_plan_clear(&p);
+	at.now = plan->next_due;
+	assert_int_equal(gc_plan_make(g, &at, &p), 0);
+	if (!p.ndeletes)
+		fail_msg("nothing due at next_due %" PRId64 " (now %" PRId64 ", %" PRIu64
+		         " deferred)",
+		         plan->next_due, o->now, plan->n_deferred);
+	gc_plan_clear(&p);
+}
+
 /* One GC pass, checked against the model. */
 static void gc_pass(struct model *md, struct gc *g, struct gc_opts *o, bool print)
 {
@@ -508,6 +541,7 @@ static void gc_pass(struct model *md, struct gc *g, struct gc_opts *o, bool prin
 	md->nobj = w;
 	assert_int_equal(plan.ndeletes, expect);
 	assert_int_equal(deleted, expect);
+	check_next_due(g, o, &plan);
 	if (print)
 		fprintf(stderr,
 		        "gc pass: %zu deleted, %zu objects left, %zu packs, %zu to repack\n",
@@ -644,11 +678,79 @@ static void test_gc_refuses(void **state)
 	tu_store_close(t);
 }
 
+/*
+ * Manifests are read once: a pass after one that kept N manifests GETs and
+ * HEADs none of them again (before: N GETs and N HEADs every pass), and
+ * after a commit only the new one.  Same plan either way.
+ */
+static void test_gc_cache(void **state)
+{
+	struct tu_store *t;
+	struct gc *g;
+	struct gc_opts o;
+	struct gc_plan plan;
+	struct manifest m, next;
+	uint64_t gets, heads;
+
+	(void)state;
+	assert_int_equal(tu_store_open("fault", &t), 0);
+	assert_int_equal(gc_new(t->store, &g), 0);
+	assert_int_equal(manifest_claim(t->store, true, &m), 0);
+	for (int i = 0; i < 8; i++) {
+		assert_int_equal(manifest_copy(&next, &m), 0);
+		next.version = m.version + 1;
+		assert_int_equal(manifest_commit(t->store, &next, true), 0);
+		manifest_clear(&m);
+		m = next;
+	}
+	gc_opts_default(&o); /* grace 600 s: all 9 versions are kept */
+	assert_int_equal(gc_plan_make(g, &o, &plan), 0);
+	assert_int_equal(plan.oldest_kept, 1);
+	assert_true(plan.n_deferred > 0);
+	gc_plan_clear(&plan);
+	for (int round = 0; round < 2; round++) {
+		fault_store_reset_calls(t->fault);
+		assert_int_equal(gc_plan_make(g, &o, &plan), 0);
+		gets = fault_store_calls(t->fault, FAULT_OP_GET);
+		heads = fault_store_calls(t->fault, FAULT_OP_HEAD);
+		print_message("cache: pass %d: %" PRIu64 " GETs, %" PRIu64 " HEADs, kept %" PRIu64
+		              "..%" PRIu64 "\n",
+		              round + 2, gets, heads, plan.oldest_kept, plan.latest);
+		assert_int_equal(plan.oldest_kept, 1);
+		assert_int_equal(plan.latest, m.version);
+		assert_int_equal(plan.ndeletes, 0);
+		/*
+		 * the hint; after a commit the new manifest (its GET and its HEAD) and
+		 * the HEAD of the version that left the count window
+		 */
+		assert_true(gets <= 1u + (unsigned)round);
+		assert_true(heads <= 2u * (unsigned)round);
+		gc_plan_clear(&plan);
+		assert_int_equal(manifest_copy(&next, &m), 0);
+		next.version = m.version + 1;
+		assert_int_equal(manifest_commit(t->store, &next, true), 0);
+		manifest_clear(&m);
+		m = next;
+	}
+	/* past the grace everything but the newest goes, as without the cache */
+	o.now = (int64_t)time(NULL) + 601;
+	assert_int_equal(gc_plan_make(g, &o, &plan), 0);
+	assert_int_equal(plan.oldest_kept, m.version);
+	assert_int_equal(plan.n_manifest, m.version - 1);
+	assert_int_equal(plan.n_deferred, 0);
+	assert_int_equal(plan.next_due, 0);
+	gc_plan_clear(&plan);
+	manifest_clear(&m);
+	gc_free(g);
+	tu_store_close(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_gc_model),
 	    cmocka_unit_test(test_gc_refuses),
+	    cmocka_unit_test(test_gc_cache),
 	};
 
 	return cmocka_run_group_tests_name("gc", tests, NULL, NULL) ? 1 : 0;

@@ -16,8 +16,18 @@
  *                     3 blobs of 16 KiB (the budget holds), several passes
  *                     are needed, and in the end every old pack is gone and
  *                     the store is back to its live bytes.
+ *   gc_space_due      with a real grace, a cycle after the deletes defers the
+ *                     dead objects and says when the first comes due; the GC
+ *                     thread then waits until then (at least a quarter of its
+ *                     interval), not a whole interval (before: always the
+ *                     interval, so dead packs stayed up to one interval past
+ *                     their grace).
+ *   gc_space_rate     the repack budget of a pass is the rate times the time
+ *                     since the pass before (at most the interval): passes that
+ *                     come sooner because objects came due do not multiply
+ *                     the rate.
  *
- * Counts only, no timing.  Store: local directory.
+ * Counts and computed values only, no timing.  Store: local directory.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -28,6 +38,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
@@ -65,16 +76,22 @@ static void del_blob(struct engine *e, unsigned i)
 	assert_int_equal(engine_delete(e, key, strlen(key), 0, NULL), 0);
 }
 
-static void open_engine(struct tu_store *t, unsigned repack_kib, struct engine **e)
+static void open_engine_grace(struct tu_store *t, unsigned repack_kib, unsigned grace,
+                              struct engine **e)
 {
 	struct engine_opts o;
 
 	engine_opts_default(&o);
 	o.cadence_ms = 20;
 	o.gc_interval_ms = ENGINE_GC_OFF; /* the test runs the cycles */
-	o.gc_grace_sec = ENGINE_GC_NO_GRACE;
+	o.gc_grace_sec = grace;
 	o.repack_kib_per_sec = repack_kib;
 	assert_int_equal(engine_open(t->store, &o, e), 0);
+}
+
+static void open_engine(struct tu_store *t, unsigned repack_kib, struct engine **e)
+{
+	open_engine_grace(t, repack_kib, ENGINE_GC_NO_GRACE, e);
 }
 
 static void test_gc_space_drains(void **state)
@@ -192,11 +209,98 @@ static void test_gc_space_budget(void **state)
 	tu_store_close(t);
 }
 
+/* Wall clock in ms, as the GC thread reads it. */
+static int64_t wall_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+#define GRACE_S 40u       /* longer than the test takes: everything dead waits */
+#define INTERVAL_MS 60000 /* the GC thread's interval the waits are computed for */
+
+static void test_gc_space_due(void **state)
+{
+	struct tu_store *t = NULL;
+	struct engine *e = NULL;
+	struct maint_gc_result g = {0}, none = {0};
+	int64_t before_s = wall_ms() / 1000, now;
+	uint64_t w;
+	int cycles = 0;
+	(void)state;
+
+	/* the rule alone: interval without deferred objects, else the due time in [floor, interval]
+	 */
+	now = wall_ms();
+	assert_int_equal(maint_gc_wait_ms(INTERVAL_MS, &none, 0, now), INTERVAL_MS);
+	none.deferred = 1;
+	none.next_due = now / 1000 + 30;
+	assert_int_equal(maint_gc_wait_ms(INTERVAL_MS, &none, -EIO, now), INTERVAL_MS);
+	w = maint_gc_wait_ms(INTERVAL_MS, &none, 0, now);
+	assert_true(w > 29000 && w <= 30000);
+	none.next_due = now / 1000 + 1;
+	assert_int_equal(maint_gc_wait_ms(INTERVAL_MS, &none, 0, now), INTERVAL_MS / 4);
+	none.next_due = now / 1000 - 5; /* due already */
+	assert_int_equal(maint_gc_wait_ms(INTERVAL_MS, &none, 0, now), INTERVAL_MS / 4);
+	assert_int_equal(maint_gc_wait_ms(2000, &none, 0, now), 1000); /* at least 1 s */
+	assert_int_equal(maint_gc_wait_ms(500, &none, 0, now), 500);   /* at most the interval */
+	none.next_due = now / 1000 + 3600;
+	assert_int_equal(maint_gc_wait_ms(INTERVAL_MS, &none, 0, now), INTERVAL_MS);
+
+	/* from a real pass: dead blobs under a grace of GRACE_S */
+	assert_int_equal(tu_store_open("local", &t), 0);
+	open_engine_grace(t, 0, GRACE_S, &e);
+	for (unsigned i = 0; i < 16; i++) {
+		put_blob(e, i, 64u << 10);
+		if (i % 4 == 3)
+			assert_int_equal(engine_sync(e), 0);
+	}
+	assert_int_equal(maint_flush_now(e), 0);
+	for (unsigned i = 0; i < 16; i++)
+		del_blob(e, i);
+	assert_int_equal(engine_sync(e), 0);
+	/* the cycles make the blobs' packs unreferenced in the newest manifest; they wait */
+	do {
+		assert_int_equal(maint_gc_cycle(e, &g), 0);
+		assert_int_equal(maint_flusher_idle(e), 0);
+	} while (g.space_requested && ++cycles < 4);
+	now = wall_ms();
+	print_message("due: %" PRIu64 " deferred, first due in %" PRId64 " s (grace %u)\n",
+	              g.deferred, g.next_due - now / 1000, GRACE_S);
+	assert_true(g.deferred > 0);
+	assert_int_equal(g.deleted, 0);
+	assert_true(g.next_due >= before_s + GRACE_S);
+	assert_true(g.next_due <= now / 1000 + GRACE_S + 1);
+	w = maint_gc_wait_ms(INTERVAL_MS, &g, 0, now);
+	assert_true(w >= INTERVAL_MS / 4);
+	assert_true(w < INTERVAL_MS); /* before: the thread always waited the interval */
+	assert_true(w <= (uint64_t)(g.next_due * 1000 - now) || w == INTERVAL_MS / 4);
+	assert_int_equal(engine_close(e), 0);
+	tu_store_close(t);
+}
+
+static void test_gc_space_rate(void **state)
+{
+	(void)state;
+	/* 8 MiB/s: a quarter interval after the last pass, a quarter of the interval's budget */
+	assert_int_equal(maint_repack_budget(8192, 15000, 3750000), 30ull << 20);
+	assert_int_equal(maint_repack_budget(8192, 15000, 0), 120ull << 20); /* first pass */
+	assert_int_equal(maint_repack_budget(8192, 15000, 100000000), 120ull << 20); /* capped */
+	assert_int_equal(maint_repack_budget(0, 1000, 500000), 4ull << 20); /* default rate */
+	/* passes by hand (no thread): 60 s each, whatever the time between */
+	assert_int_equal(maint_repack_budget(1, ENGINE_GC_OFF, 1000), 60u << 10);
+	assert_int_equal(maint_repack_budget(ENGINE_GC_OFF, 15000, 1000), UINT64_MAX);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_gc_space_drains),
 	    cmocka_unit_test(test_gc_space_budget),
+	    cmocka_unit_test(test_gc_space_due),
+	    cmocka_unit_test(test_gc_space_rate),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
