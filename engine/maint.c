@@ -8,8 +8,9 @@
  * The GC thread wakes every opts.gc_interval_ms and runs one pass, unless
  * nothing changed since a pass that left nothing to wait for; after a pass
  * that deferred objects (kept only until they outgrow the grace period) it
- * wakes when the first comes due instead, but not sooner than a quarter of
- * the interval (maint_gc_wait_ms()).  Tests and tools run the same pass
+ * wakes when the first comes due instead, and after one that asked for a
+ * flush (the filesystem is churning) a quarter of the interval later, never
+ * sooner (maint_gc_wait_ms()).  Tests and tools run the same pass
  * with maint_gc_now().  Passes are serialised
  * by e->gc_mu (taken before e->mu, never while holding it).  A pass:
  *
@@ -500,7 +501,11 @@ uint64_t maint_gc_wait_ms(unsigned interval_ms, const struct maint_gc_result *r,
 		floor = MAINT_GC_WAIT_MIN_MS;
 	if (floor > interval_ms)
 		floor = interval_ms;
-	if (rc || !r->deferred || r->next_due <= 0)
+	if (rc)
+		return interval_ms;
+	if (r->space_requested)
+		return floor; /* churning: the sooner the compaction, the sooner the space */
+	if (!r->deferred || r->next_due <= 0)
 		return interval_ms;
 	if (r->next_due <= now_ms / 1000)
 		return floor; /* due already (clocks differ, or the pass was long) */

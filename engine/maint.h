@@ -88,11 +88,15 @@ uint64_t maint_repack_budget(unsigned kib_per_sec, unsigned interval_ms, uint64_
 
 /*
  * How long the GC thread waits after a pass that returned rc and *r, at
- * wall-clock time now_ms (ms since the epoch): its interval, or, when the
- * pass deferred objects, until the first of them comes due (r->next_due),
- * but never less than a quarter of the interval (at least 1 s): so space
- * comes back soon after the grace allows, and a churning mount sends at
- * most four passes of requests per interval.  A pass that deferred nothing
+ * wall-clock time now_ms (ms since the epoch): its interval; when the pass
+ * deferred objects, until the first of them comes due (r->next_due); when
+ * it asked for a flush (r->space_requested: writes and deletes go on), the
+ * floor; never less than the floor, a quarter of the interval (at least 1 s,
+ * at most the interval).  Dead data becomes collectable only once the
+ * compaction a space request asks for has dropped it, and goes once the
+ * grace has passed since: so under churn space comes back about a floor
+ * after the grace allows, and a churning mount sends at most four passes of
+ * requests per interval.  A pass that deferred nothing
  * waits the interval (and the next wake-up is skipped when nothing changed:
  * an idle mount sends nothing).  Pure; any thread.
  */

@@ -21,7 +21,9 @@
  *                     thread then waits until then (at least a quarter of its
  *                     interval), not a whole interval (before: always the
  *                     interval, so dead packs stayed up to one interval past
- *                     their grace).
+ *                     their grace); after a cycle that asked for a flush
+ *                     (churn) a quarter interval, so the compaction that
+ *                     makes dead data collectable comes sooner.
  *   gc_space_rate     the repack budget of a pass is the rate times the time
  *                     since the pass before (at most the interval): passes that
  *                     come sooner because objects came due do not multiply
@@ -248,6 +250,11 @@ static void test_gc_space_due(void **state)
 	assert_int_equal(maint_gc_wait_ms(500, &none, 0, now), 500);   /* at most the interval */
 	none.next_due = now / 1000 + 3600;
 	assert_int_equal(maint_gc_wait_ms(INTERVAL_MS, &none, 0, now), INTERVAL_MS);
+	/* a pass that asked for a flush (churn goes on): the floor, whatever is due */
+	none.space_requested = true;
+	assert_int_equal(maint_gc_wait_ms(INTERVAL_MS, &none, 0, now), INTERVAL_MS / 4);
+	none.deferred = 0;
+	assert_int_equal(maint_gc_wait_ms(INTERVAL_MS, &none, 0, now), INTERVAL_MS / 4);
 
 	/* from a real pass: dead blobs under a grace of GRACE_S */
 	assert_int_equal(tu_store_open("local", &t), 0);
