@@ -66,9 +66,10 @@
 /* Packs only the WAL references (past e->man.wal_covered) above this: ask for a flush. */
 #define MAINT_SPACE_FLUSH_BYTES (16ull << 20)
 /*
- * The GC thread's shortest wait, when deferred objects come due sooner: the
- * interval over this (and at least MAINT_GC_WAIT_MIN_MS).  It bounds the
- * requests of a churning mount to this many passes per interval.
+ * The GC thread's shortest wait (after a pass that asked for a flush, or
+ * when deferred objects come due sooner): the interval over this, at least
+ * MAINT_GC_WAIT_MIN_MS.  It bounds the requests of a churning mount to this
+ * many passes per interval.
  */
 #define MAINT_GC_WAIT_DIV 4u
 #define MAINT_GC_WAIT_MIN_MS 1000u
