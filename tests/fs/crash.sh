@@ -62,20 +62,30 @@ echo "-- a partly written chunk of a file kept open is committed without fsync"
 mw_umount "$mnt"
 mw_mount "$mnt" --no-writeback-cache --cadence 50
 head -c 5000 "$WORK/data1" > "$WORK/part"
-# a writer that keeps its only descriptor open (a close, even of a dup, would flush)
+# a writer that keeps its only descriptor open (a close, even of a dup, would flush); it
+# creates the file, waits for the go, writes, says so, and sleeps
 python3 -c 'import os, sys, time
 fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT, 0o644)
+open(sys.argv[3] + ".created", "w").close()
+while not os.path.exists(sys.argv[3] + ".go"):
+    time.sleep(0.02)
 os.write(fd, open(sys.argv[2], "rb").read())
 open(sys.argv[3], "w").close()
 time.sleep(600)' "$mnt/dir/kept-open" "$WORK/part" "$WORK/part.written" &
 writer=$!
-# No fixed sleep (a loaded machine made one flaky): once the write returned, wait until the
-# engine has applied a batch after it and nothing is pending, i.e. the flusher put the chunk
-# and it is durable; only then the crash.  A daemon that never puts it fails here.
+# No fixed sleep (a loaded machine made one flaky): count the engine's batches once the file
+# exists and before the write (reading the count after the write raced with the flusher on
+# a loaded machine: the put could come first), then wait until a batch was applied after
+# it and nothing is pending, i.e. the flusher put the chunk and it is durable; only then
+# the crash.  A daemon that never puts it fails here.
 part_stat() { "$MW" stats "$mnt" | awk -v n="$1" '$1 == n { print $2 }'; }
-for _ in $(seq 1 1200); do [ -e "$WORK/part.written" ] && break; sleep 0.05; done
-[ -e "$WORK/part.written" ] || { echo "FAIL: the writer did not write within 60 s"; exit 1; }
+part_fail() { kill "$writer" 2>/dev/null; wait "$writer" 2>/dev/null; echo "FAIL: $1"; exit 1; }
+for _ in $(seq 1 1200); do [ -e "$WORK/part.written.created" ] && break; sleep 0.05; done
+[ -e "$WORK/part.written.created" ] || part_fail "the writer did not create its file within 60 s"
 b0=$(part_stat batches)
+touch "$WORK/part.written.go"
+for _ in $(seq 1 1200); do [ -e "$WORK/part.written" ] && break; sleep 0.05; done
+[ -e "$WORK/part.written" ] || part_fail "the writer did not write within 60 s"
 put=0
 for _ in $(seq 1 1200); do
 	if [ "$(part_stat batches)" -gt "$b0" ] && [ "$(part_stat pending_bytes)" = 0 ]; then
@@ -84,7 +94,7 @@ for _ in $(seq 1 1200); do
 	fi
 	sleep 0.05
 done
-[ $put = 1 ] || { echo "FAIL: the partial chunk of the open file was not put within 60 s"; exit 1; }
+[ $put = 1 ] || part_fail "the partial chunk of the open file was not put within 60 s"
 kill -9 "$(cat "$mnt.pid")"
 mw_wait_exit "$mnt.pid"
 kill "$writer" 2>/dev/null || true
