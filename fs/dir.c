@@ -49,17 +49,19 @@ static int check_name(const char *name)
 	return 0;
 }
 
-/* Point read of a directory entry. */
-static int dentry_get(struct mwfs *fs, uint64_t parent, const char *name, uint64_t *ino)
+/* Point read of a directory entry: the child's number, and its S_IFMT bits in *type (may be NULL).
+ */
+static int dentry_get(struct mwfs *fs, uint64_t parent, const char *name, uint64_t *ino,
+                      uint32_t *type)
 {
 	uint8_t key[SCHEMA_KEY_MAX];
 	size_t kn = schema_key_dentry(key, parent, name, strlen(name));
 	void *val = NULL;
 	size_t vn = 0;
-	uint32_t type;
+	uint32_t t;
 	int rc = engine_get(fs->e, key, kn, &val, &vn);
 	if (!rc)
-		rc = schema_dentry_decode(val, vn, ino, &type);
+		rc = schema_dentry_decode(val, vn, ino, type ? type : &t);
 	free(val);
 	return rc;
 }
@@ -92,6 +94,25 @@ static int dir_empty(struct mwfs *fs, uint64_t ino)
 		rc = engine_iter_valid(it) ? -ENOTEMPTY : engine_iter_status(it);
 	engine_iter_free(it);
 	return rc;
+}
+
+/*
+ * Before fs->mu is taken: read what removing directory ino reads under it,
+ * the first block of its listing (dir_empty()) and its xattrs (the scan of
+ * inode_batch_drop(), into a batch that is thrown away), so that under the
+ * lock both find cached blocks.  What changed meanwhile is judged under the
+ * lock; only a failing store fails here.  0 or negative errno.
+ */
+static int warm_dir_drop(struct mwfs *fs, uint64_t ino)
+{
+	int rc = dir_empty(fs, ino);
+	if (rc == -ENOTEMPTY)
+		return 0; /* the check under the lock says so again, with nothing more to read */
+	if (rc)
+		return rc;
+	struct engine_batch *b = fs_batch(fs);
+	rc = b ? inode_batch_drop(fs, b, ino, false) : 0;
+	return fs_store_down(rc) ? rc : 0;
 }
 
 /* Take a reference on directory ino (fs->mu held): -ENOTDIR, -ENOENT if removed. */
@@ -134,6 +155,7 @@ struct op {
 	struct inode *dp; /* parent directory (a reference) or NULL */
 	struct inode *ip; /* child, new or linked inode (a reference) or NULL */
 	uint64_t ino;     /* inode number in the entry (OP_CHILD) */
+	uint32_t type;    /* S_IFMT bits of that child as op_warm() found it (0: none) */
 	bool locked;      /* this op holds fs->mu */
 };
 
@@ -180,7 +202,7 @@ static int op_warm(struct op *op, uint64_t parent, const char *name)
 	if (!rc)
 		rc = fs_warm_key(op->fs, key, kn);
 	if (!rc)
-		rc = dentry_get(op->fs, parent, name, &ino);
+		rc = dentry_get(op->fs, parent, name, &ino, &op->type);
 	if (!rc) {
 		op->ino = ino; /* a hint for more warming; op_resolve() reads it again */
 		rc = inode_warm(op->fs, ino);
@@ -208,7 +230,7 @@ static int op_resolve(struct op *op, uint64_t parent, const char *name, int how)
 	int rc = get_dir(op->fs, parent, &op->dp);
 	if (rc)
 		return rc;
-	rc = dentry_get(op->fs, parent, name, &ino);
+	rc = dentry_get(op->fs, parent, name, &ino, NULL);
 	if (how & OP_ABSENT)
 		return rc == 0 ? -EEXIST : rc == -ENOENT ? 0 : rc;
 	if (rc)
@@ -469,17 +491,8 @@ void dir_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	int rc = op_check(&op, req, name, OP_WRITE | OP_NODOTS | OP_CHILD);
 	if (!rc)
 		rc = op_warm(&op, parent, name);
-	if (!rc && op.ino) {
-		/* the emptiness check below reads the listing's first block: warm it too */
-		int r = dir_empty(op.fs, op.ino);
-		if (r && r != -ENOTEMPTY)
-			rc = r;
-		/* and the drop below scans the xattrs: a scan now brings their blocks in */
-		struct engine_batch *b = fs_batch(op.fs);
-		r = b ? inode_batch_drop(op.fs, b, op.ino, false) : 0;
-		if (!rc && fs_store_down(r))
-			rc = r;
-	}
+	if (!rc && op.ino)
+		rc = warm_dir_drop(op.fs, op.ino);
 	if (!rc) {
 		op_lock(&op);
 		rc = op_resolve(&op, parent, name, OP_WRITE | OP_NODOTS | OP_CHILD);
@@ -583,6 +596,10 @@ void dir_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t 
 		rc = op_warm(&src, parent, name);
 	if (!rc)
 		rc = op_warm(&dst, newparent, newname);
+	/* a directory being replaced is checked empty and dropped under the lock */
+	if (!rc && dst.ino && dst.type == S_IFDIR &&
+	    !(flags & (RENAME_EXCHANGE | RENAME_NOREPLACE)))
+		rc = warm_dir_drop(dst.fs, dst.ino);
 	if (rc) {
 		fuse_reply_err(req, fs_err(rc));
 		return;
@@ -595,10 +612,10 @@ void dir_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t 
 	if (!rc)
 		rc = get_dir(fs, newparent, &dst.dp);
 	if (!rc)
-		rc = dentry_get(fs, parent, name, &src.ino);
+		rc = dentry_get(fs, parent, name, &src.ino, NULL);
 	if (rc)
 		goto out;
-	rc = dentry_get(fs, newparent, newname, &dst.ino);
+	rc = dentry_get(fs, newparent, newname, &dst.ino, NULL);
 	if (rc && rc != -ENOENT)
 		goto out;
 	bool exists = rc == 0;
