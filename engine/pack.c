@@ -9,13 +9,24 @@
  * pack can be checked on its own by fsck.
  *
  * Concurrency: the writer appends under its own lock (the engine mutex);
- * readers copy out under p->mu, which also guards the realloc of the data.
+ * readers copy out under p->mu, which also guards the growth of the data.
+ *
+ * Memory: a pack's bytes are malloc()ed while small; past PACK_MAP_MIN they
+ * move once into an anonymous mapping (mmap, grown with mremap, which moves
+ * pages instead of copying them), so a large pack starts on a page
+ * boundary: the local store writes it with O_DIRECT straight from there
+ * (s3/local.c), without a copy into the page cache.  Small packs stay on
+ * the heap so that a blob cache full of them does not use up the process's
+ * mappings (vm.max_map_count).
  */
 #include <errno.h>
 #include <pthread.h>
+#include <sys/mman.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "buf.h"
 #include "coding.h"
@@ -32,8 +43,52 @@ struct pack {
 	uint64_t *spans;    /* offset, length of each blob (2 * count); writer, then const */
 	uint32_t span_cap;  /* blobs spans has room for */
 	int sealed;         /* trailer written; writer only */
+	bool mapped;        /* buf.p is a mapping (else malloc()ed); protected by mu */
 	atomic_int refs;    /* references */
 };
+
+/* A pack's bytes move into a mapping of their own past this size (a multiple of the page size). */
+#define PACK_MAP_MIN (1u << 20)
+
+/* Make room for n more bytes in p's buffer (p->mu held once readers may see it). */
+static int pack_reserve(struct pack *p, size_t n)
+{
+	struct mw_buf *b = &p->buf;
+	if (b->len + n <= b->cap)
+		return 0;
+	if (!p->mapped && b->len + n <= PACK_MAP_MIN)
+		return mw_buf_reserve(b, n);
+	size_t cap = PACK_MAP_MIN;
+	while (cap < b->len + n)
+		cap *= 2;
+	void *q;
+	if (p->mapped) {
+		q = mremap(b->p, b->cap, cap, MREMAP_MAYMOVE);
+	} else {
+		q = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (q != MAP_FAILED) {
+			memcpy(q, b->p, b->len);
+			free(b->p);
+		}
+	}
+	if (q == MAP_FAILED)
+		return -ENOMEM;
+	b->p = q;
+	b->cap = cap;
+	p->mapped = true;
+	return 0;
+}
+
+/* Append n bytes to p's buffer (as pack_reserve()). */
+static int pack_put_bytes(struct pack *p, const void *src, size_t n)
+{
+	int rc = pack_reserve(p, n);
+	if (rc == 0 && n) {
+		memcpy(p->buf.p + p->buf.len, src, n);
+		p->buf.len += n;
+	}
+	return rc;
+}
 
 int pack_new(uint64_t epoch, uint64_t position, struct pack **out)
 {
@@ -65,7 +120,10 @@ void pack_unref(struct pack *p)
 	if (!p || atomic_fetch_sub(&p->refs, 1) != 1)
 		return;
 	pthread_mutex_destroy(&p->mu);
-	mw_buf_free(&p->buf);
+	if (p->mapped)
+		munmap(p->buf.p, p->buf.cap);
+	else
+		mw_buf_free(&p->buf);
 	free(p->spans);
 	free(p);
 }
@@ -89,7 +147,7 @@ int pack_append(struct pack *p, const void *data, size_t len, uint8_t *desc)
 	}
 	pthread_mutex_lock(&p->mu);
 	d.offset = p->buf.len;
-	rc = mw_buf_append(&p->buf, data, len);
+	rc = pack_put_bytes(p, data, len);
 	pthread_mutex_unlock(&p->mu);
 	if (rc)
 		return rc;
@@ -157,9 +215,15 @@ int pack_seal(struct pack *p)
 	put_be32(t + PACK_TOFF_COUNT, p->count);
 	put_be32(t + PACK_TOFF_MAGIC, PACK_TAIL_MAGIC);
 	put_be64(t + PACK_TOFF_DATA_HASH, fmt_hash(h + PACK_HEADER_SIZE, dlen));
-	rc = mw_buf_append(&p->buf, t, sizeof(t));
-	if (rc == 0 && p->buf.cap > p->buf.len + p->buf.len / 8) {
-		/* a sealed pack may live on in the blob cache: give back the slack */
+	rc = pack_put_bytes(p, t, sizeof(t));
+	/* a sealed pack may live on in the blob cache: give back the slack */
+	if (rc == 0 && p->mapped) {
+		size_t page = (size_t)sysconf(_SC_PAGESIZE);
+		size_t keep = (p->buf.len + page - 1) / page * page;
+		if (p->buf.cap > keep + p->buf.len / 8 &&
+		    mremap(p->buf.p, p->buf.cap, keep, 0) != MAP_FAILED)
+			p->buf.cap = keep;
+	} else if (rc == 0 && p->buf.cap > p->buf.len + p->buf.len / 8) {
 		uint8_t *q = realloc(p->buf.p, p->buf.len);
 		if (q) {
 			p->buf.p = q;

@@ -16,6 +16,16 @@
  * crash.  Temp files of a live process (another open of the same directory)
  * are left alone; store_cleanup_uploads() removes them by age.
  *
+ * Large puts bypass the page cache.  A put of at least DIRECT_MIN bytes from a
+ * page-aligned buffer (a sealed pack, engine/pack.c) is written with
+ * O_DIRECT: the block-aligned prefix straight from the caller's memory, the
+ * last partial block from a zero-padded copy, then the file is cut to its
+ * length.  Packs are read back through the engine's caches, not this
+ * page cache, and filling the page cache costs a copy of every byte into
+ * newly allocated pages (on a VM that hands free memory back to its host,
+ * several times the cost of the write itself).  A filesystem that refuses
+ * O_DIRECT (EINVAL) is written buffered from then on.
+ *
  * Atomicity and durability.  put: write the temp file, fsync it, rename() it
  * over the key, fsync the directory; a reader sees the old or the new bytes,
  * never a mix, and after the call returns the object survives a machine crash.
@@ -57,9 +67,10 @@
 #define TMP_PREFIX_LEN 5
 
 struct local_store {
-	struct store base; /* must be first */
-	int root_fd;       /* O_DIRECTORY fd of the root; immutable after open */
-	char *root;        /* root path, for log lines; immutable after open */
+	struct store base;     /* must be first */
+	int root_fd;           /* O_DIRECTORY fd of the root; immutable after open */
+	char *root;            /* root path, for log lines; immutable after open */
+	atomic_bool no_direct; /* O_DIRECT failed here once: every put is buffered */
 };
 
 struct local_writer {
@@ -94,6 +105,49 @@ static int write_all(int fd, const void *buf, size_t len)
 		len -= (size_t)n;
 	}
 	return 0;
+}
+
+/* Puts this large from page-aligned memory are written with O_DIRECT (see the header). */
+#define DIRECT_MIN (1u << 20)
+/* Alignment O_DIRECT needs of memory, file offset and length (the page size covers 512 and 4096).
+ */
+#define DIRECT_ALIGN 4096u
+
+/*
+ * Write len bytes of buf as the whole content of the new file fd: with
+ * O_DIRECT when the put is large and buf page-aligned, else buffered.
+ */
+static int write_object(struct local_store *ls, int fd, const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+	if (len < DIRECT_MIN || (uintptr_t)p % DIRECT_ALIGN || atomic_load(&ls->no_direct))
+		return write_all(fd, buf, len);
+	int fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_DIRECT) < 0) {
+		atomic_store(&ls->no_direct, true);
+		return write_all(fd, buf, len);
+	}
+	size_t head = len - len % DIRECT_ALIGN;
+	int rc = write_all(fd, p, head);
+	if (rc == 0 && head < len) {
+		_Alignas(DIRECT_ALIGN) uint8_t tail[DIRECT_ALIGN];
+		memset(tail, 0, sizeof(tail));
+		memcpy(tail, p + head, len - head);
+		rc = write_all(fd, tail, sizeof(tail));
+		if (rc == 0 && ftruncate(fd, (off_t)len) < 0)
+			rc = -errno;
+	}
+	if (rc == -EINVAL) { /* O_DIRECT not taken after all: start over, buffered */
+		log_warn("local store %s: O_DIRECT writes fail (EINVAL); writing through the page "
+		         "cache",
+		         ls->root);
+		atomic_store(&ls->no_direct, true);
+		if (fcntl(fd, F_SETFL, fl) < 0 || ftruncate(fd, 0) < 0 ||
+		    lseek(fd, 0, SEEK_SET) < 0)
+			return -errno;
+		rc = write_all(fd, buf, len);
+	}
+	return rc;
 }
 
 static int fsync_retry(int fd)
@@ -247,7 +301,7 @@ static int do_put(struct store *s, const char *key, const void *buf, size_t len,
 		rc = fd;
 		goto out_dir;
 	}
-	rc = write_all(fd, buf, len);
+	rc = write_object(ls, fd, buf, len);
 	if (rc == 0)
 		rc = fsync_retry(fd);
 	if (close(fd) < 0 && rc == 0 && errno != EINTR)
