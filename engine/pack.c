@@ -248,7 +248,8 @@ int pack_write(struct pack *p, struct store *st, uint64_t *bytes)
 		return -EINVAL;
 	fmt_pack_name(name, p->epoch, p->position);
 	if (caps->part_size && len > 2 * caps->part_size) {
-		rc = store_writer_open(st, name, 0, &w);
+		/* the sealed pack stays as it is until the writer is done: no copy into parts */
+		rc = store_writer_open(st, name, STORE_W_STABLE, &w);
 		if (rc)
 			goto out;
 		for (size_t off = 0; off < len; off += caps->part_size) {

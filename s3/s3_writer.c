@@ -11,6 +11,9 @@
  * last (possibly short) part, waits for all, and completes with the part
  * list; any failure aborts the upload so no parts are left behind.  An
  * object that never filled one part is sent as a single PUT instead.
+ * With STORE_W_STABLE (the caller's bytes stay put until finish or abort
+ * returns: a sealed pack) a write that starts a part and fills it is sent
+ * from the caller's memory, with no copy into a part buffer.
  *
  * Concurrency: w->mu protects inflight, err and etags; the worker threads
  * touch w only under w->mu, and the writer is freed only after inflight
@@ -37,6 +40,7 @@ struct s3_writer {
 	size_t len;               /* bytes in buf */
 	unsigned nparts;          /* parts dispatched so far */
 	uint64_t total;           /* bytes written so far */
+	bool stable;              /* STORE_W_STABLE: whole parts go from the caller's memory */
 	pthread_mutex_t mu;       /* protects the fields below */
 	pthread_cond_t cv;        /* signalled when a part finishes */
 	unsigned inflight;        /* parts being uploaded (by mu) */
@@ -45,12 +49,13 @@ struct s3_writer {
 	size_t etags_cap;         /* entries allocated (by mu) */
 };
 
-/* One part handed to a worker; the worker owns buf and frees it. */
+/* One part handed to a worker; the worker frees buf when it owns it. */
 struct part_job {
 	struct s3_writer *w;
 	unsigned num; /* 1-based part number */
-	char *buf;
+	const char *buf;
 	size_t len;
+	bool owned; /* buf is a part buffer (else the caller's STORE_W_STABLE memory) */
 };
 
 static int upload_part(struct s3_writer *w, unsigned num, const char *buf, size_t len, char **etag)
@@ -102,7 +107,8 @@ static void *part_worker(void *arg)
 	struct part_job *j = arg;
 	char *etag = NULL;
 	int rc = upload_part(j->w, j->num, j->buf, j->len, &etag);
-	free(j->buf);
+	if (j->owned)
+		free((char *)j->buf);
 	part_done(j->w, j->num, rc, etag);
 	free(j);
 	return NULL;
@@ -128,23 +134,21 @@ static int initiate(struct s3_writer *w)
 	return rc;
 }
 
-/* Send the current buffer as the next part; when !last, give w a fresh buffer. */
-static int dispatch(struct s3_writer *w, bool last)
+/*
+ * Hand buf[0, len) to a worker as the next part (owned: the worker frees it;
+ * on failure it stays the caller's).
+ */
+static int send_part(struct s3_writer *w, const char *buf, size_t len, bool owned)
 {
 	struct part_job *j;
-	char *fresh = NULL;
 	pthread_t th;
 	pthread_attr_t attr;
 	int rc;
 
 	if (!w->upload_id && (rc = initiate(w)) < 0)
 		return rc;
-	if (!last && !(fresh = malloc(w->s->part_size)))
+	if (!(j = malloc(sizeof(*j))))
 		return -ENOMEM;
-	if (!(j = malloc(sizeof(*j)))) {
-		free(fresh);
-		return -ENOMEM;
-	}
 	pthread_mutex_lock(&w->mu);
 	while (w->inflight >= w->s->part_parallel && !w->err)
 		pthread_cond_wait(&w->cv, &w->mu);
@@ -162,27 +166,39 @@ static int dispatch(struct s3_writer *w, bool last)
 	}
 	if (rc) {
 		pthread_mutex_unlock(&w->mu);
-		free(fresh);
 		free(j);
 		return rc;
 	}
 	if (w->nparts >= 10000) {
 		pthread_mutex_unlock(&w->mu);
 		log_err("s3: upload %s: more than 10000 parts; raise the part size", w->fkey);
-		free(fresh);
 		free(j);
 		return -EFBIG;
 	}
 	w->inflight++;
 	pthread_mutex_unlock(&w->mu);
-	*j = (struct part_job){w, ++w->nparts, w->buf, w->len};
-	w->buf = fresh;
-	w->len = 0;
+	*j = (struct part_job){w, ++w->nparts, buf, len, owned};
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	if (pthread_create(&th, &attr, part_worker, j) != 0)
 		part_worker(j); /* no thread: upload it here */
 	pthread_attr_destroy(&attr);
+	return 0;
+}
+
+/* Send the current buffer as the next part; when !last, give w a fresh buffer. */
+static int dispatch(struct s3_writer *w, bool last)
+{
+	char *fresh = NULL;
+	if (!last && !(fresh = malloc(w->s->part_size)))
+		return -ENOMEM;
+	int rc = send_part(w, w->buf, w->len, true);
+	if (rc) {
+		free(fresh);
+		return rc;
+	}
+	w->buf = fresh;
+	w->len = 0;
 	return 0;
 }
 
@@ -235,7 +251,16 @@ static int w_write(struct store_writer *bw, const void *buf, size_t len)
 	if (rc)
 		return rc;
 	while (len) {
-		if (w->len == w->s->part_size && (rc = dispatch(w, false)) < 0) {
+		if (w->len == w->s->part_size)
+			rc = dispatch(w, false);
+		else if (w->stable && w->len == 0 && len >= w->s->part_size &&
+		         (rc = send_part(w, p, w->s->part_size, false)) == 0) {
+			w->total += w->s->part_size; /* a whole part from the caller's memory */
+			p += w->s->part_size;
+			len -= w->s->part_size;
+			continue;
+		}
+		if (rc < 0) {
 			pthread_mutex_lock(&w->mu);
 			if (!w->err)
 				w->err = rc;
@@ -367,6 +392,7 @@ int s3_writer_open(struct store *st, const char *key, int flags, struct store_wr
 	w = calloc(1, sizeof(*w));
 	if (!w)
 		return -ENOMEM;
+	w->stable = flags & STORE_W_STABLE;
 	w->base.ops = &s3_writer_ops;
 	w->base.store = st;
 	w->s = s;

@@ -132,7 +132,7 @@ int store_delete_many(struct store *s, const char *const *keys, size_t n)
 
 int store_writer_open(struct store *s, const char *key, int flags, struct store_writer **out)
 {
-	if (!store_key_valid(key) || !out || (flags & ~STORE_W_IF_ABSENT))
+	if (!store_key_valid(key) || !out || (flags & ~(STORE_W_IF_ABSENT | STORE_W_STABLE)))
 		return -EINVAL;
 	if (s->read_only)
 		return -EROFS;

@@ -87,6 +87,12 @@ struct store_stats {
 
 /* Flags of store_writer_open(). */
 #define STORE_W_IF_ABSENT 0x1 /* the finish is a conditional create (-EEXIST if it exists) */
+/*
+ * The bytes passed to store_writer_write() stay valid and unchanged until
+ * store_writer_finish() or _abort() returns: the store may send them from
+ * there without a copy (S3: whole parts).
+ */
+#define STORE_W_STABLE 0x2
 
 /*
  * Callback of store_list(): called once per key, in ascending byte order.

@@ -434,6 +434,20 @@ static void test_writer(void **state)
 	assert_int_equal(store_head(T->store, "w/big", &st), 0);
 	assert_int_equal(st.size, len);
 
+	/* STORE_W_STABLE, written the way a pack is: whole parts (sent from here), then the rest */
+	assert_int_equal(store_writer_open(T->store, "w/stable", STORE_W_STABLE, &w), 0);
+	for (size_t off = 0; off < len; off += part)
+		assert_int_equal(
+		    store_writer_write(w, b + off, len - off < part ? len - off : part), 0);
+	assert_int_equal(store_writer_finish(w), 0);
+	get_eq("w/stable", 0, STORE_TO_END, b, len);
+	/* and in pieces that straddle parts: copied where they do not start one */
+	assert_int_equal(store_writer_open(T->store, "w/stable", STORE_W_STABLE, &w), 0);
+	write_pieces(w, b, len);
+	assert_int_equal(store_writer_finish(w), 0);
+	get_eq("w/stable", 0, STORE_TO_END, b, len);
+	assert_int_equal(store_delete(T->store, "w/stable"), 0);
+
 	/* abort after data: nothing visible, old object untouched */
 	assert_int_equal(store_writer_open(T->store, "w/aborted", 0, &w), 0);
 	write_pieces(w, b, part + 1);
