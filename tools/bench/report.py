@@ -359,12 +359,12 @@ def md_table(out, res, meta):
         "Measured: tools/bench/mdtest_tree.c (how it maps to mdtest: see \"The workloads\"): a tree "
         "of branching 6 and depth %s (depth %s on s3fs and rclone, where every node is a server "
         "PUT), 8 directories and 8 files per node and process; create phases stop after %s s "
-        "(mdtest's stonewall -W) and the stat, read and remove phases work on what was created. "
+        "(%s s on s3fs and rclone; mdtest's stonewall -W) and the stat, read and remove phases work on what was created. "
         "Figures: operations per second (higher is better); %s. JuiceFS publishes, for mdtest "
         "-b 6 -I 8 -z 4 on AWS: 1,410 file creates/s, 5,023 stats/s and 1,417 directory "
         "creates/s against s3fs's 5.7, 69 and 6.0 (their S3 round trips are ~10x ours).\n" % (
             meta.get("MD_Z", "?"), meta.get("MD_Z_S3", "?"), meta.get("MD_W", "?"),
-            runs_note(meta)))
+            meta.get("MD_W_S3", meta.get("MD_W", "?")), runs_note(meta)))
     for procs in ("1", "8"):
         phases = [p for p in MD_PHASES if any((t, "md-%s-%s" % (p, procs if not p.startswith("tree")
                                                                    else "1"), "rate") in res
@@ -938,8 +938,8 @@ Each is shaped like a benchmark a peer publishes, so that our figures can be set
   *file creation* (`file.mdtest.RANK.I`: creat + close, 0 bytes, mdtest without `-w`), *file stat*,
   *file read* (open, read of 0 bytes, close: mdtest without `-e`), *file removal*; finally *tree
   removal*. A phase's rate is its items over the time from the barrier that starts it until the
-  last process ends it, as mdtest computes it. Create phases stop after {MD_W} s (mdtest's
-  stonewall `-W`) and the later phases handle what was created. Not done: mdtest's rename phase
+  last process ends it, as mdtest computes it. Create phases stop after {MD_W} s ({MD_W_S3} s on
+  s3fs and rclone; mdtest's stonewall `-W`) and the later phases handle what was created. Not done: mdtest's rename phase
   and its repeated iterations (`-i`); the 8 processes are one machine's, not 8 clients.
   On s3fs and rclone the tree is depth {MD_Z_S3} ({MD_Z_S3} levels: a node costs server PUTs
   and LISTs there, and depth 4 alone would take minutes per run).
@@ -1062,7 +1062,7 @@ def main():
             "Sizes of this run: " + ", ".join(
                 "%s=%s" % (k, meta[k]) for k in (
                     "SEQ_MB", "JB_BIG_MB", "MP_S", "JB_SMALL_N", "RAND_MB", "RAND_S", "FSYNC_S",
-                    "MD_Z", "MD_Z_S3", "MD_W", "GS_FILES", "GS_DIRS", "GS_FILES_S3", "GS_DIRS_S3",
+                    "MD_Z", "MD_Z_S3", "MD_W", "MD_W_S3", "GS_FILES", "GS_DIRS", "GS_FILES_S3", "GS_DIRS_S3",
                     "DC_S", "DC_MAX", "CP_MB", "SBP_FILES", "SBP_FILES_S3", "SBP_IDLE_S", "SBP_S",
                     "SBP_MB")
                 if k in meta) + ".", ""]

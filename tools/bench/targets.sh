@@ -106,9 +106,12 @@ target_mount() {
 	memwalfs-s3)
 		BKT=$(target_bucket "$t")
 		[ -x "$MEMWALFS" ] || { say "  $MEMWALFS not built"; return 1; }
+		# A build older than the disk cache (an A/B of an old commit) has no
+		# --cache-dir: it runs with its memory cache only.
+		local cd_opt=(--cache-dir "$WORK/$t/diskcache")
+		"$MEMWALFS" mount --help 2>&1 | grep -q -- --cache-dir || cd_opt=()
 		"$MEMWALFS" mount -f --endpoint "$S3_ENDPOINT" --region "$S3_REGION" $MW_OPTS \
-			--cache-dir "$WORK/$t/diskcache" \
-			"s3://$BKT/fs" "$MNT" >>"$WORK/$t/fs.log" 2>&1 &
+			"${cd_opt[@]}" "s3://$BKT/fs" "$MNT" >>"$WORK/$t/fs.log" 2>&1 &
 		launched=$!
 		;;
 	memwalfs-local)

@@ -299,14 +299,15 @@ wl_rand() {
 
 # wl_md: mdtest -b 6 -z MD_Z -I 8 -W MD_W with 1 and 8 processes on one tree
 # (tools/bench/mdtest_tree.c); s3fs and rclone get depth MD_Z_S3 (a tree
-# node is a PUT on them).  Records rate, items and seconds per phase as
+# node is a PUT on them) and stonewall MD_W_S3.  Records rate, items and seconds per phase as
 # workloads md-PHASE-PROCS.
 wl_md() {
-	local d="$MNT/b$RUN/md" z=$MD_Z ph procs items secs rate errs
-	case "$TGT" in s3fs|rclone) z=$MD_Z_S3 ;; esac
+	local d="$MNT/b$RUN/md" z=$MD_Z w=$MD_W ph procs items secs rate errs
+	case "$TGT" in s3fs|rclone) z=$MD_Z_S3 w=$MD_W_S3 ;; esac
 	mkdir -p "$d"
 	result "$TGT" md depth "$z" levels
-	step md "$BIN/mdtest_tree" -b 6 -z "$z" -I 8 -W "$MD_W" -n 1,8 "$d"
+	result "$TGT" md stonewall "$w" s
+	step md "$BIN/mdtest_tree" -b 6 -z "$z" -I 8 -W "$w" -n 1,8 "$d"
 	while read -r ph procs items secs rate errs; do
 		result "$TGT" "md-${ph#phase=}-${procs#procs=}" rate "${rate#rate=}" ops/s
 		result "$TGT" "md-${ph#phase=}-${procs#procs=}" items "${items#items=}" items
