@@ -28,6 +28,7 @@
 #include "check.h"
 #include "coding.h"
 #include "format.h"
+#include "grow.h"
 #include "iter.h"
 #include "manifest.h"
 #include "pack.h"
@@ -99,14 +100,8 @@ static int list_cb(void *arg, const char *key, uint64_t size)
 	struct ck *c = arg;
 	struct check_count *cnt;
 
-	if (c->n == c->cap) {
-		size_t ncap = c->cap ? c->cap * 2 : 256;
-		struct obj *no = realloc(c->objs, ncap * sizeof(*no));
-		if (!no)
-			return -ENOMEM;
-		c->objs = no;
-		c->cap = ncap;
-	}
+	if (MW_GROW(c->objs, c->cap, c->n + 1, 256))
+		return -ENOMEM;
 	struct obj *ob = &c->objs[c->n];
 	memset(ob, 0, sizeof(*ob));
 	ob->name = strdup(key);

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "dbiter.h"
+#include "grow.h"
 
 struct dbiter {
 	struct kv_iter *it; /* owned internal iterator */
@@ -74,16 +75,8 @@ void dbiter_free(struct dbiter *d)
 
 static int save_skip(struct dbiter *d, const void *k, size_t n)
 {
-	if (n > d->skip_cap) {
-		size_t cap = d->skip_cap ? d->skip_cap : 64;
-		while (cap < n)
-			cap *= 2;
-		uint8_t *p = realloc(d->skip, cap);
-		if (!p)
-			return -ENOMEM;
-		d->skip = p;
-		d->skip_cap = cap;
-	}
+	if (MW_GROW(d->skip, d->skip_cap, n, 64))
+		return -ENOMEM;
 	if (n)
 		memcpy(d->skip, k, n);
 	d->skip_len = n;

@@ -51,6 +51,7 @@
 
 #include "coding.h"
 #include "diskcache.h"
+#include "grow.h"
 #include "log.h"
 #include "thread.h"
 
@@ -355,14 +356,8 @@ static void scan(struct diskcache *dc)
 			if (fstatat(fd, de->d_name, &sb, AT_SYMLINK_NOFOLLOW) ||
 			    !S_ISREG(sb.st_mode))
 				continue;
-			if (n == cap) {
-				size_t nc = cap ? cap * 2 : 1024;
-				struct scanned *nv = realloc(v, nc * sizeof(*v));
-				if (!nv)
-					break;
-				v = nv;
-				cap = nc;
-			}
+			if (MW_GROW(v, cap, n + 1, 1024))
+				break;
 			v[n++] = (struct scanned){h, (uint64_t)sb.st_size, (int64_t)sb.st_mtime};
 		}
 		closedir(d);

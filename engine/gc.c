@@ -26,6 +26,7 @@
 #include "coding.h"
 #include "format.h"
 #include "gc.h"
+#include "grow.h"
 #include "log.h"
 #include "manifest.h"
 #include "snapshot.h"
@@ -162,19 +163,12 @@ static int list_cb(void *arg, const char *key, uint64_t size)
 {
 	struct listing *l = arg;
 
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? 2 * l->cap : 64;
-		char **n = realloc(l->names, cap * sizeof(*n));
-		uint64_t *s;
+	if (l->n == l->cap) { /* names and sizes grow alike, from the same capacity */
+		size_t ncap = l->cap, scap = l->cap;
 
-		if (!n)
+		if (MW_GROW(l->names, ncap, l->n + 1, 64) || MW_GROW(l->sizes, scap, l->n + 1, 64))
 			return -ENOMEM;
-		l->names = n;
-		s = realloc(l->sizes, cap * sizeof(*s));
-		if (!s)
-			return -ENOMEM;
-		l->sizes = s;
-		l->cap = cap;
+		l->cap = ncap;
 	}
 	l->names[l->n] = strdup(key);
 	if (!l->names[l->n])
@@ -282,15 +276,8 @@ static int pref_cmp(const void *a, const void *b)
 
 static int prefs_add(struct prefs *s, const struct gc_pack_id *id, uint64_t live)
 {
-	if (s->n == s->cap) {
-		size_t cap = s->cap ? 2 * s->cap : 64;
-		struct pref *p = realloc(s->p, cap * sizeof(*p));
-
-		if (!p)
-			return -ENOMEM;
-		s->p = p;
-		s->cap = cap;
-	}
+	if (MW_GROW(s->p, s->cap, s->n + 1, 64))
+		return -ENOMEM;
 	s->p[s->n].id = *id;
 	s->p[s->n].live = live;
 	s->n++;
@@ -397,16 +384,9 @@ static int get_refs(struct gc *g, const struct manifest_sst *t, struct sst_refs 
 		rc = read_refs(g, t, &r);
 		if (rc)
 			return rc;
-		if (g->ncache == g->capcache) {
-			size_t cap = g->capcache ? 2 * g->capcache : 32;
-			struct sst_refs *c = realloc(g->cache, cap * sizeof(*c));
-
-			if (!c) {
-				refs_free(&r);
-				return -ENOMEM;
-			}
-			g->cache = c;
-			g->capcache = cap;
+		if (MW_GROW(g->cache, g->capcache, g->ncache + 1, 32)) {
+			refs_free(&r);
+			return -ENOMEM;
 		}
 		memmove(&g->cache[pos + 1], &g->cache[pos], (g->ncache - pos) * sizeof(*g->cache));
 		g->cache[pos] = r;
@@ -545,15 +525,8 @@ static struct man_entry *man_entry(struct gc *g, uint64_t v)
 		else
 			hi = mid;
 	}
-	if (g->nmans == g->capmans) {
-		size_t cap = g->capmans ? 2 * g->capmans : 16;
-		struct man_entry *m = realloc(g->mans, cap * sizeof(*m));
-
-		if (!m)
-			return NULL;
-		g->mans = m;
-		g->capmans = cap;
-	}
+	if (MW_GROW(g->mans, g->capmans, g->nmans + 1, 16))
+		return NULL;
 	memmove(&g->mans[lo + 1], &g->mans[lo], (g->nmans - lo) * sizeof(*g->mans));
 	memset(&g->mans[lo], 0, sizeof(*g->mans));
 	g->mans[lo].version = v;

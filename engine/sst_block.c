@@ -5,30 +5,21 @@
  * never a read outside the block.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "coding.h"
+#include "grow.h"
 #include "sst_block.h"
 
 /* ---- growable buffer ---- */
 
 int sst_buf_reserve(struct sst_buf *b, size_t n)
 {
-	size_t cap;
-	uint8_t *p;
-
-	if (b->cap - b->n >= n)
-		return 0;
-	cap = b->cap ? b->cap : 256;
-	while (cap - b->n < n)
-		cap *= 2;
-	p = realloc(b->p, cap);
-	if (!p)
+	if (n > SIZE_MAX - b->n)
 		return -ENOMEM;
-	b->p = p;
-	b->cap = cap;
-	return 0;
+	return MW_GROW(b->p, b->cap, b->n + n, 256);
 }
 
 int sst_buf_append(struct sst_buf *b, const void *p, size_t n)

@@ -26,6 +26,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "grow.h"
 #include "internal.h"
 #include "log.h"
 
@@ -734,24 +735,9 @@ struct dirh {
 
 static int dirh_add(struct dirh *d, uint64_t ino, uint32_t type, const char *name, size_t len)
 {
-	if (d->n == d->cap) {
-		size_t nc = d->cap ? d->cap * 2 : 64;
-		struct dent *ne = realloc(d->ents, nc * sizeof(*ne));
-		if (!ne)
-			return -ENOMEM;
-		d->ents = ne;
-		d->cap = nc;
-	}
-	if (d->nlen + len + 1 > d->ncap) {
-		size_t nc = d->ncap ? d->ncap * 2 : 4096;
-		while (nc < d->nlen + len + 1)
-			nc *= 2;
-		char *nn = realloc(d->names, nc);
-		if (!nn)
-			return -ENOMEM;
-		d->names = nn;
-		d->ncap = nc;
-	}
+	if (MW_GROW(d->ents, d->cap, d->n + 1, 64) ||
+	    MW_GROW(d->names, d->ncap, d->nlen + len + 1, 4096))
+		return -ENOMEM;
 	memcpy(d->names + d->nlen, name, len);
 	d->names[d->nlen + len] = 0;
 	d->ents[d->n].ino = ino;

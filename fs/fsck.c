@@ -23,6 +23,7 @@
 
 #include "engine.h"
 #include "fsck.h"
+#include "grow.h"
 #include "schema.h"
 
 /* What the check knows of one inode. */
@@ -83,19 +84,6 @@ static int ino_cmp(const void *k, const void *e)
 static struct ino *lookup(struct fck *c, uint64_t ino)
 {
 	return c->ninos ? bsearch(&ino, c->inos, c->ninos, sizeof(*c->inos), ino_cmp) : NULL;
-}
-
-static int grow(void **p, size_t *cap, size_t n, size_t size)
-{
-	if (n < *cap)
-		return 0;
-	size_t ncap = *cap ? *cap * 2 : 256;
-	void *np = realloc(*p, ncap * size);
-	if (!np)
-		return -ENOMEM;
-	*p = np;
-	*cap = ncap;
-	return 0;
 }
 
 /*
@@ -177,7 +165,7 @@ static int on_inode(struct fck *c, const uint8_t *k, size_t kn, const uint8_t *v
 		problem(c, what,
 		        "symlink target missing or of the wrong length (%zu, size %" PRIu64 ")",
 		        tlen, in.size);
-	if (grow((void **)&c->inos, &c->capinos, c->ninos, sizeof(*c->inos)))
+	if (MW_GROW(c->inos, c->capinos, c->ninos + 1, 256))
 		return -ENOMEM;
 	struct ino *e = &c->inos[c->ninos++];
 	memset(e, 0, sizeof(*e));
@@ -252,7 +240,7 @@ static int on_dentry(struct fck *c, const uint8_t *k, size_t kn, const uint8_t *
 		if (child == SCHEMA_ROOT_INO)
 			problem(c, what, "names the root directory");
 	}
-	if (grow((void **)&c->edges, &c->capedges, c->nedges, sizeof(*c->edges)))
+	if (MW_GROW(c->edges, c->capedges, c->nedges + 1, 256))
 		return -ENOMEM;
 	c->edges[c->nedges++] = (struct edge){parent, child};
 	return 0;

@@ -30,6 +30,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "grow.h"
 #include "internal.h"
 #include "log.h"
 
@@ -377,14 +378,8 @@ int inode_new(struct mwfs *fs, struct engine_batch *b, uint32_t mode, struct ino
 /* Queue ino for inode_reclaim_queued() (fs->mu held).  false: no memory. */
 static bool reclaim_queue(struct mwfs *fs, uint64_t ino)
 {
-	if (fs->reclaim_n == fs->reclaim_cap) {
-		size_t cap = fs->reclaim_cap ? 2 * fs->reclaim_cap : 64;
-		uint64_t *q = realloc(fs->reclaim, cap * sizeof(*q));
-		if (!q)
-			return false;
-		fs->reclaim = q;
-		fs->reclaim_cap = cap;
-	}
+	if (MW_GROW(fs->reclaim, fs->reclaim_cap, fs->reclaim_n + 1, 64))
+		return false;
 	fs->reclaim[fs->reclaim_n++] = ino;
 	atomic_store(&fs->reclaim_queued, fs->reclaim_n);
 	return true;
@@ -505,14 +500,9 @@ int inode_reclaim_orphans(struct mwfs *fs)
 	     engine_iter_next(it)) {
 		size_t kn;
 		const uint8_t *k = engine_iter_key(it, &kn);
-		if (n == cap) {
-			cap = cap ? cap * 2 : 64;
-			uint64_t *ni = realloc(inos, cap * sizeof(*ni));
-			if (!ni) {
-				rc = -ENOMEM;
-				break;
-			}
-			inos = ni;
+		if (MW_GROW(inos, cap, n + 1, 64)) {
+			rc = -ENOMEM;
+			break;
 		}
 		inos[n++] = schema_key_u64(k, kn, 1);
 	}

@@ -40,6 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "internal.h"
 #include "log.h"
 #include "thread.h"
@@ -102,25 +103,8 @@ static bool queue_room(struct nf_queue *q, size_t name_bytes)
 {
 	if (q->n == NF_ITEMS || q->name_len + name_bytes > NF_NAME_BYTES)
 		return false;
-	if (q->n == q->cap) {
-		size_t cap = q->cap ? 2 * q->cap : 64;
-		struct nf_item *v = realloc(q->v, cap * sizeof(*v));
-		if (!v)
-			return false;
-		q->v = v;
-		q->cap = cap;
-	}
-	if (q->name_len + name_bytes > q->name_cap) {
-		size_t cap = q->name_cap ? q->name_cap : 4096;
-		while (cap < q->name_len + name_bytes)
-			cap *= 2;
-		char *p = realloc(q->names, cap);
-		if (!p)
-			return false;
-		q->names = p;
-		q->name_cap = cap;
-	}
-	return true;
+	return !MW_GROW(q->v, q->cap, q->n + 1, 64) &&
+	       !MW_GROW(q->names, q->name_cap, q->name_len + name_bytes, 4096);
 }
 
 /* Everything changed ([mu]): the items are dropped, the thread takes every inode. */

@@ -49,6 +49,7 @@
 #include <time.h>
 
 #include "extent.h"
+#include "grow.h"
 #include "internal.h"
 #include "log.h"
 #include "thread.h"
@@ -297,15 +298,7 @@ struct wbflush {
 static bool grow_locked(struct wbflush *wf)
 {
 	mw_mutex_assert_held(&wf->fs->mu);
-	if (wf->n < wf->cap)
-		return true;
-	size_t cap = wf->cap ? wf->cap * 2 : 64;
-	struct inode **l = realloc(wf->list, cap * sizeof(*l));
-	if (!l)
-		return false;
-	wf->list = l;
-	wf->cap = cap;
-	return true;
+	return MW_GROW(wf->list, wf->cap, wf->n + 1, 64) == 0;
 }
 
 void wbflush_note(struct wbflush *wf, struct inode *ip)

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <sys/xattr.h>
 
+#include "grow.h"
 #include "internal.h"
 #include "log.h"
 
@@ -219,17 +220,9 @@ void xattr_list(fuse_req_t req, fuse_ino_t ino, size_t size)
 		size_t n;
 		const uint8_t *k = engine_iter_key(it, &n);
 		size_t len = n - kn;
-		if (on + len + 1 > ocap) {
-			size_t nc = ocap ? ocap * 2 : 1024;
-			while (nc < on + len + 1)
-				nc *= 2;
-			char *no = realloc(out, nc);
-			if (!no) {
-				rc = -ENOMEM;
-				break;
-			}
-			out = no;
-			ocap = nc;
+		if (MW_GROW(out, ocap, on + len + 1, 1024)) {
+			rc = -ENOMEM;
+			break;
 		}
 		memcpy(out + on, k + kn, len);
 		out[on + len] = 0;

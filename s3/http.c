@@ -17,6 +17,7 @@
 
 #include <curl/curl.h>
 
+#include "grow.h"
 #include "http.h"
 #include "log.h"
 
@@ -113,17 +114,7 @@ static void give(struct http_pool *p, CURL *h)
 
 static int reserve(struct http_resp *rs, size_t need)
 {
-	if (need + 1 <= rs->cap)
-		return 0;
-	size_t cap = rs->cap ? rs->cap : 4096;
-	while (cap < need + 1)
-		cap *= 2;
-	char *b = realloc(rs->body, cap);
-	if (!b)
-		return -ENOMEM;
-	rs->body = b;
-	rs->cap = cap;
-	return 0;
+	return MW_GROW(rs->body, rs->cap, need + 1, 4096);
 }
 
 static size_t on_data(char *ptr, size_t size, size_t nmemb, void *arg)

@@ -59,6 +59,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "grow.h"
 #include "log.h"
 #include "store_impl.h"
 
@@ -590,15 +591,9 @@ static int walk_dir(struct walk *w, int dfd)
 		           !store_key_valid(w->path)) {
 			continue;
 		}
-		if (n == cap) {
-			size_t nc = cap ? cap * 2 : 64;
-			struct walk_ent *ne = realloc(ents, nc * sizeof(*ents));
-			if (!ne) {
-				rc = -ENOMEM;
-				goto out;
-			}
-			ents = ne;
-			cap = nc;
+		if (MW_GROW(ents, cap, n + 1, 64)) {
+			rc = -ENOMEM;
+			goto out;
 		}
 		ents[n].is_dir = S_ISDIR(st.st_mode);
 		ents[n].size = (uint64_t)st.st_size;

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "grow.h"
 #include "log.h"
 #include "profile.h"
 
@@ -67,14 +68,8 @@ static int set(struct profile *p, const char *k, size_t kl, const char *v, size_
 			return 0;
 		}
 	}
-	if (p->n == p->cap) {
-		size_t cap = p->cap ? p->cap * 2 : 8;
-		struct setting *nv = realloc(p->v, cap * sizeof(*nv));
-		if (!nv)
-			goto oom;
-		p->v = nv;
-		p->cap = cap;
-	}
+	if (MW_GROW(p->v, p->cap, p->n + 1, 8))
+		goto oom;
 	p->v[p->n++] = (struct setting){key, val};
 	return 0;
 oom:

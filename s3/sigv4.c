@@ -17,6 +17,7 @@
 #include <openssl/hmac.h>
 #include <openssl/sha.h>
 
+#include "grow.h"
 #include "sigv4.h"
 
 static const char hexdig[] = "0123456789abcdef";
@@ -144,17 +145,9 @@ static void sb_add(struct sbuf *b, const char *s, size_t n)
 {
 	if (b->oom)
 		return;
-	if (b->n + n + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap : 512;
-		while (cap < b->n + n + 1)
-			cap *= 2;
-		char *p = realloc(b->p, cap);
-		if (!p) {
-			b->oom = true;
-			return;
-		}
-		b->p = p;
-		b->cap = cap;
+	if (MW_GROW(b->p, b->cap, b->n + n + 1, 512)) {
+		b->oom = true;
+		return;
 	}
 	memcpy(b->p + b->n, s, n);
 	b->n += n;

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "grow.h"
 #include "xml.h"
 
 #define XML_MAX_DEPTH 16
@@ -22,16 +23,8 @@ struct tbuf {
 
 static int tb_add(struct tbuf *b, const char *s, size_t n)
 {
-	if (b->n + n + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap : 256;
-		while (cap < b->n + n + 1)
-			cap *= 2;
-		char *p = realloc(b->p, cap);
-		if (!p)
-			return -ENOMEM;
-		b->p = p;
-		b->cap = cap;
-	}
+	if (MW_GROW(b->p, b->cap, b->n + n + 1, 256))
+		return -ENOMEM;
 	memcpy(b->p + b->n, s, n);
 	b->n += n;
 	b->p[b->n] = '\0';
