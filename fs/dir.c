@@ -482,7 +482,6 @@ void dir_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 		rc = inode_tx_commit(&tx, rc);
 	}
 	fuse_reply_err(req, fs_err(op_end(&op, rc)));
-	inode_reclaim_queued(op.fs); /* a file neither open nor looked up */
 }
 
 void dir_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -668,7 +667,6 @@ void dir_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t 
 out:
 	op_end(&dst, 0);
 	fuse_reply_err(req, fs_err(op_end(&src, rc)));
-	inode_reclaim_queued(src.fs); /* a replaced file neither open nor looked up */
 }
 
 void dir_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)

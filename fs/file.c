@@ -340,7 +340,6 @@ void file_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	inode_put(fs, ip); /* may queue the reclaim of an unlinked file */
 	mw_mutex_unlock(&fs->mu);
 	fuse_reply_err(req, fs_err(rc));
-	inode_reclaim_queued(fs);
 }
 
 void file_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)

@@ -116,7 +116,6 @@ static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 	inode_forget(fs, ino, nlookup);
 	mw_mutex_unlock(&fs->mu);
 	fuse_reply_none(req);
-	inode_reclaim_queued(fs); /* the last lookup of an unlinked inode */
 }
 
 static void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *f)
@@ -127,7 +126,6 @@ static void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_dat
 		inode_forget(fs, f[i].ino, f[i].nlookup);
 	mw_mutex_unlock(&fs->mu);
 	fuse_reply_none(req);
-	inode_reclaim_queued(fs);
 }
 
 static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)

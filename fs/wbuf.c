@@ -40,8 +40,9 @@
  * reference is dropped after dlock is released, since the last put may
  * free the inode.  Lock order as everywhere: ip->dlock, then fs->mu.
  *
- * Each pass also deletes the records of unlinked inodes whose last user was
- * a handler that does not do it itself (inode_reclaim_queued(), inode.c).
+ * Each pass also deletes the records of the unlinked inodes that handlers
+ * queued when their last user let go, in batches (inode_reclaim_queued(),
+ * inode.c): handlers never do it themselves.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -453,7 +454,7 @@ static void *flusher_main(void *arg)
 		mw_mutex_unlock(&wf->mu);
 		pass(wf, false);
 		fold_pass(wf);
-		inode_reclaim_queued(wf->fs); /* inodes let go by a handler that does not drain */
+		inode_reclaim_queued(wf->fs); /* unlinked inodes that handlers let go */
 		mw_mutex_lock(&wf->mu);
 	}
 	mw_mutex_unlock(&wf->mu);
