@@ -265,6 +265,7 @@ static int apply_locked(struct engine *e, const struct engine_batch *b)
 	rc = wal_entry_add_batch(&g->wal, (uint32_t)b->count);
 	wal_cursor_init(&c, b->rep.p, b->rep.len, 0);
 	c.ops_in_batch = b->count;
+	c.borrowed_ok = true; /* borrowed values are copied from the caller's memory here */
 	while (rc == 0 && (rc = wal_op_next(&c, &type, &k, &kn, &v, &vn)) == 1) {
 		if (type == KV_INLINE && vn >= e->o.inline_max &&
 		    (vn > e->o.wal_blob_max || g->wal_blobs + vn > e->o.wal_blob_max)) {
@@ -770,7 +771,8 @@ static void close_due_locked(struct engine *e, uint64_t *wake_us)
 			*wake_us = due;
 		return;
 	}
-	if (e->nqueued >= e->o.commit_inflight)
+	bool full = g->bytes >= e->o.group_max_bytes && g->pack && pack_count(g->pack) > 0;
+	if (e->nqueued >= e->o.commit_inflight && !full)
 		return; /* the pipeline is full: a retirement wakes us */
 	if (e->nqueued >= entry_window(e) && !(g->pack && pack_count(g->pack) > 0))
 		return; /* no pack to upload early: it gathers writes until an entry slot frees */

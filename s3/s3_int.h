@@ -29,7 +29,7 @@ struct s3 {
 	size_t prefix_len;      /* strlen(prefix) */
 	char *region;           /* signing region */
 	struct creds *creds;    /* the credential chain and its refresh (creds.h) */
-	bool unsigned_payload;  /* UNSIGNED-PAYLOAD (only ever set over TLS) */
+	bool unsigned_payload;  /* UNSIGNED-PAYLOAD (only over TLS or to a loopback endpoint) */
 	unsigned max_retries;   /* repeats after the first attempt */
 	size_t part_size;       /* multipart part size (>= 5 MiB) */
 	unsigned part_parallel; /* parts in flight per writer */
