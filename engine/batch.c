@@ -40,8 +40,8 @@ int engine_batch_put(struct engine_batch *b, const void *key, size_t klen, const
 	return 0;
 }
 
-int engine_batch_put_borrowed(struct engine_batch *b, const void *key, size_t klen,
-                              const void *val, size_t vlen)
+int engine_batch_put_borrowed(struct engine_batch *b, const void *key, size_t klen, const void *val,
+                              size_t vlen)
 {
 	uint8_t ref[WAL_BORROWED_SIZE];
 	int rc;

@@ -68,11 +68,11 @@ struct pack {
 #define PACK_POOL_BYTES ((size_t)64 << 20)
 
 static struct {
-	pthread_mutex_t mu;         /* guards the fields below */
-	void *map[PACK_POOL_MAX];   /* pooled mappings */
-	size_t cap[PACK_POOL_MAX];  /* their sizes (multiples of the page size) */
-	unsigned n;                 /* mappings pooled */
-	size_t bytes;               /* sum of cap[0, n) */
+	pthread_mutex_t mu;        /* guards the fields below */
+	void *map[PACK_POOL_MAX];  /* pooled mappings */
+	size_t cap[PACK_POOL_MAX]; /* their sizes (multiples of the page size) */
+	unsigned n;                /* mappings pooled */
+	size_t bytes;              /* sum of cap[0, n) */
 } pool = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 /*

@@ -189,8 +189,8 @@ int engine_batch_put(struct engine_batch *b, const void *key, size_t klen, const
  * caller already holds (file data from a FUSE request): it saves one copy
  * of every byte.  -EINVAL, -ENOMEM.
  */
-int engine_batch_put_borrowed(struct engine_batch *b, const void *key, size_t klen,
-                              const void *val, size_t vlen);
+int engine_batch_put_borrowed(struct engine_batch *b, const void *key, size_t klen, const void *val,
+                              size_t vlen);
 /* Append a delete (the key is copied). */
 int engine_batch_delete(struct engine_batch *b, const void *key, size_t klen);
 /* Number of operations in the batch. */
