@@ -732,7 +732,7 @@ static int load_creds(struct s3 *s, const struct s3_opts *o, const char *ca)
  * loopback: an IPv4 literal in 127.0.0.0/8, [::1], or a localhost name
  * (RFC 6761; curl resolves them to the loopback itself)?
  */
-static bool host_is_loopback(const char *hostpart, size_t hl)
+bool s3_host_is_loopback(const char *hostpart, size_t hl)
 {
 	char h[256];
 	struct in_addr a4;
@@ -780,7 +780,7 @@ static int set_addressing(struct s3 *s, const struct s3_opts *o, bool *tls, bool
 		log_err("s3: endpoint %s: no host (or user info, which is not supported)", ep);
 		return -EINVAL;
 	}
-	*loopback = host_is_loopback(hostpart, hl);
+	*loopback = s3_host_is_loopback(hostpart, hl);
 	path_style = o->virtual_hosted ? false : o->path_style ? true : o->endpoint != NULL;
 	if (!path_style && strchr(s->bucket, '.') && *tls)
 		log_warn("s3: bucket %s has dots: virtual-hosted TLS may fail certificate checks; "
