@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 #include "buf.h"
 #include "coding.h"
@@ -45,6 +46,8 @@ struct pack {
 	uint32_t span_cap;  /* blobs spans has room for */
 	int sealed;         /* trailer written; writer only */
 	bool mapped;        /* buf.p is a mapping (else malloc()ed); protected by mu */
+	XXH3_state_t *hs;   /* running XXH3_64 of the data (the trailer's), fed at append
+	                       while the bytes are in the cache; writer only, NULL once sealed */
 	atomic_int refs;    /* references */
 };
 
@@ -203,6 +206,12 @@ int pack_new(uint64_t epoch, uint64_t position, struct pack **out)
 		free(p);
 		return -ENOMEM;
 	}
+	if (!(p->hs = XXH3_createState()) || XXH3_64bits_reset(p->hs) != XXH_OK) {
+		XXH3_freeState(p->hs);
+		mw_buf_free(&p->buf);
+		free(p);
+		return -ENOMEM;
+	}
 	memset(p->buf.p, 0, PACK_HEADER_SIZE);
 	p->buf.len = PACK_HEADER_SIZE;
 	pthread_mutex_init(&p->mu, NULL);
@@ -228,6 +237,7 @@ void pack_unref(struct pack *p)
 	else
 		mw_buf_free(&p->buf);
 	free(p->spans);
+	XXH3_freeState(p->hs);
 	free(p);
 }
 
@@ -254,6 +264,7 @@ int pack_append(struct pack *p, const void *data, size_t len, uint8_t *desc)
 	pthread_mutex_unlock(&p->mu);
 	if (rc)
 		return rc;
+	XXH3_64bits_update(p->hs, data, len); /* the trailer's hash, while data is hot */
 	/* the hashes go straight into the descriptor, after its fixed part */
 	d.hashes = desc + BLOB_DESC_FIXED;
 	for (size_t off = 0, i = 0; off < len; off += BLOB_BLOCK_SIZE, i++) {
@@ -317,7 +328,8 @@ int pack_seal(struct pack *p)
 	put_be64(t + PACK_TOFF_DATA_LEN, dlen);
 	put_be32(t + PACK_TOFF_COUNT, p->count);
 	put_be32(t + PACK_TOFF_MAGIC, PACK_TAIL_MAGIC);
-	put_be64(t + PACK_TOFF_DATA_HASH, fmt_hash(h + PACK_HEADER_SIZE, dlen));
+	/* XXH3_64 of all data, as fmt_hash() of it would give (pack_verify()) */
+	put_be64(t + PACK_TOFF_DATA_HASH, (uint64_t)XXH3_64bits_digest(p->hs));
 	rc = pack_put_bytes(p, t, sizeof(t));
 	/* a sealed pack may live on in the blob cache: give back the slack */
 	if (rc == 0 && p->mapped) {
