@@ -1,12 +1,15 @@
 /*
  * batch.c - engine batches: an ordered list of puts and deletes applied
  * atomically by engine_write().  Ops are kept encoded as in a WAL body
- * (u8 type, varint klen, key, varint vlen, value), with every value inline;
- * the writer turns large values into blob descriptors when the batch joins a
- * group.
+ * (u8 type, varint klen, key, varint vlen, value), with every value inline
+ * but for borrowed ones (WAL_OP_BORROWED: the value is the caller's pointer
+ * and length, engine_batch_put_borrowed()); the writer turns large values
+ * into blob descriptors when the batch joins a group, and copies borrowed
+ * ones from the caller's memory then.
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "engine_int.h"
 #include "format.h"
@@ -30,6 +33,24 @@ int engine_batch_put(struct engine_batch *b, const void *key, size_t klen, const
 	if (!b || (!key && klen) || (!val && vlen) || klen == 0)
 		return -EINVAL;
 	rc = wal_entry_add_op(&b->rep, KV_INLINE, key, klen, val, vlen);
+	if (rc)
+		return rc;
+	b->count++;
+	b->bytes += klen + vlen;
+	return 0;
+}
+
+int engine_batch_put_borrowed(struct engine_batch *b, const void *key, size_t klen, const void *val,
+                              size_t vlen)
+{
+	uint8_t ref[WAL_BORROWED_SIZE];
+	int rc;
+
+	if (!b || !key || klen == 0 || (!val && vlen))
+		return -EINVAL;
+	memcpy(ref, &val, sizeof(val));
+	memcpy(ref + sizeof(val), &vlen, sizeof(vlen));
+	rc = wal_entry_add_op(&b->rep, (enum kv_type)WAL_OP_BORROWED, key, klen, ref, sizeof(ref));
 	if (rc)
 		return rc;
 	b->count++;

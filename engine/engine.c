@@ -47,6 +47,7 @@
 #include "cache.h"
 #include "dbiter.h"
 #include "engine_int.h"
+#include "pack.h"
 #include "flush.h"
 #include "gc.h"
 #include "log.h"
@@ -652,6 +653,7 @@ int engine_close(struct engine *e)
 	writer_stop(e);
 	rc = e->sticky;
 	engine_free(e);
+	pack_pool_drain(); /* the mappings its packs left (another engine's refill it) */
 	return rc;
 }
 

@@ -17,7 +17,8 @@
  * boundary: the local store writes it with O_DIRECT straight from there
  * (s3/local.c), without a copy into the page cache.  Small packs stay on
  * the heap so that a blob cache full of them does not use up the process's
- * mappings (vm.max_map_count).
+ * mappings (vm.max_map_count).  The mappings of freed packs are pooled for
+ * the next ones (below, "The mapping pool").
  */
 #include <errno.h>
 #include <pthread.h>
@@ -27,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 #include "buf.h"
 #include "coding.h"
@@ -44,11 +46,115 @@ struct pack {
 	uint32_t span_cap;  /* blobs spans has room for */
 	int sealed;         /* trailer written; writer only */
 	bool mapped;        /* buf.p is a mapping (else malloc()ed); protected by mu */
+	XXH3_state_t *hs;   /* running XXH3_64 of the data (the trailer's), fed at append
+	                       while the bytes are in the cache; writer only, NULL once sealed */
 	atomic_int refs;    /* references */
 };
 
 /* A pack's bytes move into a mapping of their own past this size (a multiple of the page size). */
 #define PACK_MAP_MIN (1u << 20)
+
+/*
+ * The mapping pool.  A large pack's mapping is not unmapped when the pack
+ * goes (its last reference: the group, or the blob cache evicting it) but
+ * kept here, at most PACK_POOL_MAX of them and PACK_POOL_BYTES in all, for
+ * the next pack that moves into a mapping.  Its pages are already faulted
+ * in: a sequential write of many packs then pays neither the page faults
+ * and the kernel's zeroing of fresh anonymous memory nor the munmap of the
+ * old pack (together a fifth of the daemon's time on S3 before the pool).
+ * A reused mapping holds an old pack's bytes past buf.len; nothing reads
+ * there (readers and the stores stay within buf.len).  Process-wide (every
+ * engine of the process shares it), guarded by pool.mu; pack_pool_drain()
+ * empties it.
+ */
+#define PACK_POOL_MAX 8
+#define PACK_POOL_BYTES ((size_t)64 << 20)
+
+static struct {
+	pthread_mutex_t mu;        /* guards the fields below */
+	void *map[PACK_POOL_MAX];  /* pooled mappings */
+	size_t cap[PACK_POOL_MAX]; /* their sizes (multiples of the page size) */
+	unsigned n;                /* mappings pooled */
+	size_t bytes;              /* sum of cap[0, n) */
+} pool = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+/*
+ * A mapping of at least want bytes (*cap receives its size): the smallest
+ * pooled one that is large enough, else the largest pooled one grown with
+ * mremap (its pages stay; only the growth is fresh), else a new one.
+ * MAP_FAILED without memory.
+ */
+static void *pool_take(size_t want, size_t *cap)
+{
+	int fit = -1, big = -1, best;
+	void *q;
+
+	pthread_mutex_lock(&pool.mu);
+	for (int i = 0; i < (int)pool.n; i++) {
+		if (pool.cap[i] >= want && (fit < 0 || pool.cap[i] < pool.cap[fit]))
+			fit = i;
+		if (big < 0 || pool.cap[i] > pool.cap[big])
+			big = i;
+	}
+	best = fit >= 0 ? fit : big;
+	if (best < 0) {
+		pthread_mutex_unlock(&pool.mu);
+		*cap = want;
+		return mmap(NULL, want, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	}
+	q = pool.map[best];
+	*cap = pool.cap[best];
+	pool.bytes -= pool.cap[best];
+	pool.n--;
+	pool.map[best] = pool.map[pool.n];
+	pool.cap[best] = pool.cap[pool.n];
+	pthread_mutex_unlock(&pool.mu);
+	if (*cap >= want)
+		return q;
+	void *g = mremap(q, *cap, want, MREMAP_MAYMOVE);
+	if (g == MAP_FAILED) {
+		munmap(q, *cap);
+		*cap = want;
+		return mmap(NULL, want, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	}
+	*cap = want;
+	return g;
+}
+
+/* Keep the mapping [q, q + cap) for a later pack, or unmap it when the pool is full. */
+static void pool_give(void *q, size_t cap)
+{
+	pthread_mutex_lock(&pool.mu);
+	if (pool.n < PACK_POOL_MAX && pool.bytes + cap <= PACK_POOL_BYTES) {
+		pool.map[pool.n] = q;
+		pool.cap[pool.n] = cap;
+		pool.n++;
+		pool.bytes += cap;
+		q = NULL;
+	}
+	pthread_mutex_unlock(&pool.mu);
+	if (q)
+		munmap(q, cap);
+}
+
+void pack_pool_drain(void)
+{
+	pthread_mutex_lock(&pool.mu);
+	while (pool.n) {
+		pool.n--;
+		munmap(pool.map[pool.n], pool.cap[pool.n]);
+	}
+	pool.bytes = 0;
+	pthread_mutex_unlock(&pool.mu);
+}
+
+size_t pack_pool_bytes(void)
+{
+	pthread_mutex_lock(&pool.mu);
+	size_t n = pool.bytes;
+	pthread_mutex_unlock(&pool.mu);
+	return n;
+}
 
 /* Make room for n more bytes in p's buffer (p->mu held once readers may see it). */
 static int pack_reserve(struct pack *p, size_t n)
@@ -65,7 +171,7 @@ static int pack_reserve(struct pack *p, size_t n)
 	if (p->mapped) {
 		q = mremap(b->p, b->cap, cap, MREMAP_MAYMOVE);
 	} else {
-		q = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		q = pool_take(cap, &cap);
 		if (q != MAP_FAILED) {
 			memcpy(q, b->p, b->len);
 			free(b->p);
@@ -100,6 +206,12 @@ int pack_new(uint64_t epoch, uint64_t position, struct pack **out)
 		free(p);
 		return -ENOMEM;
 	}
+	if (!(p->hs = XXH3_createState()) || XXH3_64bits_reset(p->hs) != XXH_OK) {
+		XXH3_freeState(p->hs);
+		mw_buf_free(&p->buf);
+		free(p);
+		return -ENOMEM;
+	}
 	memset(p->buf.p, 0, PACK_HEADER_SIZE);
 	p->buf.len = PACK_HEADER_SIZE;
 	pthread_mutex_init(&p->mu, NULL);
@@ -121,10 +233,11 @@ void pack_unref(struct pack *p)
 		return;
 	pthread_mutex_destroy(&p->mu);
 	if (p->mapped)
-		munmap(p->buf.p, p->buf.cap);
+		pool_give(p->buf.p, p->buf.cap);
 	else
 		mw_buf_free(&p->buf);
 	free(p->spans);
+	XXH3_freeState(p->hs);
 	free(p);
 }
 
@@ -151,6 +264,7 @@ int pack_append(struct pack *p, const void *data, size_t len, uint8_t *desc)
 	pthread_mutex_unlock(&p->mu);
 	if (rc)
 		return rc;
+	XXH3_64bits_update(p->hs, data, len); /* the trailer's hash, while data is hot */
 	/* the hashes go straight into the descriptor, after its fixed part */
 	d.hashes = desc + BLOB_DESC_FIXED;
 	for (size_t off = 0, i = 0; off < len; off += BLOB_BLOCK_SIZE, i++) {
@@ -214,7 +328,8 @@ int pack_seal(struct pack *p)
 	put_be64(t + PACK_TOFF_DATA_LEN, dlen);
 	put_be32(t + PACK_TOFF_COUNT, p->count);
 	put_be32(t + PACK_TOFF_MAGIC, PACK_TAIL_MAGIC);
-	put_be64(t + PACK_TOFF_DATA_HASH, fmt_hash(h + PACK_HEADER_SIZE, dlen));
+	/* XXH3_64 of all data, as fmt_hash() of it would give (pack_verify()) */
+	put_be64(t + PACK_TOFF_DATA_HASH, (uint64_t)XXH3_64bits_digest(p->hs));
 	rc = pack_put_bytes(p, t, sizeof(t));
 	/* a sealed pack may live on in the blob cache: give back the slack */
 	if (rc == 0 && p->mapped) {

@@ -72,4 +72,12 @@ int pack_read(struct pack *p, uint64_t off, void *dst, size_t len);
  */
 int pack_verify(const char *name, const void *buf, size_t len);
 
+/*
+ * The pool of mappings freed packs left for the next large ones (pack.c):
+ * pack_pool_drain() unmaps them all (engine_close() of the last engine, and
+ * tests); pack_pool_bytes() is what it holds.  Any thread.
+ */
+void pack_pool_drain(void);
+size_t pack_pool_bytes(void);
+
 #endif /* MEMWALFS_PACK_H */

@@ -162,6 +162,7 @@ void wal_cursor_init(struct wal_cursor *c, const uint8_t *body, size_t len, uint
 	c->batches_left = batch_count;
 	c->ops_in_batch = 0;
 	c->batch_start = false;
+	c->borrowed_ok = false;
 }
 
 int wal_op_next(struct wal_cursor *c, enum kv_type *type, const uint8_t **key, size_t *klen,
@@ -182,7 +183,7 @@ int wal_op_next(struct wal_cursor *c, enum kv_type *type, const uint8_t **key, s
 		c->ops_in_batch = n;
 		c->batch_start = true;
 	}
-	if (c->p >= c->end || *c->p > KV_BLOB)
+	if (c->p >= c->end || (*c->p > KV_BLOB && !(c->borrowed_ok && *c->p == WAL_OP_BORROWED)))
 		return -EUCLEAN;
 	*type = (enum kv_type) * c->p++;
 	used = get_varint64(c->p, c->end, &n);
@@ -200,5 +201,13 @@ int wal_op_next(struct wal_cursor *c, enum kv_type *type, const uint8_t **key, s
 	*vlen = (size_t)n;
 	c->p += n;
 	c->ops_in_batch--;
+	if (*type == (enum kv_type)WAL_OP_BORROWED) {
+		if (n != WAL_BORROWED_SIZE)
+			return -EUCLEAN;
+		const uint8_t *ref = *val; /* the caller's pointer and length */
+		memcpy(val, ref, sizeof(*val));
+		memcpy(vlen, ref + sizeof(*val), sizeof(*vlen));
+		*type = KV_INLINE;
+	}
 	return 1;
 }

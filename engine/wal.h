@@ -65,11 +65,22 @@ int wal_entry_decode(const char *name, const void *buf, size_t len, uint64_t pos
                      struct wal_info *info, const uint8_t **body, size_t *body_len);
 
 /* Cursor over the ops of a decoded body. */
+/*
+ * An op type that exists only in engine batches (batch.c), never in a WAL
+ * entry: its value is WAL_BORROWED_SIZE bytes, the caller's pointer and
+ * length in host order (engine_batch_put_borrowed()).  The writer reads it
+ * with a cursor that allows it (wal_cursor.borrowed_ok) and copies the
+ * bytes it points to; a WAL entry's cursor refuses it as a malformed op.
+ */
+#define WAL_OP_BORROWED 0x40
+#define WAL_BORROWED_SIZE (sizeof(const void *) + sizeof(size_t))
+
 struct wal_cursor {
 	const uint8_t *p, *end; /* unread body */
 	uint32_t batches_left;  /* batches not yet started */
 	uint64_t ops_in_batch;  /* ops left in the current batch */
 	bool batch_start;       /* the op returned last began a batch */
+	bool borrowed_ok;       /* a batch's body: WAL_OP_BORROWED ops are returned as such */
 };
 
 void wal_cursor_init(struct wal_cursor *c, const uint8_t *body, size_t len, uint32_t batch_count);

@@ -22,8 +22,10 @@
  * group passes opts.group_max_bytes, when someone waits urgently
  * (ENGINE_URGENT, engine_wait(urgent), engine_sync(), backpressure, a
  * MemTable freeze) or at close, while fewer than opts.commit_inflight groups
- * are closed and not yet durable.  Triggers coalesce by construction: they
- * all just mark the group and wake the pipeline.  Closed groups queue in
+ * are closed and not yet durable (a full group with a pack closes at once,
+ * by the writer that filled it, whatever is in flight).  Triggers coalesce
+ * by construction: they all just mark the group and wake the pipeline.
+ * Closed groups queue in
  * position order; the pipeline threads (pipeline_main()) commit the groups
  * of the entry window (at most WAL_WINDOW past durable_upto) at once, each
  * pack then entry, so entries may land out of order; a group is
@@ -265,6 +267,7 @@ static int apply_locked(struct engine *e, const struct engine_batch *b)
 	rc = wal_entry_add_batch(&g->wal, (uint32_t)b->count);
 	wal_cursor_init(&c, b->rep.p, b->rep.len, 0);
 	c.ops_in_batch = b->count;
+	c.borrowed_ok = true; /* borrowed values are copied from the caller's memory here */
 	while (rc == 0 && (rc = wal_op_next(&c, &type, &k, &kn, &v, &vn)) == 1) {
 		if (type == KV_INLINE && vn >= e->o.inline_max &&
 		    (vn > e->o.wal_blob_max || g->wal_blobs + vn > e->o.wal_blob_max)) {
@@ -309,6 +312,8 @@ static int apply_locked(struct engine *e, const struct engine_batch *b)
 	atomic_store_explicit(&e->visible_seq, seq - 1, memory_order_release);
 	return 0;
 }
+
+static void close_due_locked(struct engine *e, uint64_t *wake_us);
 
 int engine_write(struct engine *e, struct engine_batch *b, int flags, uint64_t *ticket)
 {
@@ -410,8 +415,13 @@ int writer_write_if(struct engine *e, struct engine_batch *b, int flags, uint64_
 	}
 	if ((flags & ENGINE_URGENT) || e->open->bytes >= e->o.group_max_bytes)
 		e->open->urgent = true;
-	if (e->open->urgent)
+	if (e->open->urgent) {
 		pthread_cond_broadcast(&e->commit_cv);
+		/* a full group queues now, even while every pipeline thread is busy: it
+		   does not grow on until one comes round, and its pack goes next */
+		if (e->open->bytes >= e->o.group_max_bytes)
+			close_due_locked(e, NULL);
+	}
 done:
 	if (ticket)
 		*ticket = t;
@@ -752,8 +762,13 @@ static unsigned entry_window(const struct engine *e)
  * without a pack is closed only when its entry can go at once (fewer
  * queued groups than the entry window): closing it early would only split
  * the writes that wait into more entries (more round trips), with no
- * upload to overlap.  Any pipeline thread, under e->mu.  *wake_us (may be
- * NULL) receives when the open group falls due (0: nothing to wait for).
+ * upload to overlap.  A group that reached opts.group_max_bytes with a
+ * pack closes even when the pipeline is full (the queue is bounded by
+ * opts.max_pending_bytes): it would otherwise grow to tens of MB while the
+ * threads upload, and its upload would start only once one is free.  A
+ * pipeline thread, or the writer that filled the group, under e->mu.
+ * *wake_us (may be NULL) receives when the open group falls due (0:
+ * nothing to wait for).
  */
 static void close_due_locked(struct engine *e, uint64_t *wake_us)
 {
@@ -770,7 +785,8 @@ static void close_due_locked(struct engine *e, uint64_t *wake_us)
 			*wake_us = due;
 		return;
 	}
-	if (e->nqueued >= e->o.commit_inflight)
+	bool full = g->bytes >= e->o.group_max_bytes && g->pack && pack_count(g->pack) > 0;
+	if (e->nqueued >= e->o.commit_inflight && !full)
 		return; /* the pipeline is full: a retirement wakes us */
 	if (e->nqueued >= entry_window(e) && !(g->pack && pack_count(g->pack) > 0))
 		return; /* no pack to upload early: it gathers writes until an entry slot frees */

@@ -308,7 +308,8 @@ int ext_add(struct engine_batch *b, uint64_t ino, uint64_t off, const uint8_t *d
 	if (n == 0 || fs_all_zero(data, n))
 		return 0;
 	size_t kn = schema_key_extent(key, ino, off + n);
-	int rc = engine_batch_put(b, key, kn, data, n);
+	/* borrowed: data (a FUSE request's or the write buffer's) outlives the commit */
+	int rc = engine_batch_put_borrowed(b, key, kn, data, n);
 	if (!rc)
 		*added += n;
 	return rc;

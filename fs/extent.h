@@ -59,7 +59,8 @@ int ext_clear_set(struct mwfs *fs, struct engine_batch *b, uint64_t ino, const s
  * Queue into b the bytes data[0, n) as ino's data at [off, off + n), after
  * ext_clear() of that range: one new extent, or nothing when the bytes are
  * all zero (a hole reads the same and costs nothing).  *added (added to):
- * the stored bytes it adds.
+ * the stored bytes it adds.  data is borrowed, not copied: it must stay
+ * unchanged until b has been written (engine_write()).
  */
 int ext_add(struct engine_batch *b, uint64_t ino, uint64_t off, const uint8_t *data, size_t n,
             uint64_t *added);

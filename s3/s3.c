@@ -12,7 +12,16 @@
  * sent.
  *
  * Signing.  SigV4 with x-amz-content-sha256 on every request: the SHA-256 of
- * the body, or UNSIGNED-PAYLOAD only over TLS and only when asked for.
+ * the body over plain http to another host; UNSIGNED-PAYLOAD over TLS or to
+ * a loopback endpoint (unless opts.signed_payload).  The body hash guards a
+ * body against damage or tampering on the way, which TLS's record MACs
+ * already do, and a loopback connection has no wire: the bytes go from our
+ * socket buffer to the server's inside one kernel.  Hashing costs a SHA-256
+ * pass over every byte here and another in the server, which verifies it
+ * (on a machine that runs both, a third of a core at 200 MB/s).  What the
+ * engine stores checks itself besides: pack blocks against the hashes in
+ * their descriptors, WAL entries, manifests and SSTables against their own
+ * checksums (docs/PACKS.md, docs/WAL.md).
  * Session tokens go in x-amz-security-token (signed).  Credentials come
  * from the AWS chain in s3/creds.h (options, environment, web identity,
  * profiles with roles and credential_process, container, instance
@@ -42,11 +51,13 @@
  * HTTP status, S3 code and message (s3_fail) and mapped to an errno.
  */
 #include <errno.h>
+#include <strings.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <arpa/inet.h>
 
 #include "log.h"
 #include "s3_int.h"
@@ -716,8 +727,34 @@ static int load_creds(struct s3 *s, const struct s3_opts *o, const char *ca)
 	return creds_open(&co, &s->creds);
 }
 
-/* Set base_url, base_path and host from the endpoint, bucket and addressing. */
-static int set_addressing(struct s3 *s, const struct s3_opts *o, bool *tls)
+/*
+ * Is the endpoint's host (hostpart[0, hl), maybe with a port) this machine's
+ * loopback: an IPv4 literal in 127.0.0.0/8, [::1], or a localhost name
+ * (RFC 6761; curl resolves them to the loopback itself)?
+ */
+bool s3_host_is_loopback(const char *hostpart, size_t hl)
+{
+	char h[256];
+	struct in_addr a4;
+
+	if (hl >= sizeof(h))
+		return false;
+	memcpy(h, hostpart, hl);
+	h[hl] = '\0';
+	if (h[0] == '[') {
+		char *e = strchr(h, ']');
+		return e && (size_t)(e - h) == 4 && !strncmp(h, "[::1]", 5);
+	}
+	h[strcspn(h, ":")] = '\0';
+	size_t n = strlen(h);
+	if (!strcasecmp(h, "localhost") || (n > 10 && !strcasecmp(h + n - 10, ".localhost")))
+		return true;
+	return inet_pton(AF_INET, h, &a4) == 1 && (ntohl(a4.s_addr) >> 24) == 127;
+}
+
+/* Set base_url, base_path and host from the endpoint, bucket and addressing;
+ * *tls: https; *loopback: the endpoint is this machine's loopback. */
+static int set_addressing(struct s3 *s, const struct s3_opts *o, bool *tls, bool *loopback)
 {
 	char def[256];
 	const char *ep = o->endpoint, *hostpart;
@@ -743,6 +780,7 @@ static int set_addressing(struct s3 *s, const struct s3_opts *o, bool *tls)
 		log_err("s3: endpoint %s: no host (or user info, which is not supported)", ep);
 		return -EINVAL;
 	}
+	*loopback = s3_host_is_loopback(hostpart, hl);
 	path_style = o->virtual_hosted ? false : o->path_style ? true : o->endpoint != NULL;
 	if (!path_style && strchr(s->bucket, '.') && *tls)
 		log_warn("s3: bucket %s has dots: virtual-hosted TLS may fail certificate checks; "
@@ -835,7 +873,7 @@ int store_open_s3(const struct s3_opts *opts, struct store **out)
 	struct s3_opts d;
 	struct s3 *s;
 	struct timespec ts;
-	bool tls = false;
+	bool tls = false, loopback = false;
 	const char *region, *ca;
 	int rc;
 
@@ -889,11 +927,14 @@ int store_open_s3(const struct s3_opts *opts, struct store **out)
 			goto fail;
 		}
 	}
-	if ((rc = set_addressing(s, opts, &tls)) < 0)
+	if ((rc = set_addressing(s, opts, &tls, &loopback)) < 0)
 		goto fail;
-	s->unsigned_payload = opts->unsigned_payload && tls;
-	if (opts->unsigned_payload && !tls)
-		log_warn("s3: UNSIGNED-PAYLOAD refused over plain http; hashing payloads");
+	/* bodies go unhashed only where the transport keeps them intact (the header) */
+	s->unsigned_payload = (tls || loopback) && !opts->signed_payload;
+	if (opts->unsigned_payload && !s->unsigned_payload)
+		log_warn("s3: UNSIGNED-PAYLOAD refused over plain http to another host%s; hashing "
+		         "payloads",
+		         opts->signed_payload ? " (or with signed_payload)" : "");
 	ca = opts->ca_file ? opts->ca_file : tls ? getenv("AWS_CA_BUNDLE") : NULL;
 	if (tls && ca && *ca && access(ca, R_OK) < 0) {
 		rc = -errno;

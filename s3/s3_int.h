@@ -29,7 +29,7 @@ struct s3 {
 	size_t prefix_len;      /* strlen(prefix) */
 	char *region;           /* signing region */
 	struct creds *creds;    /* the credential chain and its refresh (creds.h) */
-	bool unsigned_payload;  /* UNSIGNED-PAYLOAD (only ever set over TLS) */
+	bool unsigned_payload;  /* UNSIGNED-PAYLOAD (only over TLS or to a loopback endpoint) */
 	unsigned max_retries;   /* repeats after the first attempt */
 	size_t part_size;       /* multipart part size (>= 5 MiB) */
 	unsigned part_parallel; /* parts in flight per writer */
@@ -97,5 +97,12 @@ int s3_cleanup_uploads(struct store *st, const char *prefix, unsigned older_than
  */
 int s3_put_if_absent_ex(struct store *st, const char *key, const void *buf, size_t len,
                         bool assume_ambiguous);
+
+/*
+ * Is hostpart[0, hl) (an endpoint's host, maybe with ":port") this machine's
+ * loopback: 127.0.0.0/8, [::1] or a localhost name?  Bodies to such an
+ * endpoint go with UNSIGNED-PAYLOAD (s3.c, "Signing").
+ */
+bool s3_host_is_loopback(const char *hostpart, size_t hl);
 
 #endif /* MEMWALFS_S3_INT_H */

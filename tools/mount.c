@@ -119,6 +119,8 @@ static void usage(FILE *f)
 	    "                         (with MOUNTPOINT alone): change ro/rw and the mount flags\n"
 	    "                         (no)suid, (no)dev, (no)exec, atime options of a live mount\n"
 	    "  --cadence MS           group-commit interval (default 100)\n"
+	    "  --commit-inflight N    commit groups in flight at once, each its pack PUT and\n"
+	    "                         WAL entry (1-16, default 4); -o commit_inflight=\n"
 	    "  --follow-interval MS   a read-only (ro) mount follows the writer, polling the\n"
 	    "                         store this often (default 1000; backs off to 4x when\n"
 	    "                         idle; 0: keep the state of the mount); -o follow_interval=\n"
@@ -259,6 +261,10 @@ static int set_option(struct mount_args *a, const char *name, const char *val)
 			goto bad;
 		a->eo.cadence_ms = (unsigned)sz;
 		a->fo.wb_flush_ms = (unsigned)sz;
+	} else if (!strcmp(name, "commit_inflight")) {
+		if (!val || !parse_size(val, &sz) || sz < 1 || sz > 16)
+			goto bad;
+		a->eo.commit_inflight = (unsigned)sz;
 	} else if (!strcmp(name, "fsync_timeout")) {
 		if (!val || !parse_size(val, &sz) || sz > 86400)
 			goto bad;
@@ -400,6 +406,7 @@ static int parse_args(struct mount_args *a, int argc, char **argv)
 	int npos = 0;
 	static const char *const long_set[][2] = {
 	    {"--cadence", "cadence"},
+	    {"--commit-inflight", "commit_inflight"},
 	    {"--follow-interval", "follow_interval"},
 	    {"--snapshot", "snapshot"},
 	    {"--gc-grace", "gc_grace"},

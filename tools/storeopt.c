@@ -49,15 +49,17 @@ int storeopt_parse(struct s3_opts *o, int argc, char **argv, int *i)
 		}
 	}
 	if (!strcmp(a, "--path-style") || !strcmp(a, "--virtual-hosted") ||
-	    !strcmp(a, "--unsigned-payload")) {
+	    !strcmp(a, "--unsigned-payload") || !strcmp(a, "--signed-payload")) {
 		if (a[2] == 'p') {
 			o->path_style = true;
 			o->virtual_hosted = false;
 		} else if (a[2] == 'v') {
 			o->virtual_hosted = true;
 			o->path_style = false;
-		} else {
+		} else if (a[2] == 'u') {
 			o->unsigned_payload = true;
+		} else {
+			o->signed_payload = true;
 		}
 		(*i)++;
 		return 1;
@@ -135,7 +137,10 @@ void storeopt_usage(FILE *f)
 	        "  --ca-file PATH       CA bundle for https (default: AWS_CA_BUNDLE, system)\n"
 	        "  --path-style         path-style addressing (default with --endpoint)\n"
 	        "  --virtual-hosted     virtual-hosted addressing\n"
-	        "  --unsigned-payload   UNSIGNED-PAYLOAD instead of body hashes (https only)\n"
+	        "  --signed-payload     hash every body (SigV4 payload signing) even over https\n"
+	        "                       or to a loopback endpoint, where UNSIGNED-PAYLOAD is\n"
+	        "                       the default\n"
+	        "  --unsigned-payload   accepted for compatibility: the default where it is safe\n"
 	        "  --conditional yes|no|probe  backend honours If-None-Match: * (default probe)\n"
 	        "  --connections N      keep-alive connections (default 16)\n"
 	        "credentials: the AWS chain, in order: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,\n"

@@ -9,7 +9,8 @@
  *   --ca-file PATH        CA bundle for https (default: AWS_CA_BUNDLE, then the system's)
  *   --path-style          path-style addressing (the default with --endpoint)
  *   --virtual-hosted      virtual-hosted addressing
- *   --unsigned-payload    send UNSIGNED-PAYLOAD instead of body hashes (https only)
+ *   --signed-payload      hash every body even over https or to a loopback endpoint
+ *   --unsigned-payload    accepted (UNSIGNED-PAYLOAD is the default where it is safe)
  *   --conditional yes|no|probe   whether the backend honours If-None-Match: * (default probe)
  *   --connections N       keep-alive connections (default 16)
  *

@@ -181,6 +181,16 @@ int engine_batch_new(struct engine_batch **out);
 /* Append a put (key and value are copied). */
 int engine_batch_put(struct engine_batch *b, const void *key, size_t klen, const void *val,
                      size_t vlen);
+/*
+ * Append a put whose value is borrowed, not copied (the key is copied): val
+ * must stay valid and unchanged until engine_write() (or writer_write_if())
+ * of b has returned, or b is cleared or freed; that write copies it once,
+ * straight into its group's pack or WAL entry.  For large values the
+ * caller already holds (file data from a FUSE request): it saves one copy
+ * of every byte.  -EINVAL, -ENOMEM.
+ */
+int engine_batch_put_borrowed(struct engine_batch *b, const void *key, size_t klen, const void *val,
+                              size_t vlen);
 /* Append a delete (the key is copied). */
 int engine_batch_delete(struct engine_batch *b, const void *key, size_t klen);
 /* Number of operations in the batch. */

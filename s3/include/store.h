@@ -236,7 +236,9 @@ struct s3_opts {
 	const char *ca_file;    /* NULL: AWS_CA_BUNDLE for https, else system default */
 	bool path_style;        /* path-style addressing (default for custom endpoints) */
 	bool virtual_hosted;    /* force virtual-hosted addressing */
-	bool unsigned_payload;  /* UNSIGNED-PAYLOAD over TLS instead of hashing bodies */
+	bool unsigned_payload;  /* asked for UNSIGNED-PAYLOAD: the default where it is taken
+	                           (TLS, loopback); only warns elsewhere */
+	bool signed_payload;    /* hash every body, even over TLS or to a loopback endpoint */
 	int conditional_create; /* 1 yes, 0 no, -1 probe (default) */
 	unsigned connections;   /* keep-alive connections in the pool (default 16) */
 	unsigned max_retries;   /* default 8 */

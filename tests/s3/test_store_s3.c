@@ -267,6 +267,80 @@ static void test_multipart_100mib(void **state)
 }
 
 /* A writer that is aborted after parts went up leaves nothing behind. */
+/*
+ * Payload signing: bodies go with UNSIGNED-PAYLOAD to a loopback endpoint
+ * (the test server's) unless signed_payload asks for hashes; either way a
+ * put and a multipart upload come back intact.  And which hosts count as
+ * loopback.
+ */
+static void test_payload_signing(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *host;
+		bool loop;
+	} hosts[] = {
+	    {"127.0.0.1:7480", true},
+	    {"127.1.2.3", true},
+	    {"localhost:80", true},
+	    {"s3.localhost:7480", true},
+	    {"LocalHost", true},
+	    {"[::1]:7480", true},
+	    {"[::1]", true},
+	    {"10.0.0.1:7480", false},
+	    {"128.0.0.1", false},
+	    {"localhost.example.com", false},
+	    {"xlocalhost", false},
+	    {"[::2]:80", false},
+	    {"127.0.0.1.nip.io", false},
+	    {"s3.amazonaws.com", false},
+	    {"[::10]", false},
+	};
+	for (size_t i = 0; i < sizeof(hosts) / sizeof(hosts[0]); i++) {
+		bool got = s3_host_is_loopback(hosts[i].host, strlen(hosts[i].host));
+		if (got != hosts[i].loop)
+			fail_msg("%s: loopback %d, expected %d", hosts[i].host, got, hosts[i].loop);
+	}
+	assert_false(s3_host_is_loopback("127.0.0.1/bucket", 8)); /* "127.0.0." */
+	const char *ep = getenv("S3_ENDPOINT");
+	const char *h = strstr(ep, "://");
+	assert_non_null(h);
+	h += 3;
+	bool loop = s3_host_is_loopback(h, strcspn(h, "/?#"));
+	size_t ps = store_caps(T->store)->part_size, len = 2 * ps + 1000;
+	uint8_t *data = malloc(len);
+	assert_non_null(data);
+	tu_random_bytes(data, len, 17);
+	for (int signed_payload = 0; signed_payload < 2; signed_payload++) {
+		struct s3_opts o;
+		struct store *s = NULL;
+		struct store_writer *w;
+		void *b = NULL;
+		size_t n = 0;
+		base_opts(&o);
+		o.signed_payload = signed_payload;
+		o.conditional_create = 1;
+		assert_int_equal(store_open_s3(&o, &s), 0);
+		assert_int_equal(((struct s3 *)s)->unsigned_payload, loop && !signed_payload);
+		assert_int_equal(store_put(s, "sign/small", data, 5000), 0);
+		assert_int_equal(store_get(s, "sign/small", 0, STORE_TO_END, &b, &n), 0);
+		assert_int_equal(n, 5000);
+		assert_memory_equal(b, data, 5000);
+		free(b);
+		assert_int_equal(store_writer_open(s, "sign/mpu", STORE_W_STABLE, &w), 0);
+		assert_int_equal(store_writer_write(w, data, len), 0);
+		assert_int_equal(store_writer_finish(w), 0);
+		assert_int_equal(store_get(s, "sign/mpu", 0, STORE_TO_END, &b, &n), 0);
+		assert_true(n == len);
+		assert_memory_equal(b, data, len);
+		free(b);
+		assert_int_equal(store_delete(s, "sign/small"), 0);
+		assert_int_equal(store_delete(s, "sign/mpu"), 0);
+		store_close(s);
+	}
+	free(data);
+}
+
 static void test_writer_abort(void **state)
 {
 	(void)state;
@@ -476,6 +550,7 @@ int main(void)
 	    cmocka_unit_test(test_retried_conditional_create),
 	    cmocka_unit_test(test_cleanup_abandoned),
 	    cmocka_unit_test(test_writer_abort),
+	    cmocka_unit_test(test_payload_signing),
 	    cmocka_unit_test(test_multipart_100mib),
 	    cmocka_unit_test(test_open_url),
 	};

@@ -849,6 +849,61 @@ static void test_wait_room(void **state)
 	store_close(st);
 }
 
+/*
+ * A full group queues at once, even while the pipeline is full: with one
+ * pipeline thread stuck in a held pack put, every write that fills a group
+ * closes it, so a stream of large writes makes groups of group_max_bytes
+ * (one pack each) instead of one group that grows until the thread is
+ * free.  Once the store answers, all are acknowledged and readable.
+ */
+static void test_full_groups_queue(void **state)
+{
+	struct store *inner = open_store(), *st;
+	struct fault_store *f;
+	struct engine_opts o;
+	struct engine_stats s;
+	struct engine *e = NULL;
+	static uint8_t v[8][40000];
+	uint64_t t = 0;
+	(void)state;
+
+	assert_int_equal(fault_store_new(inner, &f), 0);
+	st = fault_store_as_store(f);
+	engine_opts_default(&o);
+	o.cadence_ms = 10000; /* only fullness closes groups here */
+	o.wal_blob_max = ENGINE_WAL_BLOBS_OFF;
+	o.group_max_bytes = 32 << 10;
+	o.commit_inflight = 1;
+	assert_int_equal(engine_open(st, &o, &e), 0);
+	fault_store_hold(f, FAULT_M(FAULT_OP_PUT));
+	for (int i = 0; i < 8; i++) {
+		char k[16];
+		snprintf(k, sizeof(k), "full%d", i);
+		memset(v[i], 'a' + i, sizeof(v[i]));
+		assert_int_equal(engine_put(e, k, strlen(k), v[i], sizeof(v[i]), 0, &t), 0);
+		if (i == 0)
+			assert_true(fault_store_wait_held(f, 1, 10000)); /* the thread is stuck */
+	}
+	engine_get_stats(e, &s);
+	assert_int_equal(s.packs_written, 0); /* nothing is durable yet */
+	fault_store_hold(f, 0);
+	assert_int_equal(engine_wait(e, t, true), 0);
+	engine_get_stats(e, &s);
+	assert_int_equal(s.packs_written, 8); /* one group, one pack per write */
+	for (int i = 0; i < 8; i++) {
+		char k[16];
+		void *got = NULL;
+		size_t n = 0;
+		snprintf(k, sizeof(k), "full%d", i);
+		assert_int_equal(engine_get(e, k, strlen(k), &got, &n), 0);
+		assert_int_equal(n, sizeof(v[i]));
+		assert_memory_equal(got, v[i], n);
+		free(got);
+	}
+	assert_int_equal(engine_close(e), 0);
+	store_close(st);
+}
+
 /* ---- fencing, snapshots, read-only mounts, corruption -------------------- */
 
 /* A second writer fences the first; the first writes nothing more. */
@@ -1335,6 +1390,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_gc_idle, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_outage_enospc, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_outage_sync_timeout, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_full_groups_queue, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_wait_room, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_fencing, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_scan_snapshot, setup, teardown),

@@ -132,11 +132,84 @@ static void test_empty_pack(void **state)
 	pack_unref(NULL);
 }
 
+/* Build, seal and write a pack of n blobs of len bytes (pattern seed), check it in the store. */
+static void big_pack(struct store *st, uint64_t pos, int n, size_t len, uint8_t seed)
+{
+	struct pack *p;
+	uint8_t *blob = malloc(len), *desc = malloc(blob_desc_size_for(len)), *tmp = malloc(len);
+	char name[FMT_NAME_MAX];
+	struct blob_desc d;
+	void *obj;
+	size_t got;
+
+	assert_non_null(blob);
+	assert_non_null(desc);
+	assert_non_null(tmp);
+	assert_int_equal(pack_new(1, pos, &p), 0);
+	for (int i = 0; i < n; i++) {
+		for (size_t j = 0; j < len; j++)
+			blob[j] = (uint8_t)(seed + i * 31 + j * 7);
+		assert_int_equal(pack_append(p, blob, len, desc), 0);
+		assert_int_equal(blob_desc_decode(desc, blob_desc_size_for(len), &d), 0);
+		assert_int_equal(pack_read(p, d.offset, tmp, len), 0);
+		assert_memory_equal(tmp, blob, len);
+	}
+	assert_int_equal(pack_data_bytes(p), (uint64_t)n * len);
+	assert_int_equal(pack_seal(p), 0);
+	assert_int_equal(pack_write(p, st, NULL), 0);
+	fmt_pack_name(name, 1, pos);
+	assert_int_equal(store_get(st, name, 0, STORE_TO_END, &obj, &got), 0);
+	assert_int_equal(got, PACK_HEADER_SIZE + (size_t)n * len + PACK_TRAILER_SIZE);
+	assert_int_equal(pack_verify(name, obj, got), 0);
+	free(obj);
+	pack_unref(p);
+	free(blob);
+	free(desc);
+	free(tmp);
+}
+
+/*
+ * The mapping pool: a large pack's mapping outlives it in the pool, the
+ * next large pack takes it (smaller: as it is; larger: grown), and what is
+ * built in a reused mapping is exactly the new pack, whatever the old one
+ * left past its end.
+ */
+static void test_mapping_pool(void **state)
+{
+	char dir[] = "/tmp/test_pack_pool.XXXXXX", cmd[64];
+	struct store *st;
+	(void)state;
+
+	assert_non_null(mkdtemp(dir));
+	assert_int_equal(store_open_local(dir, &st), 0);
+	pack_pool_drain();
+	assert_int_equal(pack_pool_bytes(), 0);
+	big_pack(st, 1, 6, 500000, 1); /* 3 MB: a mapping */
+	size_t pooled = pack_pool_bytes();
+	assert_true(pooled >= 3000000);
+	big_pack(st, 2, 3, 400000, 2); /* smaller: reuses it, trimmed at seal */
+	assert_true(pack_pool_bytes() > 0 && pack_pool_bytes() <= pooled);
+	big_pack(st, 3, 9, 700000, 3); /* larger than what is pooled: grown */
+	assert_true(pack_pool_bytes() >= 6300000);
+	struct pack *small;
+	uint8_t desc[BLOB_DESC_FIXED + 8];
+	assert_int_equal(pack_new(1, 4, &small), 0); /* a small pack stays on the heap */
+	assert_int_equal(pack_append(small, "abc", 3, desc), 0);
+	pack_unref(small);
+	assert_true(pack_pool_bytes() >= 6300000);
+	pack_pool_drain();
+	assert_int_equal(pack_pool_bytes(), 0);
+	store_close(st);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_build_read_write),
 	    cmocka_unit_test(test_empty_pack),
+	    cmocka_unit_test(test_mapping_pool),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
