@@ -496,9 +496,10 @@ void inode_reclaim_queued(struct mwfs *fs)
 			break;
 		int rc = reclaim_batch(fs, inos, n);
 		if (rc < 0)
-			log_warn("reclaiming %zu inode(s) from %llu: %s (they stay orphans until the "
-			         "next mount)",
-			         n, (unsigned long long)inos[0], strerror(-rc));
+			log_warn(
+			    "reclaiming %zu inode(s) from %llu: %s (they stay orphans until the "
+			    "next mount)",
+			    n, (unsigned long long)inos[0], strerror(-rc));
 	}
 }
 

@@ -24,7 +24,6 @@
 int mw_grow(void *arrp, size_t *cap, size_t need, size_t elem, size_t first);
 
 /* mw_grow() of array arr (an lvalue pointer) with capacity lvalue cap. */
-#define MW_GROW(arr, cap, need, first) \
-	mw_grow(&(arr), &(cap), (need), sizeof(*(arr)), (first))
+#define MW_GROW(arr, cap, need, first) mw_grow(&(arr), &(cap), (need), sizeof(*(arr)), (first))
 
 #endif

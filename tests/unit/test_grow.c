@@ -77,9 +77,9 @@ static void test_overflow(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_doubling),
-		cmocka_unit_test(test_big_step_and_no_op),
-		cmocka_unit_test(test_overflow),
+	    cmocka_unit_test(test_doubling),
+	    cmocka_unit_test(test_big_step_and_no_op),
+	    cmocka_unit_test(test_overflow),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
