@@ -51,8 +51,6 @@ struct group {
 	uint32_t batches;    /* batches in the entry */
 	size_t bytes;        /* bytes counted in e->pending_bytes */
 	size_t wal_blobs;    /* blob bytes carried in the entry (KV_INLINE >= inline_max) */
-	size_t blob_bytes;   /* blob bytes of the group, carried or in its pack */
-	bool blobs_to_pack;  /* carry none: the group before had more than wal_blob_max */
 	bool urgent;         /* someone waits: commit as soon as possible */
 	uint64_t opened_us;  /* monotonic time the first op joined */
 	bool pack_sealed;    /* pack_seal() done (committer; kept across retries) */
@@ -106,7 +104,6 @@ struct engine {
 	struct mw_hist commit_hist;  /* time of each group commit (lock-free, hist.h) */
 	uint64_t gc_pack_mark;       /* stats.pack_bytes when the last good GC pass began [mu] */
 	uint64_t wal_blobs_promoted; /* WAL blob bytes flushes moved into packs [mu] */
-	bool blob_stream;            /* the newest group's blobs passed wal_blob_max [mu] */
 	uint64_t frozen_bytes;       /* bytes of frozen, unflushed MemTables [mu] */
 	uint64_t freeze_pos;      /* WAL position at the last freeze (replay length bound) [mu] */
 	pthread_cond_t flush_cv;  /* wakes the flusher [mu] */

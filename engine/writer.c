@@ -15,10 +15,7 @@
  * A blob value stays in the group's WAL entry while the group's blob bytes
  * fit opts.wal_blob_max (one PUT commits the group; the MemTable holds the
  * bytes and its flush promotes them into a pack, sst_flush.c); past that it
- * goes to the group's pack and the entry carries its descriptor, and so do
- * the group's later blobs, and every blob of the next group when this one
- * passed the budget (blobs that stream have a pack per group anyway; carried,
- * they would be stored twice until the entry is collected).
+ * goes to the group's pack and the entry carries its descriptor.
  *
  * The pipeline.  The open group is closed (close_due_locked()) when the
  * cadence (opts.cadence_ms since the group's first write) fires, when the
@@ -113,9 +110,6 @@ static int group_open_locked(struct engine *e)
 	}
 	g->position = e->next_pos++;
 	g->first_seq = e->next_seq;
-	/* blobs keep streaming: the group will have a pack anyway (apply_locked()) */
-	g->blobs_to_pack = e->blob_stream;
-	e->blob_stream = false;
 	g->opened_us = mw_now_us();
 	e->open = g;
 	pthread_cond_broadcast(&e->commit_cv); /* start the cadence clock */
@@ -260,7 +254,6 @@ static int apply_locked(struct engine *e, const struct engine_batch *b)
 	struct group *g = e->open;
 	struct wal_cursor c;
 	size_t wal_mark = g->wal.len, blobs_mark = g->wal_blobs, bytes = 0;
-	size_t all_mark = g->blob_bytes;
 	uint64_t seq = e->next_seq;
 	uint64_t pack_before = g->pack ? pack_data_bytes(g->pack) : 0;
 	enum kv_type type;
@@ -273,25 +266,11 @@ static int apply_locked(struct engine *e, const struct engine_batch *b)
 	wal_cursor_init(&c, b->rep.p, b->rep.len, 0);
 	c.ops_in_batch = b->count;
 	while (rc == 0 && (rc = wal_op_next(&c, &type, &k, &kn, &v, &vn)) == 1) {
-		bool blob = type == KV_INLINE && vn >= e->o.inline_max;
-
-		if (blob) {
-			g->blob_bytes += vn;
-			if (g->blob_bytes > e->o.wal_blob_max)
-				e->blob_stream = true;
-		}
-		/*
-		 * A blob is carried in the entry only while the group has no
-		 * pack and its blob bytes fit wal_blob_max, and not when the
-		 * group before passed it: then the blobs stream (a pack per
-		 * group anyway), and a carried blob would be stored twice until
-		 * the WAL entry goes (entry, then the flush's pack: docs/WAL.md).
-		 */
-		if (blob && (g->blobs_to_pack || g->pack || vn > e->o.wal_blob_max ||
-		             g->wal_blobs + vn > e->o.wal_blob_max)) {
+		if (type == KV_INLINE && vn >= e->o.inline_max &&
+		    (vn > e->o.wal_blob_max || g->wal_blobs + vn > e->o.wal_blob_max)) {
 			rc = add_blob_locked(e, g, k, kn, v, vn);
 		} else {
-			if (blob)
+			if (type == KV_INLINE && vn >= e->o.inline_max)
 				g->wal_blobs += vn; /* carried in the entry, promoted at flush */
 			rc = wal_entry_add_op(&g->wal, type, k, kn, v, vn);
 		}
@@ -299,7 +278,6 @@ static int apply_locked(struct engine *e, const struct engine_batch *b)
 	if (rc < 0) {
 		g->wal.len = wal_mark; /* blob bytes stay in the pack, unreferenced */
 		g->wal_blobs = blobs_mark;
-		g->blob_bytes = all_mark;
 		return rc;
 	}
 	/* 2. into the MemTable: from here a failure fences the writer */

@@ -206,76 +206,6 @@ static void test_budget_split(void **state)
 	store_close(st);
 }
 
-/*
- * Blobs that stream are not carried: once a group has a pack every later blob
- * goes into it, and after a group past the budget the next group carries none
- * (it has a pack anyway; a carried blob would be stored twice until the entry
- * is collected).  A group whose blobs fit again lets the next one carry.
- */
-static void test_streaming_not_carried(void **state)
-{
-	(void)state;
-	struct store *base = NULL, *st;
-	struct fault_store *f = NULL;
-	static uint8_t big[100000], v[4][5000];
-	const char *names[4] = {"a", "b", "c", "d"};
-	assert_int_equal(store_open_local(dir, &base), 0);
-	assert_int_equal(fault_store_new(base, &f), 0);
-	st = fault_store_as_store(f);
-	struct engine *e = open_engine(st, 64 << 10);
-	struct engine_batch *b = NULL;
-	assert_int_equal(engine_batch_new(&b), 0);
-	tu_random_bytes(big, sizeof(big), 30);
-	for (int i = 0; i < 4; i++)
-		tu_random_bytes(v[i], sizeof(v[i]), 31 + (uint64_t)i);
-	/* one group: the big blob makes the pack, the small one after it joins it */
-	assert_int_equal(engine_batch_put(b, "big", 3, big, sizeof(big)), 0);
-	assert_int_equal(engine_batch_put(b, names[0], 1, v[0], sizeof(v[0])), 0);
-	struct engine_stats s0 = stats(e);
-	assert_int_equal(engine_write(e, b, ENGINE_WAIT | ENGINE_URGENT, NULL), 0);
-	struct engine_stats s1 = stats(e);
-	assert_int_equal(s1.wal_blob_bytes - s0.wal_blob_bytes, 0);
-	assert_int_equal(s1.packs_written - s0.packs_written, 1);
-	/* the next group follows one past the budget: its small blob goes to a pack */
-	assert_int_equal(engine_put(e, names[1], 1, v[1], sizeof(v[1]), ENGINE_WAIT | ENGINE_URGENT,
-	                            NULL),
-	                 0);
-	struct engine_stats s2 = stats(e);
-	assert_int_equal(s2.groups_committed - s1.groups_committed, 1);
-	assert_int_equal(s2.wal_blob_bytes - s1.wal_blob_bytes, 0);
-	assert_int_equal(s2.packs_written - s1.packs_written, 1);
-	/* that group fit the budget: the one after it carries again (one PUT) */
-	assert_int_equal(engine_put(e, names[2], 1, v[2], sizeof(v[2]), ENGINE_WAIT | ENGINE_URGENT,
-	                            NULL),
-	                 0);
-	struct engine_stats s3 = stats(e);
-	assert_int_equal(s3.wal_blob_bytes - s2.wal_blob_bytes, sizeof(v[2]));
-	assert_int_equal(s3.packs_written - s2.packs_written, 0);
-	assert_int_equal(engine_put(e, names[3], 1, v[3], sizeof(v[3]), ENGINE_WAIT | ENGINE_URGENT,
-	                            NULL),
-	                 0);
-	struct engine_stats s4 = stats(e);
-	assert_int_equal(s4.wal_blob_bytes - s3.wal_blob_bytes, sizeof(v[3]));
-	engine_batch_free(b);
-	/* a crash before any flush: every value comes back from the entries and packs */
-	crash_close(e, f, st);
-	assert_int_equal(store_open_local(dir, &st), 0);
-	e = open_engine(st, 64 << 10);
-	for (int i = 0; i < 5; i++) {
-		const char *k = i < 4 ? names[i] : "big";
-		const uint8_t *want = i < 4 ? v[i] : big;
-		size_t wn = i < 4 ? sizeof(v[i]) : sizeof(big);
-		void *got = NULL;
-		size_t n = 0;
-		assert_int_equal(engine_get(e, k, strlen(k), &got, &n), 0);
-		assert_int_equal(n, wn);
-		assert_memory_equal(got, want, n);
-		free(got);
-	}
-	assert_int_equal(engine_close(e), 0);
-	store_close(st);
-}
-
 /* The name of the one flush pack in the store (there must be exactly one). */
 static void flush_pack_name(struct store *st, char *name)
 {
@@ -428,7 +358,6 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_one_put_per_commit, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_budget_split, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_streaming_not_carried, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_flush_promotes, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_promoted_pack_corrupt, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_ref_to_wal_blob_copies, setup, teardown),
