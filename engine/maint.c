@@ -358,16 +358,17 @@ static void pack_summary(const struct gc_plan *plan, uint64_t covered, struct ma
 		lv[k][b] += s->live_bytes;
 	}
 	for (int k = 0; k < 2; k++)
-		log_info("gc: %s packs: %" PRIu64 " KiB live of %" PRIu64 " KiB in packs the newest "
+		log_info("gc: %s packs: %" PRIu64 " KiB live of %" PRIu64
+		         " KiB in packs the newest "
 		         "manifest references, %" PRIu64 " KiB in packs it does not",
 		         k ? "flush" : "group", alv[k] >> 10, asz[k] >> 10, dead[k] >> 10);
 	for (int k = 0; k < 2; k++)
 		log_info("gc: %s packs by live fraction (KiB live/size): <50%% %" PRIu64 "/%" PRIu64
-		          ", 50-75%% %" PRIu64 "/%" PRIu64 ", 75-90%% %" PRIu64 "/%" PRIu64
-		          ", 90-100%% %" PRIu64 "/%" PRIu64,
-		          k ? "flush" : "group", lv[k][0] >> 10, sz[k][0] >> 10, lv[k][1] >> 10,
-		          sz[k][1] >> 10, lv[k][2] >> 10, sz[k][2] >> 10, lv[k][3] >> 10,
-		          sz[k][3] >> 10);
+		         ", 50-75%% %" PRIu64 "/%" PRIu64 ", 75-90%% %" PRIu64 "/%" PRIu64
+		         ", 90-100%% %" PRIu64 "/%" PRIu64,
+		         k ? "flush" : "group", lv[k][0] >> 10, sz[k][0] >> 10, lv[k][1] >> 10,
+		         sz[k][1] >> 10, lv[k][2] >> 10, sz[k][2] >> 10, lv[k][3] >> 10,
+		         sz[k][3] >> 10);
 }
 
 /* Caller holds e->gc_mu. */
