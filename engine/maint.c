@@ -332,6 +332,43 @@ static void pack_summary(const struct gc_plan *plan, uint64_t covered, struct ma
 	         "%" PRId64 " s",
 	         plan->pack_bytes >> 10, unflushed >> 10, live >> 10, in_live >> 10, old >> 10,
 	         plan->n_deferred, plan->next_due ? plan->next_due - (int64_t)time(NULL) : 0);
+	/*
+	 * Where the dead bytes of referenced packs are (reading a churn run):
+	 * per kind (a group's pack, a flush's pack) the size and live bytes of
+	 * the packs the newest manifest references, by live fraction: below
+	 * the repack threshold, 50-75 %, 75-90 %, 90-100 %.
+	 */
+	uint64_t sz[2][4] = {{0}}, lv[2][4] = {{0}}, asz[2] = {0}, alv[2] = {0}, dead[2] = {0};
+	for (size_t i = 0; i < plan->npacks; i++) {
+		const struct gc_pack_stat *s = &plan->packs[i];
+		int k = (s->id.position & PACK_POS_FLUSH) ? 1 : 0, b;
+		double f;
+
+		if (s->live_bytes) {
+			asz[k] += s->size;
+			alv[k] += s->live_bytes;
+		} else {
+			dead[k] += s->size;
+		}
+		if (s->unflushed || !s->live_bytes || !s->data_bytes)
+			continue;
+		f = (double)s->live_bytes / (double)s->data_bytes;
+		b = f < 0.5 ? 0 : f < 0.75 ? 1 : f < 0.9 ? 2 : 3;
+		sz[k][b] += s->size;
+		lv[k][b] += s->live_bytes;
+	}
+	for (int k = 0; k < 2; k++)
+		log_info("gc: %s packs: %" PRIu64 " KiB live of %" PRIu64
+		         " KiB in packs the newest "
+		         "manifest references, %" PRIu64 " KiB in packs it does not",
+		         k ? "flush" : "group", alv[k] >> 10, asz[k] >> 10, dead[k] >> 10);
+	for (int k = 0; k < 2; k++)
+		log_info("gc: %s packs by live fraction (KiB live/size): <50%% %" PRIu64 "/%" PRIu64
+		         ", 50-75%% %" PRIu64 "/%" PRIu64 ", 75-90%% %" PRIu64 "/%" PRIu64
+		         ", 90-100%% %" PRIu64 "/%" PRIu64,
+		         k ? "flush" : "group", lv[k][0] >> 10, sz[k][0] >> 10, lv[k][1] >> 10,
+		         sz[k][1] >> 10, lv[k][2] >> 10, sz[k][2] >> 10, lv[k][3] >> 10,
+		         sz[k][3] >> 10);
 }
 
 /* Caller holds e->gc_mu. */
