@@ -417,6 +417,12 @@ static void cache_prune(struct gc *g)
 /* Planning                                                            */
 /* ------------------------------------------------------------------ */
 
+/* A kept manifest younger than the WAL delay (wal_floor_of()). */
+struct young {
+	uint64_t covered; /* its wal_covered (at most protect_wal_from) */
+	int64_t age;      /* seconds */
+};
+
 /* The state of one planning pass. */
 struct pass {
 	struct gc *g;
@@ -426,8 +432,11 @@ struct pass {
 	size_t nkept;
 	char **live_ssts; /* names listed by kept manifests, sorted */
 	size_t nlive_ssts;
-	struct prefs refs;       /* packs referenced by kept tables */
-	uint64_t floor;          /* WAL floor */
+	struct prefs refs;   /* packs referenced by kept tables */
+	uint64_t floor;      /* WAL floor */
+	uint64_t wal_floor;  /* WAL entries (not fences) below it go (wal_floor_of()) */
+	struct young *young; /* kept manifests that cover more but are too young, oldest last */
+	size_t nyoung;
 	struct manifest *pinned; /* manifests only snapshots keep (docs/SNAPSHOTS.md) */
 	size_t npinned;
 	struct engine_snapshot *snaps; /* every snapshot: its manifest and WAL range */
@@ -661,6 +670,59 @@ static int add_tables(struct pass *ps, const struct manifest *m, bool live)
 	return 0;
 }
 
+/*
+ * The floor of WAL entries that are not fences (docs/GC.md, "Deletion
+ * rules"): the covered position of the newest kept manifest that is at least
+ * a tenth of the grace old (the writers' epoch lease), so that an entry goes
+ * that long after the first manifest that covered it, not a grace after the
+ * last one that did not.  What still reads such an entry: a reader that
+ * loaded an older manifest (a follower, a read-only open) and replays from
+ * its covered position; one slower than that finds the entry gone and jumps
+ * to the newest manifest (docs/FOLLOWERS.md).  Fences stay until the floor of
+ * every kept manifest passes them: the epoch lease's argument needs them for
+ * the whole grace (docs/WAL.md, "Fencing and GC").
+ */
+static int wal_floor_of(struct pass *ps)
+{
+	int64_t delay = (int64_t)(ps->o->grace_sec / 10);
+
+	ps->wal_floor = ps->floor;
+	ps->young = calloc(ps->nkept ? ps->nkept : 1, sizeof(*ps->young));
+	if (!ps->young)
+		return -ENOMEM;
+	for (size_t i = 0; i < ps->nkept; i++) {
+		uint64_t c = ps->kept[i].wal_covered;
+		int64_t age;
+		int rc;
+
+		if (c > ps->o->protect_wal_from)
+			c = ps->o->protect_wal_from;
+		if (c <= ps->wal_floor)
+			break;
+		if ((rc = manifest_age(ps, ps->kept[i].version, &age)))
+			return rc;
+		if (age >= delay) {
+			ps->wal_floor = c;
+			break;
+		}
+		ps->young[ps->nyoung++] = (struct young){c, age};
+	}
+	return 0;
+}
+
+/*
+ * A covered entry at p that is not a fence and stays in this pass goes once
+ * the oldest young manifest covering it has aged the delay: defer it.
+ */
+static void defer_wal(struct pass *ps, struct gc_plan *plan, uint64_t p)
+{
+	for (size_t i = ps->nyoung; i-- > 0;)
+		if (ps->young[i].covered > p) {
+			defer(plan, ps->now, ps->young[i].age, ps->o->grace_sec / 10);
+			return;
+		}
+}
+
 /* Collect live tables and pack references of the kept manifests. */
 static int collect_refs(struct pass *ps)
 {
@@ -682,6 +744,8 @@ static int collect_refs(struct pass *ps)
 		if ((rc = add_tables(ps, &ps->kept[i], i == 0)))
 			return rc;
 	}
+	if ((rc = wal_floor_of(ps)))
+		return rc;
 	/* tables of manifests only snapshots pin: live, but no part of the newest state */
 	for (size_t i = 0; i < ps->npinned; i++)
 		if ((rc = add_tables(ps, &ps->pinned[i], false)))
@@ -720,9 +784,13 @@ static int plan_wal(struct pass *ps, struct gc_plan *plan)
 	for (size_t i = 0; !rc && i < l.n; i++) {
 		uint64_t pos;
 
-		if (fmt_parse_wal_name(l.names[i], &pos) == 0 && pos < ps->floor &&
-		    !snap_pins_pos(ps, pos))
+		if (fmt_parse_wal_name(l.names[i], &pos) != 0 || snap_pins_pos(ps, pos))
+			continue;
+		/* below every kept manifest's covered position, or a covered non-fence */
+		if (pos < ps->floor || (pos < ps->wal_floor && l.sizes[i] > WAL_HEADER_SIZE))
 			rc = plan_delete(plan, l.names[i], l.sizes[i], &plan->n_wal);
+		else if (l.sizes[i] > WAL_HEADER_SIZE)
+			defer_wal(ps, plan, pos);
 	}
 	listing_free(&l);
 	return rc;
@@ -880,6 +948,7 @@ int gc_plan_make(struct gc *g, const struct gc_opts *o, struct gc_plan *out)
 	if (rc)
 		goto out;
 	plan.wal_floor = ps.floor;
+	plan.wal_entry_floor = ps.wal_floor;
 	if ((rc = plan_manifests(&ps, &plan)) || (rc = plan_wal(&ps, &plan)) ||
 	    (rc = plan_ssts(&ps, &plan)) || (rc = plan_packs(&ps, &plan)))
 		goto out;
@@ -893,6 +962,7 @@ out:
 	for (size_t i = 0; i < ps.nkept; i++)
 		manifest_clear(&ps.kept[i]);
 	free(ps.kept);
+	free(ps.young);
 	for (size_t i = 0; i < ps.npinned; i++)
 		manifest_clear(&ps.pinned[i]);
 	free(ps.pinned);

@@ -11,7 +11,9 @@
  *
  *   An object is deleted only when no kept manifest needs it:
  *     wal/<p>          p < floor = min(wal_covered of kept manifests,
- *                      protect_wal_from)
+ *                      protect_wal_from); or, not a fence (larger than a
+ *                      header), p < the covered position of the newest kept
+ *                      manifest at least grace_sec / 10 old
  *     manifest/<v>     v older than the oldest kept version
  *     sst/<e>-<id>     listed by no kept manifest, not protected as
  *                      in flight (e == protect_epoch && id >= protect_sst_from),
@@ -86,10 +88,11 @@ struct gc_pack_stat {
 
 /* A plan: what one GC pass would delete, and the pack accounting. */
 struct gc_plan {
-	uint64_t latest;      /* newest manifest version (0: none; plan empty) */
-	uint64_t oldest_kept; /* oldest manifest version kept */
-	uint64_t wal_floor;   /* WAL entries below this are deleted */
-	char **deletes;       /* object names to delete (malloc()ed, each too) */
+	uint64_t latest;          /* newest manifest version (0: none; plan empty) */
+	uint64_t oldest_kept;     /* oldest manifest version kept */
+	uint64_t wal_floor;       /* WAL entries below this are deleted */
+	uint64_t wal_entry_floor; /* and those below this that are not fences (docs/GC.md) */
+	char **deletes;           /* object names to delete (malloc()ed, each too) */
 	size_t ndeletes;
 	uint64_t delete_bytes;                     /* their total size */
 	uint64_t n_wal, n_manifest, n_sst, n_pack; /* deletes per class */

@@ -12,7 +12,10 @@
  * history; the model then checks, object by object:
  *   - safety: everything a kept manifest references (its tables, their
  *     packs, WAL from its wal_covered, packs of uncovered groups, the
- *     caller's live packs) still exists; the newest manifest too;
+ *     caller's live packs) still exists, except WAL entries that are not
+ *     fences (larger than a header) below the covered position of the newest
+ *     kept manifest at least a tenth of the grace old; the newest manifest
+ *     too;
  *   - liveness: everything else older than the grace period is gone;
  *   - pack accounting (live bytes per pack from the newest manifest) and
  *     the repack selection;
@@ -67,6 +70,7 @@ struct ref {
 struct obj {
 	char name[FMT_NAME_MAX];
 	int64_t mtime;
+	uint64_t size;           /* bytes */
 	uint64_t data;           /* packs: blob data bytes */
 	struct ref refs[MAXREF]; /* tables: packs referenced */
 	size_t nrefs;
@@ -120,7 +124,7 @@ static void put_obj(struct model *md, const char *name, size_t len)
 	tu_random_bytes(b, len, rnd());
 	assert_int_equal(store_put(md->s, name, b, len), 0);
 	free(b);
-	touch(md, name);
+	touch(md, name)->size = len;
 }
 
 static int ref_cmp(const void *a, const void *b)
@@ -343,6 +347,7 @@ static void step_claim(struct model *md)
 struct verdict {
 	uint64_t oldest_kept;
 	uint64_t floor;
+	uint64_t entry_floor; /* WAL entries that are not fences below it go */
 	struct manifest kept[256];
 	size_t nkept;
 };
@@ -417,6 +422,20 @@ static void decide(struct model *md, const struct gc_opts *o, struct verdict *v)
 		v->nkept++;
 	}
 	v->oldest_kept = latest - v->nkept + 1;
+	/* the newest kept manifest at least grace / 10 old covers the non-fences below it */
+	v->entry_floor = v->floor;
+	for (size_t i = 0; i < v->nkept; i++) {
+		char name[FMT_NAME_MAX];
+		uint64_t c = v->kept[i].wal_covered < o->protect_wal_from ? v->kept[i].wal_covered
+		                                                          : o->protect_wal_from;
+
+		fmt_manifest_name(name, v->kept[i].version);
+		if (o->now - find(md, name)->mtime >= (int64_t)(o->grace_sec / 10)) {
+			if (c > v->entry_floor)
+				v->entry_floor = c;
+			break;
+		}
+	}
 }
 
 /* Should the model object go in this pass? */
@@ -429,7 +448,7 @@ static bool should_go(struct model *md, const struct gc_opts *o, const struct ve
 	if (fmt_parse_manifest_name(ob->name, &a) == 0)
 		return a < v->oldest_kept;
 	if (fmt_parse_wal_name(ob->name, &a) == 0)
-		return a < v->floor;
+		return a < v->floor || (a < v->entry_floor && ob->size > WAL_HEADER_SIZE);
 	if (sscanf(ob->name, "sst/%20" SCNu64 "-%20" SCNu64, &a, &b) == 2)
 		return !sst_live(v, ob->name) && !(a == md->m.epoch && b >= md->m.next_sst) && old;
 	if (sscanf(ob->name, "pack/%20" SCNu64 "-%20" SCNu64, &a, &b) == 2) {
@@ -501,6 +520,7 @@ static void gc_pass(struct model *md, struct gc *g, struct gc_opts *o, bool prin
 	assert_int_equal(plan.latest, md->m.version);
 	assert_int_equal(plan.oldest_kept, v->oldest_kept);
 	assert_int_equal(plan.wal_floor, v->floor);
+	assert_int_equal(plan.wal_entry_floor, v->entry_floor);
 	/* pack accounting and repack selection */
 	for (size_t i = 0; i < plan.npacks; i++) {
 		const struct gc_pack_stat *s = &plan.packs[i];

@@ -278,7 +278,8 @@ static void test_gc_space_due(void **state)
 	              g.deferred, g.next_due - now / 1000, GRACE_S);
 	assert_true(g.deferred > 0);
 	assert_int_equal(g.deleted, 0);
-	assert_true(g.next_due >= before_s + GRACE_S);
+	/* the first due: the covered WAL entries, a tenth of the grace after their manifest */
+	assert_true(g.next_due >= before_s + GRACE_S / 10);
 	assert_true(g.next_due <= now / 1000 + GRACE_S + 1);
 	w = maint_gc_wait_ms(INTERVAL_MS, &g, 0, now);
 	assert_true(w >= INTERVAL_MS / 4);
