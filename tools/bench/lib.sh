@@ -104,7 +104,18 @@ s3_rb() {
 			return 0
 		fi
 	fi
-	s3_curl -o /dev/null -X DELETE "${S3_ENDPOINT}/$1" || true
+	# Through the API: every object (1000 per listing page), then the bucket.
+	local keys code
+	for _ in $(seq 1 1000); do
+		keys=$(s3_curl "${S3_ENDPOINT}/$1?list-type=2&max-keys=1000" 2>/dev/null |
+			grep -o '<Key>[^<]*</Key>' | sed 's/<Key>\(.*\)<\/Key>/\1/') || break
+		[ -n "$keys" ] || break
+		printf '%s\n' "$keys" | while read -r k; do
+			s3_curl -o /dev/null -X DELETE "${S3_ENDPOINT}/$1/$k" || true
+		done
+	done
+	code=$(s3_curl -o /dev/null -w '%{http_code}' -X DELETE "${S3_ENDPOINT}/$1") || true
+	case "$code" in 204|404) ;; *) say "delete bucket $1: HTTP $code (it stays on the server)" ;; esac
 }
 
 # bucket_bytes BUCKET: bytes the server stores for the bucket (RGW bucket stats,

@@ -233,6 +233,20 @@ start_server() {
 	export CEPH_DIR RGWPORT MONPORT
 	if [ -n "${S3_ENDPOINT:-}" ] && server_up "$S3_ENDPOINT"; then
 		say "using the S3 server at $S3_ENDPOINT"
+		# A server of tools/s3-server.sh (the test suites' own, say): its ceph.conf
+		# and log, so that requests are counted and s3_rb deletes each bucket
+		# (without radosgw-admin a bucket that is not empty would stay, and the
+		# runs of a session filled the test server's OSD).
+		if [ -z "${RGW_CONF:-}" ]; then
+			local hp=${S3_ENDPOINT#*://} d
+			hp=${hp%%/*}
+			for d in "$CEPH_DIR" /tmp/memwalfs-rgw; do
+				if grep -qs "endpoint=$hp " "$d/ceph.conf"; then
+					CEPH_DIR=$d
+					break
+				fi
+			done
+		fi
 	elif [ -x "$REPO/tools/s3-server.sh" ]; then
 		say "starting the S3 server (tools/s3-server.sh start, $CEPH_DIR, port $RGWPORT)"
 		local env
