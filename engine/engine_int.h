@@ -123,6 +123,7 @@ struct engine {
 	bool gc_idle;                      /* that pass left nothing to wait for (maint.c) [mu] */
 	uint64_t gc_space_deletes;         /* stats.deletes at the last flush GC asked for [mu] */
 	uint64_t gc_pass_us;               /* mw_now_us() when the last GC pass began [gc_mu] */
+	uint64_t gc_writes_seen;           /* foreground puts + deletes at the last GC pass [mu] */
 	struct cache *block_cache;         /* SSTable data blocks (thread-safe) */
 	struct sst_counters sst_counters;  /* read costs of all SSTables (atomic) */
 	atomic_uint_fast64_t blob_fetches; /* ranged GETs of blob blocks */

@@ -392,6 +392,18 @@ static int gc_pass(struct engine *e, struct maint_gc_result *res)
 	mw_mutex_lock(&e->mu);
 	rc = e->sticky;
 	pack_mark = e->stats.pack_bytes; /* what is written from here on counts as live */
+	/*
+	 * While the store is being written, repack only below half the threshold:
+	 * the live rest of a mostly dead pack then tends to die soon too, and a
+	 * copy made now stays beside the old pack for the grace (docs/GC.md,
+	 * "Pack accounting and repack").  The first pass after the writes stop
+	 * uses the whole threshold, so a store at rest comes back to it.
+	 */
+	uint64_t writes = e->stats.puts + e->stats.deletes - e->stats.repacked_blobs;
+	res->writing = writes != e->gc_writes_seen;
+	e->gc_writes_seen = writes;
+	if (res->writing)
+		o.repack_below /= 2;
 	o.protect_epoch = e->epoch;
 	o.protect_sst_from = e->man.next_sst;
 	o.protect_wal_from = e->man.wal_covered;

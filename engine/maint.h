@@ -52,6 +52,7 @@ struct maint_gc_result {
 	int64_t next_due;             /* wall-clock second the first deferred one comes due (0) */
 	bool repack_budget_spent;     /* the repack stopped at its byte budget (the rest: later) */
 	bool space_requested;         /* maint_gc_cycle(): a freeze (+ compaction) was asked for */
+	bool writing; /* written since the pass before: repack at half its threshold */
 };
 
 /*

@@ -24,6 +24,11 @@
  *                     their grace); after a cycle that asked for a flush
  *                     (churn) a quarter interval, so the compaction that
  *                     makes dead data collectable comes sooner.
+ *   gc_space_rest     packs a quarter live: a pass after writes selects none
+ *                     (half the threshold while the store is written), the
+ *                     next pass with no write between selects them and
+ *                     rewrites every live blob (the whole threshold at rest),
+ *                     and its own repack writes do not count as writing.
  *   gc_space_rate     the repack budget of a pass is the rate times the time
  *                     since the pass before (at most the interval): passes that
  *                     come sooner because objects came due do not multiply
@@ -223,6 +228,49 @@ static int64_t wall_ms(void)
 #define GRACE_S 40u       /* longer than the test takes: everything dead waits */
 #define INTERVAL_MS 60000 /* the GC thread's interval the waits are computed for */
 
+static void test_gc_space_rest(void **state)
+{
+	struct tu_store *t = NULL;
+	struct engine *e = NULL;
+	struct maint_gc_result g;
+	(void)state;
+
+	assert_int_equal(tu_store_open("local", &t), 0);
+	open_engine(t, 1u << 20, &e); /* a budget far above what is rewritten */
+	for (unsigned i = 0; i < GROUPS * PER; i++) {
+		put_blob(e, i, BLOB);
+		if (i % PER == PER - 1)
+			assert_int_equal(engine_sync(e), 0); /* one pack per group */
+	}
+	for (unsigned i = 0; i < GROUPS * PER; i++)
+		if (i % PER != 0)
+			del_blob(e, i); /* each pack 25 % live */
+	assert_int_equal(maint_flush_now(e), 0);
+	assert_int_equal(maint_compact_now(e), 0);
+	/* written since the last pass: 25 % live is not below half of 50 % */
+	assert_int_equal(maint_gc_now(e, &g), 0);
+	assert_true(g.writing);
+	assert_int_equal(g.repack_packs, 0);
+	assert_int_equal(g.repacked_blobs, 0);
+	/* nothing written since: the whole threshold, every pack goes for repack */
+	assert_int_equal(maint_gc_now(e, &g), 0);
+	assert_false(g.writing);
+	assert_true(g.repack_packs >= 1);
+	assert_int_equal(g.repacked_blobs, GROUPS); /* every live blob */
+	/* the repack's own puts are not foreground writes */
+	assert_int_equal(maint_gc_now(e, &g), 0);
+	assert_false(g.writing);
+	/* a foreground write makes the next pass a writing one again */
+	put_blob(e, 0, BLOB);
+	assert_int_equal(engine_sync(e), 0);
+	assert_int_equal(maint_gc_now(e, &g), 0);
+	assert_true(g.writing);
+	print_message("rest: none selected while writing, %u blobs repacked at rest\n",
+	              (unsigned)GROUPS);
+	assert_int_equal(engine_close(e), 0);
+	tu_store_close(t);
+}
+
 static void test_gc_space_due(void **state)
 {
 	struct tu_store *t = NULL;
@@ -305,9 +353,8 @@ static void test_gc_space_rate(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_gc_space_drains),
-	    cmocka_unit_test(test_gc_space_budget),
-	    cmocka_unit_test(test_gc_space_due),
+	    cmocka_unit_test(test_gc_space_drains), cmocka_unit_test(test_gc_space_budget),
+	    cmocka_unit_test(test_gc_space_rest),   cmocka_unit_test(test_gc_space_due),
 	    cmocka_unit_test(test_gc_space_rate),
 	};
 
