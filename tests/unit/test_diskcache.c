@@ -83,18 +83,18 @@ static void roundtrip(void **state)
 
 	(void)state;
 	fill(in, sizeof(in), 1);
-	assert_int_equal(diskcache_get(dc, "a", 1, out, sizeof(out)), -ENOENT);
+	assert_int_equal(diskcache_get(dc, "a", 1, out, sizeof(out), 0), -ENOENT);
 	diskcache_put(dc, "a", 1, in, sizeof(in));
 	diskcache_flush(dc);
-	assert_int_equal(diskcache_get(dc, "a", 1, out, sizeof(out)), 0);
+	assert_int_equal(diskcache_get(dc, "a", 1, out, sizeof(out), 0), 0);
 	assert_memory_equal(in, out, sizeof(in));
 	/* another length is not this entry (and is dropped: the caller wants other bytes) */
-	assert_int_equal(diskcache_get(dc, "a", 1, out, sizeof(out) - 1), -ENOENT);
-	assert_int_equal(diskcache_get(dc, "a", 1, out, sizeof(out)), -ENOENT);
+	assert_int_equal(diskcache_get(dc, "a", 1, out, sizeof(out) - 1, 0), -ENOENT);
+	assert_int_equal(diskcache_get(dc, "a", 1, out, sizeof(out), 0), -ENOENT);
 	diskcache_put(dc, "a", 1, in, sizeof(in));
 	diskcache_flush(dc);
-	diskcache_drop(dc, "a", 1);
-	assert_int_equal(diskcache_get(dc, "a", 1, out, sizeof(out)), -ENOENT);
+	diskcache_drop(dc, "a", 1, false);
+	assert_int_equal(diskcache_get(dc, "a", 1, out, sizeof(out), 0), -ENOENT);
 	diskcache_get_stats(dc, &st);
 	assert_int_equal(st.hits, 1);
 	assert_int_equal(st.inserts, 2);
@@ -144,7 +144,7 @@ static void damage(void **state)
 				break;
 			}
 			close(fd);
-			assert_int_equal(diskcache_get(dc, "key", 3, out, sizeof(out)), -ENOENT);
+			assert_int_equal(diskcache_get(dc, "key", 3, out, sizeof(out), 0), -ENOENT);
 			/* and the damaged file is gone */
 			assert_int_equal(stat(path, &sb), -1);
 			struct diskcache_stats st;
@@ -160,7 +160,7 @@ static void damage(void **state)
 	diskcache_flush(dc);
 	only_file(path, sizeof(path));
 	assert_int_equal(unlink(path), 0);
-	assert_int_equal(diskcache_get(dc, "key", 3, out, sizeof(out)), -ENOENT);
+	assert_int_equal(diskcache_get(dc, "key", 3, out, sizeof(out), 0), -ENOENT);
 	diskcache_close(dc);
 }
 
@@ -176,9 +176,9 @@ static void distinct_keys(void **state)
 	diskcache_put(dc, "k1", 2, a, sizeof(a));
 	diskcache_put(dc, "k2", 2, b, sizeof(b));
 	diskcache_flush(dc);
-	assert_int_equal(diskcache_get(dc, "k1", 2, out, sizeof(out)), 0);
+	assert_int_equal(diskcache_get(dc, "k1", 2, out, sizeof(out), 0), 0);
 	assert_memory_equal(out, a, sizeof(a));
-	assert_int_equal(diskcache_get(dc, "k2", 2, out, sizeof(out)), 0);
+	assert_int_equal(diskcache_get(dc, "k2", 2, out, sizeof(out), 0), 0);
 	assert_memory_equal(out, b, sizeof(b));
 	diskcache_close(dc);
 }
@@ -201,7 +201,7 @@ static void lru_and_reopen(void **state)
 		diskcache_flush(dc);
 		if (i >= 2) { /* keep key 10 recent: it must survive */
 			key_of(k, sizeof(k), 10);
-			assert_int_equal(diskcache_get(dc, k, strlen(k), out, sizeof(out)), 0);
+			assert_int_equal(diskcache_get(dc, k, strlen(k), out, sizeof(out), 0), 0);
 		}
 	}
 	diskcache_get_stats(dc, &st);
@@ -209,14 +209,14 @@ static void lru_and_reopen(void **state)
 	assert_int_equal(st.entries, 10);
 	assert_int_equal(st.evictions, N - 10);
 	key_of(k, sizeof(k), 10);
-	assert_int_equal(diskcache_get(dc, k, strlen(k), out, sizeof(out)), 0);
+	assert_int_equal(diskcache_get(dc, k, strlen(k), out, sizeof(out), 0), 0);
 	fill(in, sizeof(in), 0);
 	assert_memory_equal(in, out, sizeof(out));
 	key_of(k, sizeof(k), 11);
-	assert_int_equal(diskcache_get(dc, k, strlen(k), out, sizeof(out)), -ENOENT);
+	assert_int_equal(diskcache_get(dc, k, strlen(k), out, sizeof(out), 0), -ENOENT);
 	for (int i = N - 9; i < N; i++) {
 		key_of(k, sizeof(k), i + 10);
-		assert_int_equal(diskcache_get(dc, k, strlen(k), out, sizeof(out)), 0);
+		assert_int_equal(diskcache_get(dc, k, strlen(k), out, sizeof(out), 0), 0);
 	}
 	/* a second cache on the directory is refused while the first holds it */
 	struct diskcache_opts o = {.dir = dir, .max_bytes = 1 << 20};
@@ -231,7 +231,7 @@ static void lru_and_reopen(void **state)
 	assert_int_equal(st.entries, 10);
 	assert_int_equal(st.bytes, 10 * entry);
 	key_of(k, sizeof(k), 10);
-	assert_int_equal(diskcache_get(dc, k, strlen(k), out, sizeof(out)), 0);
+	assert_int_equal(diskcache_get(dc, k, strlen(k), out, sizeof(out), 0), 0);
 	diskcache_close(dc);
 	dc = open_dc(5 * entry);
 	diskcache_flush(dc);
@@ -252,7 +252,7 @@ static void limits(void **state)
 	fill(in, sizeof(in), 5);
 	diskcache_put(dc, "big", 3, in, sizeof(in));
 	diskcache_flush(dc);
-	assert_int_equal(diskcache_get(dc, "big", 3, out, sizeof(out)), -ENOENT);
+	assert_int_equal(diskcache_get(dc, "big", 3, out, sizeof(out), 0), -ENOENT);
 	diskcache_get_stats(dc, &st);
 	assert_int_equal(st.dropped, 1);
 	assert_int_equal(st.inserts, 0);
