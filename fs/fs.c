@@ -30,7 +30,7 @@ void mwfs_opts_default(struct mwfs_opts *o)
 	o->attr_timeout = 10.0;
 	o->writeback = true;
 	o->max_threads = FS_DEFAULT_THREADS;
-	o->readahead_threads = 16;
+	o->readahead_threads = 8;
 	o->readahead_bytes = 16u << 20;
 	o->wb_flush_ms = 100;
 	o->capacity = MWFS_DEFAULT_CAPACITY;

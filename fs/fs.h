@@ -41,7 +41,7 @@ struct mwfs_opts {
 	bool read_only;             /* the engine was opened read-only */
 	bool writeback;             /* ask for the kernel writeback cache (default true) */
 	unsigned max_threads;       /* FUSE worker threads (default FS_DEFAULT_THREADS) */
-	unsigned readahead_threads; /* threads prefetching for sequential readers (default 16) */
+	unsigned readahead_threads; /* threads prefetching for sequential readers (default 8) */
 	uint64_t readahead_bytes;   /* how far ahead they fetch at most (default 16 MiB; 0: off) */
 	unsigned wb_flush_ms;       /* put a partly written chunk after this long (default 100) */
 	uint64_t capacity;          /* the size statfs reports, bytes (default, and 0: 1 PiB) */

@@ -151,7 +151,7 @@ static void usage(FILE *f)
 	    "                         (grows while reads stay sequential, up to this; default\n"
 	    "                         16M; 0 turns read-ahead off)\n"
 	    "  --readahead-threads N  threads doing that, each with one ranged GET of a chunk in\n"
-	    "                         flight (1-64; default 16, the S3 connection pool's size)\n"
+	    "                         flight (1-64; default 8)\n"
 	    "  --no-writeback-cache   do not use the kernel writeback cache\n"
 	    "  --single-writer        accept a store without conditional create\n"
 	    "  --format               format STORE even though it is not empty and holds no\n"
