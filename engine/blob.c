@@ -34,12 +34,42 @@
 #include "pack.h"
 #include "store.h"
 
-/* A cached blob: its bytes, owned, or a range of a sealed pack it holds a reference on. */
+/*
+ * The buffer of one ranged GET, shared by the cache entries made from it
+ * (blocks of a big blob, a coalesced region) instead of copied into each:
+ * freed when the fetch and the last entry have let go of it.
+ */
+struct getbuf {
+	_Atomic unsigned refs; /* the fetch while it runs + one per entry */
+	uint8_t *data;         /* the store_get() buffer, owned */
+};
+
+static struct getbuf *getbuf_ref(struct getbuf *gb)
+{
+	if (gb)
+		atomic_fetch_add_explicit(&gb->refs, 1, memory_order_relaxed);
+	return gb;
+}
+
+static void getbuf_unref(struct getbuf *gb)
+{
+	if (gb && atomic_fetch_sub_explicit(&gb->refs, 1, memory_order_acq_rel) == 1) {
+		free(gb->data);
+		free(gb);
+	}
+}
+
+/*
+ * A cached block: a range of a sealed pack it holds a reference on, or bytes:
+ * its own (data[]) or inside a GET buffer it holds a reference on.
+ */
 struct blob_val {
-	size_t len;        /* bytes of the blob */
-	struct pack *pack; /* NULL: the bytes are in data */
-	uint64_t off;      /* object offset in pack */
-	uint8_t data[];    /* the blob (pack == NULL) */
+	size_t len;           /* bytes of the block */
+	struct pack *pack;    /* a sealed pack holding them at off, or NULL */
+	struct getbuf *gb;    /* a GET buffer holding them at bytes, or NULL */
+	const uint8_t *bytes; /* the bytes (data or inside gb) when pack == NULL */
+	uint64_t off;         /* object offset in pack */
+	uint8_t data[];       /* the bytes, when pack == NULL and gb == NULL */
 };
 
 static void blob_val_free(const void *key, size_t klen, void *value)
@@ -49,14 +79,25 @@ static void blob_val_free(const void *key, size_t klen, void *value)
 	(void)key;
 	(void)klen;
 	pack_unref(bv->pack);
+	getbuf_unref(bv->gb);
 	free(bv);
 }
 
-/* Copy n bytes at off of a cached blob (off + n <= bv->len). */
+/* A blob_val with room for len bytes of its own (NULL: -ENOMEM). */
+static struct blob_val *blob_val_new(size_t len, uint64_t off)
+{
+	struct blob_val *bv = malloc(sizeof(*bv) + (len ? len : 1));
+
+	if (bv)
+		*bv = (struct blob_val){.len = len, .bytes = bv->data, .off = off};
+	return bv;
+}
+
+/* Copy n bytes at off of a cached block (off + n <= bv->len). */
 static int blob_val_read(const struct blob_val *bv, uint64_t off, void *buf, size_t n)
 {
 	if (!bv->pack) {
-		memcpy(buf, bv->data + off, n);
+		memcpy(buf, bv->bytes + off, n);
 		return 0;
 	}
 	return pack_read(bv->pack, bv->off + off, buf, n);
@@ -106,13 +147,27 @@ static bool block_ok(const struct blob_desc *d, uint64_t boff, const uint8_t *p,
 	return blob_desc_verify(d, boff, p, bl, &bad) == 0;
 }
 
+/* Enter bv (taken) into the blob cache as the block at blob offset boff, charged charge. */
+static void cache_block(struct engine *e, const struct blob_desc *d, uint64_t boff,
+                        struct blob_val *bv, size_t charge)
+{
+	uint8_t key[24];
+
+	cache_key(key, d, boff);
+	if (!e->blob_cache ||
+	    cache_insert(e->blob_cache, key, sizeof(key), bv, charge, blob_val_free, NULL) != 0)
+		blob_val_free(NULL, 0, bv);
+}
+
 /*
- * Keep the verified block at blob offset boff (bytes p[0, bl)): a copy in the
- * blob cache, and one queued for the disk cache when to_disk.
+ * Keep the verified block at blob offset boff (bytes p[0, bl)): in the blob
+ * cache (by reference to gb, which holds p, charged charge; without gb a copy,
+ * charged bl), and a copy queued for the disk cache when to_disk.
  */
 static void keep_block(struct engine *e, const struct blob_desc *d, uint64_t boff, const uint8_t *p,
-                       size_t bl, bool to_disk)
+                       size_t bl, bool to_disk, struct getbuf *gb, size_t charge)
 {
+	struct blob_val *bv;
 	uint8_t key[25];
 
 	if (to_disk && e->dcache) {
@@ -121,16 +176,20 @@ static void keep_block(struct engine *e, const struct blob_desc *d, uint64_t bof
 	}
 	if (!e->blob_cache)
 		return;
-	struct blob_val *bv = malloc(sizeof(*bv) + bl);
-	if (!bv)
-		return;
-	bv->len = bl;
-	bv->pack = NULL;
-	bv->off = d->offset + boff;
-	memcpy(bv->data, p, bl);
-	cache_key(key, d, boff);
-	if (cache_insert(e->blob_cache, key, 24, bv, bl, blob_val_free, NULL) != 0)
-		free(bv);
+	if (gb) {
+		bv = malloc(sizeof(*bv));
+		if (!bv)
+			return;
+		*bv = (struct blob_val){
+		    .len = bl, .gb = getbuf_ref(gb), .bytes = p, .off = d->offset + boff};
+	} else {
+		bv = blob_val_new(bl, d->offset + boff);
+		if (!bv)
+			return;
+		memcpy(bv->data, p, bl);
+		charge = bl;
+	}
+	cache_block(e, d, boff, bv, charge);
 }
 
 /* Copy the part of blob range [a, z) that block [boff, boff + bl) holds to dst. */
@@ -154,15 +213,19 @@ static void copy_part(uint8_t *dst, uint64_t a, uint64_t z, const uint8_t *blk, 
  * checks it against its own descriptor and only then serves and caches it.
  */
 struct region {
-	size_t len;     /* bytes of the region (R, less at the end of the pack) */
-	uint8_t data[]; /* the bytes */
+	size_t len;           /* bytes of the region (R, less at the end of the pack) */
+	struct getbuf *gb;    /* the GET buffer holding them (a reference) */
+	const uint8_t *bytes; /* the bytes, inside gb */
 };
 
 static void region_free(const void *key, size_t klen, void *value)
 {
+	struct region *rg = value;
+
 	(void)key;
 	(void)klen;
-	free(value);
+	getbuf_unref(rg->gb);
+	free(rg);
 }
 
 static void region_key(uint8_t k[24], const struct blob_desc *d, uint64_t idx)
@@ -189,7 +252,7 @@ static bool region_read(struct engine *e, const struct blob_desc *d, uint64_t of
 			struct region *rg = cache_value(h);
 			ok = in + take <= rg->len;
 			if (ok)
-				memcpy(dst, rg->data + in, take);
+				memcpy(dst, rg->bytes + in, take);
 			cache_release(e->region_cache, h);
 		}
 		if (!ok)
@@ -202,11 +265,11 @@ static bool region_read(struct engine *e, const struct blob_desc *d, uint64_t of
 }
 
 /*
- * Enter the regions that buf (object bytes [g, g + n) of d's pack, asked
- * for [g, g + asked)) holds whole: those that end inside it, and the last
- * one when the pack ended before asked.
+ * Enter the regions that gb (object bytes [g, g + n) of d's pack, asked
+ * for [g, g + asked)) holds whole, by reference: those that end inside it,
+ * and the last one when the pack ended before asked.
  */
-static void region_keep(struct engine *e, const struct blob_desc *d, uint64_t g, const uint8_t *buf,
+static void region_keep(struct engine *e, const struct blob_desc *d, uint64_t g, struct getbuf *gb,
                         size_t n, size_t asked)
 {
 	uint64_t R = e->o.read_region_bytes;
@@ -218,23 +281,24 @@ static void region_keep(struct engine *e, const struct blob_desc *d, uint64_t g,
 				break; /* cut by our own range, not by the end of the pack */
 			hi = g + n;
 		}
-		struct region *rg = malloc(sizeof(*rg) + (size_t)(hi - lo));
+		struct region *rg = malloc(sizeof(*rg));
 		uint8_t key[24];
 		if (!rg)
 			return;
-		rg->len = (size_t)(hi - lo);
-		memcpy(rg->data, buf + (lo - g), rg->len);
+		*rg = (struct region){(size_t)(hi - lo), getbuf_ref(gb), gb->data + (lo - g)};
 		region_key(key, d, k);
 		if (cache_insert(e->region_cache, key, sizeof(key), rg, rg->len, region_free, NULL))
-			free(rg);
+			region_free(NULL, 0, rg);
 	}
 }
 
 /*
  * Block b of d's blob from the tiers under the blob cache: a coalesced region,
- * else the disk cache; checked against its hash, then kept in the blob cache
- * (and, from a region, queued for the disk), and its part of [a, z) copied
- * to dst.  False: not there (or wrong, and dropped).
+ * else the disk cache, read straight into a new cache entry; checked against
+ * its hash (the one check of these bytes on this path: the disk cache does
+ * not check them again), then entered in the blob cache (and, from a region,
+ * queued for the disk), and its part of [a, z) copied to dst.  False: not
+ * there (or wrong, and dropped).
  */
 static bool lower_tiers(struct engine *e, const struct blob_desc *d, uint64_t b, uint64_t a,
                         uint64_t z, uint8_t *dst)
@@ -246,30 +310,35 @@ static bool lower_tiers(struct engine *e, const struct blob_desc *d, uint64_t b,
 
 	if (!e->region_cache && !e->dcache)
 		return false;
-	uint8_t *p = malloc(bl ? bl : 1);
-	if (!p)
+	struct blob_val *bv = blob_val_new(bl, d->offset + boff);
+	if (!bv)
 		return false;
+	uint8_t *p = bv->data;
+	disk_key(key, d, boff);
 	if (e->region_cache)
 		ok = region_read(e, d, d->offset + boff, p, bl) && block_ok(d, boff, p, bl);
 	if (!ok && e->dcache) {
-		disk_key(key, d, boff);
-		disk = ok = diskcache_get(e->dcache, key, sizeof(key), p, bl) == 0;
+		disk = ok = diskcache_get(e->dcache, key, sizeof(key), p, bl,
+		                          DISKCACHE_GET_CALLER_CHECKS) == 0;
 		if (ok && !block_ok(d, boff, p, bl)) {
-			/* an entry of a pack of the same name in a store made again? */
-			diskcache_drop(e->dcache, key, sizeof(key));
+			/* torn or damaged, or of a pack of the same name in a store made again */
+			diskcache_drop(e->dcache, key, sizeof(key), true);
 			ok = disk = false;
 		}
 	}
-	if (ok) {
-		atomic_fetch_add_explicit(disk ? &e->blob_disk_hits : &e->blob_region_hits, 1,
-		                          memory_order_relaxed);
-		if (disk)
-			atomic_fetch_add_explicit(&e->blob_disk_bytes, bl, memory_order_relaxed);
-		copy_part(dst, a, z, p, boff, bl);
-		keep_block(e, d, boff, p, bl, !disk);
+	if (!ok) {
+		free(bv);
+		return false;
 	}
-	free(p);
-	return ok;
+	atomic_fetch_add_explicit(disk ? &e->blob_disk_hits : &e->blob_region_hits, 1,
+	                          memory_order_relaxed);
+	if (disk)
+		atomic_fetch_add_explicit(&e->blob_disk_bytes, bl, memory_order_relaxed);
+	copy_part(dst, a, z, p, boff, bl);
+	if (!disk && e->dcache)
+		diskcache_put(e->dcache, key, sizeof(key), p, bl);
+	cache_block(e, d, boff, bv, bl);
+	return true;
 }
 
 /* ---- the store ---------------------------------------------------------------- */
@@ -325,13 +394,15 @@ static void fetch_end(struct engine *e, int slot)
 }
 
 /*
- * The checking half of fetch_run(): buf (n bytes of object range [g, gend),
- * borrowed) holds blocks [b0, b1] of d's blob: check them, copy their part
- * of [a, z) to dst, keep them, and keep the regions buf holds when R.
+ * The checking half of fetch_run(): gb (n bytes of object range [g, gend))
+ * holds blocks [b0, b1] of d's blob: check them, copy their part of [a, z)
+ * to dst, keep them, and keep the regions gb holds when R.  The blocks are
+ * kept by reference to gb when they are most of it (each charged its share
+ * of the whole buffer, which lives as long as one of them), else copied.
  */
 static int check_keep(struct engine *e, const struct blob_desc *d, uint64_t b0, uint64_t b1,
                       uint64_t a, uint64_t z, uint8_t *dst, const char *name, uint64_t g,
-                      uint64_t gend, const uint8_t *buf, size_t n, uint64_t R)
+                      uint64_t gend, struct getbuf *gb, size_t n, uint64_t R)
 {
 	uint64_t from = b0 * BLOB_BLOCK_SIZE;
 	uint64_t to = b1 * BLOB_BLOCK_SIZE + block_len(d, b1);
@@ -342,7 +413,7 @@ static int check_keep(struct engine *e, const struct blob_desc *d, uint64_t b0, 
 		        d->offset + from, to - from);
 		return -EUCLEAN;
 	}
-	const uint8_t *run = buf + (d->offset + from - g);
+	const uint8_t *run = gb->data + (d->offset + from - g);
 	if (blob_desc_verify(d, from, run, to - from, &bad)) {
 		log_err("blob: %s [%" PRIu64 "+%zu]: checksum mismatch", name, d->offset + bad,
 		        block_len(d, bad / BLOB_BLOCK_SIZE));
@@ -352,11 +423,14 @@ static int check_keep(struct engine *e, const struct blob_desc *d, uint64_t b0, 
 		uint64_t lo = a > from ? a : from, hi = z < to ? z : to;
 		memcpy(dst + (lo - a), run + (lo - from), (size_t)(hi - lo));
 	}
-	for (uint64_t b = b0; b <= b1; b++)
-		keep_block(e, d, b * BLOB_BLOCK_SIZE, run + (b * BLOB_BLOCK_SIZE - from),
-		           block_len(d, b), true);
+	bool share = 2 * (to - from) >= n;
+	for (uint64_t b = b0; b <= b1; b++) {
+		size_t bl = block_len(d, b);
+		keep_block(e, d, b * BLOB_BLOCK_SIZE, run + (b * BLOB_BLOCK_SIZE - from), bl, true,
+		           share ? gb : NULL, (size_t)((uint64_t)bl * n / (to - from)));
+	}
 	if (R && (g != d->offset + from || n != to - from))
-		region_keep(e, d, g, buf, n, (size_t)(gend - g));
+		region_keep(e, d, g, gb, n, (size_t)(gend - g));
 	return 0;
 }
 
@@ -375,7 +449,8 @@ static int fetch_run(struct engine *e, const struct blob_desc *d, uint64_t b0, u
 {
 	char name[FMT_NAME_MAX];
 	uint64_t R = e->region_cache ? e->o.read_region_bytes : 0;
-	uint8_t *buf = NULL;
+	struct getbuf *gb = NULL;
+	void *buf = NULL;
 	size_t n = 0;
 	int rc, slot = -1;
 
@@ -403,7 +478,7 @@ static int fetch_run(struct engine *e, const struct blob_desc *d, uint64_t b0, u
 	}
 	if (may_wait && (slot = fetch_begin(e, d, g, gend)) == FETCH_WAITED)
 		return FETCH_WAITED;
-	rc = store_get(e->st, name, g, gend - g, (void **)&buf, &n);
+	rc = store_get(e->st, name, g, gend - g, &buf, &n);
 	if (rc == -ENOENT) {
 		log_err("blob: pack %s is missing (blob at %" PRIu64 "+%" PRIu64 ")", name,
 		        d->offset, d->blob_len);
@@ -414,9 +489,18 @@ static int fetch_run(struct engine *e, const struct blob_desc *d, uint64_t b0, u
 	} else {
 		atomic_fetch_add_explicit(&e->blob_fetches, 1, memory_order_relaxed);
 		atomic_fetch_add_explicit(&e->blob_fetch_bytes, n, memory_order_relaxed);
-		rc = check_keep(e, d, b0, b1, a, z, dst, name, g, gend, buf, n, R);
+		gb = malloc(sizeof(*gb));
+		if (gb) {
+			atomic_init(&gb->refs, 1);
+			gb->data = buf;
+			buf = NULL;
+			rc = check_keep(e, d, b0, b1, a, z, dst, name, g, gend, gb, n, R);
+		} else {
+			rc = -ENOMEM;
+		}
 	}
 	fetch_end(e, slot);
+	getbuf_unref(gb);
 	free(buf);
 	return rc;
 }
@@ -473,6 +557,9 @@ again: /* after waiting for another thread's GET of some of these blocks */
 			}
 			cache_release(e->blob_cache, h);
 		}
+		if (e->blob_cache)
+			atomic_fetch_add_explicit(hit ? &e->blob_mem_hits : &e->blob_mem_misses, 1,
+			                          memory_order_relaxed);
 		if (!hit)
 			hit = lower_tiers(e, d, b, a, z, dst);
 		if (!hit && run == UINT64_MAX)
@@ -551,9 +638,9 @@ void blob_cache_pack(struct engine *e, struct pack *p)
 			struct blob_val *bv = malloc(sizeof(*bv));
 			if (!bv)
 				return;
-			bv->len = block_len(&d, b);
-			bv->pack = p;
-			bv->off = d.offset + b * BLOB_BLOCK_SIZE;
+			*bv = (struct blob_val){.len = block_len(&d, b),
+			                        .pack = p,
+			                        .off = d.offset + b * BLOB_BLOCK_SIZE};
 			pack_ref(p);
 			cache_key(key, &d, b * BLOB_BLOCK_SIZE);
 			if (cache_insert(e->blob_cache, key, sizeof(key), bv, bv->len,

@@ -675,7 +675,8 @@ static void drop_name(struct diskcache *dc, XXH128_hash_t h)
 	mw_mutex_unlock(&dc->mu);
 }
 
-int diskcache_get(struct diskcache *dc, const void *key, size_t klen, void *dst, size_t len)
+int diskcache_get(struct diskcache *dc, const void *key, size_t klen, void *dst, size_t len,
+                  unsigned flags)
 {
 	uint8_t head[DC_HDR + DISKCACHE_KEY_MAX], want[DC_HDR], tail[DC_TAIL + 1];
 	XXH128_hash_t h;
@@ -711,7 +712,9 @@ int diskcache_get(struct diskcache *dc, const void *key, size_t klen, void *dst,
 	close(fd);
 	encode_header(want, klen, len);
 	ok = got == (ssize_t)(DC_HDR + klen + len + DC_TAIL) && !memcmp(head, want, DC_HDR) &&
-	     !memcmp(head + DC_HDR, key, klen) && get_be64(tail) == check_of(head, klen, dst, len);
+	     !memcmp(head + DC_HDR, key, klen) &&
+	     ((flags & DISKCACHE_GET_CALLER_CHECKS) ||
+	      get_be64(tail) == check_of(head, klen, dst, len));
 	if (!ok) {
 		if (got >= 0) /* damaged, or another length or key: never serve it */
 			drop_name(dc, h);
@@ -770,9 +773,14 @@ void diskcache_put(struct diskcache *dc, const void *key, size_t klen, const voi
 	enqueue(dc, j);
 }
 
-void diskcache_drop(struct diskcache *dc, const void *key, size_t klen)
+void diskcache_drop(struct diskcache *dc, const void *key, size_t klen, bool corrupt)
 {
 	drop_name(dc, name_of(key, klen));
+	if (corrupt) {
+		mw_mutex_lock(&dc->mu);
+		dc->st.corrupt++;
+		mw_mutex_unlock(&dc->mu);
+	}
 }
 
 void diskcache_flush(struct diskcache *dc)

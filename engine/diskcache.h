@@ -72,11 +72,23 @@ int diskcache_open(const struct diskcache_opts *o, struct diskcache **out);
 void diskcache_close(struct diskcache *dc);
 
 /*
- * Read the entry of key into dst, which must be exactly len bytes long.
- * 0: dst holds the entry, checked; -ENOENT: no valid entry of that key and
- * length (a damaged one was deleted).  Never another error.
+ * diskcache_get() flag: do not check the data against the entry's check
+ * value; the caller checks the bytes against its own checksum (descriptor
+ * hash, block trailer) and calls diskcache_drop(.., true) when they are
+ * wrong, so that each byte read is hashed once.  The entry's header, key and
+ * size are checked all the same.
  */
-int diskcache_get(struct diskcache *dc, const void *key, size_t klen, void *dst, size_t len);
+#define DISKCACHE_GET_CALLER_CHECKS 1u
+
+/*
+ * Read the entry of key into dst, which must be exactly len bytes long.
+ * flags: 0 or DISKCACHE_GET_CALLER_CHECKS.  0: dst holds the entry, checked
+ * (with the flag: of the right key and size, the data unchecked); -ENOENT:
+ * no valid entry of that key and length (a damaged one was deleted).  Never
+ * another error.
+ */
+int diskcache_get(struct diskcache *dc, const void *key, size_t klen, void *dst, size_t len,
+                  unsigned flags);
 
 /*
  * Queue key -> data[0, len) to be written (copied; the caller keeps data).
@@ -86,8 +98,11 @@ int diskcache_get(struct diskcache *dc, const void *key, size_t klen, void *dst,
 void diskcache_put(struct diskcache *dc, const void *key, size_t klen, const void *data,
                    size_t len);
 
-/* Delete the entry of key (its bytes were wrong for the caller). */
-void diskcache_drop(struct diskcache *dc, const void *key, size_t klen);
+/*
+ * Delete the entry of key (its bytes were wrong for the caller); corrupt:
+ * count it in diskcache_stats.corrupt.
+ */
+void diskcache_drop(struct diskcache *dc, const void *key, size_t klen, bool corrupt);
 
 /* Wait until everything queued so far is written (tests, close). */
 void diskcache_flush(struct diskcache *dc);

@@ -663,8 +663,6 @@ int engine_close(struct engine *e)
 
 void engine_get_stats(struct engine *e, struct engine_stats *out)
 {
-	struct cache_stats cs;
-
 	mw_mutex_lock(&e->mu);
 	*out = e->stats;
 	out->epoch = e->epoch;
@@ -693,11 +691,8 @@ void engine_get_stats(struct engine *e, struct engine_stats *out)
 	out->bloom_negatives = ss.bloom_negatives;
 	out->block_cache_hits = ss.cache_hits;
 	out->block_cache_misses = ss.blocks_read;
-	if (e->blob_cache) {
-		cache_get_stats(e->blob_cache, &cs);
-		out->blob_cache_hits = cs.hits;
-		out->blob_cache_misses = cs.misses;
-	}
+	out->blob_cache_hits = atomic_load_explicit(&e->blob_mem_hits, memory_order_relaxed);
+	out->blob_cache_misses = atomic_load_explicit(&e->blob_mem_misses, memory_order_relaxed);
 	out->blob_fetches = atomic_load_explicit(&e->blob_fetches, memory_order_relaxed);
 	out->blob_fetch_bytes = atomic_load_explicit(&e->blob_fetch_bytes, memory_order_relaxed);
 	readcache_get_stats(e, out);

@@ -76,11 +76,12 @@ struct blob_inflight {
 };
 
 struct engine {
-	struct store *st;         /* borrowed, outlives the engine */
-	struct engine_opts o;     /* options, defaults filled (const after open) */
-	bool conditional;         /* store has put_if_absent (const) */
-	uint64_t epoch;           /* our writer epoch (const after open) */
-	struct cache *blob_cache; /* decoded blobs, keyed by descriptor (thread-safe) */
+	struct store *st;     /* borrowed, outlives the engine */
+	struct engine_opts o; /* options, defaults filled (const after open) */
+	bool conditional;     /* store has put_if_absent (const) */
+	uint64_t epoch;       /* our writer epoch (const after open) */
+	struct cache
+	    *blob_cache; /* the memory LRU of pack blocks and SSTable blocks (thread-safe) */
 
 	struct mw_mutex mu;        /* the writer lock: fields marked [mu] (checked, thread.h) */
 	pthread_cond_t commit_cv;  /* wakes the committer [mu] */
@@ -124,7 +125,7 @@ struct engine {
 	uint64_t gc_space_deletes;         /* stats.deletes at the last flush GC asked for [mu] */
 	uint64_t gc_pass_us;               /* mw_now_us() when the last GC pass began [gc_mu] */
 	uint64_t gc_writes_seen;           /* foreground puts + deletes at the last GC pass [mu] */
-	struct cache *block_cache;         /* SSTable data blocks (thread-safe) */
+	struct cache *block_cache;         /* = blob_cache (one LRU; readcache.c), borrowed */
 	struct sst_counters sst_counters;  /* read costs of all SSTables (atomic) */
 	atomic_uint_fast64_t blob_fetches; /* ranged GETs of blob blocks */
 	atomic_uint_fast64_t blob_fetch_bytes; /* their bytes */
@@ -135,6 +136,8 @@ struct engine {
 	pthread_cond_t fetch_cv;               /* a fetch in flight ended [fetch_mu] */
 	struct blob_inflight fetching[32];     /* pack ranges being fetched [fetch_mu] */
 	atomic_uint_fast64_t blob_mem_bytes;   /* bytes of blob blocks served from memory */
+	atomic_uint_fast64_t blob_mem_hits;    /* blob blocks served from memory */
+	atomic_uint_fast64_t blob_mem_misses;  /* blob blocks not in memory */
 	atomic_uint_fast64_t blob_disk_hits;   /* blob blocks served from the disk cache */
 	atomic_uint_fast64_t blob_disk_bytes;  /* their bytes */
 	atomic_uint_fast64_t blob_region_hits; /* blob blocks served from a coalesced region */

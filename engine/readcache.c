@@ -2,9 +2,10 @@
  * readcache.c - the read caches of an engine, tier by tier (docs/CACHE.md):
  * creating and freeing them, and their statistics.
  *
- *   memory   the blob cache (pack blocks) and the block cache (SSTable
- *            blocks), cache.h, sharing opts.cache_bytes: half each, less the
- *            region cache's share of the blob half
+ *   memory   one LRU (cache.h) of pack blocks and decoded SSTable blocks
+ *            (e->blob_cache, also e->block_cache): opts.cache_bytes less the
+ *            region cache's share, so that neither kind has budget it does
+ *            not use while the other evicts
  *   regions  raw pack regions fetched by coalesced reads, not yet verified
  *            (opts.read_region_bytes; an eighth of opts.cache_bytes)
  *   disk     verified pack blocks and sealed SSTable blocks in files
@@ -26,7 +27,7 @@
 
 int readcache_open(struct engine *e)
 {
-	size_t half = e->o.cache_bytes / 2, region = 0;
+	size_t region = 0;
 	int rc;
 
 	if (e->o.read_region_bytes) {
@@ -40,10 +41,10 @@ int readcache_open(struct engine *e)
 	pthread_mutex_init(&e->fetch_mu, NULL);
 	pthread_cond_init(&e->fetch_cv, NULL);
 	e->fetch_init = true;
-	if ((rc = cache_new(half - region, &e->blob_cache)) ||
-	    (rc = cache_new(half, &e->block_cache)) ||
+	if ((rc = cache_new(e->o.cache_bytes - region, &e->blob_cache)) ||
 	    (region && (rc = cache_new(region, &e->region_cache))))
 		return rc;
+	e->block_cache = e->blob_cache;
 	if (!e->o.disk_cache_dir)
 		return 0;
 	struct diskcache_opts o = {
@@ -65,8 +66,7 @@ void readcache_close(struct engine *e)
 	diskcache_close(e->dcache);
 	e->dcache = NULL;
 	cache_free(e->region_cache);
-	cache_free(e->blob_cache);
-	cache_free(e->block_cache);
+	cache_free(e->blob_cache); /* e->block_cache is the same cache */
 	e->region_cache = e->blob_cache = e->block_cache = NULL;
 	if (e->fetch_init) {
 		pthread_cond_destroy(&e->fetch_cv);
@@ -83,15 +83,12 @@ static uint64_t ld(atomic_uint_fast64_t *v)
 void readcache_get_stats(struct engine *e, struct engine_stats *out)
 {
 	struct sst_stats ss;
-	struct cache_stats cs = {0};
 	struct diskcache_stats ds = {0};
 
 	sst_counters_read(&e->sst_counters, &ss);
-	if (e->blob_cache)
-		cache_get_stats(e->blob_cache, &cs);
 	if (e->dcache)
 		diskcache_get_stats(e->dcache, &ds);
-	out->read_mem_hits = cs.hits + ss.cache_hits;
+	out->read_mem_hits = ld(&e->blob_mem_hits) + ss.cache_hits;
 	out->read_mem_bytes = ld(&e->blob_mem_bytes) + ss.cache_hit_bytes;
 	out->read_disk_hits = ds.hits;
 	out->read_disk_bytes = ds.hit_bytes;

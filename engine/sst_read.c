@@ -161,8 +161,8 @@ static int read_block(struct sst_reader *r, const struct sst_handle *h, struct b
 	bool from_disk = false;
 	if (r->dcache && (dklen = disk_key(r, h->off, dkey)) &&
 	    (buf = malloc(h->size + SST_TRAILER_SIZE))) {
-		from_disk =
-		    diskcache_get(r->dcache, dkey, dklen, buf, h->size + SST_TRAILER_SIZE) == 0;
+		from_disk = diskcache_get(r->dcache, dkey, dklen, buf, h->size + SST_TRAILER_SIZE,
+		                          DISKCACHE_GET_CALLER_CHECKS) == 0;
 		if (from_disk) {
 			got = h->size + SST_TRAILER_SIZE;
 			COUNT(r, disk_hits, 1);
@@ -181,7 +181,7 @@ static int read_block(struct sst_reader *r, const struct sst_handle *h, struct b
 		rc = sst_block_unseal(buf, got, &cb->raw, &rawlen, &f);
 		if (rc == 0)
 			goto parse;
-		diskcache_drop(r->dcache, dkey, dklen); /* a wrong entry: read the store */
+		diskcache_drop(r->dcache, dkey, dklen, true); /* a wrong entry: read the store */
 		free(buf);
 		buf = NULL;
 	}

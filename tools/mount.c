@@ -113,7 +113,7 @@ static void usage(FILE *f)
 	    "                         default; no_default_permissions turns it off), noatime,\n"
 	    "                         ...; memwalfs settings as endpoint=, region=, cadence=,\n"
 	    "                         cache=, cache_dir=, disk_cache_size=, memtable=, chunk=,\n"
-	    "                         readahead=, fsync_timeout=,\n"
+	    "                         readahead=, readahead_threads=, fsync_timeout=,\n"
 	    "                         capacity=, metrics_addr=, profile=, sts_endpoint=,\n"
 	    "                         single_writer, format, stack (for fstab); remount\n"
 	    "                         (with MOUNTPOINT alone): change ro/rw and the mount flags\n"
@@ -150,6 +150,8 @@ static void usage(FILE *f)
 	    "  --readahead BYTES      prefetch this far ahead of sequential readers\n"
 	    "                         (grows while reads stay sequential, up to this; default\n"
 	    "                         16M; 0 turns read-ahead off)\n"
+	    "  --readahead-threads N  threads doing that, each with one ranged GET of a chunk in\n"
+	    "                         flight (1-64; default 8)\n"
 	    "  --no-writeback-cache   do not use the kernel writeback cache\n"
 	    "  --single-writer        accept a store without conditional create\n"
 	    "  --format               format STORE even though it is not empty and holds no\n"
@@ -298,6 +300,10 @@ static int set_option(struct mount_args *a, const char *name, const char *val)
 		if (!val || !parse_size(val, &sz))
 			goto bad;
 		a->fo.readahead_bytes = sz;
+	} else if (!strcmp(name, "readahead_threads")) {
+		if (!val || !parse_size(val, &sz) || sz < 1 || sz > 64)
+			goto bad;
+		a->fo.readahead_threads = (unsigned)sz;
 	} else if (!strcmp(name, "capacity")) {
 		if (!val || !parse_size(val, &sz) || sz < (1u << 20))
 			goto bad;
@@ -418,6 +424,7 @@ static int parse_args(struct mount_args *a, int argc, char **argv)
 	    {"--memtable-size", "memtable"},
 	    {"--chunk-size", "chunk"},
 	    {"--threads", "threads"},
+	    {"--readahead-threads", "readahead_threads"},
 	    {"--readahead", "readahead"},
 	    {"--fsync-timeout", "fsync_timeout"},
 	    {"--capacity", "capacity"},

@@ -40,7 +40,11 @@ cold_gets=$(stat_of blob_fetches)
 echo "   cold read: $cold_gets pack GETs, $(stat_of read_store_bytes) bytes from the store"
 [ "$cold_gets" -gt 0 ] || { echo "FAIL: the cold read fetched nothing"; exit 1; }
 mw_umount "$M" # writes what is queued for the disk cache
-mw_mount "$M" --cache-dir "$DC"
+# (and read-ahead with 3 threads: any number of them reads the same bytes; 0 is refused)
+mkdir -p "$WORK/x"
+"$MW" mount -f "${STORE_OPTS[@]}" --readahead-threads 0 "$STORE" "$WORK/x" 2>/dev/null &&
+	{ echo "FAIL: --readahead-threads 0 was accepted"; exit 1; }
+mw_mount "$M" --cache-dir "$DC" -o readahead_threads=3
 check_all "warm read"
 warm_gets=$(stat_of blob_fetches)
 hits=$(stat_of read_disk_hits)

@@ -1,8 +1,9 @@
 /*
  * test_diskcache.c - engine/diskcache.c: round trip, a wrong length, damaged
  * files (a flipped byte anywhere, truncated, grown, deleted), the LRU bound,
- * reopen (entries and their order survive), the lock, and a bound too small
- * for an entry.
+ * reopen (entries and their order survive), the lock, a bound too small
+ * for an entry, DISKCACHE_GET_CALLER_CHECKS (the data is left to the caller,
+ * nothing else), and a directory of another format version (wiped at open).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -83,18 +84,18 @@ static void roundtrip(void **state)
 
 	(void)state;
 	fill(in, sizeof(in), 1);
-	assert_int_equal(diskcache_get(dc, "a", 1, out, sizeof(out)), -ENOENT);
+	assert_int_equal(diskcache_get(dc, "a", 1, out, sizeof(out), 0), -ENOENT);
 	diskcache_put(dc, "a", 1, in, sizeof(in));
 	diskcache_flush(dc);
-	assert_int_equal(diskcache_get(dc, "a", 1, out, sizeof(out)), 0);
+	assert_int_equal(diskcache_get(dc, "a", 1, out, sizeof(out), 0), 0);
 	assert_memory_equal(in, out, sizeof(in));
 	/* another length is not this entry (and is dropped: the caller wants other bytes) */
-	assert_int_equal(diskcache_get(dc, "a", 1, out, sizeof(out) - 1), -ENOENT);
-	assert_int_equal(diskcache_get(dc, "a", 1, out, sizeof(out)), -ENOENT);
+	assert_int_equal(diskcache_get(dc, "a", 1, out, sizeof(out) - 1, 0), -ENOENT);
+	assert_int_equal(diskcache_get(dc, "a", 1, out, sizeof(out), 0), -ENOENT);
 	diskcache_put(dc, "a", 1, in, sizeof(in));
 	diskcache_flush(dc);
-	diskcache_drop(dc, "a", 1);
-	assert_int_equal(diskcache_get(dc, "a", 1, out, sizeof(out)), -ENOENT);
+	diskcache_drop(dc, "a", 1, false);
+	assert_int_equal(diskcache_get(dc, "a", 1, out, sizeof(out), 0), -ENOENT);
 	diskcache_get_stats(dc, &st);
 	assert_int_equal(st.hits, 1);
 	assert_int_equal(st.inserts, 2);
@@ -144,7 +145,7 @@ static void damage(void **state)
 				break;
 			}
 			close(fd);
-			assert_int_equal(diskcache_get(dc, "key", 3, out, sizeof(out)), -ENOENT);
+			assert_int_equal(diskcache_get(dc, "key", 3, out, sizeof(out), 0), -ENOENT);
 			/* and the damaged file is gone */
 			assert_int_equal(stat(path, &sb), -1);
 			struct diskcache_stats st;
@@ -160,8 +161,99 @@ static void damage(void **state)
 	diskcache_flush(dc);
 	only_file(path, sizeof(path));
 	assert_int_equal(unlink(path), 0);
-	assert_int_equal(diskcache_get(dc, "key", 3, out, sizeof(out)), -ENOENT);
+	assert_int_equal(diskcache_get(dc, "key", 3, out, sizeof(out), 0), -ENOENT);
 	diskcache_close(dc);
+}
+
+/*
+ * DISKCACHE_GET_CALLER_CHECKS: a flipped data byte is returned (the caller's
+ * own hash finds it and drops the entry, counted as corrupt); a damaged
+ * header, key or size is still refused and deleted.
+ */
+static void caller_checks(void **state)
+{
+	uint8_t in[3000], out[3000];
+	char path[256];
+	struct diskcache_stats st;
+
+	(void)state;
+	fill(in, sizeof(in), 5);
+	struct diskcache *dc = open_dc(1 << 20);
+	diskcache_put(dc, "key", 3, in, sizeof(in));
+	diskcache_flush(dc);
+	only_file(path, sizeof(path));
+	int fd = open(path, O_RDWR);
+	assert_true(fd >= 0);
+	uint8_t b;
+	assert_int_equal(pread(fd, &b, 1, 16 + 3 + 100), 1); /* data byte 100 */
+	b ^= 0x01;
+	assert_int_equal(pwrite(fd, &b, 1, 16 + 3 + 100), 1);
+	close(fd);
+	assert_int_equal(diskcache_get(dc, "key", 3, out, sizeof(out), DISKCACHE_GET_CALLER_CHECKS),
+	                 0);
+	assert_int_equal(out[100], in[100] ^ 0x01);
+	assert_memory_equal(out, in, 100);
+	diskcache_drop(dc, "key", 3, true); /* what a caller does when its hash disagrees */
+	assert_int_equal(diskcache_get(dc, "key", 3, out, sizeof(out), DISKCACHE_GET_CALLER_CHECKS),
+	                 -ENOENT);
+	diskcache_get_stats(dc, &st);
+	assert_int_equal(st.corrupt, 1);
+	assert_int_equal(st.entries, 0);
+	/* a flipped key byte: refused even so */
+	diskcache_put(dc, "key", 3, in, sizeof(in));
+	diskcache_flush(dc);
+	only_file(path, sizeof(path));
+	fd = open(path, O_RDWR);
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, &b, 1, 17), 1);
+	b ^= 0x01;
+	assert_int_equal(pwrite(fd, &b, 1, 17), 1);
+	close(fd);
+	assert_int_equal(diskcache_get(dc, "key", 3, out, sizeof(out), DISKCACHE_GET_CALLER_CHECKS),
+	                 -ENOENT);
+	diskcache_get_stats(dc, &st);
+	assert_int_equal(st.corrupt, 2);
+	diskcache_close(dc);
+}
+
+/* A directory whose format file names another version: its entries are deleted at open. */
+static void old_format_wiped(void **state)
+{
+	uint8_t in[2000], out[2000];
+	char path[256], fmt[128];
+	struct diskcache_stats st;
+	struct stat sb;
+
+	(void)state;
+	fill(in, sizeof(in), 9);
+	struct diskcache *dc = open_dc(1 << 20);
+	diskcache_put(dc, "old", 3, in, sizeof(in));
+	diskcache_flush(dc);
+	diskcache_close(dc);
+	only_file(path, sizeof(path));
+	snprintf(fmt, sizeof(fmt), "%s/format", dir);
+	FILE *f = fopen(fmt, "w");
+	assert_non_null(f);
+	fputs("memwalfs-diskcache 0\n", f); /* an older version */
+	fclose(f);
+	dc = open_dc(1 << 20);
+	diskcache_flush(dc); /* the listing (and the wipe) runs before the first job */
+	assert_int_equal(stat(path, &sb), -1);
+	assert_int_equal(diskcache_get(dc, "old", 3, out, sizeof(out), 0), -ENOENT);
+	diskcache_get_stats(dc, &st);
+	assert_int_equal(st.entries, 0);
+	/* the directory is ours now: new entries stay, across a reopen */
+	diskcache_put(dc, "new", 3, in, sizeof(in));
+	diskcache_close(dc);
+	dc = open_dc(1 << 20);
+	assert_int_equal(diskcache_get(dc, "new", 3, out, sizeof(out), 0), 0);
+	assert_memory_equal(out, in, sizeof(in));
+	diskcache_close(dc);
+	f = fopen(fmt, "r");
+	assert_non_null(f);
+	assert_non_null(fgets(fmt, sizeof(fmt), f));
+	fclose(f);
+	assert_string_equal(fmt, "memwalfs-diskcache 1\n");
 }
 
 /* Keys that collide in nothing but their file would be a bug: the key is checked too. */
@@ -176,9 +268,9 @@ static void distinct_keys(void **state)
 	diskcache_put(dc, "k1", 2, a, sizeof(a));
 	diskcache_put(dc, "k2", 2, b, sizeof(b));
 	diskcache_flush(dc);
-	assert_int_equal(diskcache_get(dc, "k1", 2, out, sizeof(out)), 0);
+	assert_int_equal(diskcache_get(dc, "k1", 2, out, sizeof(out), 0), 0);
 	assert_memory_equal(out, a, sizeof(a));
-	assert_int_equal(diskcache_get(dc, "k2", 2, out, sizeof(out)), 0);
+	assert_int_equal(diskcache_get(dc, "k2", 2, out, sizeof(out), 0), 0);
 	assert_memory_equal(out, b, sizeof(b));
 	diskcache_close(dc);
 }
@@ -201,7 +293,7 @@ static void lru_and_reopen(void **state)
 		diskcache_flush(dc);
 		if (i >= 2) { /* keep key 10 recent: it must survive */
 			key_of(k, sizeof(k), 10);
-			assert_int_equal(diskcache_get(dc, k, strlen(k), out, sizeof(out)), 0);
+			assert_int_equal(diskcache_get(dc, k, strlen(k), out, sizeof(out), 0), 0);
 		}
 	}
 	diskcache_get_stats(dc, &st);
@@ -209,14 +301,14 @@ static void lru_and_reopen(void **state)
 	assert_int_equal(st.entries, 10);
 	assert_int_equal(st.evictions, N - 10);
 	key_of(k, sizeof(k), 10);
-	assert_int_equal(diskcache_get(dc, k, strlen(k), out, sizeof(out)), 0);
+	assert_int_equal(diskcache_get(dc, k, strlen(k), out, sizeof(out), 0), 0);
 	fill(in, sizeof(in), 0);
 	assert_memory_equal(in, out, sizeof(out));
 	key_of(k, sizeof(k), 11);
-	assert_int_equal(diskcache_get(dc, k, strlen(k), out, sizeof(out)), -ENOENT);
+	assert_int_equal(diskcache_get(dc, k, strlen(k), out, sizeof(out), 0), -ENOENT);
 	for (int i = N - 9; i < N; i++) {
 		key_of(k, sizeof(k), i + 10);
-		assert_int_equal(diskcache_get(dc, k, strlen(k), out, sizeof(out)), 0);
+		assert_int_equal(diskcache_get(dc, k, strlen(k), out, sizeof(out), 0), 0);
 	}
 	/* a second cache on the directory is refused while the first holds it */
 	struct diskcache_opts o = {.dir = dir, .max_bytes = 1 << 20};
@@ -231,7 +323,7 @@ static void lru_and_reopen(void **state)
 	assert_int_equal(st.entries, 10);
 	assert_int_equal(st.bytes, 10 * entry);
 	key_of(k, sizeof(k), 10);
-	assert_int_equal(diskcache_get(dc, k, strlen(k), out, sizeof(out)), 0);
+	assert_int_equal(diskcache_get(dc, k, strlen(k), out, sizeof(out), 0), 0);
 	diskcache_close(dc);
 	dc = open_dc(5 * entry);
 	diskcache_flush(dc);
@@ -252,7 +344,7 @@ static void limits(void **state)
 	fill(in, sizeof(in), 5);
 	diskcache_put(dc, "big", 3, in, sizeof(in));
 	diskcache_flush(dc);
-	assert_int_equal(diskcache_get(dc, "big", 3, out, sizeof(out)), -ENOENT);
+	assert_int_equal(diskcache_get(dc, "big", 3, out, sizeof(out), 0), -ENOENT);
 	diskcache_get_stats(dc, &st);
 	assert_int_equal(st.dropped, 1);
 	assert_int_equal(st.inserts, 0);
@@ -267,6 +359,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(distinct_keys, setup, teardown),
 	    cmocka_unit_test_setup_teardown(lru_and_reopen, setup, teardown),
 	    cmocka_unit_test_setup_teardown(limits, setup, teardown),
+	    cmocka_unit_test_setup_teardown(caller_checks, setup, teardown),
+	    cmocka_unit_test_setup_teardown(old_format_wiped, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

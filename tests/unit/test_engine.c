@@ -603,6 +603,101 @@ static void test_committed_blobs_cached(void **state)
 	store_close(st);
 }
 
+/*
+ * The read tiers over a cold engine (docs/CACHE.md): big blobs (windows
+ * fetched whole, kept by reference to the GET's buffer) and small ones
+ * (coalesced regions) read at random offsets with a memory LRU smaller than
+ * the data, every byte compared; then a reopen on the same disk cache reads
+ * everything without a GET.  Randomized: prints its seed (SEED=N replays).
+ */
+static void test_read_tiers(void **state)
+{
+	enum { NBIG = 6, BIG = 3 << 20, NSMALL = 60 };
+	static uint8_t big[NBIG][BIG], small[NSMALL][9000];
+	size_t slen[NSMALL];
+	char dc[300], k[16];
+	uint8_t *buf = malloc(BIG);
+	const char *env = getenv("SEED");
+	unsigned seed = env ? (unsigned)strtoul(env, NULL, 10) : (unsigned)time(NULL);
+	(void)state;
+
+	printf("test_read_tiers: seed %u (SEED=%u replays)\n", seed, seed);
+	srand(seed);
+	assert_non_null(buf);
+	snprintf(dc, sizeof(dc), "%s-dc", g_dir);
+	struct store *st = open_store();
+	struct engine_opts o;
+	struct engine *e = NULL;
+	engine_opts_default(&o);
+	o.inline_max = 1024;
+	o.wal_blob_max = ENGINE_WAL_BLOBS_OFF;
+	o.commit_retry_ms = ENGINE_NO_RETRY;
+	o.cache_bytes = 16 << 20; /* 14 MiB of LRU, 2 MiB of regions: less than the data */
+	o.read_region_bytes = 1 << 20;
+	o.disk_cache_dir = dc;
+	assert_int_equal(engine_open(st, &o, &e), 0);
+	for (int i = 0; i < NBIG; i++) {
+		fill(big[i], BIG, 100 + (unsigned)i);
+		snprintf(k, sizeof(k), "big%d", i);
+		assert_int_equal(engine_put(e, k, strlen(k), big[i], BIG, 0, NULL), 0);
+	}
+	for (int i = 0; i < NSMALL; i++) {
+		slen[i] = 2000 + (size_t)(rand() % 7000);
+		fill(small[i], slen[i], 200 + (unsigned)i);
+		snprintf(k, sizeof(k), "small%d", i);
+		assert_int_equal(engine_put(e, k, strlen(k), small[i], slen[i],
+		                            i == NSMALL - 1 ? ENGINE_WAIT | ENGINE_URGENT : 0,
+		                            NULL),
+		                 0);
+	}
+	assert_int_equal(engine_close(e), 0);
+
+	for (int pass = 0; pass < 2; pass++) {
+		o.disk_cache_dir = dc;
+		assert_int_equal(engine_open(st, &o, &e), 0);
+		for (int r = 0; r < 400; r++) {
+			bool isbig = rand() % 2;
+			int i = rand() % (isbig ? NBIG : NSMALL);
+			size_t vlen = isbig ? BIG : slen[i];
+			const uint8_t *want = isbig ? big[i] : small[i];
+			uint64_t off = (uint64_t)rand() % vlen;
+			size_t len = 1 + (size_t)rand() % (isbig ? (300u << 10) : vlen), got = 0;
+			snprintf(k, sizeof(k), isbig ? "big%d" : "small%d", i);
+			assert_int_equal(engine_get_range(e, k, strlen(k), off, buf, len, &got), 0);
+			assert_int_equal(got, len < vlen - off ? len : vlen - off);
+			assert_memory_equal(buf, want + off, got);
+		}
+		for (int i = 0; i < NBIG; i++) {
+			snprintf(k, sizeof(k), "big%d", i);
+			check_value(e, k, big[i], BIG);
+		}
+		for (int i = 0; i < NSMALL; i++) {
+			snprintf(k, sizeof(k), "small%d", i);
+			check_value(e, k, small[i], slen[i]);
+		}
+		struct engine_stats s;
+		engine_get_stats(e, &s);
+		printf("  pass %d: %llu GETs, %llu region hits, %llu disk hits, %llu memory hits\n",
+		       pass, (unsigned long long)s.blob_fetches,
+		       (unsigned long long)s.read_region_hits, (unsigned long long)s.read_disk_hits,
+		       (unsigned long long)s.read_mem_hits);
+		if (pass == 0) {
+			assert_true(s.blob_fetches > 0);
+			assert_true(s.read_region_hits >
+			            0); /* small blobs came from a coalesced GET */
+		} else {
+			assert_int_equal(s.blob_fetches, 0); /* all from the disk cache */
+			assert_true(s.read_disk_hits > 0);
+		}
+		assert_int_equal(engine_close(e), 0); /* writes out what is queued for the disk */
+	}
+	store_close(st);
+	free(buf);
+	char cmd[400];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dc);
+	assert_int_equal(system(cmd), 0);
+}
+
 struct lift_later {
 	struct fault_store *f;
 	unsigned ms;
@@ -1386,6 +1481,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_outage_pack, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_outage_lost_ack, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_committed_blobs_cached, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_read_tiers, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_get_range_wait, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_gc_idle, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_outage_enospc, setup, teardown),
