@@ -11,9 +11,10 @@
  * request with its ticket and returns; FSYNCQ_THREADS syncer threads take
  * everything queued at once, wait for the newest ticket of what they took
  * (urgently: the open group commits now), then answer each request with
- * the result of its own ticket (engine_wait() again, which returns at once
- * for a durable one; durability is in order, so the newest one being
- * durable makes the others so).  While one syncer waits for a commit the
+ * the result of its own ticket (durability is in order, so the newest one
+ * being durable makes the others so; after a failure engine_wait() again
+ * on each, decided at once, and after a timeout the same -ETIMEDOUT, since
+ * every one of them has waited that long).  While one syncer waits for a commit the
  * next takes what arrives meanwhile, so commits still overlap as they did
  * when the workers waited.  A ticket of 0 (nothing written to that inode
  * since it was loaded) is answered by engine_sync(), as before.
@@ -41,13 +42,13 @@ struct fsq_item {
 };
 
 struct fsyncq {
-	struct mwfs *fs;              /* borrowed */
-	struct mw_mutex mu;           /* guards the fields below */
-	pthread_cond_t cv;            /* a request was queued, or stop */
-	struct fsq_item *q;           /* queued requests; mu */
-	size_t n, cap;                /* mu */
-	bool stop;                    /* fsyncq_stop(): drain, then exit; mu */
-	unsigned nthr;                /* threads started */
+	struct mwfs *fs;               /* borrowed */
+	struct mw_mutex mu;            /* guards the fields below */
+	pthread_cond_t cv;             /* a request was queued, or stop */
+	struct fsq_item *q;            /* queued requests; mu */
+	size_t n, cap;                 /* mu */
+	bool stop;                     /* fsyncq_stop(): drain, then exit; mu */
+	unsigned nthr;                 /* threads started */
 	pthread_t tid[FSYNCQ_THREADS]; /* the syncers */
 };
 
@@ -62,10 +63,21 @@ static void answer(struct fsyncq *q, const struct fsq_item *it, size_t n)
 		all |= it[i].ticket == 0;
 	}
 	int rc_all = all ? engine_sync(fs->e) : 0;
-	if (newest)
-		(void)engine_wait(fs->e, newest, true); /* each one's own result below */
+	int rc_newest = !newest                ? 0
+	                : rc_all == -ETIMEDOUT ? rc_all
+	                                       : engine_wait(fs->e, newest, true);
 	for (size_t i = 0; i < n; i++) {
-		int rc = it[i].ticket ? engine_wait(fs->e, it[i].ticket, false) : rc_all;
+		/*
+		 * Durable in order: the newest durable, all are.  Else each one's own result
+		 * (decided at once when the engine is fenced or full), except after the
+		 * --fsync-timeout: all have waited that long, and waiting again would make n
+		 * timeouts of one.
+		 */
+		int rc = rc_newest;
+		if (!it[i].ticket)
+			rc = rc_all;
+		else if (rc_newest && rc_newest != -ETIMEDOUT)
+			rc = engine_wait(fs->e, it[i].ticket, false);
 		fuse_reply_err(it[i].req, fs_err(rc));
 		mw_hist_record(&fs->fsync_hist, mw_now_us() - it[i].t0);
 	}
@@ -118,7 +130,8 @@ void fsyncq_answer(struct mwfs *fs, fuse_req_t req, int rc, uint64_t ticket, uin
 	struct fsyncq *q = fs->fsq;
 	struct fsq_item it = {req, ticket, t0};
 	if (rc || !q) {
-		fuse_reply_err(req, fs_err(rc)); /* an error, or a read-only mount: nothing to wait for */
+		fuse_reply_err(
+		    req, fs_err(rc)); /* an error, or a read-only mount: nothing to wait for */
 		mw_hist_record(&fs->fsync_hist, mw_now_us() - t0);
 		return;
 	}
