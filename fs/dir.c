@@ -956,7 +956,7 @@ void dir_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file
 {
 	struct mwfs *fs = fuse_req_userdata(req);
 	struct inode *ip = NULL;
-	uint64_t t = 0, t0 = mw_now_us();
+	uint64_t t = 0;
 	(void)datasync;
 	(void)fi;
 	mw_mutex_lock(&fs->mu);
@@ -966,5 +966,7 @@ void dir_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file
 		inode_put(fs, ip);
 	}
 	mw_mutex_unlock(&fs->mu);
-	fsyncq_answer(fs, req, rc, t, t0); /* the wait for t runs on a syncer thread */
+	if (!rc && !fs->o.read_only)
+		rc = t ? engine_wait(fs->e, t, true) : engine_sync(fs->e);
+	fuse_reply_err(req, fs_err(rc));
 }

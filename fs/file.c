@@ -346,20 +346,21 @@ void file_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_i
 {
 	struct mwfs *fs = fuse_req_userdata(req);
 	struct inode *ip = fh_inode(fi);
-	uint64_t t0 = mw_now_us();
 	(void)ino;
 	(void)datasync; /* data and its inode record travel in the same batches */
-	int rc = 0;
-	uint64_t t = 0;
-	if (!fs->o.read_only) {
-		pthread_rwlock_wrlock(&ip->dlock);
-		rc = wbuf_flush(fs, ip);
-		pthread_rwlock_unlock(&ip->dlock);
-		mw_mutex_lock(&fs->mu);
-		t = ip->ticket;
-		mw_mutex_unlock(&fs->mu);
+	if (fs->o.read_only) {
+		fuse_reply_err(req, 0);
+		return;
 	}
-	fsyncq_answer(fs, req, rc, t, t0); /* the wait for t runs on a syncer thread */
+	pthread_rwlock_wrlock(&ip->dlock);
+	int rc = wbuf_flush(fs, ip);
+	pthread_rwlock_unlock(&ip->dlock);
+	mw_mutex_lock(&fs->mu);
+	uint64_t t = ip->ticket;
+	mw_mutex_unlock(&fs->mu);
+	if (!rc)
+		rc = t ? engine_wait(fs->e, t, true) : engine_sync(fs->e);
+	fuse_reply_err(req, fs_err(rc));
 }
 
 int file_truncate_prepare(struct mwfs *fs, struct inode *ip, uint64_t size, struct engine_batch **b,

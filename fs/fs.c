@@ -298,6 +298,23 @@ static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 	fuse_reply_statfs(req, &sv);
 }
 
+/* fsync and fsyncdir, timed for the metrics (both reply before they return). */
+static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+	struct mwfs *fs = fuse_req_userdata(req);
+	uint64_t t0 = mw_now_us();
+	file_fsync(req, ino, datasync, fi);
+	mw_hist_record(&fs->fsync_hist, mw_now_us() - t0);
+}
+
+static void op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+	struct mwfs *fs = fuse_req_userdata(req);
+	uint64_t t0 = mw_now_us();
+	dir_fsyncdir(req, ino, datasync, fi);
+	mw_hist_record(&fs->fsync_hist, mw_now_us() - t0);
+}
+
 void mwfs_get_fsync_latency(struct mwfs *fs, struct mw_hist_snap *out)
 {
 	mw_hist_read(&fs->fsync_hist, out);
@@ -343,12 +360,12 @@ static const struct fuse_lowlevel_ops mwfs_ops = {
     .write = file_write,
     .flush = file_flush,
     .release = file_release,
-    .fsync = file_fsync,
+    .fsync = op_fsync,
     .opendir = dir_opendir,
     .readdir = dir_readdir,
     .readdirplus = dir_readdirplus,
     .releasedir = dir_releasedir,
-    .fsyncdir = dir_fsyncdir,
+    .fsyncdir = op_fsyncdir,
     .statfs = op_statfs,
     .setxattr = xattr_set,
     .getxattr = xattr_get,
@@ -503,13 +520,6 @@ int mwfs_open(struct engine *e, const struct mwfs_opts *o, struct mwfs **out)
 		fs->ra = NULL;
 		goto fail;
 	}
-	if (!o->read_only && (rc = fsyncq_start(fs, &fs->fsq))) {
-		wbflush_stop(fs->wbf);
-		fs->wbf = NULL;
-		ra_stop(fs->ra);
-		fs->ra = NULL;
-		goto fail;
-	}
 	struct engine_stats es;
 	engine_get_stats(e, &es);
 	bool follow = o->read_only && es.following;
@@ -520,8 +530,6 @@ int mwfs_open(struct engine *e, const struct mwfs_opts *o, struct mwfs **out)
 	if (rc) {
 		fsnotify_stop(fs->nf);
 		fs->nf = NULL;
-		fsyncq_stop(fs->fsq);
-		fs->fsq = NULL;
 		wbflush_stop(fs->wbf);
 		fs->wbf = NULL;
 		ra_stop(fs->ra);
@@ -585,10 +593,8 @@ int mwfs_loop(struct mwfs *fs)
 	if (!cfg)
 		return -ENOMEM;
 	fuse_loop_cfg_set_clone_fd(cfg, 0);
-	unsigned threads = fs->o.max_threads ? fs->o.max_threads : FS_DEFAULT_THREADS;
-	fuse_loop_cfg_set_max_threads(cfg, threads);
-	/* workers past FS_IDLE_THREADS exit when idle (fs.h says why) */
-	fuse_loop_cfg_set_idle_threads(cfg, threads < FS_IDLE_THREADS ? threads : FS_IDLE_THREADS);
+	fuse_loop_cfg_set_max_threads(cfg,
+	                              fs->o.max_threads ? fs->o.max_threads : FS_DEFAULT_THREADS);
 	int rc = fuse_session_loop_mt(fs->se, cfg);
 	fuse_loop_cfg_destroy(cfg);
 	return rc < 0 ? rc : 0;
@@ -599,9 +605,7 @@ int mwfs_close(struct mwfs *fs)
 	if (!fs)
 		return 0;
 	int rc = 0;
-	fsyncq_stop(fs->fsq); /* answers the fsyncs still waiting (the engine is still open) */
-	fs->fsq = NULL;
-	fsfollow_stop(fs->ff); /* it queues for the notify thread */
+	fsfollow_stop(fs->ff); /* first: it queues for the notify thread */
 	fs->ff = NULL;
 	fsnotify_stop(fs->nf); /* before the session goes: it notifies the kernel */
 	fs->nf = NULL;

@@ -26,25 +26,13 @@ struct mwfs;
 #define MWFS_DEFAULT_CAPACITY (1ull << 50) /* 1 PiB: an object store has no fixed size */
 
 /*
- * FUSE worker threads by default, at most.  Requests that wait for the
- * store (cold lookups and reads on S3, backpressure, outages) each hold one,
- * so up to this many such waits overlap.  fsync holds none while its group
- * commits (fsyncq.c answers it from syncer threads): when it did, durable
- * creates with 32 writers on RGW needed 64 (321 -> 1029 files/s from 8 to
- * 64, issue 14).
+ * FUSE worker threads by default.  Each fsync holds one while its group
+ * commits (a store round trip), so the number of fsyncs one commit can
+ * acknowledge together is bounded by it: durable creates with 32 writers on
+ * RGW went from 321 to 1029 files/s when 8 became 64 (issue 14).  Idle
+ * threads cost a stack each.
  */
 #define FS_DEFAULT_THREADS 64
-
-/*
- * Idle workers kept: more exit once they are idle.  Every idle worker sleeps
- * in read() on /dev/fuse, and the kernel hands each new request to a
- * sleeper, a wake-up and a context switch, where a busy worker coming back
- * would have taken it without one: with all 64 kept, an 8-process rm -r of
- * empty files made three times the context switches of 8 workers and took
- * 1.7x the daemon's CPU (issue 13).  libfuse starts a new worker when a
- * request finds none idle, so bursts still get up to the maximum.
- */
-#define FS_IDLE_THREADS 8
 
 struct mwfs_opts {
 	uint32_t chunk_size;        /* data chunk size used when formatting (default 1 MiB) */

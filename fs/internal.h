@@ -91,7 +91,6 @@ struct mwfs {
 	atomic_uint outage_readers; /* requests waiting out a store outage (fs_outage_enter()) */
 	struct fsfollow *ff;        /* read-only mount of a follower: what it applied (follow.c) */
 	struct fsnotify *nf; /* kernel cache invalidations (notify.c); NULL on a plain ro mount */
-	struct fsyncq *fsq;  /* answers fsync and fsyncdir (fsyncq.c); NULL on a read-only mount */
 	uint64_t *reclaim;   /* unlinked inodes whose records wait to go (inode.c); fs->mu */
 	size_t reclaim_n, reclaim_cap; /* fs->mu */
 	atomic_size_t reclaim_queued;  /* reclaim_n, read without fs->mu */
@@ -160,20 +159,6 @@ struct fsnotify_counts {
 };
 void fsnotify_counts(struct fsnotify *nf, struct fsnotify_counts *c);
 void fsnotify_stop(struct fsnotify *nf); /* joins the thread; accepts NULL */
-
-/*
- * fsyncq.c: fsync and fsyncdir wait for durability on syncer threads, not on the FUSE
- * worker that received them (a waiting worker is one fewer to answer others; see the file).
- * fsyncq_answer(): answer req, an fsync or fsyncdir that started at t0 (mw_now_us()), with
- * rc at once when it is an error or the mount is read-only, else once ticket is durable
- * (0: once everything issued before is).  Takes no lock the caller may hold; replies to req
- * (now or later) and records the time in fs->fsync_hist.  start/stop at open and close
- * (stop answers what is queued first; accepts NULL).
- */
-struct fsyncq;
-int fsyncq_start(struct mwfs *fs, struct fsyncq **out);
-void fsyncq_answer(struct mwfs *fs, fuse_req_t req, int rc, uint64_t ticket, uint64_t t0);
-void fsyncq_stop(struct fsyncq *q);
 
 /*
  * follow.c: on a read-only mount of a following engine, what the follower applied is queued

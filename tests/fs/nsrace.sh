@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # tests/fs/nsrace.sh MEMWALFS BACKEND - namespace operations from many threads at once (issue
-# 13's removal work: fsync answered by syncer threads, fs->mu taken once per lookup, unlink and
-# create).  nsrace.py runs NSRACE_THREADS threads (16) x NSRACE_OPS operations (1500) of
-# create, fsync, unlink, rename, link, mkdir, rmdir, unlink of an open file, and lookups and
+# 13's removal work: fs->mu taken once per lookup, unlink and create, op_warm() in fs/dir.c).
+# nsrace.py runs NSRACE_THREADS threads (16) x NSRACE_OPS operations (1500) of
+# create, fsync, unlink, rename, link (NSRACE_LINKS=1), mkdir, rmdir, unlink of an open file, lookups and
 # listings of what the others change, in six shared directories; the tree must equal the
 # union of the threads' models (names and bytes) while mounted, after a remount, and fsck
 # must find the store clean.  The seed is printed; MEMWALFS_SEED=N replays every thread's

@@ -8,8 +8,8 @@
 # but one exit after each request, and in a long outage the mount stopped answering even
 # cached reads once its one worker waited in an fsync (tests/fs/outage.sh, OUTAGE_LONG=1).
 # The check: after 16 parallel readers, the daemon holds at least 2 more threads than right
-# after the mount (libfuse starts a worker whenever none is free, up to N, and keeps up to
-# FS_IDLE_THREADS = 8 of them idle, fs/fs.h), and it still does a little later.
+# after the mount (libfuse starts a worker whenever none is free, up to N, and with its default idle
+# policy never stops one), and it still does a little later.
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh" "$1" "${2:-local}"
 m=$WORK/m
