@@ -141,10 +141,12 @@ static int get_dir(struct mwfs *fs, uint64_t ino, struct inode **out)
 /*
  * What a namespace handler works on: a parent directory, a name in it and
  * the child that name leads to.  op_check() validates before any lock;
- * op_lock() takes fs->mu; op_resolve() loads the parent and the entry;
- * op_begin() does all three.  op_end() drops the references and fs->mu.
+ * op_warm() reads ahead without it and, asked to and with nothing left to
+ * read, takes fs->mu for the handler (else op_lock() takes it);
+ * op_resolve() loads the parent and the entry; op_begin() does all three.
+ * op_end() drops the references and fs->mu.
  *
- * Locking: only fs->mu, held from op_lock() to op_end(), so that checking
+ * Locking: only fs->mu, held from op_warm() or op_lock() to op_end(), so that checking
  * the entry, building the batch and applying it (inode_tx_commit()) are one
  * atomic step for every other handler.  No handler here takes ip->dlock
  * (lock order elsewhere: ip->dlock, then fs->mu).
@@ -186,35 +188,62 @@ static int op_check(struct op *op, fuse_req_t req, const char *name, int how)
 	return rc;
 }
 
-/*
- * Read what resolving name in parent will read, before fs->mu is taken: the
- * parent's record, the entry and the inode it names (a cold lookup on S3 is
- * a GET or two; held under fs->mu it would stall every handler of the
- * mount, and in an outage for as long as the S3 layer retries).  Under the
- * lock op_resolve() reads the same keys again, from memory.  A store that
- * does not answer fails the handler here.  0 or negative errno.
- */
-static int op_warm(struct op *op, uint64_t parent, const char *name)
-{
-	uint8_t key[SCHEMA_KEY_MAX];
-	size_t kn = schema_key_dentry(key, parent, name, strlen(name));
-	uint64_t ino;
-	int rc = inode_warm(op->fs, parent);
-	if (!rc)
-		rc = fs_warm_key(op->fs, key, kn);
-	if (!rc)
-		rc = dentry_get(op->fs, parent, name, &ino, &op->type);
-	if (!rc) {
-		op->ino = ino; /* a hint for more warming; op_resolve() reads it again */
-		rc = inode_warm(op->fs, ino);
-	}
-	return rc == -ENOENT ? 0 : rc; /* op_resolve() decides what a missing one means */
-}
-
 static void op_lock(struct op *op)
 {
 	mw_mutex_lock(&op->fs->mu);
 	op->locked = true;
+}
+
+static void op_unlock(struct op *op)
+{
+	op->locked = false;
+	mw_mutex_unlock(&op->fs->mu);
+}
+
+/*
+ * Read what resolving name in parent will read, before fs->mu is taken: the
+ * entry, and the records of the parent and of the inode it names unless the
+ * inode table holds them (a cold lookup on S3 is a GET or two; held under
+ * fs->mu it would stall every handler of the mount, and in an outage for as
+ * long as the S3 layer retries).  Under the lock op_resolve() reads the same
+ * keys again, from memory.  A store that does not answer fails the handler
+ * here.  One look under fs->mu tells whether the table holds both; when it
+ * does (the common case: the kernel looked them up) and lock is set, the
+ * lock is kept for the handler, which then takes fs->mu once in all.
+ * 0 (with lock: fs->mu held) or negative errno (fs->mu not held).
+ */
+static int op_warm(struct op *op, uint64_t parent, const char *name, bool lock)
+{
+	struct mwfs *fs = op->fs;
+	uint64_t ino = 0;
+	int rc = dentry_get(fs, parent, name, &ino, &op->type);
+	if (fs_store_down(rc)) {
+		uint8_t key[SCHEMA_KEY_MAX];
+		size_t kn = schema_key_dentry(key, parent, name, strlen(name));
+		rc = fs_warm_key(fs, key, kn); /* waits out an outage within its bound */
+		if (!rc)
+			rc = dentry_get(fs, parent, name, &ino, &op->type);
+	}
+	if (rc && rc != -ENOENT)
+		return rc;
+	bool named = rc == 0;
+	if (named)
+		op->ino = ino; /* a hint for more warming; op_resolve() reads it again */
+	op_lock(op);
+	bool have_parent = inode_find(fs, parent) != NULL;
+	bool have_child = !named || inode_find(fs, ino) != NULL;
+	if (!(have_parent && have_child && lock))
+		op_unlock(op);
+	if (have_parent && have_child)
+		return 0;
+	rc = have_parent ? 0 : inode_warm(fs, parent);
+	if (!rc && !have_child)
+		rc = inode_warm(fs, ino);
+	if (rc && rc != -ENOENT)
+		return rc; /* op_resolve() decides what a missing one means */
+	if (lock)
+		op_lock(op);
+	return 0;
 }
 
 /*
@@ -240,15 +269,14 @@ static int op_resolve(struct op *op, uint64_t parent, const char *name, int how)
 	return (how & OP_CHILD) ? inode_get(op->fs, ino, &op->ip) : 0;
 }
 
-/* op_check(), op_warm(), op_lock() and op_resolve() of parent/name in one. */
+/* op_check(), op_warm() (keeping fs->mu) and op_resolve() of parent/name in one. */
 static int op_begin(struct op *op, fuse_req_t req, fuse_ino_t parent, const char *name, int how)
 {
 	int rc = op_check(op, req, name, how);
 	if (!rc)
-		rc = op_warm(op, parent, name);
+		rc = op_warm(op, parent, name, true);
 	if (rc)
 		return rc;
-	op_lock(op);
 	return op_resolve(op, parent, name, how);
 }
 
@@ -362,12 +390,11 @@ static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	if (!rc && link && strlen(link) >= 4096)
 		rc = -ENAMETOOLONG;
 	if (!rc)
-		rc = op_warm(&op, parent, name);
+		rc = op_warm(&op, parent, name, true);
 	if (rc) {
 		fuse_reply_err(req, fs_err(rc));
 		return;
 	}
-	op_lock(&op);
 	rc = op_resolve(&op, parent, name, OP_ABSENT);
 	if (!rc)
 		rc = inode_tx_begin(op.fs, &tx);
@@ -490,7 +517,7 @@ void dir_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct op op;
 	int rc = op_check(&op, req, name, OP_WRITE | OP_NODOTS | OP_CHILD);
 	if (!rc)
-		rc = op_warm(&op, parent, name);
+		rc = op_warm(&op, parent, name, false);
 	if (!rc && op.ino)
 		rc = warm_dir_drop(op.fs, op.ino);
 	if (!rc) {
@@ -593,9 +620,9 @@ void dir_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t 
 	            (flags & RENAME_EXCHANGE && flags & (RENAME_NOREPLACE | RENAME_WHITEOUT))))
 		rc = -EINVAL;
 	if (!rc)
-		rc = op_warm(&src, parent, name);
+		rc = op_warm(&src, parent, name, false);
 	if (!rc)
-		rc = op_warm(&dst, newparent, newname);
+		rc = op_warm(&dst, newparent, newname, false);
 	/* a directory being replaced is checked empty and dropped under the lock */
 	if (!rc && dst.ino && dst.type == S_IFDIR &&
 	    !(flags & (RENAME_EXCHANGE | RENAME_NOREPLACE)))
@@ -678,12 +705,11 @@ void dir_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *
 	if (!rc)
 		rc = inode_warm(op.fs, ino);
 	if (!rc)
-		rc = op_warm(&op, newparent, newname);
+		rc = op_warm(&op, newparent, newname, true);
 	if (rc) {
 		fuse_reply_err(req, fs_err(rc));
 		return;
 	}
-	op_lock(&op);
 	rc = inode_get(op.fs, ino, &op.ip);
 	if (!rc && S_ISDIR(op.ip->a.mode))
 		rc = -EPERM;
