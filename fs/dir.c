@@ -67,20 +67,32 @@ static int dentry_get(struct mwfs *fs, uint64_t parent, const char *name, uint64
 	return rc;
 }
 
-static int dentry_put(struct engine_batch *b, uint64_t parent, const char *name,
+/*
+ * A change of directory parent's entries (fs->mu held): a listing snapshot
+ * taken before it may name what is no longer there (do_readdir()).
+ */
+static void dgen_bump(struct mwfs *fs, uint64_t parent)
+{
+	mw_mutex_assert_held(&fs->mu);
+	fs->dgen[parent % FS_DGEN_SLOTS]++;
+}
+
+static int dentry_put(struct inode_tx *tx, uint64_t parent, const char *name,
                       const struct inode *child)
 {
 	uint8_t key[SCHEMA_KEY_MAX], val[SCHEMA_DENTRY_LEN];
 	size_t kn = schema_key_dentry(key, parent, name, strlen(name));
 	schema_dentry_encode(child->ino, child->a.mode, val);
-	return engine_batch_put(b, key, kn, val, sizeof(val));
+	dgen_bump(tx->fs, parent);
+	return engine_batch_put(tx->b, key, kn, val, sizeof(val));
 }
 
-static int dentry_del(struct engine_batch *b, uint64_t parent, const char *name)
+static int dentry_del(struct inode_tx *tx, uint64_t parent, const char *name)
 {
 	uint8_t key[SCHEMA_KEY_MAX];
 	size_t kn = schema_key_dentry(key, parent, name, strlen(name));
-	return engine_batch_delete(b, key, kn);
+	dgen_bump(tx->fs, parent);
+	return engine_batch_delete(tx->b, key, kn);
 }
 
 /* 0 if directory ino has no entries, -ENOTEMPTY if it has, or an error. */
@@ -417,7 +429,7 @@ static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	}
 	fs_touch(&dp->a, false, true, true);
 	if (!rc)
-		rc = dentry_put(tx.b, parent, name, ip);
+		rc = dentry_put(&tx, parent, name, ip);
 	rc = inode_tx_commit(&tx, rc);
 	if (rc) {
 		ip->a.nlink = 0; /* never stored: dropped by op_end() */
@@ -503,7 +515,7 @@ void dir_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 		inode_tx_add(&tx, op.ip);
 		inode_tx_add(&tx, op.dp);
 		fs_touch(&op.dp->a, false, true, true);
-		rc = dentry_del(tx.b, parent, name);
+		rc = dentry_del(&tx, parent, name);
 		if (!rc)
 			rc = unlink_one(tx.b, op.ip);
 		rc = inode_tx_commit(&tx, rc);
@@ -534,7 +546,7 @@ void dir_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 		inode_tx_add(&tx, op.dp); /* the child's records are dropped, not written */
 		op.dp->a.nlink--;
 		fs_touch(&op.dp->a, false, true, true);
-		rc = dentry_del(tx.b, parent, name);
+		rc = dentry_del(&tx, parent, name);
 		if (!rc)
 			rc = inode_batch_drop(op.fs, tx.b, op.ino, false);
 		rc = inode_tx_commit(&tx, rc);
@@ -559,9 +571,9 @@ static void reparent(struct inode *ip, struct inode *from, struct inode *to)
 /* RENAME_EXCHANGE: swap the two entries (fs->mu held, inodes in tx). */
 static int rename_exchange(struct op *src, struct op *dst, struct inode_tx *tx)
 {
-	int rc = dentry_put(tx->b, src->parent, src->name, dst->ip);
+	int rc = dentry_put(tx, src->parent, src->name, dst->ip);
 	if (!rc)
-		rc = dentry_put(tx->b, dst->parent, dst->name, src->ip);
+		rc = dentry_put(tx, dst->parent, dst->name, src->ip);
 	reparent(src->ip, src->dp, dst->dp);
 	reparent(dst->ip, dst->dp, src->dp);
 	fs_touch(&dst->ip->a, false, false, true);
@@ -597,10 +609,10 @@ static int rename_replace(struct op *src, struct op *dst, struct inode_tx *tx, s
 		}
 	}
 	if (!rc)
-		rc = wh ? dentry_put(tx->b, src->parent, src->name, wh)
-		        : dentry_del(tx->b, src->parent, src->name);
+		rc = wh ? dentry_put(tx, src->parent, src->name, wh)
+		        : dentry_del(tx, src->parent, src->name);
 	if (!rc)
-		rc = dentry_put(tx->b, dst->parent, dst->name, si);
+		rc = dentry_put(tx, dst->parent, dst->name, si);
 	reparent(si, src->dp, dst->dp);
 	return rc;
 }
@@ -725,7 +737,7 @@ void dir_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *
 		op.ip->a.nlink++;
 		fs_touch(&op.ip->a, false, false, true);
 		fs_touch(&op.dp->a, false, true, true);
-		rc = dentry_put(tx.b, newparent, newname, op.ip);
+		rc = dentry_put(&tx, newparent, newname, op.ip);
 		rc = inode_tx_commit(&tx, rc);
 	}
 	if (!rc) {
@@ -755,6 +767,7 @@ struct dirh {
 	char *names; /* name storage */
 	size_t nlen, ncap;
 	bool loaded;
+	uint64_t gen, gen_all; /* fs->dgen[slot], fs->dgen_all before the snapshot */
 };
 
 static int dirh_add(struct dirh *d, uint64_t ino, uint32_t type, const char *name, size_t len)
@@ -798,6 +811,11 @@ static int dirh_load(struct mwfs *fs, struct dirh *d, uint64_t ino)
 	uint64_t parent;
 	d->n = d->nlen = 0;
 	d->loaded = false;
+	/* before the scan: a change while it runs may or may not be in it */
+	mw_mutex_lock(&fs->mu);
+	d->gen = fs->dgen[ino % FS_DGEN_SLOTS];
+	d->gen_all = fs->dgen_all;
+	mw_mutex_unlock(&fs->mu);
 	int rc = dir_parent(fs, ino, &parent);
 	if (rc)
 		return rc;
@@ -883,6 +901,17 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			goto out;
 		mw_mutex_lock(&fs->mu);
 	}
+	/*
+	 * An entry of the snapshot may have been removed or renamed over since
+	 * (its inode can still be in the table: open, or not reclaimed yet).
+	 * Given its inode, the kernel would bind the name to it, and a later
+	 * stat, open or link(2) of the name would reach the old inode (link
+	 * failed with ENOENT on its nlink of 0).  So once the directory changed,
+	 * entries go without inode (nodeid 0: a plain entry to the kernel,
+	 * which looks the name up when it is used).
+	 */
+	bool current =
+	    plus && d->gen == fs->dgen[ino % FS_DGEN_SLOTS] && d->gen_all == fs->dgen_all;
 	for (size_t i = (size_t)off; i < d->n; i++) {
 		const struct dent *de = &d->ents[i];
 		const char *name = d->names + de->name;
@@ -891,8 +920,8 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			struct fuse_entry_param e;
 			struct inode *ip = NULL;
 			memset(&e, 0, sizeof(e));
-			if (i < 2) {
-				/* the kernel takes no lookup on "." and ".." */
+			if (i < 2 || !current) {
+				/* the kernel takes no lookup on "." and ".." (nor on nodeid 0) */
 				e.attr.st_ino = de->ino;
 				e.attr.st_mode = de->type;
 			} else {

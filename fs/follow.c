@@ -54,8 +54,19 @@ static void follow_keys(void *arg, const struct engine_key *keys, size_t n, bool
 
 	atomic_fetch_add(&ff->keys, n);
 	if (all) {
+		mw_mutex_lock(&ff->fs->mu);
+		ff->fs->dgen_all++; /* every listing snapshot may be stale (dir.c, do_readdir()) */
+		mw_mutex_unlock(&ff->fs->mu);
 		fsnotify_all(nf);
 		return;
+	}
+	bool dentries = false;
+	for (size_t i = 0; i < n && !dentries; i++)
+		dentries = keys[i].n >= 9 && ((const uint8_t *)keys[i].p)[0] == SCHEMA_TAG_DENTRY;
+	if (dentries) {
+		mw_mutex_lock(&ff->fs->mu);
+		ff->fs->dgen_all++; /* the writer changed entries: listing snapshots are stale */
+		mw_mutex_unlock(&ff->fs->mu);
 	}
 	for (size_t i = 0; i < n; i++) {
 		const uint8_t *k = keys[i].p;

@@ -72,12 +72,22 @@ struct inode {
 	struct wbuf wb;         /* write buffer; ip->dlock */
 };
 
+#define FS_DGEN_SLOTS 64 /* entries of mwfs.dgen */
+
 struct mwfs {
-	struct engine *e;        /* borrowed */
-	struct mwfs_opts o;      /* options */
-	uint32_t cs;             /* chunk size (superblock) */
-	struct mw_mutex mu;      /* see the file comment; mw_mutex_assert_held() checks it */
-	struct inode **htab;     /* inode hash table; fs->mu */
+	struct engine *e;    /* borrowed */
+	struct mwfs_opts o;  /* options */
+	uint32_t cs;         /* chunk size (superblock) */
+	struct mw_mutex mu;  /* see the file comment; mw_mutex_assert_held() checks it */
+	struct inode **htab; /* inode hash table; fs->mu */
+	/*
+	 * Changes of directory entries, per slot of directories (ino %
+	 * FS_DGEN_SLOTS), and of anything (a follower's update); fs->mu.  A
+	 * listing snapshot remembers them: readdirplus hands the kernel a
+	 * name's inode only while they are unchanged (dir.c, do_readdir()).
+	 */
+	uint64_t dgen[FS_DGEN_SLOTS];
+	uint64_t dgen_all;
 	size_t hsize, hcount;    /* buckets (power of two), entries; fs->mu */
 	uint64_t next_ino;       /* next inode number to hand out; fs->mu */
 	uint64_t ino_limit;      /* superblock next_ino (persisted bound); fs->mu */
