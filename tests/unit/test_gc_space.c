@@ -145,6 +145,21 @@ static void test_gc_space_drains(void **state)
 #define PER 4
 #define BLOB (16u << 10)
 
+/* GROUPS x PER blobs of BLOB bytes, then 3 of each PER deleted (25 % live), flushed, compacted. */
+static void quarter_live(struct engine *e)
+{
+	for (unsigned i = 0; i < GROUPS * PER; i++) {
+		put_blob(e, i, BLOB);
+		if (i % PER == PER - 1)
+			assert_int_equal(engine_sync(e), 0);
+	}
+	for (unsigned i = 0; i < GROUPS * PER; i++)
+		if (i % PER != 0)
+			del_blob(e, i);
+	assert_int_equal(maint_flush_now(e), 0);
+	assert_int_equal(maint_compact_now(e), 0);
+}
+
 static void test_gc_space_budget(void **state)
 {
 	struct tu_store *t = NULL;
@@ -158,16 +173,7 @@ static void test_gc_space_budget(void **state)
 	assert_int_equal(tu_store_open("local", &t), 0);
 	/* 1 KiB/s for the 60 s a hand-run pass stands for: 60 KiB, 3 blobs of 16 KiB */
 	open_engine(t, 1, &e);
-	for (unsigned i = 0; i < GROUPS * PER; i++) {
-		put_blob(e, i, BLOB);
-		if (i % PER == PER - 1)
-			assert_int_equal(engine_sync(e), 0); /* one pack per group */
-	}
-	for (unsigned i = 0; i < GROUPS * PER; i++)
-		if (i % PER != 0)
-			del_blob(e, i); /* each pack 25 % live: below repack_below */
-	assert_int_equal(maint_flush_now(e), 0);
-	assert_int_equal(maint_compact_now(e), 0);
+	quarter_live(e);
 	for (;;) {
 		assert_int_equal(maint_gc_now(e, &g), 0);
 		passes++;
@@ -237,16 +243,7 @@ static void test_gc_space_rest(void **state)
 
 	assert_int_equal(tu_store_open("local", &t), 0);
 	open_engine(t, 1u << 20, &e); /* a budget far above what is rewritten */
-	for (unsigned i = 0; i < GROUPS * PER; i++) {
-		put_blob(e, i, BLOB);
-		if (i % PER == PER - 1)
-			assert_int_equal(engine_sync(e), 0); /* one pack per group */
-	}
-	for (unsigned i = 0; i < GROUPS * PER; i++)
-		if (i % PER != 0)
-			del_blob(e, i); /* each pack 25 % live */
-	assert_int_equal(maint_flush_now(e), 0);
-	assert_int_equal(maint_compact_now(e), 0);
+	quarter_live(e);
 	/* written since the last pass: 25 % live is not below half of 50 % */
 	assert_int_equal(maint_gc_now(e, &g), 0);
 	assert_true(g.writing);
