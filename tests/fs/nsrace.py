@@ -21,14 +21,36 @@ import sys
 import threading
 
 DIRS = 6  # shared directories d0..d5
-# link(2) of a file of its own now and then fails with ENOENT (seen on main 30915f5 and with
-# this change alike, about one run in four; not yet explained): off until that is understood,
-# NSRACE_LINKS=1 turns it on
+# Hard links are off by default (NSRACE_LINKS=1 turns them on) because of a race in the
+# kernel's FUSE client, not in memwalfs (session 9, kernel 6.18): after link(a, b) and
+# unlink(a), a later link(b, c) fails with ENOENT about once in eight runs.  No FUSE_LINK
+# reaches the daemon (traced in its handler): the VFS refuses because the kernel's cached
+# i_nlink of the inode is 0 while the daemon holds 1 (lstat showed st_nlink 0 with the
+# writeback cache; a retry a moment later succeeds).  An attribute reply of the inode
+# (readdirplus, lookup or getattr through b, from the other threads) that the daemon built
+# after the unlink is applied before the unlinking task's own drop_nlink(), so the link is
+# counted off twice until the next attribute refresh.  Seen with and without the writeback
+# cache.  On a failure the test prints what lstat says and whether a retry works.
 HARD_LINKS = os.environ.get("NSRACE_LINKS") == "1"
 
 
 def own(t, k):
     return "t%02d-%d" % (t, k)
+
+
+def link_diagnose(mnt, p, q, fail):
+    """What the kernel says of p after link(p, q) failed with ENOENT, and whether a retry works."""
+    try:
+        info = "lstat: st_nlink %d" % os.lstat(os.path.join(mnt, p)).st_nlink
+    except OSError as e:
+        info = "lstat: %s" % e
+    try:
+        os.link(os.path.join(mnt, p), os.path.join(mnt, q))
+        os.unlink(os.path.join(mnt, q))
+        info += "; a retry works"
+    except OSError as e:
+        info += "; a retry: %s" % e
+    fail("link %s %s" % (p, q), info)
 
 
 def run(mnt, seed, t, ops, model, errors):
@@ -77,7 +99,11 @@ def run(mnt, seed, t, ops, model, errors):
             elif op < 0.65 and HARD_LINKS:
                 p = rnd.choice(sorted(files))
                 q = fresh()
-                os.link(os.path.join(mnt, p), os.path.join(mnt, q))
+                try:
+                    os.link(os.path.join(mnt, p), os.path.join(mnt, q))
+                except FileNotFoundError:
+                    link_diagnose(mnt, p, q, fail)
+                    raise
                 files[q] = files[p]
                 inode[q] = inode[p]
                 # a later write through one name would show through both: links stay
