@@ -589,15 +589,7 @@ fail:
 
 int mwfs_loop(struct mwfs *fs)
 {
-	struct fuse_loop_config *cfg = fuse_loop_cfg_create();
-	if (!cfg)
-		return -ENOMEM;
-	fuse_loop_cfg_set_clone_fd(cfg, 0);
-	fuse_loop_cfg_set_max_threads(cfg,
-	                              fs->o.max_threads ? fs->o.max_threads : FS_DEFAULT_THREADS);
-	int rc = fuse_session_loop_mt(fs->se, cfg);
-	fuse_loop_cfg_destroy(cfg);
-	return rc < 0 ? rc : 0;
+	return pool_run(fs->se, fs->o.max_threads ? fs->o.max_threads : FS_DEFAULT_THREADS);
 }
 
 int mwfs_close(struct mwfs *fs)

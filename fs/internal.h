@@ -19,11 +19,11 @@
 #define MEMWALFS_FS_INTERNAL_H
 
 /*
- * 3.12: fuse_session_loop_mt() takes the opaque fuse_loop_config of
- * fuse_loop_cfg_create().  Below 3.12 the macro picks the old entry point,
- * which reads that struct as the v1 layout (clone_fd, max_idle_threads):
- * max_idle_threads came out 0 and the pool never kept more than one
- * worker, so one waiting fsync stopped every other request.
+ * 3.12, the API level of Debian 12's libfuse 3.14.  (When the daemon still
+ * ran fuse_session_loop_mt(), a lower level picked its old entry point,
+ * which read the loop configuration as the v1 layout: max_idle_threads came
+ * out 0 and one waiting fsync stopped every other request.  pool.c's own
+ * loop replaced it.)
  */
 #define FUSE_USE_VERSION 312
 
@@ -152,6 +152,13 @@ int fs_warm_key(struct mwfs *fs, const uint8_t *key, size_t kn);
  * invalidated; returns nonzero when the table holds the inode (only then is the kernel
  * told).  The queue functions take no lock the caller may hold and accept NULL.
  */
+/*
+ * pool.c: serve se's requests on up to max_threads workers until it is
+ * unmounted or a signal ends it; workers are reused most recently idle
+ * first.  0 or a negative errno (a read error of the device).
+ */
+int pool_run(struct fuse_session *se, unsigned max_threads);
+
 struct fsnotify;
 typedef int (*fsnotify_refresh_fn)(struct mwfs *fs, uint64_t ino);
 int fsnotify_start(struct mwfs *fs, fsnotify_refresh_fn refresh, struct fsnotify **out);
