@@ -5,7 +5,11 @@
 #  2. "fusermount3 -u" followed AT ONCE by a new mount of the same store: the new mount waits for
 #     the closing daemon (per-store lock) instead of fencing it, so no unsynced write is lost;
 #  3. a live mount is still fenced by a second writer mount without waiting;
-#  4. "memwalfs umount" of a non-memwalfs directory fails.
+#  4. "memwalfs umount" of a non-memwalfs directory fails;
+#  5. SIGTERM and SIGINT end the session while four readers keep requests in flight: the daemon
+#     unmounts, commits and exits within 30 s (fs/pool.c's loop: the signal reaches the thread
+#     that waits for the workers, which cancels those in read()), and everything written
+#     before the signal (nothing fsynced) is there at the next mount.
 # After 1, the daemon's lock file and status file are gone from the run directory.
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh" "$1" "${2:-local}"
@@ -67,4 +71,32 @@ mw_wait_exit "$mnt.pid"
 echo "-- memwalfs umount of something else fails"
 mkdir -p "$WORK/plain"
 if "$MW" umount "$WORK/plain" 2>/dev/null; then echo "FAIL: umount of a plain directory"; exit 1; fi
+echo "-- SIGTERM and SIGINT while requests are in flight"
+for sig in TERM INT; do
+	mw_mount "$mnt"
+	pid=$(cat "$mnt.pid")
+	for i in $(seq 50); do head -c $((i * 997)) /dev/urandom >"$mnt/s$sig$i"; done
+	(cd "$mnt" && cksum s"$sig"*) >"$WORK/sums.$sig"
+	readers=()
+	for r in 1 2 3 4; do
+		(while :; do cat "$mnt"/s* >/dev/null 2>&1 || exit 0; done) &
+		readers+=($!)
+	done
+	sleep 0.5
+	kill -"$sig" "$pid"
+	ended=0
+	for _ in $(seq 300); do
+		kill -0 "$pid" 2>/dev/null || { ended=1; break; }
+		[ "$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null)" = Z ] && { ended=1; break; }
+		sleep 0.1
+	done
+	kill "${readers[@]}" 2>/dev/null || true
+	wait "${readers[@]}" 2>/dev/null || true
+	[ "$ended" = 1 ] || { echo "FAIL: the daemon did not exit within 30 s of SIG$sig"; exit 1; }
+	mountpoint -q "$mnt" && { echo "FAIL: still mounted after SIG$sig"; exit 1; }
+	mw_mount "$mnt"
+	(cd "$mnt" && cksum s"$sig"*) | cmp -s - "$WORK/sums.$sig" || { echo "FAIL: files written before SIG$sig"; exit 1; }
+	mw_umount "$mnt"
+	echo "   SIG$sig: the daemon exited, the 50 files are there after a remount"
+done
 echo "umount ($BACKEND): ok"

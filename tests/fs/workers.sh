@@ -7,9 +7,9 @@
 # the old entry point, which read it as max_idle_threads=0: libfuse then let every worker
 # but one exit after each request, and in a long outage the mount stopped answering even
 # cached reads once its one worker waited in an fsync (tests/fs/outage.sh, OUTAGE_LONG=1).
-# The check: after 16 parallel readers (O_DIRECT, one process), the daemon holds at least 2 more threads than right
-# after the mount (libfuse starts a worker whenever none is free, up to N, and with its default idle
-# policy never stops one), and it still does a little later.
+# The check: after 16 parallel readers (O_DIRECT, one process), the daemon holds at least 2 more
+# threads than right after the mount (fs/pool.c starts a worker whenever none is left reading,
+# up to N, and parks the idle ones instead of ending them), and it still does a little later.
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh" "$1" "${2:-local}"
 m=$WORK/m
