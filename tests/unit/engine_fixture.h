@@ -26,7 +26,7 @@ struct engine *open_retrying(struct store *st, unsigned sync_timeout_ms);
 void check_value(struct engine *e, const char *key, const void *val, size_t vlen);
 void check_absent(struct engine *e, const char *key);
 void fill(uint8_t *p, size_t n, unsigned seed); /* a pattern that depends on seed */
-uint64_t all_calls(struct fault_store *f);     /* store calls of every kind so far */
+uint64_t all_calls(struct fault_store *f);      /* store calls of every kind so far */
 struct engine_stats stats_of(struct engine *e);
 
 #endif
