@@ -123,6 +123,8 @@ struct engine {
 	uint64_t gc_mark[3];               /* what had changed when the last pass began [mu] */
 	bool gc_idle;                      /* that pass left nothing to wait for (maint.c) [mu] */
 	uint64_t gc_space_deletes;         /* stats.deletes at the last flush GC asked for [mu] */
+	uint64_t gc_stuck_version;         /* man.version when GC last asked for a compaction
+	                                      because its repack found nothing to move [mu] */
 	uint64_t gc_pass_us;               /* mw_now_us() when the last GC pass began [gc_mu] */
 	uint64_t gc_writes_seen;           /* foreground puts + deletes at the last GC pass [mu] */
 	struct cache *block_cache;         /* = blob_cache (one LRU; readcache.c), borrowed */

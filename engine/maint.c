@@ -288,6 +288,7 @@ static int repack_run(struct engine *e, const struct gc_plan *plan, uint64_t bud
 	res->repacked_blobs = rp.blobs;
 	res->repacked_bytes = rp.bytes;
 	res->repack_budget_spent = rp.over_budget;
+	res->repack_none = rc == 0 && plan->nrepack && !rp.blobs && !rp.over_budget;
 	log_info("gc: repacked %" PRIu64 " blobs (%" PRIu64 " bytes) out of %zu packs, %" PRIu64
 	         " keys rewritten meanwhile left alone (%s)",
 	         rp.blobs, rp.bytes, plan->nrepack, rp.skipped,
@@ -471,7 +472,14 @@ out:
  *     were deletes or the pass selected packs for repack: the tombstones and
  *     the versions they and newer writes shadow are dropped, and with them
  *     the references that kept dead packs (and made mostly dead ones look
- *     live to repack).
+ *     live to repack);
+ *   - a freeze (when the MemTable holds anything) and a forced compaction
+ *     round when the repack found nothing it could move in the packs it
+ *     selected (r->repack_none): their live bytes, as the tables count them,
+ *     are all versions a newer entry shadows, so repacking again cannot help
+ *     and only a compaction can; asked once per manifest version, so that a
+ *     compaction that leaves them (a deeper level) does not make GC ask
+ *     forever.  Such a pass counts as idle: an idle mount sends nothing.
  *
  * Returns true when it asked.
  */
@@ -479,14 +487,22 @@ static bool space_request_locked(struct engine *e, const struct maint_gc_result 
 {
 	mw_mutex_assert_held(&e->mu);
 	bool deletes = e->stats.deletes != e->gc_space_deletes;
+	bool stuck = r->repack_none && e->man.version != e->gc_stuck_version;
 
-	if (e->sticky || memtable_count(e->mem) == 0)
+	if (e->sticky)
 		return false;
-	if (r->wal_only_pack_bytes < MAINT_SPACE_FLUSH_BYTES && !deletes)
-		return false;
-	if (writer_freeze_locked(e))
-		return false; /* no memory: the next pass tries again */
-	e->gc_space_deletes = e->stats.deletes;
+	if (memtable_count(e->mem) == 0) {
+		if (!stuck)
+			return false;
+	} else {
+		if (r->wal_only_pack_bytes < MAINT_SPACE_FLUSH_BYTES && !deletes && !stuck)
+			return false;
+		if (writer_freeze_locked(e))
+			return false; /* no memory: the next pass tries again */
+		e->gc_space_deletes = e->stats.deletes;
+	}
+	if (stuck)
+		e->gc_stuck_version = e->man.version;
 	if (deletes || r->repack_packs)
 		e->compact_req++;
 	pthread_cond_signal(&e->flush_cv);
@@ -606,8 +622,10 @@ static void *gc_main(void *arg)
 		mw_mutex_unlock(&e->mu);
 		int rc = maint_gc_cycle(e, &r);
 		mw_mutex_lock(&e->mu);
-		e->gc_idle =
-		    rc == 0 && r.deferred == 0 && r.repack_packs == 0 && !r.space_requested;
+		/* a repack with nothing it can move waits for the compaction asked for, not a pass
+		 */
+		e->gc_idle = rc == 0 && r.deferred == 0 && (r.repack_packs == 0 || r.repack_none) &&
+		             !r.space_requested;
 		memcpy(e->gc_mark, mark, sizeof(mark));
 		wait_ms = maint_gc_wait_ms(e->o.gc_interval_ms, &r, rc, wall_ms());
 	}

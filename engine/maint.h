@@ -51,6 +51,9 @@ struct maint_gc_result {
 	uint64_t wal_only_pack_bytes; /* bytes of packs past the manifest's covered WAL position */
 	int64_t next_due;             /* wall-clock second the first deferred one comes due (0) */
 	bool repack_budget_spent;     /* the repack stopped at its byte budget (the rest: later) */
+	bool repack_none;             /* packs were selected but none of their blobs could move:
+	                                 every entry that references them is shadowed by a newer
+	                                 version (only a compaction drops those) */
 	bool space_requested;         /* maint_gc_cycle(): a freeze (+ compaction) was asked for */
 	bool writing; /* written since the pass before: repack at half its threshold */
 };

@@ -11,10 +11,19 @@
 # each time the files read back byte-exact.
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh" "$1" "${2:-local}"
-fail() { echo "FAIL: $*"; exit 1; }
+# on failure: every counter of the mount and what its daemon logged (-v: each GC pass)
+fail() {
+	echo "FAIL: $*"
+	if mountpoint -q "$mnt"; then
+		"$MW" stats "$mnt" | grep -E '^(store_requests_|gc_|flush|compact|memtable|man|wal)' | tr '\n' ' '
+		echo
+	fi
+	mw_log_tail "$mnt" 60
+	exit 1
+}
 mnt=$WORK/mnt
 gc_ms=100
-opts=(--gc-interval "$gc_ms" --gc-grace 0)
+opts=(--gc-interval "$gc_ms" --gc-grace 0 -v)
 
 # stat NAME: one line of "memwalfs stats"
 stat() { "$MW" stats "$mnt" | awk -v k="$1" '$1 == k { print $2; f = 1 } END { if (!f) print 0 }'; }
@@ -46,7 +55,7 @@ quiet() {
 }
 
 echo "-- 1. a workload, then an idle spell (GC every $gc_ms ms, no grace)"
-mw_mount "$mnt" "${opts[@]}"
+mw_mount_logged "$mnt" "${opts[@]}"
 mkdir "$mnt/d"
 for i in $(seq 40); do
 	head -c $((i * 3000 + 1)) /dev/urandom >"$mnt/d/f$i"
@@ -73,7 +82,7 @@ quiet
 
 echo "-- 3. after a remount"
 mw_umount "$mnt"
-mw_mount "$mnt" "${opts[@]}"
+mw_mount_logged "$mnt" "${opts[@]}"
 (cd "$mnt/d" && cksum f*) | cmp -s - "$WORK/sums" || fail "contents after the remount"
 [ "$(cat "$mnt/d/late")" = late ] || fail "the late file after the remount"
 quiet

@@ -34,6 +34,37 @@ mw_mount() {
 	MOUNTS+=("$mnt")
 }
 
+# mw_mount_logged MOUNTPOINT [extra options...]: as mw_mount, but the daemon runs in the
+# foreground (a background job of the test) with what it logs in MOUNTPOINT.log, for a test to
+# show when it fails (mw_log_tail); a daemon in the background logs to syslog, which a CI
+# machine may not keep
+mw_mount_logged() {
+	local mnt=$1 pid
+	shift
+	mkdir -p "$mnt"
+	rm -f "$mnt.pid"
+	local dc=()
+	[ "$BACKEND" = s3 ] && dc=(--cache-dir "$mnt.diskcache")
+	echo "=== mount $* ($(date +%T.%N))" >>"$mnt.log"
+	"$MW" mount -f "${STORE_OPTS[@]}" "${dc[@]}" -o allow_other --pidfile "$mnt.pid" "$@" \
+		"$STORE" "$mnt" </dev/null >>"$mnt.log" 2>&1 &
+	pid=$!
+	MOUNTS+=("$mnt")
+	for _ in $(seq 600); do
+		mountpoint -q "$mnt" && [ -s "$mnt.pid" ] && return 0
+		kill -0 "$pid" 2>/dev/null || { tail -n 20 "$mnt.log"; echo "FAIL: mounting $STORE failed"; exit 1; }
+		sleep 0.1
+	done
+	echo "FAIL: the mount of $STORE at $mnt did not appear within 60 s"
+	exit 1
+}
+
+# mw_log_tail MOUNTPOINT [LINES]: the last lines the daemon of mw_mount_logged logged
+mw_log_tail() {
+	echo "--- the last ${2:-40} lines of $1.log"
+	tail -n "${2:-40}" "$1.log" 2>/dev/null || true
+}
+
 # mw_wait_exit PIDFILE: wait (up to 60 s) for the daemon to finish its final commit
 mw_wait_exit() {
 	local pid
