@@ -21,15 +21,21 @@ else
 	STORE_OPTS=()
 fi
 
+# mw_cache_opts MOUNTPOINT: the caller's local array dc gets the disk cache options of a mount
+# there. S3 mounts have a disk cache by default: keep it in $WORK (one per mount point), not
+# under /var/cache/memwalfs (a --cache-dir among the options wins: the last one counts)
+mw_cache_opts() {
+	dc=()
+	if [ "$BACKEND" = s3 ]; then dc=(--cache-dir "$1.diskcache"); fi
+}
+
 # mw_mount MOUNTPOINT [extra options...]: mount $STORE there (allow_other for permission checks)
 mw_mount() {
 	local mnt=$1
 	shift
 	mkdir -p "$mnt"
-	# S3 mounts have a disk cache by default: keep it in $WORK (one per mount point), not
-	# under /var/cache/memwalfs (a --cache-dir among the options wins: the last one counts)
 	local dc=()
-	[ "$BACKEND" = s3 ] && dc=(--cache-dir "$mnt.diskcache")
+	mw_cache_opts "$mnt"
 	"$MW" mount "${STORE_OPTS[@]}" "${dc[@]}" -o allow_other --pidfile "$mnt.pid" "$@" "$STORE" "$mnt"
 	MOUNTS+=("$mnt")
 }
@@ -44,7 +50,7 @@ mw_mount_logged() {
 	mkdir -p "$mnt"
 	rm -f "$mnt.pid"
 	local dc=()
-	[ "$BACKEND" = s3 ] && dc=(--cache-dir "$mnt.diskcache")
+	mw_cache_opts "$mnt"
 	echo "=== mount $* ($(date +%T.%N))" >>"$mnt.log"
 	"$MW" mount -f "${STORE_OPTS[@]}" "${dc[@]}" -o allow_other --pidfile "$mnt.pid" "$@" \
 		"$STORE" "$mnt" </dev/null >>"$mnt.log" 2>&1 &
