@@ -600,6 +600,32 @@ static int put_pack(struct engine *e, struct group *g)
 	return rc;
 }
 
+bool err_permanent(int rc)
+{
+	return rc == -ESTALE || rc == -EUCLEAN || rc == -EBADMSG || rc == -EINVAL ||
+	       rc == -ENOTSUP || rc == -EPROTONOSUPPORT;
+}
+
+/*
+ * A commit of g failed with the transient error rc: the first failure of an
+ * outage sets outage_since and is logged once; a change of error is logged.
+ * With e->mu.
+ */
+static void outage_begin_locked(struct engine *e, const struct group *g, int rc)
+{
+	mw_mutex_assert_held(&e->mu);
+	if (!e->stats.outage_since) {
+		e->stats.outage_since = (int64_t)time(NULL);
+		e->stats.outages++;
+		log_warn("engine: group %" PRIu64 " could not be committed (%s); it stays "
+		         "pending and is retried until the store takes it",
+		         g->position, strerror(-rc));
+	} else if (rc != e->stats.outage_error && e->stats.outage_error) {
+		log_warn("engine: commits now fail with: %s", strerror(-rc));
+	}
+	e->stats.outage_error = rc;
+}
+
 /*
  * One attempt at committing g: its pack (once durable, never again), then
  * its WAL entry.  Runs on a pipeline thread without e->mu.  0 durable; -ESTALE
@@ -634,6 +660,12 @@ static int commit_once(struct engine *e, struct group *g)
 		rc = store_put(e->st, name, g->wal.p, g->wal.len);
 	if (rc == 0)
 		return lease_ack(e);
+	if (rc != -EEXIST && !err_permanent(rc) && e->o.commit_retry_ms != ENGINE_NO_RETRY) {
+		/* the outage shows now, not after the check below has retried too */
+		mw_mutex_lock(&e->mu);
+		outage_begin_locked(e, g, rc);
+		mw_mutex_unlock(&e->mu);
+	}
 	held = store_holds(e, name, g->wal.p, g->wal.len);
 	if (held == 1) {
 		log_info("engine: %s: put returned %s but the store holds our entry", name,
@@ -646,12 +678,6 @@ static int commit_once(struct engine *e, struct group *g)
 		return -ESTALE;
 	}
 	return held < 0 ? held : rc;
-}
-
-bool err_permanent(int rc)
-{
-	return rc == -ESTALE || rc == -EUCLEAN || rc == -EBADMSG || rc == -EINVAL ||
-	       rc == -ENOTSUP || rc == -EPROTONOSUPPORT;
 }
 
 /* Give up a close that waits this long for an unreachable store. */
@@ -713,16 +739,7 @@ static int commit_group(struct engine *e, struct group *g)
 			mw_mutex_unlock(&e->mu);
 			return -EIO;
 		}
-		if (!e->stats.outage_since) {
-			e->stats.outage_since = (int64_t)time(NULL);
-			e->stats.outages++;
-			log_warn("engine: group %" PRIu64 " could not be committed (%s); it stays "
-			         "pending and is retried until the store takes it",
-			         g->position, strerror(-rc));
-		}
-		if (rc != e->stats.outage_error && e->stats.outage_error)
-			log_warn("engine: commits now fail with: %s", strerror(-rc));
-		e->stats.outage_error = rc;
+		outage_begin_locked(e, g, rc);
 		e->stats.commit_retries++;
 		pthread_cond_broadcast(&e->durable_cv); /* -ENOSPC waiters return */
 		jitter = jitter * 6364136223846793005ull + 1442695040888963407ull;
