@@ -112,6 +112,8 @@ static void give(struct http_pool *p, CURL *h)
 	pthread_mutex_unlock(&p->mu);
 }
 
+#define HTTP_BIG_READ (256u << 10) /* expected bodies from here on get a bigger receive buffer */
+
 static int reserve(struct http_resp *rs, size_t need)
 {
 	return MW_GROW(rs->body, rs->cap, need + 1, 4096);
@@ -229,6 +231,8 @@ int http_do(struct http_pool *p, const struct http_req *rq, struct http_resp *rs
 	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);
 	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, rs->error);
+	/* a GET of a pack window arrives in 128 KiB reads, not curl's default 16 KiB ones */
+	curl_easy_setopt(h, CURLOPT_BUFFERSIZE, rq->expect_len >= HTTP_BIG_READ ? 131072L : 16384L);
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, rs);
 	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
