@@ -12,13 +12,14 @@
  * back without the store, during an outage too) and reads fill with what
  * they fetched; (3) a coalesced region of the pack (raw bytes a fetch of a
  * neighbour brought, opts.read_region_bytes) or the disk cache
- * (diskcache.h), each block checked against its hash before it is served;
- * (4) one ranged store_get per run of consecutive missing blocks, widened to
- * the aligned region around the run when the run is smaller, each block
- * verified against its hash and then kept in the blob cache and queued for
- * the disk cache.  A missing pack or a checksum failure of store bytes is
- * -EUCLEAN with a log line naming the pack; a bad block from a cache tier is
- * dropped and read from the store instead.
+ * (diskcache.h: one entry per 1 MiB window of a blob, read a part at a time),
+ * each block checked against its hash before it is served; (4) one ranged
+ * store_get per run of consecutive missing blocks, widened to the aligned
+ * region around the run when the run is smaller and to whole disk windows
+ * when there is a disk cache, each block verified against its hash and then
+ * kept in the blob cache, and each window queued for the disk cache.  A missing pack or a checksum
+ * failure of store bytes is -EUCLEAN with a log line naming the pack; a bad block from a cache tier
+ * is dropped and read from the store instead.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -132,19 +133,71 @@ static size_t block_len(const struct blob_desc *d, uint64_t b)
 	return d->blob_len - off < BLOB_BLOCK_SIZE ? (size_t)(d->blob_len - off) : BLOB_BLOCK_SIZE;
 }
 
-/* Disk cache key of the block at blob offset boff: 'P', epoch, position, object offset. */
-static void disk_key(uint8_t k[25], const struct blob_desc *d, uint64_t boff)
+/*
+ * The disk cache holds windows, not blocks: window k of a blob is its blocks
+ * [k * DISK_WINDOW_BLOCKS, (k + 1) * DISK_WINDOW_BLOCKS), clipped to the blocks
+ * a descriptor has the hashes of; one entry (file) per window, read back a
+ * part at a time.
+ */
+#define DISK_WINDOW_BLOCKS 16 /* 1 MiB of 64 KiB blocks */
+#define DISK_KEY 33
+
+/* Bytes of blocks [b0, b1] of d's blob. */
+static uint64_t run_bytes(const struct blob_desc *d, uint64_t b0, uint64_t b1)
 {
-	k[0] = 'P';
-	cache_key(k + 1, d, boff);
+	return b1 * BLOB_BLOCK_SIZE + block_len(d, b1) - b0 * BLOB_BLOCK_SIZE;
 }
 
-/* Is bl bytes at p block boff / BLOB_BLOCK_SIZE of d's blob, by d's hash? */
-static bool block_ok(const struct blob_desc *d, uint64_t boff, const uint8_t *p, size_t bl)
+/* Blocks [*w0, *w1] of the disk window of d that holds block b. */
+static void window_of(const struct blob_desc *d, uint64_t b, uint64_t *w0, uint64_t *w1)
 {
-	uint64_t bad;
+	uint64_t fb = blob_desc_first_block(d), lb = fb + blob_desc_nblocks(d) - 1;
+	uint64_t lo = b / DISK_WINDOW_BLOCKS * DISK_WINDOW_BLOCKS, hi = lo + DISK_WINDOW_BLOCKS - 1;
 
-	return blob_desc_verify(d, boff, p, bl, &bad) == 0;
+	*w0 = lo > fb ? lo : fb;
+	*w1 = hi < lb ? hi : lb;
+}
+
+/* Disk cache key of window [w0, w1] of d: 'W', epoch, position, object offset, bytes. */
+static void disk_key(uint8_t k[DISK_KEY], const struct blob_desc *d, uint64_t w0, uint64_t w1)
+{
+	k[0] = 'W';
+	put_be64(k + 1, d->epoch);
+	put_be64(k + 9, d->position);
+	put_be64(k + 17, d->offset + w0 * BLOB_BLOCK_SIZE);
+	put_be64(k + 25, run_bytes(d, w0, w1));
+}
+
+static void getbuf_release(void *gb)
+{
+	getbuf_unref(gb);
+}
+
+/*
+ * Queue for the disk cache the windows that verified blocks [b0, b1] (bytes
+ * run, inside gb) hold whole: sharing gb when share (the blocks are most of
+ * it), else copied, so that a queued window never keeps a buffer of mostly
+ * other bytes (a 1 MiB region around a small file) alive.
+ */
+static void disk_keep(struct engine *e, const struct blob_desc *d, uint64_t b0, uint64_t b1,
+                      const uint8_t *run, struct getbuf *gb, bool share)
+{
+	uint64_t w0, w1;
+	uint8_t key[DISK_KEY];
+
+	for (uint64_t b = b0; e->dcache && b <= b1; b = w1 + 1) {
+		window_of(d, b, &w0, &w1);
+		if (w0 < b0 || w1 > b1)
+			continue; /* only part of it here */
+		disk_key(key, d, w0, w1);
+		const uint8_t *p = run + (w0 - b0) * BLOB_BLOCK_SIZE;
+		size_t len = (size_t)run_bytes(d, w0, w1);
+		if (share)
+			diskcache_put_shared(e->dcache, key, sizeof(key), p, len, getbuf_release,
+			                     getbuf_ref(gb));
+		else
+			diskcache_put(e->dcache, key, sizeof(key), p, len);
+	}
 }
 
 /* Enter bv (taken) into the blob cache as the block at blob offset boff, charged charge. */
@@ -160,20 +213,15 @@ static void cache_block(struct engine *e, const struct blob_desc *d, uint64_t bo
 }
 
 /*
- * Keep the verified block at blob offset boff (bytes p[0, bl)): in the blob
- * cache (by reference to gb, which holds p, charged charge; without gb a copy,
- * charged bl), and a copy queued for the disk cache when to_disk.
+ * Keep the verified block at blob offset boff (bytes p[0, bl)) in the blob
+ * cache: by reference to gb, which holds p, charged charge; without gb a
+ * copy, charged bl.
  */
 static void keep_block(struct engine *e, const struct blob_desc *d, uint64_t boff, const uint8_t *p,
-                       size_t bl, bool to_disk, struct getbuf *gb, size_t charge)
+                       size_t bl, struct getbuf *gb, size_t charge)
 {
 	struct blob_val *bv;
-	uint8_t key[25];
 
-	if (to_disk && e->dcache) {
-		disk_key(key, d, boff);
-		diskcache_put(e->dcache, key, sizeof(key), p, bl);
-	}
 	if (!e->blob_cache)
 		return;
 	if (gb) {
@@ -293,52 +341,83 @@ static void region_keep(struct engine *e, const struct blob_desc *d, uint64_t g,
 }
 
 /*
- * Block b of d's blob from the tiers under the blob cache: a coalesced region,
- * else the disk cache, read straight into a new cache entry; checked against
- * its hash (the one check of these bytes on this path: the disk cache does
- * not check them again), then entered in the blob cache (and, from a region,
- * queued for the disk), and its part of [a, z) copied to dst.  False: not
- * there (or wrong, and dropped).
+ * Blocks from b on of d's blob from the tiers under the blob cache, for blob
+ * range [a, z) (z - 1 in block b1): the whole disk window of b from coalesced
+ * regions, else its part [b, b1] from the disk cache, read straight into a GET
+ * buffer that the blob cache entries then share; checked against d's hashes
+ * (the one check of these bytes on this path: the disk cache does not check
+ * them again), entered in the blob cache (a window from regions is also
+ * queued for the disk) and their part of [a, z) copied to dst.  Returns the
+ * number of blocks from b on that it served; 0 (and *miss_to, the last block
+ * of b's window: none of them is there either) when neither tier has b's
+ * window, or it was wrong (and dropped).
  */
-static bool lower_tiers(struct engine *e, const struct blob_desc *d, uint64_t b, uint64_t a,
-                        uint64_t z, uint8_t *dst)
+static uint64_t lower_tiers(struct engine *e, const struct blob_desc *d, uint64_t b, uint64_t b1,
+                            uint64_t a, uint64_t z, uint8_t *dst, uint64_t *miss_to)
 {
-	uint64_t boff = b * BLOB_BLOCK_SIZE;
-	size_t bl = block_len(d, b);
-	uint8_t key[25];
-	bool ok = false, disk = false;
+	uint64_t w0, w1, bad;
+	uint8_t key[DISK_KEY];
+	bool disk = false;
 
+	window_of(d, b, &w0, &w1);
+	*miss_to = w1;
 	if (!e->region_cache && !e->dcache)
-		return false;
-	struct blob_val *bv = blob_val_new(bl, d->offset + boff);
-	if (!bv)
-		return false;
-	uint8_t *p = bv->data;
-	disk_key(key, d, boff);
-	if (e->region_cache)
-		ok = region_read(e, d, d->offset + boff, p, bl) && block_ok(d, boff, p, bl);
+		return 0;
+	uint64_t total = run_bytes(d, w0, w1);
+	struct getbuf *gb = malloc(sizeof(*gb));
+	if (!gb)
+		return 0;
+	atomic_init(&gb->refs, 1);
+	uint64_t from = w0, to = w1; /* the blocks read */
+	gb->data = NULL;
+	bool ok = false;
+	if (e->region_cache) {
+		gb->data = malloc((size_t)total);
+		ok = gb->data &&
+		     region_read(e, d, d->offset + w0 * BLOB_BLOCK_SIZE, gb->data, (size_t)total) &&
+		     blob_desc_verify(d, w0 * BLOB_BLOCK_SIZE, gb->data, total, &bad) == 0;
+	}
 	if (!ok && e->dcache) {
-		disk = ok = diskcache_get(e->dcache, key, sizeof(key), p, bl,
-		                          DISKCACHE_GET_CALLER_CHECKS) == 0;
-		if (ok && !block_ok(d, boff, p, bl)) {
+		from = b;
+		to = b1 < w1 ? b1 : w1;
+		uint64_t len = run_bytes(d, from, to);
+		/* a buffer of the part alone: the blocks kept by reference to it are charged
+		 * their own lengths, so it must hold nothing else */
+		free(gb->data);
+		gb->data = malloc((size_t)len);
+		if (!gb->data) {
+			getbuf_unref(gb);
+			return 0;
+		}
+		disk_key(key, d, w0, w1);
+		disk = ok = diskcache_get_part(e->dcache, key, sizeof(key), (size_t)total,
+		                               (size_t)((from - w0) * BLOB_BLOCK_SIZE), gb->data,
+		                               (size_t)len, DISKCACHE_GET_CALLER_CHECKS) == 0;
+		if (ok && blob_desc_verify(d, from * BLOB_BLOCK_SIZE, gb->data, len, &bad)) {
 			/* torn or damaged, or of a pack of the same name in a store made again */
 			diskcache_drop(e->dcache, key, sizeof(key), true);
 			ok = disk = false;
 		}
 	}
 	if (!ok) {
-		free(bv);
-		return false;
+		getbuf_unref(gb);
+		return 0;
 	}
-	atomic_fetch_add_explicit(disk ? &e->blob_disk_hits : &e->blob_region_hits, 1,
+	uint64_t n = to - from + 1;
+	atomic_fetch_add_explicit(disk ? &e->blob_disk_hits : &e->blob_region_hits, n,
 	                          memory_order_relaxed);
 	if (disk)
-		atomic_fetch_add_explicit(&e->blob_disk_bytes, bl, memory_order_relaxed);
-	copy_part(dst, a, z, p, boff, bl);
-	if (!disk && e->dcache)
-		diskcache_put(e->dcache, key, sizeof(key), p, bl);
-	cache_block(e, d, boff, bv, bl);
-	return true;
+		atomic_fetch_add_explicit(&e->blob_disk_bytes, run_bytes(d, from, to),
+		                          memory_order_relaxed);
+	for (uint64_t k = from; k <= to; k++) {
+		const uint8_t *p = gb->data + (k - from) * BLOB_BLOCK_SIZE;
+		copy_part(dst, a, z, p, k * BLOB_BLOCK_SIZE, block_len(d, k));
+		keep_block(e, d, k * BLOB_BLOCK_SIZE, p, block_len(d, k), gb, block_len(d, k));
+	}
+	if (!disk)
+		disk_keep(e, d, w0, w1, gb->data, gb, true);
+	getbuf_unref(gb);
+	return (to < b1 ? to : b1) - b + 1;
 }
 
 /* ---- the store ---------------------------------------------------------------- */
@@ -426,9 +505,10 @@ static int check_keep(struct engine *e, const struct blob_desc *d, uint64_t b0, 
 	bool share = 2 * (to - from) >= n;
 	for (uint64_t b = b0; b <= b1; b++) {
 		size_t bl = block_len(d, b);
-		keep_block(e, d, b * BLOB_BLOCK_SIZE, run + (b * BLOB_BLOCK_SIZE - from), bl, true,
+		keep_block(e, d, b * BLOB_BLOCK_SIZE, run + (b * BLOB_BLOCK_SIZE - from), bl,
 		           share ? gb : NULL, (size_t)((uint64_t)bl * n / (to - from)));
 	}
+	disk_keep(e, d, b0, b1, run, gb, share);
 	if (R && (g != d->offset + from || n != to - from))
 		region_keep(e, d, g, gb, n, (size_t)(gend - g));
 	return 0;
@@ -464,6 +544,14 @@ static int fetch_run(struct engine *e, const struct blob_desc *d, uint64_t b0, u
 		b0 = w0 > fb ? w0 : fb;
 		b1 = w1 > b1 ? (w1 < lb ? w1 : lb) : b1;
 		R = 0;
+	}
+	if (e->dcache) {
+		/* whole disk windows, so that every one fetched can go to the disk cache */
+		uint64_t w0, w1;
+		window_of(d, b0, &w0, &w1);
+		b0 = w0;
+		window_of(d, b1, &w0, &w1);
+		b1 = w1;
 	}
 	uint64_t from = b0 * BLOB_BLOCK_SIZE;
 	uint64_t to = b1 * BLOB_BLOCK_SIZE + block_len(d, b1);
@@ -515,7 +603,8 @@ static int blob_io(struct engine *e, const struct blob_desc *d, uint64_t off, si
 {
 	uint64_t a = d->start + off, z = a + n; /* blob range */
 	uint64_t b0 = a / BLOB_BLOCK_SIZE, b1 = (z - 1) / BLOB_BLOCK_SIZE;
-	uint64_t run; /* first block of the current run of missing blocks */
+	uint64_t run;        /* first block of the current run of missing blocks */
+	uint64_t lower_miss; /* see below */
 	struct pack *p;
 	int rc = 0, waits = 0;
 
@@ -533,7 +622,9 @@ static int blob_io(struct engine *e, const struct blob_desc *d, uint64_t off, si
 again: /* after waiting for another thread's GET of some of these blocks */
 	run = UINT64_MAX;
 	rc = 0;
+	lower_miss = UINT64_MAX; /* through this block the lower tiers have nothing */
 	for (uint64_t b = b0; b <= b1 && !rc; b++) {
+		uint64_t last = b; /* the last block this round served */
 		uint64_t boff = b * BLOB_BLOCK_SIZE;
 		size_t bl = block_len(d, b);
 		struct cache_handle *h = NULL;
@@ -560,14 +651,21 @@ again: /* after waiting for another thread's GET of some of these blocks */
 		if (e->blob_cache)
 			atomic_fetch_add_explicit(hit ? &e->blob_mem_hits : &e->blob_mem_misses, 1,
 			                          memory_order_relaxed);
-		if (!hit)
-			hit = lower_tiers(e, d, b, a, z, dst);
+		if (!hit && (lower_miss == UINT64_MAX || b > lower_miss)) {
+			uint64_t k = lower_tiers(e, d, b, b1, a, z, dst, &lower_miss);
+			hit = k > 0;
+			if (hit) {
+				last = b + k - 1;
+				lower_miss = UINT64_MAX;
+			}
+		}
 		if (!hit && run == UINT64_MAX)
 			run = b;
 		if (hit && run != UINT64_MAX) {
 			rc = fetch_run(e, d, run, b - 1, a, z, dst, waits < 2);
 			run = UINT64_MAX;
 		}
+		b = last;
 	}
 	if (!rc && run != UINT64_MAX)
 		rc = fetch_run(e, d, run, b1, a, z, dst, waits < 2);

@@ -5,7 +5,7 @@
  *
  * Layout of the directory:
  *   lock             flock()ed while a cache has the directory open
- *   format           "memwalfs-diskcache 1\n"; another content: the entries are
+ *   format           "memwalfs-diskcache 2\n"; another content: the entries are
  *                    deleted at open (a future format, or something else)
  *   XX/NAME          one entry: NAME is the 32 hex digits of XXH3_128(key),
  *                    XX its first two
@@ -59,9 +59,10 @@
 #define DC_VERSION 1
 #define DC_HDR 16                          /* magic, version, klen, dlen, reserved */
 #define DC_TAIL 8                          /* the check */
-#define DC_FORMAT "memwalfs-diskcache 1\n" /* content of DIR/format */
+#define DC_FORMAT "memwalfs-diskcache 2\n" /* content of DIR/format */
 #define DC_TOUCH_SEC 60                    /* refresh a hit file's mtime at most this often */
 #define DC_NAME 32                         /* hex digits of a name */
+#define DC_ALIGN 4096                      /* alignment of direct writes */
 #define DC_MIN_AUTO (4u << 20) /* a default bound below this: the disk is full, cache nothing */
 
 /* One entry of the index. */
@@ -75,13 +76,21 @@ struct dc_ent {
 
 enum { JOB_PUT, JOB_TOUCH, JOB_FLUSH };
 
-/* Queued work for the thread. */
+/*
+ * Queued work for the thread.  A put's file is head[0, DC_HDR + klen) (header
+ * and key), data[0, dlen), then the check (computed by the thread).  A copied
+ * put keeps its data after the head; a shared one points at the caller's,
+ * which release(arg) gives back once the entry is written or dropped.
+ */
 struct dc_job {
 	struct dc_job *next;
-	int kind;        /* JOB_* */
-	XXH128_hash_t h; /* the entry */
-	size_t flen;     /* bytes of file[] (JOB_PUT) */
-	uint8_t file[];  /* the whole entry file (JOB_PUT) */
+	int kind;                /* JOB_* */
+	XXH128_hash_t h;         /* the entry */
+	size_t flen;             /* bytes of the entry file (JOB_PUT) */
+	const uint8_t *data;     /* its data (JOB_PUT) */
+	void (*release)(void *); /* shared data: give it back (or NULL) */
+	void *arg;               /* release's argument */
+	uint8_t head[];          /* header and key (JOB_PUT); a copy's data follows */
 };
 
 struct diskcache {
@@ -94,20 +103,23 @@ struct diskcache {
 	size_t queue_max;   /* bound of queued bytes */
 	bool wipe;          /* the format file was not ours: delete entries at the listing */
 
-	struct mw_mutex mu;        /* see the file comment */
-	pthread_cond_t cv;         /* work queued, or stop; dc->mu */
-	pthread_cond_t idle;       /* the thread finished a flush job; dc->mu */
-	struct mw_thread thr;      /* the writer */
-	struct dc_job *qhead;      /* queue; dc->mu */
-	struct dc_job **qtail;     /* dc->mu */
-	size_t qbytes;             /* bytes queued; dc->mu */
-	uint64_t flushes;          /* flush jobs queued; dc->mu */
-	uint64_t flushed;          /* flush jobs done; dc->mu */
-	struct dc_ent **tab;       /* hash table; dc->mu */
-	size_t nb;                 /* its buckets (a power of two) */
-	struct dc_ent *head;       /* most recently used; dc->mu */
-	struct dc_ent *tail;       /* least recently used; dc->mu */
-	bool stopped_inserts;      /* a write failed; dc->mu */
+	struct mw_mutex mu;    /* see the file comment */
+	pthread_cond_t cv;     /* work queued, or stop; dc->mu */
+	pthread_cond_t idle;   /* the thread finished a flush job; dc->mu */
+	struct mw_thread thr;  /* the writer */
+	struct dc_job *qhead;  /* queue; dc->mu */
+	struct dc_job **qtail; /* dc->mu */
+	size_t qbytes;         /* bytes queued; dc->mu */
+	uint64_t flushes;      /* flush jobs queued; dc->mu */
+	uint64_t flushed;      /* flush jobs done; dc->mu */
+	struct dc_ent **tab;   /* hash table; dc->mu */
+	size_t nb;             /* its buckets (a power of two) */
+	struct dc_ent *head;   /* most recently used; dc->mu */
+	struct dc_ent *tail;   /* least recently used; dc->mu */
+	bool stopped_inserts;  /* a write failed; dc->mu */
+	bool direct;           /* entries are written with O_DIRECT (the thread's) */
+	uint8_t *bounce;       /* its page-aligned buffer (the thread's) */
+	size_t bounce_cap;
 	struct diskcache_stats st; /* counters; dc->mu */
 };
 
@@ -386,17 +398,79 @@ static void scan(struct diskcache *dc)
 	evict(dc);
 }
 
+/* writev all of iov[0, nv) to fd (which it consumes): 0 or an errno value. */
+static int writev_all(int fd, struct iovec *v, int nv)
+{
+	while (nv) {
+		ssize_t w = writev(fd, v, nv);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return w < 0 ? errno : ENOSPC;
+		size_t k = (size_t)w;
+		for (; nv && k >= v->iov_len; nv--, v++)
+			k -= v->iov_len;
+		if (nv) {
+			v->iov_base = (uint8_t *)v->iov_base + k;
+			v->iov_len -= k;
+		}
+	}
+	return 0;
+}
+
+/*
+ * Write the entry file of j (header and key, data, tail) to the new file fd
+ * with direct I/O: copied into the thread's page-aligned buffer, padded to
+ * whole pages, written, and cut back to its length.  The bytes do not pass
+ * through the page cache (which would copy them once more and hold a second
+ * copy of what the memory cache holds, dirty, until written back).  0, an
+ * errno value, or -1 when direct I/O cannot be used here (the caller writes
+ * through the page cache, from then on).
+ */
+static int write_direct(struct diskcache *dc, int fd, const struct dc_job *j, const uint8_t *tail)
+{
+	size_t klen = get_be16(j->head + 6), len = get_be32(j->head + 8);
+	size_t padded = (j->flen + DC_ALIGN - 1) / DC_ALIGN * DC_ALIGN;
+
+	if (padded > dc->bounce_cap) {
+		free(dc->bounce);
+		dc->bounce_cap = 0;
+		dc->bounce = aligned_alloc(DC_ALIGN, padded);
+		if (!dc->bounce)
+			return -1;
+		dc->bounce_cap = padded;
+	}
+	uint8_t *p = dc->bounce;
+	memcpy(p, j->head, DC_HDR + klen);
+	memcpy(p + DC_HDR + klen, j->data, len);
+	memcpy(p + DC_HDR + klen + len, tail, DC_TAIL);
+	memset(p + j->flen, 0, padded - j->flen);
+	int fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_DIRECT))
+		return -1; /* a filesystem without direct I/O (EINVAL) */
+	for (size_t off = 0; off < padded;) {
+		ssize_t w = pwrite(fd, p + off, padded - off, (off_t)off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0 && errno == EINVAL && off == 0)
+			return -1; /* refused: alignment or support */
+		if (w <= 0)
+			return w < 0 ? errno : ENOSPC;
+		off += (size_t)w;
+	}
+	return ftruncate(fd, (off_t)j->flen) ? errno : 0;
+}
+
 /* Write one entry file; false if inserts had to stop. */
 static bool write_entry(struct diskcache *dc, struct dc_job *j)
 {
 	char tmp[64], path[64];
 	const char *what = "creating an entry";
-	int fd, err = 0;
-	size_t klen = get_be16(j->file + 6), len = get_be32(j->file + 8);
+	int fd, err = -1;
+	size_t klen = get_be16(j->head + 6), len = get_be32(j->head + 8);
+	uint8_t tail[DC_TAIL];
 
-	put_be64(j->file + DC_HDR + klen + len,
-	         check_of(j->file, klen, j->file + DC_HDR + klen, len));
-
+	put_be64(tail, check_of(j->head, klen, j->data, len));
 	path_of(tmp, sizeof(tmp), j->h, true);
 	path_of(path, sizeof(path), j->h, false);
 	fd = openat(dc->dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
@@ -412,14 +486,28 @@ static bool write_entry(struct diskcache *dc, struct dc_job *j)
 		stop_inserts(dc, what, errno);
 		return false;
 	}
-	for (size_t off = 0; off < j->flen && !err;) {
-		ssize_t w = write(fd, j->file + off, j->flen - off);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			err = w < 0 ? errno : ENOSPC;
-		else
-			off += (size_t)w;
+	if (dc->direct) {
+		err = write_direct(dc, fd, j, tail);
+		if (err < 0) {
+			dc->direct = false;
+			log_info(
+			    "disk cache %s: no direct I/O here: entries are written through the "
+			    "page cache",
+			    dc->dir);
+			if (ftruncate(fd, 0) == 0) {
+				int fl = fcntl(fd, F_GETFL);
+				if (fl >= 0)
+					fcntl(fd, F_SETFL, fl & ~O_DIRECT);
+			}
+		}
+	}
+	if (err < 0) {
+		struct iovec iov[3] = {
+		    {j->head, DC_HDR + klen},
+		    {(void *)j->data, len},
+		    {tail, DC_TAIL},
+		};
+		err = writev_all(fd, iov, 3);
 	}
 	what = "writing an entry";
 	if (close(fd) && !err)
@@ -439,6 +527,14 @@ static bool write_entry(struct diskcache *dc, struct dc_job *j)
 	dc->st.insert_bytes += j->flen;
 	mw_mutex_unlock(&dc->mu);
 	return true;
+}
+
+/* Free j, giving shared data back. */
+static void job_free(struct dc_job *j)
+{
+	if (j->release)
+		j->release(j->arg);
+	free(j);
 }
 
 static void *dc_thread(void *arg)
@@ -483,7 +579,9 @@ static void *dc_thread(void *arg)
 			dc->flushed++;
 			pthread_cond_broadcast(&dc->idle);
 		}
-		free(j);
+		mw_mutex_unlock(&dc->mu);
+		job_free(j); /* a release may take locks of the caller's */
+		mw_mutex_lock(&dc->mu);
 	}
 	mw_mutex_unlock(&dc->mu);
 	return NULL;
@@ -496,7 +594,7 @@ static bool enqueue(struct diskcache *dc, struct dc_job *j)
 	if (j->kind == JOB_PUT && (dc->stopped_inserts || dc->qbytes + j->flen > dc->queue_max)) {
 		dc->st.dropped++;
 		mw_mutex_unlock(&dc->mu);
-		free(j);
+		job_free(j);
 		return false;
 	}
 	j->next = NULL;
@@ -611,6 +709,7 @@ int diskcache_open(const struct diskcache_opts *o, struct diskcache **out)
 	dc->st.capacity = dc->max_bytes;
 	dc->st.inserting = true;
 	dc->queue_max = o->queue_bytes ? o->queue_bytes : (32u << 20);
+	dc->direct = true; /* until a filesystem refuses it */
 	dc->qtail = &dc->qhead;
 	mw_mutex_init(&dc->mu);
 	mw_cond_init_monotonic(&dc->cv);
@@ -653,6 +752,7 @@ void diskcache_close(struct diskcache *dc)
 	mw_mutex_destroy(&dc->mu);
 	close(dc->lockfd); /* releases the flock */
 	close(dc->dfd);
+	free(dc->bounce);
 	free(dc->dir);
 	free(dc);
 }
@@ -675,17 +775,37 @@ static void drop_name(struct diskcache *dc, XXH128_hash_t h)
 	mw_mutex_unlock(&dc->mu);
 }
 
-int diskcache_get(struct diskcache *dc, const void *key, size_t klen, void *dst, size_t len,
-                  unsigned flags)
+/* pread all of n bytes at off: the byte count read (short at the end of the file), or -1. */
+static ssize_t pread_all(int fd, void *dst, size_t n, off_t off)
+{
+	size_t done = 0;
+
+	while (done < n) {
+		ssize_t got = pread(fd, (uint8_t *)dst + done, n - done, off + (off_t)done);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0)
+			return -1;
+		if (got == 0)
+			break;
+		done += (size_t)got;
+	}
+	return (ssize_t)done;
+}
+
+int diskcache_get_part(struct diskcache *dc, const void *key, size_t klen, size_t total, size_t off,
+                       void *dst, size_t len, unsigned flags)
 {
 	uint8_t head[DC_HDR + DISKCACHE_KEY_MAX], want[DC_HDR], tail[DC_TAIL + 1];
+	bool whole = off == 0 && len == total;
 	XXH128_hash_t h;
 	char path[64];
 	ssize_t got;
 	bool ok;
 	int fd;
 
-	if (klen > DISKCACHE_KEY_MAX || len > DISKCACHE_VALUE_MAX)
+	if (klen > DISKCACHE_KEY_MAX || total > DISKCACHE_VALUE_MAX || off > total ||
+	    len > total - off || (!whole && !(flags & DISKCACHE_GET_CALLER_CHECKS)))
 		return -ENOENT;
 	h = name_of(key, klen);
 	path_of(path, sizeof(path), h, false);
@@ -701,18 +821,34 @@ int diskcache_get(struct diskcache *dc, const void *key, size_t klen, void *dst,
 		mw_mutex_unlock(&dc->mu);
 		return -ENOENT;
 	}
-	struct iovec iov[3] = {
-	    {head, DC_HDR + klen},
-	    {dst, len},
-	    {tail, sizeof(tail)},
-	};
-	do
-		got = preadv(fd, iov, 3, 0);
-	while (got < 0 && errno == EINTR);
+	encode_header(want, klen, total);
+	if (whole) {
+		/* header, key, data, check and one byte more: the file is exactly that long */
+		struct iovec iov[3] = {
+		    {head, DC_HDR + klen},
+		    {dst, len},
+		    {tail, sizeof(tail)},
+		};
+		do
+			got = preadv(fd, iov, 3, 0);
+		while (got < 0 && errno == EINTR);
+		ok = got == (ssize_t)(DC_HDR + klen + len + DC_TAIL);
+	} else {
+		/*
+		 * header and key, then the part (its bytes are the caller's to check);
+		 * no kernel read-ahead: a random read of a block must not read the rest
+		 * of the window from the disk too
+		 */
+		posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);
+		got = pread_all(fd, head, DC_HDR + klen, 0);
+		ok = got == (ssize_t)(DC_HDR + klen);
+		if (ok) {
+			got = pread_all(fd, dst, len, (off_t)(DC_HDR + klen + off));
+			ok = got == (ssize_t)len;
+		}
+	}
 	close(fd);
-	encode_header(want, klen, len);
-	ok = got == (ssize_t)(DC_HDR + klen + len + DC_TAIL) && !memcmp(head, want, DC_HDR) &&
-	     !memcmp(head + DC_HDR, key, klen) &&
+	ok = ok && !memcmp(head, want, DC_HDR) && !memcmp(head + DC_HDR, key, klen) &&
 	     ((flags & DISKCACHE_GET_CALLER_CHECKS) ||
 	      get_be64(tail) == check_of(head, klen, dst, len));
 	if (!ok) {
@@ -745,13 +881,21 @@ int diskcache_get(struct diskcache *dc, const void *key, size_t klen, void *dst,
 	return 0;
 }
 
-void diskcache_put(struct diskcache *dc, const void *key, size_t klen, const void *data, size_t len)
+int diskcache_get(struct diskcache *dc, const void *key, size_t klen, void *dst, size_t len,
+                  unsigned flags)
+{
+	return diskcache_get_part(dc, key, klen, len, 0, dst, len, flags);
+}
+
+/* Queue a put of data (copied unless release, which then gets arg once the entry is done). */
+static void put(struct diskcache *dc, const void *key, size_t klen, const void *data, size_t len,
+                void (*release)(void *), void *arg)
 {
 	size_t flen = DC_HDR + klen + len + DC_TAIL;
-	struct dc_job *j;
+	struct dc_job *j = NULL;
 
 	if (klen > DISKCACHE_KEY_MAX || len > DISKCACHE_VALUE_MAX)
-		return;
+		goto give_back;
 	mw_mutex_lock(&dc->mu);
 	bool full =
 	    dc->stopped_inserts || dc->qbytes + flen > dc->queue_max || flen > dc->max_bytes;
@@ -759,18 +903,40 @@ void diskcache_put(struct diskcache *dc, const void *key, size_t klen, const voi
 		dc->st.dropped++;
 	mw_mutex_unlock(&dc->mu);
 	if (full)
-		return;
-	j = malloc(sizeof(*j) + flen);
+		goto give_back;
+	j = malloc(sizeof(*j) + DC_HDR + klen + (release ? 0 : len));
 	if (!j)
-		return;
+		goto give_back;
 	j->kind = JOB_PUT;
 	j->h = name_of(key, klen);
 	j->flen = flen;
-	encode_header(j->file, klen, len);
-	memcpy(j->file + DC_HDR, key, klen);
-	memcpy(j->file + DC_HDR + klen, data, len);
+	j->release = release;
+	j->arg = arg;
+	encode_header(j->head, klen, len);
+	memcpy(j->head + DC_HDR, key, klen);
+	if (release) {
+		j->data = data;
+	} else {
+		memcpy(j->head + DC_HDR + klen, data, len);
+		j->data = j->head + DC_HDR + klen;
+	}
 	/* the check is computed by the thread (write_entry()), off the read path */
 	enqueue(dc, j);
+	return;
+give_back:
+	if (release)
+		release(arg);
+}
+
+void diskcache_put(struct diskcache *dc, const void *key, size_t klen, const void *data, size_t len)
+{
+	put(dc, key, klen, data, len, NULL, NULL);
+}
+
+void diskcache_put_shared(struct diskcache *dc, const void *key, size_t klen, const void *data,
+                          size_t len, void (*release)(void *), void *arg)
+{
+	put(dc, key, klen, data, len, release, arg);
 }
 
 void diskcache_drop(struct diskcache *dc, const void *key, size_t klen, bool corrupt)

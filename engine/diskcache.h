@@ -13,8 +13,9 @@
  * diskcache_drop() when they do not match.
  *
  * Writes are behind: diskcache_put() copies the bytes into a bounded queue
- * that one background thread writes out (temporary file, rename); when the
- * queue is full the entry is dropped.  The same thread keeps the total size
+ * (diskcache_put_shared() queues the caller's buffer instead) that one
+ * background thread writes out (temporary file, rename); when the queue is
+ * full the entry is dropped.  The same thread keeps the total size
  * within the bound, evicting the least recently used entries (the order is
  * rebuilt at open from the files' modification times, which hits refresh).
  *
@@ -91,12 +92,32 @@ int diskcache_get(struct diskcache *dc, const void *key, size_t klen, void *dst,
                   unsigned flags);
 
 /*
+ * Read data bytes [off, off + len) of the entry of key, whose data is total
+ * bytes long, into dst: a part of a large entry (a window of blocks the
+ * caller checks one by one) for two preads, not the whole.  The header, key
+ * and total length are checked; the part's bytes only by the caller, so a
+ * part that is not the whole entry needs DISKCACHE_GET_CALLER_CHECKS (else
+ * -ENOENT).  The whole entry: as diskcache_get().  0 or -ENOENT as there.
+ */
+int diskcache_get_part(struct diskcache *dc, const void *key, size_t klen, size_t total, size_t off,
+                       void *dst, size_t len, unsigned flags);
+
+/*
  * Queue key -> data[0, len) to be written (copied; the caller keeps data).
  * Best effort: dropped when the queue is full, inserts are stopped or the
  * sizes exceed the limits above.
  */
 void diskcache_put(struct diskcache *dc, const void *key, size_t klen, const void *data,
                    size_t len);
+
+/*
+ * As diskcache_put(), without the copy: data must stay as it is until the
+ * cache calls release(arg), once, when it has written the entry or dropped
+ * it (perhaps before this returns; from any thread, with no lock of the
+ * cache held).
+ */
+void diskcache_put_shared(struct diskcache *dc, const void *key, size_t klen, const void *data,
+                          size_t len, void (*release)(void *), void *arg);
 
 /*
  * Delete the entry of key (its bytes were wrong for the caller); corrupt:

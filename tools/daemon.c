@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -383,4 +384,15 @@ void mwd_unlock(int fd)
 			unlink(path);
 	}
 	close(fd);
+}
+
+void mwd_memory_policy(void)
+{
+	const char *t = getenv("GLIBC_TUNABLES");
+
+	if (t && strstr(t, "glibc.malloc."))
+		return;
+	/* fixed values also turn off glibc's own sliding threshold */
+	mallopt(M_MMAP_THRESHOLD, 32 << 20);
+	mallopt(M_TRIM_THRESHOLD, 256 << 20);
 }

@@ -57,6 +57,18 @@ int mwd_lock(const char *name, const char *mountpoint, const char *fsname, unsig
  */
 void mwd_unlock(int fd);
 
+/*
+ * The daemon's allocator policy, set before its threads start: blocks of up
+ * to 32 MiB (GET buffers, packs, FUSE buffers) come from malloc's arenas and
+ * their memory is reused after free, and an arena gives memory back only
+ * when 256 MiB at its top are free.  By default glibc maps each big block
+ * afresh and unmaps it at free, and every page of it then faults when first
+ * written: on the 2-core test machine a fault costs 13 us, and a cold 1 GiB
+ * read took 120,000 of them (docs/DESIGN.md, Memory).  Left alone when
+ * GLIBC_TUNABLES sets a malloc tunable (the user's choice wins).
+ */
+void mwd_memory_policy(void);
+
 /* Path of the status file of daemon pid into out (n bytes).  0 or -errno. */
 int mwd_status_path(pid_t pid, char *out, size_t n);
 

@@ -31,6 +31,13 @@
  * first opens the engine read-only and reads the superblock, so that a
  * store of a newer format version (manifest, WAL, SSTable or filesystem) or
  * a damaged one is refused before the writer open claims an epoch.
+ *
+ * Divisions, in order: usage and option parsing; remount; checks before
+ * anything changes; the daemon (fork, open, serve, close); the entry points
+ * (cmd_mount, cmd_stats).  Elsewhere: the per-store lock, the status files
+ * and the allocator policy (tools/daemon.c), the metrics endpoint
+ * (tools/metrics.c), the store options shared with the other commands
+ * (tools/storeopt.c).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -1250,6 +1257,8 @@ static int run_mount(struct mount_args *a, int argc, char **argv)
 	return status;
 }
 
+/* ---- entry points: memwalfs mount, memwalfs stats --------------------------- */
+
 /* Entry points for the command table in tools/memwalfs.c. */
 int cmd_mount(int argc, char **argv);
 int cmd_stats(int argc, char **argv);
@@ -1258,6 +1267,7 @@ int cmd_stats(int argc, char **argv);
 int cmd_mount(int argc, char **argv)
 {
 	struct mount_args a;
+	mwd_memory_policy();
 	memset(&a, 0, sizeof(a));
 	a.metrics_fd = -1;
 	s3_opts_default(&a.s3);

@@ -5,7 +5,9 @@
 #   2. cache files corrupted, truncated and deleted under a mounted filesystem: every read
 #      stays byte-exact, the damaged entries are counted and fetched again;
 #   3. a cache directory on a tiny, full tmpfs: the mount works, reads are right, and one
-#      warning says why nothing is cached.
+#      warning says why nothing is cached;
+#   4. a cache directory on ramfs, which refuses direct I/O: entries go through the page cache
+#      (one line says so) and a remount reads them warm.
 # On the local store the disk cache is only there because the test asks for it (--cache-dir).
 # Randomized: prints its seed; SEED=N replays.
 . "$(dirname "$0")/lib.sh" "$1" "${2:-local}"
@@ -116,6 +118,31 @@ if mount -t tmpfs -o size=64k tmpfs "$T" 2>/dev/null; then
 	[ "$w" = 1 ] || { echo "FAIL: $w warnings instead of one"; exit 1; }
 else
 	echo "   (no tmpfs mount here: the full-directory case is not run)"
+fi
+# 4. a cache directory where direct I/O is refused (ramfs): entries are written through the
+#    page cache instead, with one line saying so, and a remount reads them without a GET
+R="$WORK/ramfs"
+mkdir -p "$R"
+if mount -t ramfs ramfs "$R" 2>/dev/null; then
+	# (ramfs reports no free space: the default bound would be nothing)
+	mw_mount_logged "$M" -v --cache-dir "$R/dc" --disk-cache-size 64M
+	check_all "cold read, cache on ramfs"
+	mw_umount "$M"
+	grep -q "no direct I/O here" "$M.log" || {
+		mw_log_tail "$M"
+		umount "$R"
+		echo "FAIL: no line about the fallback to the page cache"
+		exit 1
+	}
+	mw_mount "$M" --cache-dir "$R/dc" --disk-cache-size 64M
+	check_all "warm read, cache on ramfs"
+	gets=$(stat_of blob_fetches)
+	echo "   ramfs: $(find "$R/dc" -type f -name '????????????????????????????????' | wc -l) entries written through the page cache; remount: $gets pack GETs"
+	mw_umount "$M"
+	umount "$R"
+	[ "$gets" = 0 ] || { echo "FAIL: the read after a remount on ramfs fetched $gets times"; exit 1; }
+else
+	echo "   (no ramfs mount here: the fallback from direct I/O is not run)"
 fi
 mw_fsck
 echo "PASS"

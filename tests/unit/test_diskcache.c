@@ -3,7 +3,8 @@
  * files (a flipped byte anywhere, truncated, grown, deleted), the LRU bound,
  * reopen (entries and their order survive), the lock, a bound too small
  * for an entry, DISKCACHE_GET_CALLER_CHECKS (the data is left to the caller,
- * nothing else), and a directory of another format version (wiped at open).
+ * nothing else), a directory of another format version (wiped at open), and
+ * parts of an entry read alone and puts of a shared buffer.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -234,7 +235,7 @@ static void old_format_wiped(void **state)
 	snprintf(fmt, sizeof(fmt), "%s/format", dir);
 	FILE *f = fopen(fmt, "w");
 	assert_non_null(f);
-	fputs("memwalfs-diskcache 0\n", f); /* an older version */
+	fputs("memwalfs-diskcache 1\n", f); /* an older version (blocks, not windows) */
 	fclose(f);
 	dc = open_dc(1 << 20);
 	diskcache_flush(dc); /* the listing (and the wipe) runs before the first job */
@@ -253,7 +254,7 @@ static void old_format_wiped(void **state)
 	assert_non_null(f);
 	assert_non_null(fgets(fmt, sizeof(fmt), f));
 	fclose(f);
-	assert_string_equal(fmt, "memwalfs-diskcache 1\n");
+	assert_string_equal(fmt, "memwalfs-diskcache 2\n");
 }
 
 /* Keys that collide in nothing but their file would be a bug: the key is checked too. */
@@ -351,6 +352,86 @@ static void limits(void **state)
 	diskcache_close(dc);
 }
 
+static int released;
+
+static void count_release(void *arg)
+{
+	(void)arg;
+	released++;
+}
+
+/*
+ * diskcache_get_part(): a part of an entry reads those bytes of it (the
+ * header, key and total length checked, the bytes left to the caller); a
+ * part without DISKCACHE_GET_CALLER_CHECKS, past the end or of another total
+ * is a miss.  diskcache_put_shared() writes the caller's buffer and gives it
+ * back once, also when the entry is dropped.
+ */
+static void parts_and_shared(void **state)
+{
+	enum { SZ = 200000 };
+	struct diskcache *dc = open_dc(8 << 20);
+	uint8_t *in = malloc(SZ), *out = malloc(SZ);
+	struct diskcache_stats st;
+
+	(void)state;
+	assert_non_null(in);
+	assert_non_null(out);
+	fill(in, SZ, 9);
+	released = 0;
+	diskcache_put_shared(dc, "w", 1, in, SZ, count_release, NULL);
+	diskcache_flush(dc);
+	assert_int_equal(released, 1);
+	/* parts anywhere, the whole entry with or without the flag */
+	const size_t parts[][2] = {{0, 1}, {65536, 65536}, {SZ - 7, 7}, {1234, 99999}, {0, SZ}};
+	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
+		memset(out, 0, SZ);
+		assert_int_equal(diskcache_get_part(dc, "w", 1, SZ, parts[i][0], out, parts[i][1],
+		                                    DISKCACHE_GET_CALLER_CHECKS),
+		                 0);
+		assert_memory_equal(out, in + parts[i][0], parts[i][1]);
+	}
+	assert_int_equal(diskcache_get_part(dc, "w", 1, SZ, 0, out, SZ, 0), 0);
+	assert_memory_equal(out, in, SZ);
+	/* refused without touching the entry: a part with the cache's own check, past the end */
+	assert_int_equal(diskcache_get_part(dc, "w", 1, SZ, 10, out, 10, 0), -ENOENT);
+	assert_int_equal(
+	    diskcache_get_part(dc, "w", 1, SZ, SZ - 5, out, 10, DISKCACHE_GET_CALLER_CHECKS),
+	    -ENOENT);
+	assert_int_equal(diskcache_get(dc, "w", 1, out, SZ, 0), 0);
+	/* another total length: not this entry, which is dropped */
+	assert_int_equal(
+	    diskcache_get_part(dc, "w", 1, SZ + 1, 0, out, 10, DISKCACHE_GET_CALLER_CHECKS),
+	    -ENOENT);
+	assert_int_equal(diskcache_get(dc, "w", 1, out, SZ, 0), -ENOENT);
+	/* a truncated file: a part inside what is left reads (the caller checks it), one
+	   beyond it misses and drops the entry */
+	diskcache_put_shared(dc, "t", 1, in, SZ, count_release, NULL);
+	diskcache_flush(dc);
+	assert_int_equal(released, 2);
+	char path[256];
+	only_file(path, sizeof(path));
+	assert_int_equal(truncate(path, 16 + 1 + 1000), 0);
+	assert_int_equal(
+	    diskcache_get_part(dc, "t", 1, SZ, 100, out, 900, DISKCACHE_GET_CALLER_CHECKS), 0);
+	assert_memory_equal(out, in + 100, 900);
+	assert_int_equal(
+	    diskcache_get_part(dc, "t", 1, SZ, 900, out, 200, DISKCACHE_GET_CALLER_CHECKS),
+	    -ENOENT);
+	assert_int_equal(access(path, F_OK), -1);
+	/* a shared put that is dropped (larger than the bound) is given back too */
+	diskcache_close(dc);
+	dc = open_dc(1000);
+	diskcache_put_shared(dc, "big", 3, in, SZ, count_release, NULL);
+	assert_int_equal(released, 3);
+	diskcache_flush(dc);
+	diskcache_get_stats(dc, &st);
+	assert_int_equal(st.dropped, 1);
+	diskcache_close(dc);
+	free(in);
+	free(out);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -361,6 +442,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(limits, setup, teardown),
 	    cmocka_unit_test_setup_teardown(caller_checks, setup, teardown),
 	    cmocka_unit_test_setup_teardown(old_format_wiped, setup, teardown),
+	    cmocka_unit_test_setup_teardown(parts_and_shared, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

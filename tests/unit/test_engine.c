@@ -527,7 +527,8 @@ static void test_committed_blobs_cached(void **state)
  * fetched whole, kept by reference to the GET's buffer) and small ones
  * (coalesced regions) read at random offsets with a memory LRU smaller than
  * the data, every byte compared; then a reopen on the same disk cache reads
- * everything without a GET.  Randomized: prints its seed (SEED=N replays).
+ * everything without a GET, and the disk cache holds 1 MiB windows of blocks.  Randomized: prints
+ * its seed (SEED=N replays).
  */
 static void test_read_tiers(void **state)
 {
@@ -625,7 +626,16 @@ static void test_read_tiers(void **state)
 	}
 	store_close(st);
 	free(buf);
-	char cmd[400];
+	/* the disk cache holds windows: each big blob is three files of 1 MiB of blocks
+	 * (header 16, key 33, check 8), not 48 of a block each */
+	char cmd[400], line[32] = "";
+	snprintf(cmd, sizeof(cmd), "find '%s' -type f -size %uc | wc -l", dc,
+	         16 + 33 + (1u << 20) + 8);
+	FILE *f = popen(cmd, "r");
+	assert_non_null(f);
+	assert_non_null(fgets(line, sizeof(line), f));
+	pclose(f);
+	assert_int_equal(atoi(line), NBIG * BIG / (1 << 20));
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dc);
 	assert_int_equal(system(cmd), 0);
 }
