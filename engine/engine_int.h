@@ -155,17 +155,18 @@ struct engine {
 	size_t nssts;              /* entries in ssts [mem_mu] */
 
 	/* Followers (read-only engines with opts.follow; follow.c) */
-	struct mw_thread follower;  /* the follower thread; .stop: asked to exit [mu] */
-	pthread_cond_t follow_cv;   /* wakes the follower (close) [mu] */
-	engine_follow_fn follow_fn; /* callback for applied keys, or NULL [mu] */
-	void *follow_arg;           /* its argument [mu] */
-	bool follow_in_cb;          /* the follower is calling follow_fn (durable_cv) [mu] */
-	uint64_t follow_kick;       /* polls asked for by follow_poll_now() [mu] */
-	uint64_t follow_done;       /* the last of them served (durable_cv) [mu] */
-	uint64_t follow_max_epoch;  /* highest epoch applied (replay rule) [mu] */
-	uint64_t follow_current_us; /* start of the last poll that found us current [mu] */
-	bool from_snapshot;         /* opened from a snapshot (const) */
-	uint64_t snapshot_wal_end;  /* then replay stops at this WAL position (const) */
+	struct mw_thread follower;         /* the follower thread; .stop: asked to exit [mu] */
+	pthread_cond_t follow_cv;          /* wakes the follower (close) [mu] */
+	engine_follow_fn follow_fn;        /* callback for applied keys, or NULL [mu] */
+	engine_follow_gate_fn follow_gate; /* around a publish and its callback, or NULL [mu] */
+	void *follow_arg;                  /* its argument [mu] */
+	bool follow_in_cb;                 /* the follower is calling follow_fn (durable_cv) [mu] */
+	uint64_t follow_kick;              /* polls asked for by follow_poll_now() [mu] */
+	uint64_t follow_done;              /* the last of them served (durable_cv) [mu] */
+	uint64_t follow_max_epoch;         /* highest epoch applied (replay rule) [mu] */
+	uint64_t follow_current_us;        /* start of the last poll that found us current [mu] */
+	bool from_snapshot;                /* opened from a snapshot (const) */
+	uint64_t snapshot_wal_end;         /* then replay stops at this WAL position (const) */
 };
 
 /*

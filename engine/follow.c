@@ -121,29 +121,50 @@ static int list_max_manifest(void *arg, const char *key, uint64_t size)
 /* The callback                                                        */
 /* ------------------------------------------------------------------ */
 
-void engine_follow_set_fn(struct engine *e, engine_follow_fn fn, void *arg)
+void engine_follow_set_fn(struct engine *e, engine_follow_fn fn, engine_follow_gate_fn gate,
+                          void *arg)
 {
 	mw_mutex_lock(&e->mu);
 	/* a call in progress keeps using the old pair: wait for it to return */
 	while (e->follow_in_cb)
 		mw_cond_wait(&e->durable_cv, &e->mu);
 	e->follow_fn = fn;
+	e->follow_gate = fn ? gate : NULL;
 	e->follow_arg = arg;
 	mw_mutex_unlock(&e->mu);
 }
 
-/* Hand f->keys (or "everything", all) to the callback; no lock held. */
-static void notify(struct engine *e, struct follow *f, bool all)
-{
+/* The callbacks as they are now, marked in use until cb_end(). */
+struct follow_cb {
 	engine_follow_fn fn;
+	engine_follow_gate_fn gate;
 	void *arg;
+};
+
+static void cb_begin(struct engine *e, struct follow_cb *cb)
+{
+	mw_mutex_lock(&e->mu);
+	*cb = (struct follow_cb){e->follow_fn, e->follow_gate, e->follow_arg};
+	e->follow_in_cb = cb->fn != NULL;
+	mw_mutex_unlock(&e->mu);
+}
+
+static void cb_end(struct engine *e, const struct follow_cb *cb)
+{
+	if (!cb->fn)
+		return;
+	mw_mutex_lock(&e->mu);
+	e->follow_in_cb = false;
+	pthread_cond_broadcast(&e->durable_cv);
+	mw_mutex_unlock(&e->mu);
+}
+
+/* Hand f->keys (or "everything", all) to the callback; no lock held. */
+static void notify_cb(struct follow *f, const struct follow_cb *cb, bool all)
+{
+	engine_follow_fn fn = cb->fn;
 	size_t n = 0;
 
-	mw_mutex_lock(&e->mu);
-	fn = e->follow_fn;
-	arg = e->follow_arg;
-	e->follow_in_cb = fn != NULL;
-	mw_mutex_unlock(&e->mu);
 	if (fn && !all) {
 		const uint8_t *p = f->keys.p, *end = f->keys.p + f->keys.len;
 		while (p < end) {
@@ -168,14 +189,18 @@ static void notify(struct engine *e, struct follow *f, bool all)
 		}
 	}
 	if (fn && (n || all))
-		fn(arg, f->kv, all ? 0 : n, all);
+		fn(cb->arg, f->kv, all ? 0 : n, all);
 	f->keys.len = 0;
-	if (fn) {
-		mw_mutex_lock(&e->mu);
-		e->follow_in_cb = false;
-		pthread_cond_broadcast(&e->durable_cv);
-		mw_mutex_unlock(&e->mu);
-	}
+}
+
+/* Hand "everything changed" to the callback; no lock held. */
+static void notify_all(struct engine *e, struct follow *f)
+{
+	struct follow_cb cb;
+
+	cb_begin(e, &cb);
+	notify_cb(f, &cb, true);
+	cb_end(e, &cb);
 }
 
 /* ------------------------------------------------------------------ */
@@ -357,6 +382,10 @@ static int apply_one(struct engine *e, struct follow *f, uint64_t pos, bool skip
 	}
 	if (rc)
 		goto out;
+	struct follow_cb cb;
+	cb_begin(e, &cb);
+	if (cb.gate)
+		cb.gate(cb.arg, true);
 	mw_mutex_lock(&e->mu);
 	f->r.keys = &f->keys;
 	f->keys.len = 0;
@@ -369,6 +398,12 @@ static int apply_one(struct engine *e, struct follow *f, uint64_t pos, bool skip
 		atomic_store_explicit(&e->visible_seq, e->next_seq - 1, memory_order_release);
 	}
 	mw_mutex_unlock(&e->mu);
+	if (rc == 0)
+		notify_cb(f, &cb, false);
+	f->keys.len = 0;
+	if (cb.gate)
+		cb.gate(cb.arg, false);
+	cb_end(e, &cb);
 out:
 	free(buf);
 	return rc;
@@ -388,7 +423,7 @@ static int reset(struct engine *e, struct follow *f)
 		rc = install(e, f, &m, true, &all);
 	manifest_clear(&m);
 	if (rc == 0)
-		notify(e, f, true);
+		notify_all(e, f);
 	return rc;
 }
 
@@ -514,7 +549,6 @@ static int probe_wal(struct engine *e, struct follow *f, uint64_t *applied)
 				goto out;
 			}
 			(*applied)++;
-			notify(e, f, false);
 			mw_mutex_lock(&e->mu);
 			bool full = e->frozen_bytes >= e->o.max_frozen_bytes;
 			mw_mutex_unlock(&e->mu);
@@ -573,7 +607,7 @@ static int poll_once(struct engine *e, struct follow *f, bool *progress)
 		if (rc)
 			return rc;
 		if (all)
-			notify(e, f, true);
+			notify_all(e, f);
 		/* a jump or a freed frozen bound: go on from the new position now */
 		if (changed && !only_m)
 			rc = probe_wal(e, f, &more);

@@ -4,8 +4,11 @@
  *
  * The engine's follower thread hands every key it applied to follow_keys()
  * (engine_follow_set_fn), which refreshes the inode records among them at once
- * (so that the table's sizes follow the engine's data as closely as they can)
- * and queues them all for the mount's notify thread (notify.c):
+ * and tells the kernel that their attributes are stale, inside the gate
+ * (follow_gate(): the follower holds it exclusive from the publish of an entry
+ * until the callback returns, reads of file data hold it shared), so that a
+ * read never returns new bytes to a kernel that still holds the old size; and
+ * queues every key for the mount's notify thread (notify.c):
  *
  *   - a directory entry key ('D' parent name) becomes an entry to invalidate
  *     (fuse_lowlevel_notify_inval_entry(parent, name));
@@ -39,13 +42,42 @@
 struct fsfollow {
 	struct mwfs *fs;       /* borrowed */
 	_Atomic uint64_t keys; /* keys applied */
+	/*
+	 * Readers of file data shared, the follower thread exclusive from the publish of an
+	 * entry until its records are refreshed and the kernel told (follow_gate()); prefers
+	 * the follower, so that a stream of reads cannot hold an entry back.
+	 */
+	pthread_rwlock_t gate;
 };
 
+/* The engine's gate around a publish (engine follower thread, no lock held). */
+static void follow_gate(void *arg, bool hold)
+{
+	struct fsfollow *ff = arg;
+
+	if (hold)
+		pthread_rwlock_wrlock(&ff->gate);
+	else
+		pthread_rwlock_unlock(&ff->gate);
+}
+
+void fsfollow_read_enter(struct mwfs *fs)
+{
+	if (fs->ff)
+		pthread_rwlock_rdlock(&fs->ff->gate);
+}
+
+void fsfollow_read_leave(struct mwfs *fs)
+{
+	if (fs->ff)
+		pthread_rwlock_unlock(&fs->ff->gate);
+}
+
 /*
- * The engine's follow callback (engine follower thread, no lock held): refresh the
- * inodes whose records changed at once, so that a read does not combine the size of the
- * table with the new bytes for longer than it must, and queue every key for the notify
- * thread, which refreshes and tells the kernel.
+ * The engine's follow callback (engine follower thread, no engine lock held, the gate held
+ * for a single entry): refresh the inodes whose records changed and tell the kernel their
+ * attributes are stale, at once, and queue every key for the notify thread, which
+ * refreshes again and invalidates entries and pages.
  */
 static void follow_keys(void *arg, const struct engine_key *keys, size_t n, bool all)
 {
@@ -74,8 +106,9 @@ static void follow_keys(void *arg, const struct engine_key *keys, size_t n, bool
 		if (kn < 9 || k[0] == SCHEMA_TAG_SUPER)
 			continue;
 		uint64_t ino = schema_key_u64(k, kn, 1);
-		if (k[0] == SCHEMA_TAG_INODE && kn == 9)
-			follow_refresh(ff->fs, ino);
+		/* within the gate: the kernel hears of the new size before any read of the bytes */
+		if (k[0] == SCHEMA_TAG_INODE && kn == 9 && follow_refresh(ff->fs, ino))
+			fsnotify_attr_now(nf, ino);
 		if (k[0] == SCHEMA_TAG_DENTRY)
 			/* the parent's record changes in the same batch: it is refreshed then */
 			fsnotify_entry(nf, ino, (const char *)k + 9, kn - 9);
@@ -92,11 +125,21 @@ int follow_refresh(struct mwfs *fs, uint64_t ino)
 	size_t vn = 0;
 	int held;
 
+	/*
+	 * One refresh at a time: the notify thread's and the follower's callback's would
+	 * otherwise interleave, and a record read before an entry was published could be put
+	 * in the table after the one read since (a size older than the engine's bytes, until
+	 * the next change of the file).  Reads of the engine are monotonic, so serialized
+	 * refreshes leave the newest record.
+	 */
+	mw_mutex_lock(&fs->refresh_mu);
 	mw_mutex_lock(&fs->mu);
 	held = inode_find(fs, ino) != NULL;
 	mw_mutex_unlock(&fs->mu);
-	if (!held)
+	if (!held) {
+		mw_mutex_unlock(&fs->refresh_mu);
 		return 0;
+	}
 	int rc = engine_get(fs->e, key, kn, &val, &vn);
 	mw_mutex_lock(&fs->mu);
 	struct inode *ip = inode_find(fs, ino);
@@ -133,6 +176,7 @@ int follow_refresh(struct mwfs *fs, uint64_t ino)
 			ip->a.size = ip->rec_size = 0;
 	}
 	mw_mutex_unlock(&fs->mu);
+	mw_mutex_unlock(&fs->refresh_mu);
 	free(val);
 	return ip != NULL;
 }
@@ -143,7 +187,16 @@ int fsfollow_start(struct mwfs *fs, struct fsfollow **out)
 	if (!ff)
 		return -ENOMEM;
 	ff->fs = fs;
-	engine_follow_set_fn(fs->e, follow_keys, ff);
+	pthread_rwlockattr_t ga;
+	pthread_rwlockattr_init(&ga);
+	pthread_rwlockattr_setkind_np(&ga, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+	int rc = pthread_rwlock_init(&ff->gate, &ga);
+	pthread_rwlockattr_destroy(&ga);
+	if (rc) {
+		free(ff);
+		return -rc;
+	}
+	engine_follow_set_fn(fs->e, follow_keys, follow_gate, ff);
 	*out = ff;
 	return 0;
 }
@@ -152,12 +205,13 @@ void fsfollow_stop(struct fsfollow *ff)
 {
 	if (!ff)
 		return;
-	engine_follow_set_fn(ff->fs->e, NULL, NULL); /* returns once no call is in progress */
+	engine_follow_set_fn(ff->fs->e, NULL, NULL, NULL); /* returns once no call is in progress */
 	struct fsnotify_counts c;
 	fsnotify_counts(ff->fs->nf, &c);
 	log_info("follow: %llu keys applied, %llu inodes refreshed, %llu inode and %llu entry "
 	         "invalidations",
 	         (unsigned long long)atomic_load(&ff->keys), (unsigned long long)c.refreshed,
 	         (unsigned long long)c.inodes, (unsigned long long)c.entries);
+	pthread_rwlock_destroy(&ff->gate);
 	free(ff);
 }

@@ -479,6 +479,7 @@ int mwfs_open(struct engine *e, const struct mwfs_opts *o, struct mwfs **out)
 		return -EINVAL;
 	}
 	mw_mutex_init(&fs->mu);
+	mw_mutex_init(&fs->refresh_mu);
 	if (pthread_key_create(&fs->tkey, fs_tls_free)) {
 		rc = -ENOMEM;
 		goto fail_mu;
@@ -543,6 +544,7 @@ fail:
 	pthread_key_delete(fs->tkey);
 fail_mu:
 	mw_mutex_destroy(&fs->mu);
+	mw_mutex_destroy(&fs->refresh_mu);
 	free(fs);
 	return rc;
 }
@@ -629,6 +631,7 @@ int mwfs_close(struct mwfs *fs)
 	pthread_setspecific(fs->tkey, NULL);
 	pthread_key_delete(fs->tkey);
 	mw_mutex_destroy(&fs->mu);
+	mw_mutex_destroy(&fs->refresh_mu);
 	free(fs);
 	return rc;
 }

@@ -100,6 +100,7 @@ struct mwfs {
 	struct wbflush *wbf;        /* puts write buffers left partly filled (wbuf.c) */
 	atomic_uint outage_readers; /* requests waiting out a store outage (fs_outage_enter()) */
 	struct fsfollow *ff;        /* read-only mount of a follower: what it applied (follow.c) */
+	struct mw_mutex refresh_mu; /* one follow_refresh() at a time (before fs->mu) */
 	struct fsnotify *nf; /* kernel cache invalidations (notify.c); NULL on a plain ro mount */
 	uint64_t *reclaim;   /* unlinked inodes whose records wait to go (inode.c); fs->mu */
 	size_t reclaim_n, reclaim_cap; /* fs->mu */
@@ -170,6 +171,11 @@ void fsnotify_inode(struct fsnotify *nf, uint64_t ino, uint64_t off, uint64_t le
 void fsnotify_entry(struct fsnotify *nf, uint64_t parent, const char *name, size_t n);
 /* Everything changed: every inode of the table, refreshed and invalidated whole. */
 void fsnotify_all(struct fsnotify *nf);
+/*
+ * Tell the kernel at once that ino's attributes are stale (not its pages: safe while
+ * requests of that inode wait), if the session is mounted; the caller's thread.
+ */
+void fsnotify_attr_now(struct fsnotify *nf, uint64_t ino);
 struct fsnotify_counts {
 	uint64_t inodes, entries; /* notifications sent */
 	uint64_t refreshed;       /* records refreshed by the hook */
@@ -185,6 +191,15 @@ void fsnotify_stop(struct fsnotify *nf); /* joins the thread; accepts NULL */
 struct fsfollow;
 int fsfollow_start(struct mwfs *fs, struct fsfollow **out);
 void fsfollow_stop(struct fsfollow *ff);
+/*
+ * Around a read of file data on a follower mount (no-ops on other mounts): the follower
+ * publishes an entry, refreshes the records it changed and tells the kernel their
+ * attributes are stale while no read is between these two, so that a read never returns
+ * the entry's new bytes to a kernel that still holds the old size and times.  Take it
+ * first, with no lock held.
+ */
+void fsfollow_read_enter(struct mwfs *fs);
+void fsfollow_read_leave(struct mwfs *fs);
 /*
  * Reload the record of ino into its table entry, if the table holds it (fs->mu not held).
  * Returns 1 when the table holds it (the kernel may cache it), else 0.

@@ -327,6 +327,22 @@ void fsnotify_session(struct fsnotify *nf, struct fuse_session *se)
 	mw_mutex_unlock(&nf->mu);
 }
 
+void fsnotify_attr_now(struct fsnotify *nf, uint64_t ino)
+{
+	if (!nf)
+		return;
+	mw_mutex_lock(&nf->mu); /* nf->se stays while it is held */
+	if (nf->se) {
+		/* off -1: attributes only; the kernel locks no page for it */
+		int rc = fuse_lowlevel_notify_inval_inode(nf->se, ino, -1, 0);
+		if (rc && rc != -ENOENT)
+			log_debug("notify: inval_inode %llu (attributes): %s",
+			          (unsigned long long)ino, strerror(-rc));
+		nf->c.inodes++;
+	}
+	mw_mutex_unlock(&nf->mu);
+}
+
 void fsnotify_counts(struct fsnotify *nf, struct fsnotify_counts *c)
 {
 	*c = (struct fsnotify_counts){0};

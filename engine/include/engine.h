@@ -448,10 +448,23 @@ struct engine_key {
 typedef void (*engine_follow_fn)(void *arg, const struct engine_key *keys, size_t n, bool all);
 
 /*
- * Install (or, with fn NULL, remove) the follow callback.  Any thread; takes effect for
- * the entries applied after it returns.  A no-op on an engine that does not follow.
+ * Called by a follower with hold true right before it publishes a WAL entry (the entry
+ * is fetched and checked; no engine lock held) and with hold false once the follow
+ * callback for that entry has returned.  A caller that keeps its readers out in between
+ * (a lock they take shared) makes them see the state before the entry or after it
+ * together with what its callback updated, never the engine's new bytes next to its own
+ * old records.  Those readers must not hold it while they wait for anything the
+ * follower thread does.  Jumps (all) are not gated.
  */
-void engine_follow_set_fn(struct engine *e, engine_follow_fn fn, void *arg);
+typedef void (*engine_follow_gate_fn)(void *arg, bool hold);
+
+/*
+ * Install (or, with fn NULL, remove) the follow callback and its gate (may be NULL).
+ * Any thread; takes effect for the entries applied after it returns.  A no-op on an
+ * engine that does not follow.
+ */
+void engine_follow_set_fn(struct engine *e, engine_follow_fn fn, engine_follow_gate_fn gate,
+                          void *arg);
 
 /* What a snapshot pins (docs/SNAPSHOTS.md). */
 struct engine_snapshot {

@@ -20,7 +20,10 @@ sampler per follower lists every directory and reads some files, over and over, 
     that raced a change may hold parts of two versions on any filesystem, and is only
     counted) holds bytes the writer gave that name at some point (content hashes; an
     empty file too after a create or an overwrite, whose open(O_TRUNC) is a state of its own:
-    files are at most 300 KB, written as one chunk, so no other partial state exists);
+    files are at most 300 KB, written as one chunk, so no other partial state exists), or
+    that a name it was renamed to got since: the open may have found the file by its old
+    name (a follower's kernel drops cached names a moment after the entry is applied) and
+    an open file follows its inode;
   * I/O errors other than ENOENT of a name that went away are counted as errors.
 
 Lag: each name that appears in a follower's listing is matched to the operation that made it
@@ -81,8 +84,10 @@ class Campaign:
         self.ops = []
         self.dirhist = {d: [(-1, frozenset())] for d in range(NDIRS)}
         self.contents = {}  # name (dir/file) -> set of md5 it ever held
+        self.bodies = {EMPTY: b""}  # md5 -> bytes (to explain an inconsistent read)
         self.sizes = {}  # name -> sizes written (for the messages)
         self.made = {}  # (dir, file) -> [(op, t_done)] of ops that made the name appear
+        self.renamed_to = {}  # (dir, file) -> the name it was renamed to (same file)
         self.stop = False
         self.errors = []
         self.inconsistent = []
@@ -179,6 +184,7 @@ class Campaign:
                     names[d2].add(fn2)
                     old = self.contents.get((d, fn), set())
                     self.contents.setdefault((d2, fn2), set()).update(old)
+                    self.renamed_to[(d, fn)] = (d2, fn2)
                     if d2 != d:
                         self.dirhist[d2].append((i, frozenset(names[d2])))
                 elif op == "delete":
@@ -186,6 +192,7 @@ class Campaign:
                 if data is not None:
                     c = self.contents.setdefault((d, fn), set())
                     c.add(hashlib.md5(data).hexdigest())
+                    self.bodies[hashlib.md5(data).hexdigest()] = data
                     if op != "append":
                         c.add(EMPTY)  # open(O_CREAT|O_TRUNC) first: a state of its own
                     self.sizes.setdefault((d, fn), []).append(len(data))
@@ -291,13 +298,71 @@ class Campaign:
                         continue
                     with self.lock:
                         self.reads += 1
-                        if h not in self.contents.get((d, fn), set()):
+                        if h not in self.lineage((d, fn)):
                             # the name may have been made again later: allow its last bytes
                             self.inconsistent.append(
                                 "follower %d: d%d/%s holds bytes the writer never wrote there "
-                                "(%d bytes, %s; it wrote %s)" % (
-                                    k, d, fn, len(body), body[:12], self.sizes.get((d, fn))))
+                                "(%d bytes, %s; it wrote %s; %s)" % (
+                                    k, d, fn, len(body), body[:12], self.sizes.get((d, fn)),
+                                    self.explain(body, self.contents.get((d, fn), set()))) +
+                                self.afterwards(os.path.join(dp, fn), a1))
             time.sleep(0.02)
+
+    def lineage(self, name):
+        """Bytes a file opened by name may hold: that name's versions and those of the names
+        it was renamed to since (an open file follows its inode across a rename, on any
+        filesystem; names reach a follower's kernel a moment after the data).  Caller holds
+        self.lock."""
+        ok, seen = set(), set()
+        while name is not None and name not in seen:
+            ok |= self.contents.get(name, set())
+            seen.add(name)
+            name = self.renamed_to.get(name)
+        return ok
+
+    @staticmethod
+    def afterwards(path, a1):
+        """How the file looks right after an inconsistent read, and 1.5 s later."""
+        out = []
+        for delay in (0, 1.5):
+            time.sleep(delay)
+            try:
+                st = os.stat(path)
+                with open(path, "rb") as f:
+                    n = len(f.read())
+                out.append("+%.1f s: size %d, mtime %s, read %d bytes" % (
+                    delay, st.st_size, "same" if st.st_mtime_ns == a1.st_mtime_ns else "changed",
+                    n))
+            except OSError as ex:
+                out.append("+%.1f s: %s" % (delay, ex))
+        return " [afterwards: %s]" % "; ".join(out)
+
+    def explain(self, body, hashes):
+        """What an inconsistent read holds, in terms of the versions the name had."""
+        vs = [self.bodies[h] for h in hashes if h in self.bodies]
+        for v in vs:
+            if len(v) > len(body) and v.startswith(body):
+                return "the first %d bytes of its %d-byte version" % (len(body), len(v))
+            if len(v) < len(body) and body.startswith(v) and not body[len(v):].strip(b"\0"):
+                return "its %d-byte version padded with zeros" % len(v)
+        for v in vs:
+            cut = next((i for i in range(min(len(v), len(body))) if v[i] != body[i]),
+                       min(len(v), len(body)))
+            for w in vs:
+                if w is not v and 0 < cut < len(body) and body[cut:] == w[cut:len(body)]:
+                    return "a mix: %d bytes of its %d-byte version, then its %d-byte " \
+                           "version" % (cut, len(v), len(w))
+        for v in vs:
+            cut = next((i for i in range(min(len(v), len(body))) if v[i] != body[i]),
+                       min(len(v), len(body)))
+            if 0 < cut < len(body) and not body[cut:].strip(b"\0"):
+                return "the first %d bytes of its %d-byte version, then %d zero bytes" % (
+                    cut, len(v), len(body) - cut)
+        h = hashlib.md5(body).hexdigest()
+        others = sorted("d%d/%s" % k for k, c in self.contents.items() if h in c)
+        if others:
+            return "no version of its own: the bytes of a version of %s" % ", ".join(others)
+        return "no prefix or mix of its versions (zero bytes: %d)" % body.count(0)
 
     def memory(self, pids):
         while not self.stop:

@@ -216,7 +216,7 @@ static void test_follow_basic(void **state)
 	put_range(w, 0, 50, 0);
 	struct engine *f = open_follower(fst, 3600000);
 	struct cb_count cc = {0};
-	engine_follow_set_fn(f, count_cb, &cc);
+	engine_follow_set_fn(f, count_cb, NULL, &cc);
 	for (int i = 0; i < 50; i++)
 		check_key(f, i, 0); /* from the open's replay */
 	put_range(w, 50, 300, 0);
@@ -250,7 +250,78 @@ static void test_follow_basic(void **state)
 	assert_true(s.following);
 	assert_true(s.follow_entries > 0);
 	assert_int_equal(s.follow_errors, 0);
-	engine_follow_set_fn(f, NULL, NULL);
+	engine_follow_set_fn(f, NULL, NULL, NULL);
+	assert_int_equal(engine_close(f), 0);
+	assert_int_equal(engine_close(w), 0);
+	store_close(ws);
+	store_close(fst);
+}
+
+/*
+ * The gate brackets each publish: at hold the entry's key is not readable yet, the
+ * callback runs inside the gate and sees it, and every hold is released.  The writer
+ * commits one key per WAL entry, so the j-th gate is key j's entry.
+ */
+struct gate_log {
+	struct engine *f;
+	int holds, releases, calls; /* gate true / false, callbacks */
+	bool held;                  /* inside the gate now */
+	int bad;                    /* broken expectations */
+};
+
+static void gate_cb(void *arg, bool hold)
+{
+	struct gate_log *g = arg;
+	if (hold) {
+		char k[32];
+		void *v = NULL;
+		size_t n = 0;
+		key_of(g->holds, k);
+		if (g->held || engine_get(g->f, k, strlen(k), &v, &n) != -ENOENT)
+			g->bad++; /* nested, or published before the gate */
+		free(v);
+		g->held = true;
+		g->holds++;
+	} else {
+		if (!g->held)
+			g->bad++;
+		g->held = false;
+		g->releases++;
+	}
+}
+
+static void gate_keys_cb(void *arg, const struct engine_key *keys, size_t n, bool all)
+{
+	struct gate_log *g = arg;
+	char k[32];
+	void *v = NULL;
+	size_t vn = 0;
+	key_of(g->holds - 1, k);
+	if (all || !g->held || n != 1 || keys[0].n != strlen(k) ||
+	    memcmp(keys[0].p, k, strlen(k)) || engine_get(g->f, k, strlen(k), &v, &vn) != 0)
+		g->bad++;
+	free(v);
+	g->calls++;
+}
+
+static void test_follow_gate(void **state)
+{
+	(void)state;
+	struct store *ws = open_store(), *fst = open_store();
+	struct engine *w = open_writer(ws);
+	struct engine *f = open_follower(fst, 3600000);
+	struct gate_log g = {.f = f};
+	engine_follow_set_fn(f, gate_keys_cb, gate_cb, &g);
+	for (int i = 0; i < 20; i++)
+		put_range(w, i, i + 1, 0); /* engine_sync: one entry each */
+	assert_int_equal(follow_poll_now(f), 0);
+	engine_follow_set_fn(f, NULL, NULL, NULL);
+	assert_int_equal(g.bad, 0);
+	assert_int_equal(g.holds, 20);
+	assert_int_equal(g.releases, 20);
+	assert_int_equal(g.calls, 20);
+	assert_false(g.held);
+	check_scan(f, 20, g_gen_all0);
 	assert_int_equal(engine_close(f), 0);
 	assert_int_equal(engine_close(w), 0);
 	store_close(ws);
@@ -312,7 +383,7 @@ static void test_follow_behind(void **state)
 	put_range(w, 0, 100, 0);
 	struct engine *f = open_follower(fst, 3600000);
 	struct cb_count cc = {0};
-	engine_follow_set_fn(f, count_cb, &cc);
+	engine_follow_set_fn(f, count_cb, NULL, &cc);
 	/* while the follower sleeps: many flushes, then GC deletes the WAL it needs next */
 	for (int round = 0; round < 6; round++) {
 		put_range(w, 100 + round * 300, 100 + (round + 1) * 300, round % 2);
@@ -540,6 +611,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_follow_basic, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_follow_gate, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_follow_flush_compact_gc, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_follow_behind, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_follow_gap, setup, teardown),
