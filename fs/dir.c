@@ -360,9 +360,14 @@ void dir_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	}
 	rc = op_end(&op, rc);
 	if (rc == -ENOENT) {
-		/* negative entry: safe to cache, this mount is the only writer */
+		/*
+		 * Negative entry: safe to cache where this mount is the only writer.  Not on a
+		 * follower: a reply built before the writer's name was applied can reach the
+		 * kernel after the follower's invalidation of the name, and would hide the name
+		 * for the entry timeout (docs/FOLLOWERS.md).
+		 */
 		memset(&e, 0, sizeof(e));
-		e.entry_timeout = op.fs->o.entry_timeout;
+		e.entry_timeout = op.fs->ff ? 0 : op.fs->o.entry_timeout;
 		fuse_reply_entry(req, &e);
 	} else if (rc) {
 		fuse_reply_err(req, fs_err(rc));

@@ -209,9 +209,10 @@ void fsfollow_stop(struct fsfollow *ff)
 	struct fsnotify_counts c;
 	fsnotify_counts(ff->fs->nf, &c);
 	log_info("follow: %llu keys applied, %llu inodes refreshed, %llu inode and %llu entry "
-	         "invalidations",
+	         "invalidations, %llu retried",
 	         (unsigned long long)atomic_load(&ff->keys), (unsigned long long)c.refreshed,
-	         (unsigned long long)c.inodes, (unsigned long long)c.entries);
+	         (unsigned long long)c.inodes, (unsigned long long)c.entries,
+	         (unsigned long long)c.retries);
 	pthread_rwlock_destroy(&ff->gate);
 	free(ff);
 }

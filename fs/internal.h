@@ -179,6 +179,7 @@ void fsnotify_attr_now(struct fsnotify *nf, uint64_t ino);
 struct fsnotify_counts {
 	uint64_t inodes, entries; /* notifications sent */
 	uint64_t refreshed;       /* records refreshed by the hook */
+	uint64_t retries;         /* inode invalidations queued again after -ENOENT */
 };
 void fsnotify_counts(struct fsnotify *nf, struct fsnotify_counts *c);
 void fsnotify_stop(struct fsnotify *nf); /* joins the thread; accepts NULL */

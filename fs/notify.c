@@ -30,6 +30,17 @@
  *      (the kernel knows only those: it holds a lookup on each); for an entry,
  *      skips a parent the table does not hold;
  *   2. sends the notification.
+ * An inode invalidation the kernel answers with -ENOENT while the table still
+ * counts lookups of the inode is retried (2 ms, doubling to 128 ms, for about
+ * a second): a LOOKUP or READDIRPLUS reply built before a follower refreshed the
+ * record is then on its way, and the kernel instantiates the inode from it
+ * after the invalidation found nothing.  A new inode takes the reply's
+ * attributes whatever their age (no attribute version of its own to compare),
+ * and would keep the old size for the attribute timeout: reads of the new
+ * bytes cut at the old length.  Once the kernel holds the inode, the retry
+ * drops what it took; a later stale reply is refused by the kernel's attribute
+ * version.  Retries stop when the table's lookup count falls to 0 (a FORGET).
+ *
  * Notifications never come from a request handler (the kernel holds the
  * inode's or directory's lock for the request and the invalidation would
  * wait for it) nor with a lock held that a handler may need (fs->mu, this
@@ -50,6 +61,11 @@
 #define NF_NAME_BYTES (256u << 10)
 /* Slots of the index of queued inodes (open addressing, a power of two > NF_ITEMS). */
 #define NF_SLOTS (2 * NF_ITEMS)
+/* Inode invalidations waiting for a retry at most, tries of each, first and last delay. */
+#define NF_RETRIES 256
+#define NF_RETRY_TRIES 12
+#define NF_RETRY_FIRST_US 2000u
+#define NF_RETRY_MAX_US 128000u
 
 struct nf_item {
 	uint64_t ino;     /* the inode, or the parent of an entry */
@@ -71,16 +87,25 @@ struct nf_queue {
 	bool all;                /* everything changed */
 };
 
+/* An inode invalidation to send again (see the top of this file). */
+struct nf_retry {
+	uint64_t ino;
+	uint64_t due_us; /* mw_now_us() of the next try */
+	uint32_t tries;  /* tries made */
+};
+
 struct fsnotify {
-	struct mwfs *fs;           /* borrowed */
-	fsnotify_refresh_fn fresh; /* follower mounts: refresh a record before telling */
-	struct mw_mutex mu;        /* protects the fields below */
-	pthread_cond_t cv;         /* wakes the thread */
-	struct mw_thread thr;      /* thr.stop [mu] */
-	struct nf_queue *q;        /* being filled [mu] */
-	struct nf_queue *spare;    /* the thread's, empty when not in use */
-	struct fuse_session *se;   /* NULL until mounted: nothing to tell [mu] */
-	struct fsnotify_counts c;  /* [mu] */
+	struct mwfs *fs;                   /* borrowed */
+	fsnotify_refresh_fn fresh;         /* follower mounts: refresh a record before telling */
+	struct mw_mutex mu;                /* protects the fields below */
+	pthread_cond_t cv;                 /* wakes the thread */
+	struct mw_thread thr;              /* thr.stop [mu] */
+	struct nf_queue *q;                /* being filled [mu] */
+	struct nf_queue *spare;            /* the thread's, empty when not in use */
+	struct fuse_session *se;           /* NULL until mounted: nothing to tell [mu] */
+	struct fsnotify_counts c;          /* [mu] */
+	struct nf_retry retry[NF_RETRIES]; /* invalidations to send again [mu] */
+	size_t nretry;                     /* entries of retry [mu] */
 };
 
 static size_t slot_of(uint64_t ino)
@@ -187,6 +212,45 @@ static bool held(struct mwfs *fs, uint64_t ino)
 	return h;
 }
 
+/*
+ * Does the kernel hold, or is it about to hold, ino: the table counts lookups of it (fs->mu
+ * not held; takes it)?
+ */
+static bool looked_up(struct mwfs *fs, uint64_t ino)
+{
+	mw_mutex_lock(&fs->mu);
+	const struct inode *ip = inode_find(fs, ino);
+	bool l = ip && ip->nlookup > 0;
+	mw_mutex_unlock(&fs->mu);
+	return l;
+}
+
+/*
+ * The kernel answered an invalidation of ino with -ENOENT after tries tries (no lock held):
+ * queue another if the table still counts lookups of it.  A full list drops the retry.
+ */
+static void retry_later(struct fsnotify *nf, uint64_t ino, uint32_t tries)
+{
+	if (tries >= NF_RETRY_TRIES || !looked_up(nf->fs, ino))
+		return;
+	uint64_t delay = (uint64_t)NF_RETRY_FIRST_US << (tries ? tries - 1 : 0);
+	if (delay > NF_RETRY_MAX_US)
+		delay = NF_RETRY_MAX_US;
+	mw_mutex_lock(&nf->mu);
+	size_t i = 0;
+	while (i < nf->nretry && nf->retry[i].ino != ino)
+		i++;
+	if (i < nf->nretry || nf->nretry < NF_RETRIES) {
+		if (i == nf->nretry)
+			nf->nretry++;
+		nf->retry[i] =
+		    (struct nf_retry){.ino = ino, .due_us = mw_now_us() + delay, .tries = tries};
+		nf->c.retries++;
+		pthread_cond_signal(&nf->cv);
+	}
+	mw_mutex_unlock(&nf->mu);
+}
+
 /* Refresh (follower) and invalidate one inode; no lock held. */
 static void tell_inode(struct fsnotify *nf, struct fuse_session *se, uint64_t ino, uint64_t off,
                        uint64_t len, struct fsnotify_counts *c)
@@ -199,10 +263,56 @@ static void tell_inode(struct fsnotify *nf, struct fuse_session *se, uint64_t in
 	if (!se)
 		return;
 	int rc = fuse_lowlevel_notify_inval_inode(se, ino, (off_t)off, (off_t)len);
-	/* -ENOENT: the kernel no longer knows the inode, nothing is cached */
-	if (rc && rc != -ENOENT)
+	/* -ENOENT: the kernel does not know the inode (yet: see retry_later()) */
+	if (rc == -ENOENT && nf->fresh)
+		retry_later(nf, ino, 1);
+	else if (rc)
 		log_debug("notify: inval_inode %llu: %s", (unsigned long long)ino, strerror(-rc));
 	c->inodes++;
+}
+
+/* Send the retries that are due (nf->mu held; dropped while sending). */
+static void retry_due(struct fsnotify *nf, struct fuse_session *se)
+{
+	struct nf_retry due[NF_RETRIES];
+	size_t n = 0;
+	uint64_t now = mw_now_us();
+
+	mw_mutex_assert_held(&nf->mu);
+	for (size_t i = 0; i < nf->nretry;) {
+		if (nf->retry[i].due_us <= now) {
+			due[n++] = nf->retry[i];
+			nf->retry[i] = nf->retry[--nf->nretry];
+		} else {
+			i++;
+		}
+	}
+	if (!n)
+		return;
+	mw_mutex_unlock(&nf->mu);
+	for (size_t i = 0; i < n; i++) {
+		int rc = se ? fuse_lowlevel_notify_inval_inode(se, due[i].ino, 0, 0) : 0;
+		if (rc == -ENOENT)
+			retry_later(nf, due[i].ino, due[i].tries + 1);
+		else if (rc)
+			log_debug("notify: inval_inode %llu (retry): %s",
+			          (unsigned long long)due[i].ino, strerror(-rc));
+	}
+	mw_mutex_lock(&nf->mu);
+}
+
+/* The deadline of the timed wait for the earliest retry ([mu]); false: none queued. */
+static bool retry_deadline(const struct fsnotify *nf, struct timespec *until)
+{
+	if (!nf->nretry)
+		return false;
+	uint64_t first = nf->retry[0].due_us;
+	for (size_t i = 1; i < nf->nretry; i++)
+		if (nf->retry[i].due_us < first)
+			first = nf->retry[i].due_us;
+	until->tv_sec = (time_t)(first / 1000000u);
+	until->tv_nsec = (long)(first % 1000000u) * 1000;
+	return true;
 }
 
 /* Every inode the table holds (sorted by nothing; the table's order). */
@@ -264,10 +374,18 @@ static void *notify_main(void *arg)
 	struct fsnotify *nf = arg;
 	mw_mutex_lock(&nf->mu);
 	for (;;) {
-		while (!nf->thr.stop && nf->q->n == 0 && !nf->q->all)
-			mw_cond_wait(&nf->cv, &nf->mu);
+		struct timespec until;
+		while (!nf->thr.stop && nf->q->n == 0 && !nf->q->all) {
+			if (!retry_deadline(nf, &until))
+				mw_cond_wait(&nf->cv, &nf->mu);
+			else if (mw_cond_timedwait(&nf->cv, &nf->mu, &until) == ETIMEDOUT)
+				break;
+		}
 		if (nf->thr.stop)
 			break;
+		retry_due(nf, nf->se);
+		if (nf->q->n == 0 && !nf->q->all)
+			continue;
 		struct nf_queue *q = nf->q;
 		struct fuse_session *se = nf->se;
 		nf->q = nf->spare;
@@ -307,7 +425,7 @@ int fsnotify_start(struct mwfs *fs, fsnotify_refresh_fn refresh, struct fsnotify
 		return -ENOMEM;
 	}
 	mw_mutex_init(&nf->mu);
-	pthread_cond_init(&nf->cv, NULL);
+	mw_cond_init_monotonic(&nf->cv); /* retries wait on mw_now_us()'s clock */
 	int rc = mw_thread_start(&nf->thr, "notify", notify_main, nf, &nf->mu, &nf->cv);
 	if (rc) {
 		fsnotify_stop(nf);
@@ -329,18 +447,22 @@ void fsnotify_session(struct fsnotify *nf, struct fuse_session *se)
 
 void fsnotify_attr_now(struct fsnotify *nf, uint64_t ino)
 {
+	int rc = 0;
+
 	if (!nf)
 		return;
 	mw_mutex_lock(&nf->mu); /* nf->se stays while it is held */
 	if (nf->se) {
 		/* off -1: attributes only; the kernel locks no page for it */
-		int rc = fuse_lowlevel_notify_inval_inode(nf->se, ino, -1, 0);
+		rc = fuse_lowlevel_notify_inval_inode(nf->se, ino, -1, 0);
 		if (rc && rc != -ENOENT)
 			log_debug("notify: inval_inode %llu (attributes): %s",
 			          (unsigned long long)ino, strerror(-rc));
 		nf->c.inodes++;
 	}
 	mw_mutex_unlock(&nf->mu);
+	if (rc == -ENOENT)
+		retry_later(nf, ino, 1);
 }
 
 void fsnotify_counts(struct fsnotify *nf, struct fsnotify_counts *c)

@@ -156,6 +156,8 @@ static const struct stat_type stat_types[] = {
     {"fs_folded_windows", true, "file windows folded into one extent"},
     {"fs_page_invalidations", true,
      "inode invalidations sent to the kernel (after direct writes; a follower's changes)"},
+    {"fs_inval_retries", true,
+     "a follower's inode invalidations sent again: the kernel did not hold the inode yet"},
 };
 
 static const struct stat_type *find_type(const char *name)

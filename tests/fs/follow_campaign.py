@@ -458,7 +458,8 @@ class Campaign:
             "followers_stats": [{k: s.get(k) for k in (
                 "follow_entries", "follow_manifests", "follow_jumps", "follow_errors",
                 "follow_gaps", "frozen_count", "sst_count", "memtable_bytes",
-                "store_requests_list", "store_requests_get")} for s in fstats],
+                "store_requests_list", "store_requests_get", "fs_inval_retries")}
+                for s in fstats],
             "rss_kb": {k: {"max": max(v), "last": v[-1], "first": v[0]}
                        for k, v in self.rss.items() if v},
             "converged_s": conv,
