@@ -140,11 +140,14 @@ void file_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fu
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	fsfollow_read_enter(fs);
-	pthread_rwlock_rdlock(&ip->dlock);
-	int rc = read_locked(fs, ip, (uint64_t)off, size, buf, &len);
-	pthread_rwlock_unlock(&ip->dlock);
-	fsfollow_read_leave(fs);
+	struct fsfollow_read fr;
+	int rc;
+	fsfollow_read_begin(fs, &fr);
+	do {
+		pthread_rwlock_rdlock(&ip->dlock);
+		rc = read_locked(fs, ip, (uint64_t)off, size, buf, &len);
+		pthread_rwlock_unlock(&ip->dlock);
+	} while (!fsfollow_read_done(fs, &fr));
 	if (rc)
 		fuse_reply_err(req, fs_err(rc));
 	else

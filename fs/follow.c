@@ -4,10 +4,10 @@
  *
  * The engine's follower thread hands every key it applied to follow_keys()
  * (engine_follow_set_fn), which refreshes the inode records among them at once
- * and tells the kernel that their attributes are stale, inside the gate
- * (follow_gate(): the follower holds it exclusive from the publish of an entry
- * until the callback returns, reads of file data hold it shared), so that a
- * read never returns new bytes to a kernel that still holds the old size; and
+ * and tells the kernel that their attributes are stale, inside a publish
+ * (follow_gate(): from the publish of an entry until the callback returns; a
+ * read of file data that a publish overlapped is done again), so that a read
+ * never returns new bytes to a kernel that still holds the old size; and
  * queues every key for the mount's notify thread (notify.c):
  *
  *   - a directory entry key ('D' parent name) becomes an entry to invalidate
@@ -43,9 +43,18 @@ struct fsfollow {
 	struct mwfs *fs;       /* borrowed */
 	_Atomic uint64_t keys; /* keys applied */
 	/*
-	 * Readers of file data shared, the follower thread exclusive from the publish of an
-	 * entry until its records are refreshed and the kernel told (follow_gate()); prefers
-	 * the follower, so that a stream of reads cannot hold an entry back.
+	 * Publishes begun plus publishes ended: odd while the follower thread is between
+	 * follow_gate(true) and follow_gate(false).  A read that saw the same even count
+	 * before and after it overlapped no publish (fsfollow_read_done()).
+	 */
+	_Atomic uint64_t pubs;
+	struct mw_mutex pub_mu;  /* with pub_cv: readers wait for a publish to end */
+	pthread_cond_t pub_cv;   /* broadcast when pubs turns even */
+	_Atomic uint64_t redone; /* reads done again because a publish overlapped them */
+	/*
+	 * Held exclusive by the follower thread during a publish; shared by the last try of
+	 * a read that publishes overlapped FSFOLLOW_READ_TRIES times (the follower waits for
+	 * it then); prefers the follower.
 	 */
 	pthread_rwlock_t gate;
 };
@@ -55,22 +64,62 @@ static void follow_gate(void *arg, bool hold)
 {
 	struct fsfollow *ff = arg;
 
-	if (hold)
+	if (hold) {
 		pthread_rwlock_wrlock(&ff->gate);
-	else
+		atomic_fetch_add(&ff->pubs, 1);
+		return;
+	}
+	atomic_fetch_add(&ff->pubs, 1);
+	mw_mutex_lock(&ff->pub_mu);
+	pthread_cond_broadcast(&ff->pub_cv);
+	mw_mutex_unlock(&ff->pub_mu);
+	pthread_rwlock_unlock(&ff->gate);
+}
+
+/* The publish count once no publish is under way (waits for one to end). */
+static uint64_t pubs_even(struct fsfollow *ff)
+{
+	uint64_t p = atomic_load(&ff->pubs);
+	if (!(p & 1))
+		return p;
+	mw_mutex_lock(&ff->pub_mu);
+	while ((p = atomic_load(&ff->pubs)) & 1)
+		mw_cond_wait(&ff->pub_cv, &ff->pub_mu);
+	mw_mutex_unlock(&ff->pub_mu);
+	return p;
+}
+
+void fsfollow_read_begin(struct mwfs *fs, struct fsfollow_read *r)
+{
+	*r = (struct fsfollow_read){0};
+	if (fs->ff)
+		r->pubs = pubs_even(fs->ff);
+}
+
+bool fsfollow_read_done(struct mwfs *fs, struct fsfollow_read *r)
+{
+	struct fsfollow *ff = fs->ff;
+
+	if (!ff)
+		return true;
+	if (r->locked) {
 		pthread_rwlock_unlock(&ff->gate);
-}
-
-void fsfollow_read_enter(struct mwfs *fs)
-{
-	if (fs->ff)
-		pthread_rwlock_rdlock(&fs->ff->gate);
-}
-
-void fsfollow_read_leave(struct mwfs *fs)
-{
-	if (fs->ff)
-		pthread_rwlock_unlock(&fs->ff->gate);
+		return true;
+	}
+	/*
+	 * The read's engine reads took the engine's locks, which a publish takes after
+	 * counting itself in: a read that saw any of its state sees the count moved.
+	 */
+	if (atomic_load(&ff->pubs) == r->pubs)
+		return true;
+	atomic_fetch_add(&ff->redone, 1);
+	if (++r->tries >= FSFOLLOW_READ_TRIES) {
+		pthread_rwlock_rdlock(&ff->gate);
+		r->locked = true;
+	} else {
+		r->pubs = pubs_even(ff);
+	}
+	return false;
 }
 
 /*
@@ -187,12 +236,16 @@ int fsfollow_start(struct mwfs *fs, struct fsfollow **out)
 	if (!ff)
 		return -ENOMEM;
 	ff->fs = fs;
+	mw_mutex_init(&ff->pub_mu);
+	pthread_cond_init(&ff->pub_cv, NULL);
 	pthread_rwlockattr_t ga;
 	pthread_rwlockattr_init(&ga);
 	pthread_rwlockattr_setkind_np(&ga, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
 	int rc = pthread_rwlock_init(&ff->gate, &ga);
 	pthread_rwlockattr_destroy(&ga);
 	if (rc) {
+		pthread_cond_destroy(&ff->pub_cv);
+		mw_mutex_destroy(&ff->pub_mu);
 		free(ff);
 		return -rc;
 	}
@@ -209,10 +262,12 @@ void fsfollow_stop(struct fsfollow *ff)
 	struct fsnotify_counts c;
 	fsnotify_counts(ff->fs->nf, &c);
 	log_info("follow: %llu keys applied, %llu inodes refreshed, %llu inode and %llu entry "
-	         "invalidations, %llu retried",
+	         "invalidations, %llu retried; %llu reads done again after a publish",
 	         (unsigned long long)atomic_load(&ff->keys), (unsigned long long)c.refreshed,
 	         (unsigned long long)c.inodes, (unsigned long long)c.entries,
-	         (unsigned long long)c.retries);
+	         (unsigned long long)c.retries, (unsigned long long)atomic_load(&ff->redone));
 	pthread_rwlock_destroy(&ff->gate);
+	pthread_cond_destroy(&ff->pub_cv);
+	mw_mutex_destroy(&ff->pub_mu);
 	free(ff);
 }

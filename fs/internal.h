@@ -193,14 +193,26 @@ struct fsfollow;
 int fsfollow_start(struct mwfs *fs, struct fsfollow **out);
 void fsfollow_stop(struct fsfollow *ff);
 /*
- * Around a read of file data on a follower mount (no-ops on other mounts): the follower
- * publishes an entry, refreshes the records it changed and tells the kernel their
- * attributes are stale while no read is between these two, so that a read never returns
- * the entry's new bytes to a kernel that still holds the old size and times.  Take it
- * first, with no lock held.
+ * Around a read of file data on a follower mount (no-ops on other mounts), so that a read
+ * never returns an entry's new bytes to a kernel that still holds the old size and times:
+ * the follower publishes an entry, refreshes the records it changed and tells the kernel
+ * their attributes are stale inside a publish, and a read that a publish overlapped is
+ * done again (fsfollow_read_done() false).  Reads do not hold publishes back, so a read
+ * that waits for the store (a cold block, an outage) delays nothing else; after
+ * FSFOLLOW_READ_TRIES overlapped tries the last one holds publishes out.  No lock held.
+ *
+ *	struct fsfollow_read fr;
+ *	fsfollow_read_begin(fs, &fr);
+ *	do { read } while (!fsfollow_read_done(fs, &fr));
  */
-void fsfollow_read_enter(struct mwfs *fs);
-void fsfollow_read_leave(struct mwfs *fs);
+#define FSFOLLOW_READ_TRIES 4
+struct fsfollow_read {
+	uint64_t pubs;  /* publishes begun and ended when the try started (even) */
+	unsigned tries; /* tries a publish overlapped */
+	bool locked;    /* the last try holds the gate shared */
+};
+void fsfollow_read_begin(struct mwfs *fs, struct fsfollow_read *r);
+bool fsfollow_read_done(struct mwfs *fs, struct fsfollow_read *r);
 /*
  * Reload the record of ino into its table entry, if the table holds it (fs->mu not held).
  * Returns 1 when the table holds it (the kernel may cache it), else 0.

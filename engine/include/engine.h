@@ -451,10 +451,11 @@ typedef void (*engine_follow_fn)(void *arg, const struct engine_key *keys, size_
  * Called by a follower with hold true right before it publishes a WAL entry (the entry
  * is fetched and checked; no engine lock held) and with hold false once the follow
  * callback for that entry has returned.  A caller that keeps its readers out in between
- * (a lock they take shared) makes them see the state before the entry or after it
- * together with what its callback updated, never the engine's new bytes next to its own
- * old records.  Those readers must not hold it while they wait for anything the
- * follower thread does.  Jumps (all) are not gated.
+ * (a lock they take shared), or has them read again when a publish overlapped them (a
+ * count of publishes, as fs/follow.c does), makes them see the state before the entry or
+ * after it together with what its callback updated, never the engine's new bytes next to
+ * its own old records.  Readers that lock it out must not do so while they wait for
+ * anything the follower thread does.  Jumps (all) are not gated.
  */
 typedef void (*engine_follow_gate_fn)(void *arg, bool hold);
 

@@ -11,7 +11,10 @@
 #     newer manifests;
 #  3. an idle follower with the default interval sends at most about one request per second
 #     (its store request counters over 10 s);
-#  4. a snapshot taken while the writer works (memwalfs snapshot create), mounted after the
+#  4. (s3) a follower read that waits for the store holds nothing else up: with the pack GETs
+#     of a follower stalled by the fault proxy (tests/s3/faultproxy.py) while a cat of a cold
+#     file waits, a file the writer creates shows there, bytes and all, within 8 s;
+#  5. a snapshot taken while the writer works (memwalfs snapshot create), mounted after the
 #     writer rewrote and deleted everything and GC ran (memwalfs mount --snapshot), is
 #     byte-identical to the writer's tree at that moment; snapshot list / delete.
 here=$(cd "$(dirname "$0")" && pwd)
@@ -19,6 +22,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 w=$WORK/w
 f=$WORK/f
 fail() { echo "FAIL: $*"; exit 1; }
+PXFD="" # stdin of the fault proxy of step 4 (closing it stops the proxy)
 
 # sig DIR: one line per entry (path, type, size, md5 of files), sorted
 sig() {
@@ -109,7 +113,47 @@ echo "   $n requests in $el s (interval now $(stat_of "$f2" follow_interval_ms) 
 [ "$n" -le 11 ] || fail "an idle follower sent $n requests in 10 s"
 mw_umount "$f2"
 
-echo "-- 4. snapshots"
+if [ "$BACKEND" = s3 ]; then
+	echo "-- 4. a follower read waiting for the store does not hold up the next entry"
+	head -c 4000000 /dev/urandom >"$w/cold"
+	"$MW" sync "$w" >/dev/null
+	exec {PXFD}> >(exec python3 "$here/../s3/faultproxy.py" --upstream "$S3_ENDPOINT" \
+		>"$WORK/proxy.out" 2>"$WORK/proxy.log")
+	for _ in $(seq 100); do grep -q '^PORT' "$WORK/proxy.out" 2>/dev/null && break; sleep 0.1; done
+	px=http://127.0.0.1:$(awk '/^PORT/ {print $2}' "$WORK/proxy.out")
+	[ "$px" != http://127.0.0.1: ] || fail "the fault proxy did not start: $(cat "$WORK/proxy.log")"
+	f3=$WORK/f3
+	mw_mount "$f3" -o ro,follow_interval=200 --endpoint "$px"
+	deadline=$((SECONDS + 10))
+	until [ -e "$f3/cold" ]; do
+		[ $SECONDS -lt $deadline ] || fail "the proxied follower never showed cold"
+		sleep 0.1
+	done
+	curl -sf "$px/__faultproxy/arm?fault=stall&seconds=20&method=GET&path=/pack/&stall=15" \
+		>/dev/null || fail "arming the proxy"
+	md5sum <"$f3/cold" >"$WORK/cold.md5" &
+	catpid=$!
+	sleep 1
+	kill -0 $catpid 2>/dev/null || fail "the cold read did not wait for the store (proxy: $(curl -s "$px/__faultproxy/stats"))"
+	echo new >"$w/fresh"
+	"$MW" sync "$w" >/dev/null
+	t0=$SECONDS
+	until [ "$(cat "$f3/fresh" 2>/dev/null)" = new ]; do
+		[ $((SECONDS - t0)) -lt 8 ] || fail "a new file did not show on a follower whose read waits for the store (proxy: $(curl -s "$px/__faultproxy/stats"))"
+		sleep 0.1
+	done
+	kill -0 $catpid 2>/dev/null || fail "the cold read ended before the check (proxy: $(curl -s "$px/__faultproxy/stats"))"
+	echo "   fresh showed after $((SECONDS - t0)) s while the cold read waited"
+	curl -sf "$px/__faultproxy/clear" >/dev/null
+	wait $catpid || fail "the cold read failed"
+	[ "$(cat "$WORK/cold.md5")" = "$(md5sum <"$w/cold")" ] || fail "the cold read's bytes differ"
+	echo "   the cold read is byte-exact once the store answers"
+	mw_umount "$f3"
+	exec {PXFD}>&-
+	PXFD=""
+fi
+
+echo "-- 5. snapshots"
 "$MW" sync "$w" >/dev/null
 "$MW" snapshot create "${STORE_OPTS[@]}" "$STORE" s1 || fail "snapshot create"
 sig "$w" >"$WORK/s1.sig"
