@@ -203,26 +203,17 @@ void fsnotify_all(struct fsnotify *nf)
 	mw_mutex_unlock(&nf->mu);
 }
 
-/* Does the table hold ino (fs->mu not held; takes it)? */
-static bool held(struct mwfs *fs, uint64_t ino)
-{
-	mw_mutex_lock(&fs->mu);
-	bool h = inode_find(fs, ino) != NULL;
-	mw_mutex_unlock(&fs->mu);
-	return h;
-}
-
 /*
- * Does the kernel hold, or is it about to hold, ino: the table counts lookups of it (fs->mu
- * not held; takes it)?
+ * Does the table hold ino; with looked_up, does it also count lookups of it (the kernel
+ * holds it, or is about to)?  fs->mu not held; takes it.
  */
-static bool looked_up(struct mwfs *fs, uint64_t ino)
+static bool held(struct mwfs *fs, uint64_t ino, bool looked_up)
 {
 	mw_mutex_lock(&fs->mu);
 	const struct inode *ip = inode_find(fs, ino);
-	bool l = ip && ip->nlookup > 0;
+	bool h = ip && (!looked_up || ip->nlookup > 0);
 	mw_mutex_unlock(&fs->mu);
-	return l;
+	return h;
 }
 
 /*
@@ -231,7 +222,7 @@ static bool looked_up(struct mwfs *fs, uint64_t ino)
  */
 static void retry_later(struct fsnotify *nf, uint64_t ino, uint32_t tries)
 {
-	if (tries >= NF_RETRY_TRIES || !looked_up(nf->fs, ino))
+	if (tries >= NF_RETRY_TRIES || !held(nf->fs, ino, true))
 		return;
 	uint64_t delay = (uint64_t)NF_RETRY_FIRST_US << (tries ? tries - 1 : 0);
 	if (delay > NF_RETRY_MAX_US)
@@ -351,7 +342,7 @@ static void process(struct fsnotify *nf, struct nf_queue *q, struct fuse_session
 			continue;
 		}
 		/* only names in directories the kernel holds can be in its dentry cache */
-		if (!se || !held(nf->fs, x->ino))
+		if (!se || !held(nf->fs, x->ino, false))
 			continue;
 		int rc = fuse_lowlevel_notify_inval_entry(se, x->ino, q->names + x->name_at,
 		                                          x->name_len);
