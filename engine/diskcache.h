@@ -13,9 +13,9 @@
  * diskcache_drop() when they do not match.
  *
  * Writes are behind: diskcache_put() copies the bytes into a bounded queue
- * (diskcache_put_shared() queues the caller's buffer instead) that one
- * background thread writes out (temporary file, rename); when the queue is
- * full the entry is dropped.  The same thread keeps the total size
+ * (diskcache_put_shared() queues the caller's buffer instead) that a few
+ * background writer threads write out (temporary file, rename); when the
+ * queue is full the entry is dropped.  The writers keep the total size
  * within the bound, evicting the least recently used entries (the order is
  * rebuilt at open from the files' modification times, which hits refresh).
  *
@@ -46,6 +46,7 @@ struct diskcache_opts {
 	uint64_t max_bytes; /* size bound of the files; DISKCACHE_AUTO: half of the free space
 	                       of its filesystem plus what the cache holds, at most 10 GiB */
 	size_t queue_bytes; /* bytes waiting to be written at most (0: 32 MiB) */
+	unsigned writers;   /* writer threads (0: 4; at most 16) */
 };
 
 struct diskcache_stats {
