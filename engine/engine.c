@@ -69,7 +69,7 @@ void engine_opts_default(struct engine_opts *o)
 	o->group_max_bytes = 8u << 20;
 	o->inline_max = 4096;
 	o->wal_blob_max = 256u << 10;
-	o->commit_inflight = 4;
+	o->commit_inflight = 8;
 	o->memtable_max_bytes = 64u << 20;
 	o->max_pending_bytes = 256u << 20;
 	o->max_frozen_bytes = 256u << 20;

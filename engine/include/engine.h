@@ -61,9 +61,13 @@ struct engine_opts {
 	 */
 	size_t wal_blob_max;
 	/*
-	 * Commit groups in flight at once (default 4, at most 16; 1: one at a
-	 * time): closed groups' packs upload in parallel while their WAL
-	 * entries are put one after the other, in position order.
+	 * Pipeline threads, and groups closed and not yet durable at once
+	 * (default 8, at most 16; 1: one at a time).  The WAL entries of the
+	 * first min(this, WAL_WINDOW = 4) go at once (acknowledged in position
+	 * order); the other threads put the packs of the groups behind them
+	 * early, so a sequential writer has up to this many pack PUTs in flight
+	 * (4 -> 8: 512 MiB written by fio on the test RGW, 155 -> 168 MB/s with
+	 * one job, 175 -> 184 MB/s with four; 2026-12-03).
 	 */
 	unsigned commit_inflight;
 	size_t memtable_max_bytes; /* freeze the MemTable at this size (default 64 MiB) */
