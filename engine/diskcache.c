@@ -5,18 +5,22 @@
  *
  * Layout of the directory:
  *   lock             flock()ed while a cache has the directory open
- *   format           "memwalfs-diskcache 2\n"; another content: the entries are
- *                    deleted at open (a future format, or something else)
+ *   format           "memwalfs-diskcache 3\n"; another content: the entries are
+ *                    deleted at open (an older or future format, or something else)
  *   XX/NAME          one entry: NAME is the 32 hex digits of XXH3_128(key),
  *                    XX its first two
- *   XX/.NAME.tmp     an entry being written (deleted at open)
+ *   XX/.NAME.K.tmp   an entry being written by writer K (deleted at open)
  *
- * Entry file (big-endian): magic "MWDC" u32, version u16 (1), klen u16,
- * dlen u32, reserved u32 (0), key[klen], data[dlen], check u64 =
- * XXH3_64(data, seed = XXH3_64(header and key)).  A reader knows the length
- * it wants, reads header, key, data and one byte more in one preadv() and
- * accepts the entry only if the file has exactly the expected size, magic,
- * version, lengths, key and check.  Anything else is deleted.
+ * Entry file (big-endian), whole 4 KiB pages: the header page (magic "MWDC"
+ * u32, version u16 (2), klen u16, dlen u32, reserved u32 (0), key[klen],
+ * check u64 = XXH3_64(data, seed = XXH3_64(header and key)), zeros), then
+ * data[dlen] from offset 4096, then zeros to the end of its last page.  The
+ * data on a page boundary lets a writer send a page-aligned buffer to the
+ * disk with O_DIRECT as it is, and no truncation is needed after a direct
+ * write.  A reader knows the length it wants, reads the header, key and
+ * check, then the data, its padding and one byte more, and accepts the
+ * entry only if the file has exactly the expected size, magic, version,
+ * lengths, key and check.  Anything else is deleted.
  *
  * Entries are written by the cache's writer threads (DC_WRITERS by default):
  * writer K to XX/.NAME.K.tmp, then renamed over XX/NAME, without fsync (a
@@ -61,13 +65,13 @@
 #include "thread.h"
 
 #define DC_MAGIC 0x4D574443u /* "MWDC" */
-#define DC_VERSION 1
+#define DC_VERSION 2
 #define DC_HDR 16                          /* magic, version, klen, dlen, reserved */
-#define DC_TAIL 8                          /* the check */
-#define DC_FORMAT "memwalfs-diskcache 2\n" /* content of DIR/format */
+#define DC_CHECK 8                         /* the check, after the key */
+#define DC_PAGE 4096                       /* the header page; files are whole pages */
+#define DC_FORMAT "memwalfs-diskcache 3\n" /* content of DIR/format */
 #define DC_TOUCH_SEC 60                    /* refresh a hit file's mtime at most this often */
 #define DC_NAME 32                         /* hex digits of a name */
-#define DC_ALIGN 4096                      /* alignment of direct writes */
 #define DC_MIN_AUTO (4u << 20) /* a default bound below this: the disk is full, cache nothing */
 #define DC_WRITERS 4           /* writer threads (opts.writers 0) */
 #define DC_WRITERS_MAX 16
@@ -84,8 +88,9 @@ struct dc_ent {
 enum { JOB_PUT, JOB_TOUCH, JOB_FLUSH };
 
 /*
- * Queued work for the thread.  A put's file is head[0, DC_HDR + klen) (header
- * and key), data[0, dlen), then the check (computed by the thread).  A copied
+ * Queued work for the writers.  A put's header page starts with head[0,
+ * DC_HDR + klen) (header and key), then the check (computed by the writer);
+ * its data is data[0, dlen).  A copied
  * put keeps its data after the head; a shared one points at the caller's,
  * which release(arg) gives back once the entry is written or dropped.
  */
@@ -423,16 +428,37 @@ static void scan(struct diskcache *dc)
 	evict(dc);
 }
 
-/* writev all of iov[0, nv) to fd (which it consumes): 0 or an errno value. */
-static int writev_all(int fd, struct iovec *v, int nv)
+/* Make w's bounce buffer (page-aligned) hold at least n bytes; false without memory. */
+static bool bounce_room(struct dc_writer *w, size_t n)
 {
+	if (n <= w->bounce_cap)
+		return true;
+	free(w->bounce);
+	w->bounce_cap = 0;
+	w->bounce = aligned_alloc(DC_PAGE, n);
+	if (!w->bounce)
+		return false;
+	w->bounce_cap = n;
+	return true;
+}
+
+/* pwritev all of iov[0, nv) to fd at off (it consumes iov): 0, an errno value, or -1 for
+   EINVAL before anything was written (direct I/O refused). */
+static int pwritev_all(int fd, struct iovec *v, int nv, off_t off)
+{
+	bool first = true;
+
 	while (nv) {
-		ssize_t w = writev(fd, v, nv);
-		if (w < 0 && errno == EINTR)
+		ssize_t n = pwritev(fd, v, nv, off);
+		if (n < 0 && errno == EINTR)
 			continue;
-		if (w <= 0)
-			return w < 0 ? errno : ENOSPC;
-		size_t k = (size_t)w;
+		if (n < 0 && errno == EINVAL && first)
+			return -1;
+		if (n <= 0)
+			return n < 0 ? errno : ENOSPC;
+		first = false;
+		off += n;
+		size_t k = (size_t)n;
 		for (; nv && k >= v->iov_len; nv--, v++)
 			k -= v->iov_len;
 		if (nv) {
@@ -444,59 +470,65 @@ static int writev_all(int fd, struct iovec *v, int nv)
 }
 
 /*
- * Write the entry file of j (header and key, data, tail) to the new file fd
- * with direct I/O: copied into the thread's page-aligned buffer, padded to
- * whole pages, written, and cut back to its length.  The bytes do not pass
- * through the page cache (which would copy them once more and hold a second
- * copy of what the memory cache holds, dirty, until written back).  0, an
- * errno value, or -1 when direct I/O cannot be used here (the caller writes
- * through the page cache, from then on).
+ * Write the entry file of j to the new file fd with direct I/O, its header
+ * page already in w->bounce (which has room for the whole file when the data
+ * is not page-aligned, else for two pages).  Data that starts on a page boundary (GET
+ * buffers of big reads do, s3/http.c) is written from where it is, only its
+ * last partial page copied; other data is copied after the header page.
+ * The bytes do not pass through the page cache (which would copy them once
+ * more and hold a second copy of what the memory cache holds, dirty, until
+ * written back).  0, an errno value, or -1 when direct I/O cannot be used
+ * here (the caller writes through the page cache, from then on).
  */
-static int write_direct(struct dc_writer *w, int fd, const struct dc_job *j, const uint8_t *tail)
+static int write_direct(struct dc_writer *w, int fd, const struct dc_job *j, size_t len)
 {
-	size_t klen = get_be16(j->head + 6), len = get_be32(j->head + 8);
-	size_t padded = (j->flen + DC_ALIGN - 1) / DC_ALIGN * DC_ALIGN;
+	size_t whole = len / DC_PAGE * DC_PAGE, rest = len - whole;
+	bool aligned = (uintptr_t)j->data % DC_PAGE == 0;
+	struct iovec iov[3];
+	int nv = 0;
 
-	if (padded > w->bounce_cap) {
-		free(w->bounce);
-		w->bounce_cap = 0;
-		w->bounce = aligned_alloc(DC_ALIGN, padded);
-		if (!w->bounce)
-			return -1;
-		w->bounce_cap = padded;
+	uint8_t *tail = w->bounce + DC_PAGE;
+	iov[nv++] = (struct iovec){w->bounce, DC_PAGE};
+	if (aligned) {
+		if (whole)
+			iov[nv++] = (struct iovec){(void *)j->data, whole};
+		if (rest) {
+			memcpy(tail, j->data + whole, rest);
+			memset(tail + rest, 0, DC_PAGE - rest);
+			iov[nv++] = (struct iovec){tail, DC_PAGE};
+		}
+	} else {
+		memcpy(tail, j->data, len);
+		memset(tail + len, 0, j->flen - DC_PAGE - len);
+		iov[0].iov_len = j->flen;
 	}
-	uint8_t *p = w->bounce;
-	memcpy(p, j->head, DC_HDR + klen);
-	memcpy(p + DC_HDR + klen, j->data, len);
-	memcpy(p + DC_HDR + klen + len, tail, DC_TAIL);
-	memset(p + j->flen, 0, padded - j->flen);
 	int fl = fcntl(fd, F_GETFL);
 	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_DIRECT))
 		return -1; /* a filesystem without direct I/O (EINVAL) */
-	for (size_t off = 0; off < padded;) {
-		ssize_t n = pwrite(fd, p + off, padded - off, (off_t)off);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && errno == EINVAL && off == 0)
-			return -1; /* refused: alignment or support */
-		if (n <= 0)
-			return n < 0 ? errno : ENOSPC;
-		off += (size_t)n;
-	}
-	return ftruncate(fd, (off_t)j->flen) ? errno : 0;
+	return pwritev_all(fd, iov, nv, 0);
 }
 
 /* Write one entry file; false if inserts had to stop. */
 static bool write_entry(struct dc_writer *w, struct dc_job *j)
 {
+	static const uint8_t zeros[DC_PAGE];
 	struct diskcache *dc = w->dc;
 	char tmp[64], path[64];
 	const char *what = "creating an entry";
 	int fd, err = -1;
 	size_t klen = get_be16(j->head + 6), len = get_be32(j->head + 8);
-	uint8_t tail[DC_TAIL];
 
-	put_be64(tail, check_of(j->head, klen, j->data, len));
+	/* the header page: header, key, check, zeros (and room for a direct write's copy) */
+	bool direct = atomic_load_explicit(&dc->direct, memory_order_relaxed);
+	if (!bounce_room(w, direct && (uintptr_t)j->data % DC_PAGE ? j->flen : 2 * DC_PAGE)) {
+		mw_mutex_lock(&dc->mu);
+		dc->st.dropped++;
+		mw_mutex_unlock(&dc->mu);
+		return true; /* no memory now: this entry only */
+	}
+	memcpy(w->bounce, j->head, DC_HDR + klen);
+	put_be64(w->bounce + DC_HDR + klen, check_of(j->head, klen, j->data, len));
+	memset(w->bounce + DC_HDR + klen + DC_CHECK, 0, DC_PAGE - DC_HDR - klen - DC_CHECK);
 	path_of(tmp, sizeof(tmp), j->h, w->idx);
 	path_of(path, sizeof(path), j->h, -1);
 	fd = openat(dc->dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
@@ -512,8 +544,8 @@ static bool write_entry(struct dc_writer *w, struct dc_job *j)
 		stop_inserts(dc, what, errno);
 		return false;
 	}
-	if (atomic_load_explicit(&dc->direct, memory_order_relaxed)) {
-		err = write_direct(w, fd, j, tail);
+	if (direct) {
+		err = write_direct(w, fd, j, len);
 		if (err < 0 && atomic_exchange(&dc->direct, false))
 			log_info(
 			    "disk cache %s: no direct I/O here: entries are written through the "
@@ -527,11 +559,13 @@ static bool write_entry(struct dc_writer *w, struct dc_job *j)
 	}
 	if (err < 0) {
 		struct iovec iov[3] = {
-		    {j->head, DC_HDR + klen},
+		    {w->bounce, DC_PAGE},
 		    {(void *)j->data, len},
-		    {tail, DC_TAIL},
+		    {(void *)zeros, j->flen - DC_PAGE - len},
 		};
-		err = writev_all(fd, iov, 3);
+		err = pwritev_all(fd, iov, 3, 0);
+		if (err < 0)
+			err = EINVAL;
 	}
 	what = "writing an entry";
 	if (close(fd) && !err)
@@ -878,7 +912,7 @@ static ssize_t pread_all(int fd, void *dst, size_t n, off_t off)
 int diskcache_get_part(struct diskcache *dc, const void *key, size_t klen, size_t total, size_t off,
                        void *dst, size_t len, unsigned flags)
 {
-	uint8_t head[DC_HDR + DISKCACHE_KEY_MAX], want[DC_HDR], tail[DC_TAIL + 1];
+	uint8_t head[DC_HDR + DISKCACHE_KEY_MAX + DC_CHECK], want[DC_HDR], pad[DC_PAGE + 1];
 	bool whole = off == 0 && len == total;
 	XXH128_hash_t h;
 	char path[64];
@@ -904,35 +938,29 @@ int diskcache_get_part(struct diskcache *dc, const void *key, size_t klen, size_
 		return -ENOENT;
 	}
 	encode_header(want, klen, total);
-	if (whole) {
-		/* header, key, data, check and one byte more: the file is exactly that long */
-		struct iovec iov[3] = {
-		    {head, DC_HDR + klen},
-		    {dst, len},
-		    {tail, sizeof(tail)},
-		};
-		do
-			got = preadv(fd, iov, 3, 0);
-		while (got < 0 && errno == EINTR);
-		ok = got == (ssize_t)(DC_HDR + klen + len + DC_TAIL);
-	} else {
-		/*
-		 * header and key, then the part (its bytes are the caller's to check);
-		 * no kernel read-ahead: a random read of a block must not read the rest
-		 * of the window from the disk too
-		 */
+	/* header, key and check, from the header page */
+	if (!whole) /* no kernel read-ahead: a random read of a block must not read the rest
+	               of the window from the disk too */
 		posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);
-		got = pread_all(fd, head, DC_HDR + klen, 0);
-		ok = got == (ssize_t)(DC_HDR + klen);
-		if (ok) {
-			got = pread_all(fd, dst, len, (off_t)(DC_HDR + klen + off));
-			ok = got == (ssize_t)len;
-		}
+	got = pread_all(fd, head, DC_HDR + klen + DC_CHECK, 0);
+	ok = got == (ssize_t)(DC_HDR + klen + DC_CHECK);
+	if (ok && whole) {
+		/* the data, its page's padding and one byte more: the file is exactly that long */
+		size_t np = (len + DC_PAGE - 1) / DC_PAGE * DC_PAGE - len;
+		struct iovec iov[2] = {{dst, len}, {pad, np + 1}};
+		do
+			got = preadv(fd, iov, 2, DC_PAGE);
+		while (got < 0 && errno == EINTR);
+		ok = got == (ssize_t)(len + np);
+	} else if (ok) {
+		/* the part alone (its bytes are the caller's to check) */
+		got = pread_all(fd, dst, len, (off_t)(DC_PAGE + off));
+		ok = got == (ssize_t)len;
 	}
 	close(fd);
 	ok = ok && !memcmp(head, want, DC_HDR) && !memcmp(head + DC_HDR, key, klen) &&
 	     ((flags & DISKCACHE_GET_CALLER_CHECKS) ||
-	      get_be64(tail) == check_of(head, klen, dst, len));
+	      get_be64(head + DC_HDR + klen) == check_of(head, klen, dst, len));
 	if (!ok) {
 		if (got >= 0) /* damaged, or another length or key: never serve it */
 			drop_name(dc, h);
@@ -973,7 +1001,7 @@ int diskcache_get(struct diskcache *dc, const void *key, size_t klen, void *dst,
 static void put(struct diskcache *dc, const void *key, size_t klen, const void *data, size_t len,
                 void (*release)(void *), void *arg)
 {
-	size_t flen = DC_HDR + klen + len + DC_TAIL;
+	size_t flen = DC_PAGE + (len + DC_PAGE - 1) / DC_PAGE * DC_PAGE;
 	struct dc_job *j = NULL;
 
 	if (klen > DISKCACHE_KEY_MAX || len > DISKCACHE_VALUE_MAX)

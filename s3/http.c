@@ -119,6 +119,27 @@ static int reserve(struct http_resp *rs, size_t need)
 	return MW_GROW(rs->body, rs->cap, need + 1, 4096);
 }
 
+/*
+ * The body buffer of a response expected to be len bytes: exactly that (and
+ * the terminating NUL); from HTTP_BIG_READ on page-aligned, so that the
+ * bytes of a ranged GET that start a blob's block start a page and the disk
+ * cache writes them with O_DIRECT from here, without a copy (engine/
+ * diskcache.c).  A body longer than expected grows with reserve() (realloc()
+ * of it is fine; it may lose the alignment).
+ */
+static int reserve_expected(struct http_resp *rs, size_t len)
+{
+	void *p = NULL;
+
+	if (len < HTTP_BIG_READ)
+		return reserve(rs, len);
+	if (posix_memalign(&p, 4096, len + 1))
+		return -ENOMEM;
+	rs->body = p;
+	rs->cap = len + 1;
+	return 0;
+}
+
 static size_t on_data(char *ptr, size_t size, size_t nmemb, void *arg)
 {
 	struct http_resp *rs = arg;
@@ -203,7 +224,8 @@ int http_do(struct http_pool *p, const struct http_req *rq, struct http_resp *rs
 
 	memset(rs, 0, sizeof(*rs));
 	rs->content_length = UINT64_MAX;
-	if (rq->expect_len && rq->expect_len < ((size_t)1 << 31) && reserve(rs, rq->expect_len))
+	if (rq->expect_len && rq->expect_len < ((size_t)1 << 31) &&
+	    reserve_expected(rs, rq->expect_len))
 		return -ENOMEM;
 	for (size_t i = 0; i < rq->nheaders; i++) {
 		if (!strncasecmp(rq->headers[i], "content-type:", 13))

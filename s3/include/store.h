@@ -127,6 +127,9 @@ int store_put_if_absent(struct store *s, const char *key, const void *buf, size_
  * *out is a malloc()ed buffer owned by the caller (free() it; never NULL, even
  * for 0 bytes) and *outlen the number of bytes read, which is shorter than len
  * when the object ends first, and 0 when off >= size.  -ENOENT if missing.
+ * The S3 store returns bodies of ranges of 256 KiB or more page-aligned (the
+ * disk cache then writes them with O_DIRECT without a copy); nothing relies
+ * on it.
  */
 int store_get(struct store *s, const char *key, uint64_t off, uint64_t len, void **out,
               size_t *outlen);

@@ -4,8 +4,8 @@
  * reopen (entries and their order survive), the lock, a bound too small
  * for an entry, DISKCACHE_GET_CALLER_CHECKS (the data is left to the caller,
  * nothing else), a directory of another format version (wiped at open), and
- * parts of an entry read alone and puts of a shared buffer, and flushes with
- * several writers.
+ * parts of an entry read alone and puts of a shared buffer, flushes with
+ * several writers, and data on a page boundary (written as it is).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -24,6 +24,12 @@
 #include "diskcache.h"
 
 static char dir[64];
+
+/* Entry files (engine/diskcache.c): a 4 KiB header page (header, key, check), then the data
+   from offset PAGE, padded to whole pages. */
+#define PAGE 4096
+#define HDR 16
+#define FILE_BYTES(len) (PAGE + ((len) + PAGE - 1) / PAGE * PAGE)
 
 static int setup(void **state)
 {
@@ -116,23 +122,26 @@ static void damage(void **state)
 	(void)state;
 	fill(in, sizeof(in), 2);
 	for (int kind = 0; kind < 5; kind++) {
-		size_t positions = kind == 0 ? 16 + 3 + 3000 + 8 : 1;
-		for (size_t pos = 0; pos < positions; pos += kind == 0 ? 7 : 1) {
+		/* kind 0: every 7th byte of the header, key and check, then of the data */
+		size_t positions = kind == 0 ? HDR + 3 + 8 + 3000 : 1;
+		for (size_t i = 0; i < positions; i += kind == 0 ? 7 : 1) {
+			size_t pos = i < HDR + 3 + 8 ? i : PAGE + (i - (HDR + 3 + 8));
 			struct diskcache *dc = open_dc(1 << 20);
 			diskcache_put(dc, "key", 3, in, sizeof(in));
 			diskcache_flush(dc);
 			only_file(path, sizeof(path));
 			assert_int_equal(stat(path, &sb), 0);
+			assert_int_equal(sb.st_size, FILE_BYTES(sizeof(in)));
 			int fd = open(path, O_RDWR);
 			assert_true(fd >= 0);
 			uint8_t b;
 			switch (kind) {
-			case 0: /* a flipped byte: header, key, data or check */
+			case 0: /* a flipped byte: header, key, check or data */
 				assert_int_equal(pread(fd, &b, 1, (off_t)pos), 1);
 				b ^= 0x20;
 				assert_int_equal(pwrite(fd, &b, 1, (off_t)pos), 1);
 				break;
-			case 1: /* truncated: the check is gone */
+			case 1: /* truncated by 8 bytes (of the last page's padding) */
 				assert_int_equal(ftruncate(fd, sb.st_size - 8), 0);
 				break;
 			case 2: /* truncated into the data */
@@ -187,9 +196,9 @@ static void caller_checks(void **state)
 	int fd = open(path, O_RDWR);
 	assert_true(fd >= 0);
 	uint8_t b;
-	assert_int_equal(pread(fd, &b, 1, 16 + 3 + 100), 1); /* data byte 100 */
+	assert_int_equal(pread(fd, &b, 1, PAGE + 100), 1); /* data byte 100 */
 	b ^= 0x01;
-	assert_int_equal(pwrite(fd, &b, 1, 16 + 3 + 100), 1);
+	assert_int_equal(pwrite(fd, &b, 1, PAGE + 100), 1);
 	close(fd);
 	assert_int_equal(diskcache_get(dc, "key", 3, out, sizeof(out), DISKCACHE_GET_CALLER_CHECKS),
 	                 0);
@@ -236,7 +245,7 @@ static void old_format_wiped(void **state)
 	snprintf(fmt, sizeof(fmt), "%s/format", dir);
 	FILE *f = fopen(fmt, "w");
 	assert_non_null(f);
-	fputs("memwalfs-diskcache 1\n", f); /* an older version (blocks, not windows) */
+	fputs("memwalfs-diskcache 2\n", f); /* an older version (data not on a page boundary) */
 	fclose(f);
 	dc = open_dc(1 << 20);
 	diskcache_flush(dc); /* the listing (and the wipe) runs before the first job */
@@ -255,7 +264,7 @@ static void old_format_wiped(void **state)
 	assert_non_null(f);
 	assert_non_null(fgets(fmt, sizeof(fmt), f));
 	fclose(f);
-	assert_string_equal(fmt, "memwalfs-diskcache 2\n");
+	assert_string_equal(fmt, "memwalfs-diskcache 3\n");
 }
 
 /* Keys that collide in nothing but their file would be a bug: the key is checked too. */
@@ -281,7 +290,7 @@ static void distinct_keys(void **state)
 static void lru_and_reopen(void **state)
 {
 	enum { N = 40, SZ = 4000 };
-	uint64_t entry = 16 + 6 + SZ + 8; /* header, "key-NN", data, check */
+	uint64_t entry = FILE_BYTES(SZ); /* header page, data page */
 	struct diskcache *dc = open_dc(10 * entry);
 	uint8_t in[SZ], out[SZ];
 	char k[16];
@@ -412,7 +421,7 @@ static void parts_and_shared(void **state)
 	assert_int_equal(released, 2);
 	char path[256];
 	only_file(path, sizeof(path));
-	assert_int_equal(truncate(path, 16 + 1 + 1000), 0);
+	assert_int_equal(truncate(path, PAGE + 1000), 0);
 	assert_int_equal(
 	    diskcache_get_part(dc, "t", 1, SZ, 100, out, 900, DISKCACHE_GET_CALLER_CHECKS), 0);
 	assert_memory_equal(out, in + 100, 900);
@@ -430,6 +439,58 @@ static void parts_and_shared(void **state)
 	assert_int_equal(st.dropped, 1);
 	diskcache_close(dc);
 	free(in);
+	free(out);
+}
+
+/*
+ * Data on a page boundary (what GET buffers of big reads are) goes to the
+ * disk from where it is, its last partial page copied: whole pages, a partial
+ * last page, less than a page, and unaligned data beside it read back
+ * byte-exact, as wholes and parts, in files of whole pages.
+ */
+static void aligned_data(void **state)
+{
+	const size_t sizes[] = {2 * PAGE, 3 * PAGE + 100, 100, PAGE - 1, 5 * PAGE + 1};
+	enum { N = sizeof(sizes) / sizeof(sizes[0]) };
+	struct diskcache *dc = open_dc(16 << 20);
+	uint8_t *buf = aligned_alloc(PAGE, 8 * PAGE), *out = malloc(8 * PAGE);
+	char k[16], path[256];
+
+	(void)state;
+	assert_non_null(buf);
+	assert_non_null(out);
+	for (int off = 0; off < 2; off++) { /* off 1: the same sizes, one byte past the boundary */
+		for (int i = 0; i < N; i++) {
+			uint8_t *p = buf + off;
+			fill(p, sizes[i], (unsigned)(i + 10 * off));
+			key_of(k, sizeof(k), i + 10 * off);
+			released = 0;
+			diskcache_put_shared(dc, k, strlen(k), p, sizes[i], count_release, NULL);
+			diskcache_flush(dc);
+			assert_int_equal(released, 1);
+			memset(out, 0, sizes[i]);
+			assert_int_equal(diskcache_get(dc, k, strlen(k), out, sizes[i], 0), 0);
+			assert_memory_equal(out, p, sizes[i]);
+			size_t po = sizes[i] / 3, pl = sizes[i] - po;
+			assert_int_equal(diskcache_get_part(dc, k, strlen(k), sizes[i], po, out, pl,
+			                                    DISKCACHE_GET_CALLER_CHECKS),
+			                 0);
+			assert_memory_equal(out, p + po, pl);
+		}
+	}
+	for (int i = 0; i < N; i++) { /* every file: whole pages */
+		snprintf(path, sizeof(path),
+		         "find '%s' -mindepth 2 -type f ! -name '.*' -size %zuc | grep -c .", dir,
+		         (size_t)FILE_BYTES(sizes[i]));
+		FILE *f = popen(path, "r");
+		assert_non_null(f);
+		char line[16];
+		assert_non_null(fgets(line, sizeof(line), f));
+		pclose(f);
+		assert_true(atoi(line) >= 2); /* both offsets of this size */
+	}
+	diskcache_close(dc);
+	free(buf);
 	free(out);
 }
 
@@ -505,6 +566,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(old_format_wiped, setup, teardown),
 	    cmocka_unit_test_setup_teardown(parts_and_shared, setup, teardown),
 	    cmocka_unit_test_setup_teardown(writers_flush, setup, teardown),
+	    cmocka_unit_test_setup_teardown(aligned_data, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
