@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bigbuf.h"
 #include "cache.h"
 #include "coding.h"
 #include "diskcache.h"
@@ -41,9 +42,25 @@
  * freed when the fetch and the last entry have let go of it.
  */
 struct getbuf {
-	_Atomic unsigned refs; /* the fetch while it runs + one per entry */
-	uint8_t *data;         /* the store_get() buffer, owned */
+	_Atomic unsigned refs;    /* the fetch while it runs + one per entry */
+	uint8_t *data;            /* the bytes (a GET's body), owned */
+	struct bigbuf_pool *pool; /* data came from bigbuf_get() of this pool */
 };
+
+/* A GET buffer of len bytes from e's pool, one reference held; NULL: no memory. */
+static struct getbuf *getbuf_new(struct engine *e, size_t len)
+{
+	struct getbuf *gb = malloc(sizeof(*gb));
+	if (!gb)
+		return NULL;
+	atomic_init(&gb->refs, 1);
+	gb->pool = e->read_bufs;
+	if (!(gb->data = bigbuf_get(gb->pool, len))) {
+		free(gb);
+		return NULL;
+	}
+	return gb;
+}
 
 static struct getbuf *getbuf_ref(struct getbuf *gb)
 {
@@ -55,7 +72,7 @@ static struct getbuf *getbuf_ref(struct getbuf *gb)
 static void getbuf_unref(struct getbuf *gb)
 {
 	if (gb && atomic_fetch_sub_explicit(&gb->refs, 1, memory_order_acq_rel) == 1) {
-		free(gb->data);
+		bigbuf_put(gb->pool, gb->data);
 		free(gb);
 	}
 }
@@ -135,11 +152,10 @@ static size_t block_len(const struct blob_desc *d, uint64_t b)
 
 /*
  * The disk cache holds windows, not blocks: window k of a blob is its blocks
- * [k * DISK_WINDOW_BLOCKS, (k + 1) * DISK_WINDOW_BLOCKS), clipped to the blocks
+ * [k * BLOB_WINDOW_BLOCKS, (k + 1) * BLOB_WINDOW_BLOCKS), clipped to the blocks
  * a descriptor has the hashes of; one entry (file) per window, read back a
  * part at a time.
  */
-#define DISK_WINDOW_BLOCKS 16 /* 1 MiB of 64 KiB blocks */
 #define DISK_KEY 33
 
 /* Bytes of blocks [b0, b1] of d's blob. */
@@ -152,7 +168,7 @@ static uint64_t run_bytes(const struct blob_desc *d, uint64_t b0, uint64_t b1)
 static void window_of(const struct blob_desc *d, uint64_t b, uint64_t *w0, uint64_t *w1)
 {
 	uint64_t fb = blob_desc_first_block(d), lb = fb + blob_desc_nblocks(d) - 1;
-	uint64_t lo = b / DISK_WINDOW_BLOCKS * DISK_WINDOW_BLOCKS, hi = lo + DISK_WINDOW_BLOCKS - 1;
+	uint64_t lo = b / BLOB_WINDOW_BLOCKS * BLOB_WINDOW_BLOCKS, hi = lo + BLOB_WINDOW_BLOCKS - 1;
 
 	*w0 = lo > fb ? lo : fb;
 	*w1 = hi < lb ? hi : lb;
@@ -364,31 +380,21 @@ static uint64_t lower_tiers(struct engine *e, const struct blob_desc *d, uint64_
 	if (!e->region_cache && !e->dcache)
 		return 0;
 	uint64_t total = run_bytes(d, w0, w1);
-	struct getbuf *gb = malloc(sizeof(*gb));
-	if (!gb)
-		return 0;
-	atomic_init(&gb->refs, 1);
+	struct getbuf *gb = NULL;
 	uint64_t from = w0, to = w1; /* the blocks read */
-	gb->data = NULL;
 	bool ok = false;
-	if (e->region_cache) {
-		gb->data = malloc((size_t)total);
-		ok = gb->data &&
-		     region_read(e, d, d->offset + w0 * BLOB_BLOCK_SIZE, gb->data, (size_t)total) &&
+	if (e->region_cache && (gb = getbuf_new(e, (size_t)total)))
+		ok = region_read(e, d, d->offset + w0 * BLOB_BLOCK_SIZE, gb->data, (size_t)total) &&
 		     blob_desc_verify(d, w0 * BLOB_BLOCK_SIZE, gb->data, total, &bad) == 0;
-	}
 	if (!ok && e->dcache) {
 		from = b;
 		to = b1 < w1 ? b1 : w1;
 		uint64_t len = run_bytes(d, from, to);
 		/* a buffer of the part alone: the blocks kept by reference to it are charged
 		 * their own lengths, so it must hold nothing else */
-		free(gb->data);
-		gb->data = malloc((size_t)len);
-		if (!gb->data) {
-			getbuf_unref(gb);
+		getbuf_unref(gb);
+		if (!(gb = getbuf_new(e, (size_t)len)))
 			return 0;
-		}
 		disk_key(key, d, w0, w1);
 		disk = ok = diskcache_get_part(e->dcache, key, sizeof(key), (size_t)total,
 		                               (size_t)((from - w0) * BLOB_BLOCK_SIZE), gb->data,
@@ -530,7 +536,6 @@ static int fetch_run(struct engine *e, const struct blob_desc *d, uint64_t b0, u
 	char name[FMT_NAME_MAX];
 	uint64_t R = e->region_cache ? e->o.read_region_bytes : 0;
 	struct getbuf *gb = NULL;
-	void *buf = NULL;
 	size_t n = 0;
 	int rc, slot = -1;
 
@@ -566,7 +571,11 @@ static int fetch_run(struct engine *e, const struct blob_desc *d, uint64_t b0, u
 	}
 	if (may_wait && (slot = fetch_begin(e, d, g, gend)) == FETCH_WAITED)
 		return FETCH_WAITED;
-	rc = store_get(e->st, name, g, gend - g, &buf, &n);
+	if (!(gb = getbuf_new(e, (size_t)(gend - g)))) {
+		fetch_end(e, slot);
+		return -ENOMEM;
+	}
+	rc = store_get_into(e->st, name, g, gend - g, gb->data, &n);
 	if (rc == -ENOENT) {
 		log_err("blob: pack %s is missing (blob at %" PRIu64 "+%" PRIu64 ")", name,
 		        d->offset, d->blob_len);
@@ -577,19 +586,10 @@ static int fetch_run(struct engine *e, const struct blob_desc *d, uint64_t b0, u
 	} else {
 		atomic_fetch_add_explicit(&e->blob_fetches, 1, memory_order_relaxed);
 		atomic_fetch_add_explicit(&e->blob_fetch_bytes, n, memory_order_relaxed);
-		gb = malloc(sizeof(*gb));
-		if (gb) {
-			atomic_init(&gb->refs, 1);
-			gb->data = buf;
-			buf = NULL;
-			rc = check_keep(e, d, b0, b1, a, z, dst, name, g, gend, gb, n, R);
-		} else {
-			rc = -ENOMEM;
-		}
+		rc = check_keep(e, d, b0, b1, a, z, dst, name, g, gend, gb, n, R);
 	}
 	fetch_end(e, slot);
 	getbuf_unref(gb);
-	free(buf);
 	return rc;
 }
 

@@ -75,6 +75,9 @@ struct blob_inflight {
 	uint64_t lo, hi;          /* object bytes [lo, hi) */
 };
 
+/* A window of a blob: the blocks a disk cache entry holds, the widened GET (blob.c) */
+#define BLOB_WINDOW_BLOCKS 16 /* 1 MiB of 64 KiB blocks */
+
 struct engine {
 	struct store *st;     /* borrowed, outlives the engine */
 	struct engine_opts o; /* options, defaults filled (const after open) */
@@ -132,6 +135,8 @@ struct engine {
 	atomic_uint_fast64_t blob_fetches; /* ranged GETs of blob blocks */
 	atomic_uint_fast64_t blob_fetch_bytes; /* their bytes */
 	struct cache *region_cache;            /* coalesced pack regions, unverified (blob.c) */
+	struct bigbuf_pool *read_bufs;         /* buffers of window and region reads (blob.c),
+	                                          used again instead of freed (bigbuf.h) */
 	struct diskcache *dcache;              /* the disk tier, or NULL (readcache.c) */
 	bool fetch_init;                       /* fetch_mu, fetch_cv initialised (readcache.c) */
 	pthread_mutex_t fetch_mu;              /* guards fetching[] (blob.c) */

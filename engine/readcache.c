@@ -19,6 +19,7 @@
 #include <assert.h>
 #include <string.h>
 
+#include "bigbuf.h"
 #include "cache.h"
 #include "diskcache.h"
 #include "engine_int.h"
@@ -44,6 +45,14 @@ int readcache_open(struct engine *e)
 	if ((rc = cache_new(e->o.cache_bytes - region, &e->blob_cache)) ||
 	    (region && (rc = cache_new(region, &e->region_cache))))
 		return rc;
+	/*
+	 * Slots of a disk window (1 MiB, a region's size by default), as many as
+	 * the memory cache can hold twice over plus the disk cache's queue and the GETs in
+	 * flight: address space only, touched as the reads need them.
+	 */
+	if (bigbuf_pool_new(BLOB_WINDOW_BLOCKS * BLOB_BLOCK_SIZE,
+	                    2 * (size_t)e->o.cache_bytes + (128u << 20), &e->read_bufs))
+		e->read_bufs = NULL; /* no pool: malloc() serves them all */
 	e->block_cache = e->blob_cache;
 	if (!e->o.disk_cache_dir)
 		return 0;
@@ -68,6 +77,8 @@ void readcache_close(struct engine *e)
 	cache_free(e->region_cache);
 	cache_free(e->blob_cache); /* e->block_cache is the same cache */
 	e->region_cache = e->blob_cache = e->block_cache = NULL;
+	bigbuf_pool_free(e->read_bufs); /* last: the caches above held its buffers */
+	e->read_bufs = NULL;
 	if (e->fetch_init) {
 		pthread_cond_destroy(&e->fetch_cv);
 		pthread_mutex_destroy(&e->fetch_mu);
@@ -127,6 +138,11 @@ size_t readcache_stats(struct engine *e, struct read_stat *out)
 	STAT("disk_cache_dropped", ds.dropped);
 	STAT("disk_cache_evictions", ds.evictions);
 	STAT("disk_cache_corrupt", ds.corrupt);
+	struct bigbuf_stats bs;
+	bigbuf_pool_stats(e->read_bufs, &bs);
+	STAT("read_buffers_in_use", bs.in_use);
+	STAT("read_buffers_resident_bytes", bs.touched * bs.slot_bytes);
+	STAT("read_buffers_fallbacks", bs.fallbacks);
 #undef STAT
 	assert(n <= READ_STATS_MAX);
 	return n;

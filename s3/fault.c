@@ -232,6 +232,24 @@ static int f_get(struct store *s, const char *key, uint64_t off, uint64_t len, v
 	return 0;
 }
 
+static int f_get_into(struct store *s, const char *key, uint64_t off, uint64_t len, void *buf,
+                      size_t *outlen)
+{
+	struct fault_store *f = (struct fault_store *)s;
+	int err = 0, rc;
+	enum verdict v = gate(f, FAULT_OP_GET, key, &err);
+	size_t n = 0;
+
+	if (v == V_FAIL)
+		return err;
+	rc = store_get_into(f->inner, key, off, len, buf, &n);
+	store_count(s, STORE_OP_GET, 0, rc == 0 ? n : 0);
+	rc = v == V_LAND ? err : after(f, rc);
+	if (rc == 0)
+		*outlen = n;
+	return rc;
+}
+
 static int f_head(struct store *s, const char *key, struct store_stat *st)
 {
 	struct fault_store *f = (struct fault_store *)s;
@@ -429,6 +447,7 @@ static const struct store_ops fault_ops = {
     .put = f_put,
     .put_if_absent = f_put_if_absent,
     .get = f_get,
+    .get_into = f_get_into,
     .head = f_head,
     .list = f_list,
     .del = f_delete,

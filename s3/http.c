@@ -144,6 +144,15 @@ static size_t on_data(char *ptr, size_t size, size_t nmemb, void *arg)
 {
 	struct http_resp *rs = arg;
 	size_t n = size * nmemb;
+	if (rs->fixed) {
+		if (n > rs->cap - rs->len) {
+			rs->overflow = true;
+			return 0; /* a write error: the transfer stops */
+		}
+		memcpy(rs->body + rs->len, ptr, n);
+		rs->len += n;
+		return n;
+	}
 	if (reserve(rs, rs->len + n))
 		return 0; /* makes curl fail the transfer with CURLE_WRITE_ERROR */
 	memcpy(rs->body + rs->len, ptr, n);
@@ -182,6 +191,17 @@ static size_t on_header(char *ptr, size_t size, size_t nmemb, void *arg)
 		rs->content_length = UINT64_MAX;
 		rs->etag[0] = '\0';
 		rs->last_modified = 0;
+		/* "HTTP/1.1 206 Partial Content": a 2xx body goes into the caller's buffer */
+		const char *sp = memchr(ptr, ' ', n);
+		bool ok = sp && (size_t)(sp - ptr) + 4 <= n && sp[1] == '2';
+		if (rs->into && ok != rs->fixed) {
+			if (!rs->fixed)
+				free(rs->body);
+			rs->body = ok ? rs->into : NULL;
+			rs->cap = ok ? rs->into_cap : 0;
+			rs->len = 0;
+			rs->fixed = ok;
+		}
 	} else if (header_value(ptr, n, "etag", v, sizeof(v))) {
 		char *s = v;
 		size_t l = strlen(s);
@@ -196,7 +216,7 @@ static size_t on_header(char *ptr, size_t size, size_t nmemb, void *arg)
 		unsigned long long cl = strtoull(v, &end, 10);
 		if (!errno && end != v && !*end) {
 			rs->content_length = cl;
-			if (cl < ((size_t)1 << 31))
+			if (!rs->fixed && cl < ((size_t)1 << 31))
 				reserve(rs, (size_t)cl); /* best effort */
 		}
 	} else if (header_value(ptr, n, "last-modified", v, sizeof(v))) {
@@ -224,7 +244,9 @@ int http_do(struct http_pool *p, const struct http_req *rq, struct http_resp *rs
 
 	memset(rs, 0, sizeof(*rs));
 	rs->content_length = UINT64_MAX;
-	if (rq->expect_len && rq->expect_len < ((size_t)1 << 31) &&
+	rs->into = rq->into;
+	rs->into_cap = rq->into_cap;
+	if (!rq->into && rq->expect_len && rq->expect_len < ((size_t)1 << 31) &&
 	    reserve_expected(rs, rq->expect_len))
 		return -ENOMEM;
 	for (size_t i = 0; i < rq->nheaders; i++) {
@@ -287,7 +309,7 @@ int http_do(struct http_pool *p, const struct http_req *rq, struct http_resp *rs
 		     : cc == CURLE_OUT_OF_MEMORY    ? -ENOMEM
 		                                    : -EIO;
 		if (cc == CURLE_WRITE_ERROR)
-			rc = -ENOMEM;
+			rc = rs->overflow ? -EOVERFLOW : -ENOMEM;
 		if (!rs->error[0])
 			snprintf(rs->error, sizeof(rs->error), "%s", curl_easy_strerror(cc));
 	}
@@ -312,9 +334,11 @@ void http_resp_free(struct http_resp *rs)
 {
 	if (!rs)
 		return;
-	free(rs->body);
+	if (!rs->fixed)
+		free(rs->body);
 	rs->body = NULL;
 	rs->len = rs->cap = 0;
+	rs->fixed = false;
 }
 
 bool http_retryable(int curl_code, long status, const char *s3code)

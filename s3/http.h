@@ -35,16 +35,26 @@ struct http_req {
 	const void *body; /* request body (NULL: none) */
 	size_t body_len;
 	size_t expect_len;   /* response body size hint (0: unknown) */
+	char *into;          /* a 2xx body goes here, not into a new buffer (NULL: none) */
+	size_t into_cap;     /* bytes at into: a longer body fails the request, rs->overflow */
 	const char *log_key; /* for the debug log line (may be NULL) */
 };
 
-/* The response.  body is malloc()ed (NUL-terminated); free with http_resp_free. */
+/*
+ * The response.  body is malloc()ed (NUL-terminated); free with http_resp_free.
+ * With rq->into, a 2xx body is written there instead (not NUL-terminated) and
+ * body points to it; the body of any other status is malloc()ed as usual.
+ */
 struct http_resp {
-	long status;             /* HTTP status; 0 when no response arrived */
-	int curl_code;           /* CURLcode of the transfer (0: completed) */
-	char *body;              /* response body (HEAD: none) */
-	size_t len;              /* its length */
-	size_t cap;              /* allocated */
+	long status;   /* HTTP status; 0 when no response arrived */
+	int curl_code; /* CURLcode of the transfer (0: completed) */
+	char *body;    /* response body (HEAD: none) */
+	size_t len;    /* its length */
+	size_t cap;    /* allocated */
+	char *into;    /* the request's into, into_cap (set by http_do) */
+	size_t into_cap;
+	bool fixed;    /* body is into: not ours to free or grow */
+	bool overflow; /* the body did not fit into it (then curl_code is a write error) */
 	uint64_t content_length; /* Content-Length header (UINT64_MAX: absent) */
 	int64_t last_modified;   /* Last-Modified, seconds (0: absent) */
 	char etag[72];           /* ETag without quotes ("" absent) */

@@ -354,13 +354,17 @@ static int open_object(struct local_store *ls, const char *key, struct stat *st)
 	return fd;
 }
 
-static int local_get(struct store *s, const char *key, uint64_t off, uint64_t len, void **out,
-                     size_t *outlen)
+/*
+ * Read object key from off, at most len bytes: into buf (len bytes) when
+ * given, else into a new buffer (*out).  *outlen the count.
+ */
+static int read_object(struct store *s, const char *key, uint64_t off, uint64_t len, uint8_t *buf,
+                       void **out, size_t *outlen)
 {
 	struct local_store *ls = (struct local_store *)s;
 	struct stat st;
 	uint64_t size, n;
-	uint8_t *buf = NULL;
+	uint8_t *own = NULL;
 	size_t got = 0;
 	int fd, rc = 0;
 
@@ -379,8 +383,7 @@ static int local_get(struct store *s, const char *key, uint64_t off, uint64_t le
 		rc = -ENOMEM;
 		goto out;
 	}
-	buf = malloc(n ? (size_t)n : 1);
-	if (!buf) {
+	if (!buf && !(buf = own = malloc(n ? (size_t)n : 1))) {
 		rc = -ENOMEM;
 		goto out;
 	}
@@ -402,13 +405,26 @@ static int local_get(struct store *s, const char *key, uint64_t off, uint64_t le
 		got += (size_t)r;
 	}
 	store_count(s, STORE_OP_GET, 0, got);
-	*out = buf;
+	if (out)
+		*out = own;
 	*outlen = got;
-	buf = NULL;
+	own = NULL;
 out:
-	free(buf);
+	free(own);
 	close(fd);
 	return rc;
+}
+
+static int local_get(struct store *s, const char *key, uint64_t off, uint64_t len, void **out,
+                     size_t *outlen)
+{
+	return read_object(s, key, off, len, NULL, out, outlen);
+}
+
+static int local_get_into(struct store *s, const char *key, uint64_t off, uint64_t len, void *buf,
+                          size_t *outlen)
+{
+	return read_object(s, key, off, len, buf, NULL, outlen);
 }
 
 static int local_head(struct store *s, const char *key, struct store_stat *out)
@@ -846,6 +862,7 @@ static const struct store_ops local_ops = {
     .put = local_put,
     .put_if_absent = local_put_if_absent,
     .get = local_get,
+    .get_into = local_get_into,
     .head = local_head,
     .list = local_list,
     .del = local_delete,

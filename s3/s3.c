@@ -224,6 +224,8 @@ int s3_call(struct s3 *s, const struct s3_call *c, struct s3_result *res)
 		    .body = c->body,
 		    .body_len = c->len,
 		    .expect_len = c->expect_len,
+		    .into = c->into,
+		    .into_cap = c->into_cap,
 		    .log_key = c->okey ? c->okey : s->bucket,
 		};
 		http_resp_free(&res->r);
@@ -415,15 +417,76 @@ static int s3_head(struct store *st, const char *key, struct store_stat *out)
 	return rc;
 }
 
+/*
+ * The GET of [off, off + len) of key (len STORE_TO_END: to the end), into
+ * into (into_cap bytes) when given; *ranged whether a Range header went.
+ * Returns s3_call()'s code; res and *fk (the full key) are the caller's to
+ * free.
+ */
+static int get_call(struct s3 *s, const char *key, uint64_t off, uint64_t len, char *into,
+                    size_t into_cap, struct s3_result *res, char **fk, bool *ranged)
+{
+	struct sigv4_header rh;
+	char range[64];
+
+	*ranged = off > 0 || len != STORE_TO_END;
+	if (!(*fk = s3_full_key(s, key))) {
+		memset(res, 0, sizeof(*res));
+		return -ENOMEM;
+	}
+	if (len == STORE_TO_END || len - 1 > UINT64_MAX - off)
+		snprintf(range, sizeof(range), "bytes=%llu-", (unsigned long long)off);
+	else
+		snprintf(range, sizeof(range), "bytes=%llu-%llu", (unsigned long long)off,
+		         (unsigned long long)(off + len - 1));
+	rh = (struct sigv4_header){"range", range};
+	struct s3_call c = {
+	    .op = STORE_OP_GET,
+	    .method = "GET",
+	    .okey = *fk,
+	    .headers = *ranged ? &rh : NULL,
+	    .nheaders = *ranged ? 1 : 0,
+	    .expect_len = len != STORE_TO_END && len < ((size_t)1 << 30) ? (size_t)len : 0,
+	    .into = into,
+	    .into_cap = into_cap,
+	};
+	return s3_call(s, &c, res);
+}
+
+/*
+ * The body of a 200 or 206 answer to get_call(): its bytes [off, off + len)
+ * moved to its start (a server that ignores Range sends the whole object
+ * with 200), *n their count.  -EIO when it is shorter than it announced.
+ */
+static int get_body(const char *fk, struct s3_result *res, bool ranged, uint64_t off, uint64_t len,
+                    size_t *n)
+{
+	char *b = res->r.body;
+	*n = res->r.len;
+	if (res->r.content_length != UINT64_MAX && res->r.content_length != *n) {
+		log_err("s3: GET %s: got %zu bytes of %llu announced", fk, *n,
+		        (unsigned long long)res->r.content_length);
+		return -EIO;
+	}
+	if (res->r.status == 200 && ranged) {
+		/* The server ignored the range: cut it out ourselves. */
+		uint64_t a = off < *n ? off : *n;
+		uint64_t e = len == STORE_TO_END || len > *n - a ? *n : a + len;
+		if (b && e > a)
+			memmove(b, b + a, (size_t)(e - a));
+		*n = (size_t)(e - a);
+	}
+	return 0;
+}
+
 static int s3_get(struct store *st, const char *key, uint64_t off, uint64_t len, void **out,
                   size_t *outlen)
 {
 	struct s3 *s = S(st);
 	struct s3_result res;
-	struct sigv4_header rh;
-	char range[64];
-	bool ranged = off > 0 || len != STORE_TO_END;
-	char *fk;
+	bool ranged;
+	char *fk = NULL;
+	size_t n;
 	int rc;
 
 	if (len == 0) {
@@ -436,40 +499,11 @@ static int s3_get(struct store *st, const char *key, uint64_t off, uint64_t len,
 		*outlen = 0;
 		return 0;
 	}
-	if (!(fk = s3_full_key(s, key)))
-		return -ENOMEM;
-	if (len == STORE_TO_END || len - 1 > UINT64_MAX - off)
-		snprintf(range, sizeof(range), "bytes=%llu-", (unsigned long long)off);
-	else
-		snprintf(range, sizeof(range), "bytes=%llu-%llu", (unsigned long long)off,
-		         (unsigned long long)(off + len - 1));
-	rh = (struct sigv4_header){"range", range};
-	struct s3_call c = {
-	    .op = STORE_OP_GET,
-	    .method = "GET",
-	    .okey = fk,
-	    .headers = ranged ? &rh : NULL,
-	    .nheaders = ranged ? 1 : 0,
-	    .expect_len = len != STORE_TO_END && len < ((size_t)1 << 30) ? (size_t)len : 0,
-	};
-	rc = s3_call(s, &c, &res);
+	rc = get_call(s, key, off, len, NULL, 0, &res, &fk, &ranged);
 	if (rc == 0 && (res.r.status == 200 || res.r.status == 206)) {
-		char *b = res.r.body;
-		size_t n = res.r.len;
-		if (res.r.content_length != UINT64_MAX && res.r.content_length != n) {
-			log_err("s3: GET %s: got %zu bytes of %llu announced", fk, n,
-			        (unsigned long long)res.r.content_length);
-			rc = -EIO;
+		if ((rc = get_body(fk, &res, ranged, off, len, &n)))
 			goto out;
-		}
-		if (res.r.status == 200 && ranged) {
-			/* The server ignored the range: cut it out ourselves. */
-			uint64_t a = off < n ? off : n;
-			uint64_t e = len == STORE_TO_END || len > n - a ? n : a + len;
-			if (b && e > a)
-				memmove(b, b + a, (size_t)(e - a));
-			n = (size_t)(e - a);
-		}
+		char *b = res.r.body;
 		if (!b && !(b = malloc(1))) {
 			rc = -ENOMEM;
 			goto out;
@@ -477,7 +511,6 @@ static int s3_get(struct store *st, const char *key, uint64_t off, uint64_t len,
 		res.r.body = NULL;
 		*out = b;
 		*outlen = n;
-		rc = 0;
 	} else if (rc == 0 && res.r.status == 416) {
 		/* The range starts at or past the end: an empty read of an existing object. */
 		if (!(*out = malloc(1))) {
@@ -485,10 +518,48 @@ static int s3_get(struct store *st, const char *key, uint64_t off, uint64_t len,
 			goto out;
 		}
 		*outlen = 0;
-	} else {
+	} else if (fk) {
 		rc = s3_fail(s, "GET", fk, &res, rc);
 	}
 out:
+	s3_result_free(&res);
+	free(fk);
+	return rc;
+}
+
+/*
+ * s3_get() with the body received straight into buf.  A server that ignores
+ * the Range header and sends more than len bytes makes the transfer stop
+ * (-EOVERFLOW); then the GET is sent again with s3_get() and copied.
+ */
+static int s3_get_into(struct store *st, const char *key, uint64_t off, uint64_t len, void *buf,
+                       size_t *outlen)
+{
+	struct s3 *s = S(st);
+	struct s3_result res;
+	bool ranged;
+	char *fk = NULL;
+	size_t n = 0;
+	int rc;
+
+	rc = get_call(s, key, off, len, buf, (size_t)len, &res, &fk, &ranged);
+	if (rc == 0 && (res.r.status == 200 || res.r.status == 206)) {
+		if (!(rc = get_body(fk, &res, ranged, off, len, &n)))
+			*outlen = n;
+	} else if (rc == 0 && res.r.status == 416) {
+		*outlen = 0;
+	} else if (rc == -EOVERFLOW) {
+		void *b = NULL;
+		log_debug("s3: GET %s: more than the %llu bytes asked for; getting it again", fk,
+		          (unsigned long long)len);
+		if (!(rc = s3_get(st, key, off, len, &b, &n))) {
+			memcpy(buf, b, n); /* s3_get() returns at most len */
+			*outlen = n;
+		}
+		free(b);
+	} else if (fk) {
+		rc = s3_fail(s, "GET", fk, &res, rc);
+	}
 	s3_result_free(&res);
 	free(fk);
 	return rc;
@@ -699,6 +770,7 @@ static const struct store_ops s3_ops = {
     .put = s3_put,
     .put_if_absent = s3_put_if_absent,
     .get = s3_get,
+    .get_into = s3_get_into,
     .head = s3_head,
     .list = s3_list,
     .del = s3_del,

@@ -47,7 +47,9 @@ struct s3_call {
 	size_t nheaders;                    /* <= 8 */
 	const void *body;                   /* request body or NULL */
 	size_t len;
-	size_t expect_len;   /* response size hint */
+	size_t expect_len; /* response size hint */
+	char *into;        /* a 2xx body goes here (http_req.into), into_cap bytes */
+	size_t into_cap;
 	bool retry_conflict; /* also retry 409 ConditionalRequestConflict */
 	bool fail_fast;      /* do not retry when the endpoint cannot be reached at all
 	                        (connection refused, unknown host): the probe at open */

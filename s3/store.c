@@ -3,6 +3,7 @@
  * counting and dispatch to the backend's operations (store_impl.h).
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "store_impl.h"
@@ -85,6 +86,35 @@ int store_get(struct store *s, const char *key, uint64_t off, uint64_t len, void
 		return -EINVAL;
 	uint64_t t0 = mw_now_us();
 	return result(s, timed(s, STORE_OP_GET, t0, s->ops->get(s, key, off, len, out, outlen)));
+}
+
+/* store_get_into() of a backend without get_into: its get, then a copy. */
+static int get_copy(struct store *s, const char *key, uint64_t off, uint64_t len, void *buf,
+                    size_t *outlen)
+{
+	void *b = NULL;
+	size_t n = 0;
+	int rc = s->ops->get(s, key, off, len, &b, &n);
+	if (!rc) {
+		if (n > len)
+			n = (size_t)len; /* a backend never returns more, but buf holds len */
+		memcpy(buf, b, n);
+		*outlen = n;
+	}
+	free(b);
+	return rc;
+}
+
+int store_get_into(struct store *s, const char *key, uint64_t off, uint64_t len, void *buf,
+                   size_t *outlen)
+{
+	if (!store_key_valid(key) || !buf || !outlen || !len || len == STORE_TO_END ||
+	    len > SIZE_MAX)
+		return -EINVAL;
+	uint64_t t0 = mw_now_us();
+	int rc = s->ops->get_into ? s->ops->get_into(s, key, off, len, buf, outlen)
+	                          : get_copy(s, key, off, len, buf, outlen);
+	return result(s, timed(s, STORE_OP_GET, t0, rc));
 }
 
 int store_head(struct store *s, const char *key, struct store_stat *st)

@@ -20,6 +20,9 @@ struct store_ops {
 	int (*put_if_absent)(struct store *s, const char *key, const void *buf, size_t len);
 	int (*get)(struct store *s, const char *key, uint64_t off, uint64_t len, void **out,
 	           size_t *outlen);
+	/* into a buffer of len bytes (store_get_into); NULL: get, then a copy */
+	int (*get_into)(struct store *s, const char *key, uint64_t off, uint64_t len, void *buf,
+	                size_t *outlen);
 	int (*head)(struct store *s, const char *key, struct store_stat *st);
 	int (*list)(struct store *s, const char *prefix, const char *start_after, size_t max_keys,
 	            store_list_fn fn, void *arg);

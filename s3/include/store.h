@@ -134,6 +134,17 @@ int store_put_if_absent(struct store *s, const char *key, const void *buf, size_
 int store_get(struct store *s, const char *key, uint64_t off, uint64_t len, void **out,
               size_t *outlen);
 
+/*
+ * store_get() into the caller's buffer: read at most len bytes (a count, not
+ * STORE_TO_END; len >= 1) starting at off into buf, which holds len bytes;
+ * *outlen gets the number read (shorter when the object ends first, 0 when
+ * off >= size).  The contents of buf are undefined after an error.  The S3
+ * and local stores write the body straight into buf (no allocation, no
+ * copy); other backends read with their get and copy.  Any thread.
+ */
+int store_get_into(struct store *s, const char *key, uint64_t off, uint64_t len, void *buf,
+                   size_t *outlen);
+
 /* Size and entity tag of an object.  -ENOENT if missing. */
 int store_head(struct store *s, const char *key, struct store_stat *st);
 

@@ -26,6 +26,8 @@ pass-through: an outage or a throttling storm of a fixed length):
                  reset the client connection instead of answering: the answer is lost
     land_503     forward the request, then answer 503 SlowDown instead of the real answer
     land_stall   forward the request, then hold the connection for `stall` seconds and close
+    long_200     forward the request, then answer 200 (not 206) with the real body twice: a
+                 server that ignores Range and sends more than was asked for
 
 Control requests (plain HTTP GET on the same port, never forwarded, never counted):
     /__faultproxy/arm?fault=F&count=N[&method=M][&path=SUBSTRING][&stall=SEC]
@@ -56,7 +58,8 @@ ERRORS = {
     503: ("Slow Down", "SlowDown", "Please reduce your request rate (injected)."),
     504: ("Gateway Timeout", "GatewayTimeout", "Injected gateway timeout."),
 }
-KINDS = {str(c) for c in ERRORS} | {"reset", "stall", "land_reset", "land_503", "land_stall"}
+KINDS = {str(c) for c in ERRORS} | {"reset", "stall", "land_reset", "land_503", "land_stall",
+                                    "long_200"}
 
 
 class State:
@@ -252,6 +255,11 @@ def serve(c):
     if fault == "land_503":
         send_error(c, 503, target)
         return
+    if fault == "long_200":
+        rbody += rbody
+        hs = [(k, v) for k, v in hs if k.lower() not in ("content-length", "content-range")]
+        hs.append(("Content-Length", str(len(rbody))))
+        status, reason = 200, "OK"
     send(c, status, reason, hs, b"" if method == "HEAD" else rbody)
 
 

@@ -145,7 +145,47 @@ static void test_retryable_statuses(void **state)
 		assert_int_equal(retries(&d), 2);
 		assert_int_equal(sent(&d, STORE_OP_GET), 3);
 		assert_int_equal(d.p1.faulted, 2);
+		/* the same into a buffer: the error bodies do not end up in it */
+		uint8_t into[5000];
+		arm(&d, faults[i], 2, "GET", NULL);
+		assert_int_equal(store_get_into(P, key, 100, sizeof(into), into, &n), 0);
+		measure(&d);
+		assert_int_equal(n, sizeof(into));
+		assert_memory_equal(into, data + 100, sizeof(into));
+		assert_int_equal(retries(&d), 2);
+		assert_int_equal(sent(&d, STORE_OP_GET), 3);
 	}
+	free(data);
+}
+
+/*
+ * A server that ignores Range and answers 200 with more bytes than a
+ * store_get_into() buffer holds: the transfer stops (nothing is written past
+ * the buffer) and the range is got again and copied, right.
+ */
+static void test_range_ignored(void **state)
+{
+	(void)state;
+	size_t len = 600 * 1024, want = 300 * 1024;
+	uint8_t *data = malloc(len), *into = malloc(want + 64);
+	struct delta d;
+	size_t n = 0;
+
+	assert_non_null(data);
+	assert_non_null(into);
+	tu_random_bytes(data, len, 77);
+	assert_int_equal(store_put(D, "range/ignored", data, len), 0);
+	memset(into + want, 0x5a, 64);
+	arm(&d, "long_200", 1, "GET", NULL);
+	assert_int_equal(store_get_into(P, "range/ignored", 1000, want, into, &n), 0);
+	measure(&d);
+	assert_int_equal(n, want);
+	assert_memory_equal(into, data + 1000, want);
+	for (size_t i = 0; i < 64; i++)
+		assert_int_equal(into[want + i], 0x5a); /* nothing past the buffer */
+	assert_int_equal(d.p1.faulted, 1);
+	assert_int_equal(sent(&d, STORE_OP_GET), 2);
+	free(into);
 	free(data);
 }
 
@@ -451,6 +491,7 @@ int main(int argc, char **argv)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_retryable_statuses),
 	    cmocka_unit_test(test_retryable_other_ops),
+	    cmocka_unit_test(test_range_ignored),
 	    cmocka_unit_test(test_transport_failures),
 	    cmocka_unit_test(test_not_retried),
 	    cmocka_unit_test(test_retries_exhausted),

@@ -40,7 +40,11 @@ static void put_ok(const char *key, const void *buf, size_t len)
 		fail_msg("put %s (%zu bytes): %s", key, len, strerror(-rc));
 }
 
-/* Get [off, off+len) of key and compare with want (wantlen bytes). */
+/*
+ * Get [off, off+len) of key and compare with want (wantlen bytes); a range
+ * of a count (not STORE_TO_END, not 0) is read with store_get_into() as well,
+ * into a buffer of exactly len bytes.
+ */
 static void get_eq(const char *key, uint64_t off, uint64_t len, const void *want, size_t wantlen)
 {
 	void *buf = NULL;
@@ -50,6 +54,20 @@ static void get_eq(const char *key, uint64_t off, uint64_t len, const void *want
 	if (rc != 0)
 		fail_msg("get %s [%" PRIu64 ", +%" PRIu64 "]: %s", key, off, len, strerror(-rc));
 	assert_non_null(buf);
+	assert_int_equal(n, wantlen);
+	if (wantlen)
+		assert_memory_equal(buf, want, wantlen);
+	free(buf);
+	if (len == 0 || len == STORE_TO_END)
+		return;
+	buf = malloc((size_t)len);
+	assert_non_null(buf);
+	memset(buf, 0xa5, (size_t)len);
+	n = 12345;
+	rc = store_get_into(T->store, key, off, len, buf, &n);
+	if (rc != 0)
+		fail_msg("get_into %s [%" PRIu64 ", +%" PRIu64 "]: %s", key, off, len,
+		         strerror(-rc));
 	assert_int_equal(n, wantlen);
 	if (wantlen)
 		assert_memory_equal(buf, want, wantlen);
@@ -144,8 +162,10 @@ static void test_roundtrip_100mib(void **state)
 	double t2 = tu_now_sec();
 	assert_int_equal(store_head(T->store, "rt/big", &st), 0);
 	assert_int_equal(st.size, len);
-	/* a range deep inside */
+	/* a range deep inside; a pack window's 1 MiB (the engine reads those into its pool) */
 	get_eq("rt/big", 77 * MiB + 1, MiB + 5, b + 77 * MiB + 1, MiB + 5);
+	get_eq("rt/big", 3 * MiB, MiB, b + 3 * MiB, MiB);
+	get_eq("rt/big", len - MiB / 2, MiB, b + len - MiB / 2, MiB / 2); /* runs off the end */
 	fprintf(stderr, "[%s] 100 MiB put %.2f s (%.0f MB/s), get %.2f s (%.0f MB/s)\n", T->kind,
 	        t1 - t0, len / 1e6 / (t1 - t0), t2 - t1, len / 1e6 / (t2 - t1));
 	assert_int_equal(store_delete(T->store, "rt/big"), 0);
@@ -173,6 +193,13 @@ static void test_ranges(void **state)
 	get_eq("range/obj", sz, STORE_TO_END, NULL, 0);
 	get_eq("range/obj", sz + 1000, 10, NULL, 0); /* off past the end */
 	get_eq("range/obj", UINT64_MAX - 5, 3, NULL, 0);
+
+	/* into a buffer: what a missing key and bad arguments give */
+	uint8_t one[4];
+	size_t n = 7;
+	assert_int_equal(store_get_into(T->store, "range/nope", 0, 4, one, &n), -ENOENT);
+	assert_int_equal(store_get_into(T->store, "range/obj", 0, 0, one, &n), -EINVAL);
+	assert_int_equal(store_get_into(T->store, "range/obj", 0, STORE_TO_END, one, &n), -EINVAL);
 
 	put_ok("range/empty", "", 0);
 	get_eq("range/empty", 0, 10, NULL, 0);
