@@ -18,7 +18,10 @@
  * (s3/local.c), without a copy into the page cache.  Small packs stay on
  * the heap so that a blob cache full of them does not use up the process's
  * mappings (vm.max_map_count).  The mappings of freed packs are pooled for
- * the next ones (below, "The mapping pool").
+ * the next ones (below, "The mapping pool").  A mapping asks for transparent
+ * huge pages (MADV_HUGEPAGE): a pack is written once from start to end, and
+ * most packs outlive the small pool in the blob cache, so most are fresh
+ * memory; a sequential write of 512 MiB took ~110,000 page faults before.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -79,6 +82,19 @@ static struct {
 } pool = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 /*
+ * A new mapping of len bytes, with huge pages asked for (one fault per 2 MiB
+ * instead of one per 4 KiB where the kernel grants them; the advice moves
+ * with the mapping when mremap() grows it).  MAP_FAILED without memory.
+ */
+static void *map_new(size_t len)
+{
+	void *q = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (q != MAP_FAILED)
+		(void)madvise(q, len, MADV_HUGEPAGE);
+	return q;
+}
+
+/*
  * A mapping of at least want bytes (*cap receives its size): the smallest
  * pooled one that is large enough, else the largest pooled one grown with
  * mremap (its pages stay; only the growth is fresh), else a new one.
@@ -100,7 +116,7 @@ static void *pool_take(size_t want, size_t *cap)
 	if (best < 0) {
 		pthread_mutex_unlock(&pool.mu);
 		*cap = want;
-		return mmap(NULL, want, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		return map_new(want);
 	}
 	q = pool.map[best];
 	*cap = pool.cap[best];
@@ -115,7 +131,7 @@ static void *pool_take(size_t want, size_t *cap)
 	if (g == MAP_FAILED) {
 		munmap(q, *cap);
 		*cap = want;
-		return mmap(NULL, want, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		return map_new(want);
 	}
 	*cap = want;
 	return g;
