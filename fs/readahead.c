@@ -154,6 +154,21 @@ static void *worker(void *arg)
 }
 
 /*
+ * Wake threads for n jobs just queued (caller holds ra->mu): one per job, not
+ * all of them for each (a sequential reader queues about one chunk per chunk
+ * read; waking all eight threads for it cost seven needless context switches
+ * each time, expensive on a virtual machine).
+ */
+static void wake(struct readahead *ra, unsigned n)
+{
+	if (n >= ra->nthr)
+		pthread_cond_broadcast(&ra->work);
+	else
+		while (n--)
+			pthread_cond_signal(&ra->work);
+}
+
+/*
  * A file read at random (RA_RANDOM_FILL reads that were not sequential) and
  * no larger than ra->fill_max is fetched whole, a chunk per job, into the
  * engine's caches (and so its disk cache): the next random reads find their
@@ -163,7 +178,7 @@ static void *worker(void *arg)
 static void fill_some(struct readahead *ra, struct inode *ip, uint64_t fsize)
 {
 	uint64_t cs = ra->fs->cs, nchunks = (fsize + cs - 1) / cs;
-	bool queued = false;
+	unsigned queued = 0;
 
 	if (!ra->fill_max || ip->ra_rand < RA_RANDOM_FILL || fsize > ra->fill_max)
 		return;
@@ -172,10 +187,9 @@ static void fill_some(struct readahead *ra, struct inode *ip, uint64_t fsize)
 		j->ino = ip->ino;
 		j->idx = ip->ra_fill++;
 		ra->qn++;
-		queued = true;
+		queued++;
 	}
-	if (queued)
-		pthread_cond_broadcast(&ra->work);
+	wake(ra, queued);
 }
 
 /*
@@ -224,17 +238,16 @@ void ra_note_read(struct readahead *ra, struct inode *ip, uint64_t off, size_t l
 			first = ip->ra_hi;
 		if (last > nchunks)
 			last = nchunks;
-		bool queued = false;
+		unsigned queued = 0;
 		for (uint64_t i = first; i < last && ra->qn < RA_QUEUE; i++) {
 			struct ra_job *j = &ra->q[(ra->qhead + ra->qn) % RA_QUEUE];
 			j->ino = ip->ino;
 			j->idx = i;
 			ra->qn++;
 			ip->ra_hi = i + 1;
-			queued = true;
+			queued++;
 		}
-		if (queued)
-			pthread_cond_broadcast(&ra->work);
+		wake(ra, queued);
 	}
 	mw_mutex_unlock(&ra->mu);
 }
