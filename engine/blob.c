@@ -33,6 +33,7 @@
 #include "diskcache.h"
 #include "engine_int.h"
 #include "log.h"
+#include "thread.h"
 #include "pack.h"
 #include "store.h"
 
@@ -356,6 +357,21 @@ static void region_keep(struct engine *e, const struct blob_desc *d, uint64_t g,
 	}
 }
 
+/* Enter region k of d's pack as empty: the pack ends at or before its start. */
+static void region_keep_empty(struct engine *e, const struct blob_desc *d, uint64_t k)
+{
+	struct region *rg = malloc(sizeof(*rg));
+	uint8_t key[24];
+	if (!rg)
+		return;
+	*rg = (struct region){0, NULL, NULL};
+	region_key(key, d, k);
+	if (cache_insert(e->region_cache, key, sizeof(key), rg, sizeof(*rg), region_free, NULL))
+		region_free(NULL, 0, rg);
+}
+
+static void region_ahead(struct engine *e, const struct blob_desc *d, uint64_t k);
+
 /*
  * Blocks from b on of d's blob from the tiers under the blob cache, for blob
  * range [a, z) (z - 1 in block b1): the whole disk window of b from coalesced
@@ -423,6 +439,10 @@ static uint64_t lower_tiers(struct engine *e, const struct blob_desc *d, uint64_
 	if (!disk)
 		disk_keep(e, d, w0, w1, gb->data, gb, true);
 	getbuf_unref(gb);
+	if (!disk) /* a region served it: a scan of the pack may go on past it */
+		region_ahead(e, d,
+		             (d->offset + w1 * BLOB_BLOCK_SIZE + block_len(d, w1) - 1) /
+		                 e->o.read_region_bytes);
 	return (to < b1 ? to : b1) - b + 1;
 }
 
@@ -590,8 +610,207 @@ static int fetch_run(struct engine *e, const struct blob_desc *d, uint64_t b0, u
 	}
 	fetch_end(e, slot);
 	getbuf_unref(gb);
+	if (!rc && R)
+		region_ahead(e, d, (gend - 1) / R);
 	return rc;
 }
+
+/* ---- pack read-ahead ---------------------------------------------------------- */
+
+/*
+ * Readers of small files go through a pack region by region: the files a
+ * group wrote lie side by side in its pack, so a `cat` or `tar` of a directory
+ * meets region k, then k + 1.  Several readers of one directory (files written
+ * together by several writers) need the same region at the same moment and
+ * wait for the same GET, so they go no faster than one GET after the other.
+ * When a reader uses region k of a pack whose region k - 1 is cached (a scan),
+ * regions k + 1 .. k + REGION_AHEAD that are neither cached nor asked for are
+ * queued, and REGION_AHEAD_THREADS threads GET them into the region cache (one
+ * GET each, registered like a reader's, so that a reader needing one waits for
+ * it instead of sending its own).  What they bring is raw and unchecked, as
+ * every region: its blocks are checked against their descriptors when used.
+ * A pack's end is a region shorter than R; past it nothing is asked for
+ * (a region asked for at or past the end comes back empty and is remembered
+ * as such).
+ */
+#define REGION_AHEAD 4         /* regions kept asked for ahead of a scan */
+#define REGION_AHEAD_THREADS 4 /* GETs of them in flight */
+#define REGION_AHEAD_QUEUE 32  /* queued (more are not queued) */
+
+struct ahead_job {
+	uint64_t epoch, position; /* the pack */
+	uint64_t k;               /* the region */
+};
+
+struct ahead_thread {
+	struct mw_thread t;
+	struct engine *e;
+};
+
+struct blob_ahead {
+	struct mw_mutex mu;
+	pthread_cond_t cv;                      /* a job, or stop; mu */
+	struct ahead_job q[REGION_AHEAD_QUEUE]; /* the queue and the jobs running; mu */
+	bool running[REGION_AHEAD_QUEUE];       /* q[i] is being fetched; mu */
+	bool used[REGION_AHEAD_QUEUE];          /* q[i] holds a job; mu */
+	struct ahead_thread thr[REGION_AHEAD_THREADS];
+	unsigned nthr;
+};
+
+/* Is region k of pack (epoch, position) in the region cache?  *len its length. */
+static bool region_cached(struct engine *e, uint64_t epoch, uint64_t position, uint64_t k,
+                          size_t *len)
+{
+	struct blob_desc d = {.epoch = epoch, .position = position};
+	uint8_t key[24];
+	region_key(key, &d, k);
+	struct cache_handle *h = cache_lookup(e->region_cache, key, sizeof(key));
+	if (!h)
+		return false;
+	*len = ((struct region *)cache_value(h))->len;
+	cache_release(e->region_cache, h);
+	return true;
+}
+
+/* GET region j.k into the region cache (a read-ahead thread; no lock held). */
+static void ahead_fetch(struct engine *e, const struct ahead_job *j)
+{
+	uint64_t R = e->o.read_region_bytes;
+	struct blob_desc d = {.epoch = j->epoch, .position = j->position};
+	char name[FMT_NAME_MAX];
+	size_t len, n = 0;
+
+	if (region_cached(e, j->epoch, j->position, j->k, &len))
+		return;
+	int slot = fetch_begin(e, &d, j->k * R, (j->k + 1) * R);
+	if (slot == FETCH_WAITED)
+		return; /* a reader's GET had it */
+	struct getbuf *gb = getbuf_new(e, (size_t)R);
+	fmt_pack_name(name, j->epoch, j->position);
+	int rc = gb ? store_get_into(e->st, name, j->k * R, R, gb->data, &n) : -ENOMEM;
+	if (rc == 0) {
+		atomic_fetch_add_explicit(&e->blob_fetches, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&e->blob_fetch_bytes, n, memory_order_relaxed);
+		atomic_fetch_add_explicit(&e->blob_region_aheads, 1, memory_order_relaxed);
+		if (n)
+			region_keep(e, &d, j->k * R, gb, n, (size_t)R);
+		else /* at or past the pack's end: an empty region, so that it is not asked again */
+			region_keep_empty(e, &d, j->k);
+	} else {
+		log_debug("blob: read-ahead of %s region %" PRIu64 ": %s", name, j->k,
+		          strerror(-rc));
+	}
+	fetch_end(e, slot);
+	getbuf_unref(gb);
+}
+
+static void *ahead_main(void *arg)
+{
+	struct ahead_thread *t = arg;
+	struct engine *e = t->e;
+	struct blob_ahead *a = e->ahead;
+
+	mw_mutex_lock(&a->mu);
+	for (;;) {
+		int i = -1;
+		for (int k = 0; k < REGION_AHEAD_QUEUE && i < 0; k++)
+			if (a->used[k] && !a->running[k])
+				i = k;
+		if (t->t.stop)
+			break;
+		if (i < 0) {
+			mw_cond_wait(&a->cv, &a->mu);
+			continue;
+		}
+		a->running[i] = true;
+		struct ahead_job j = a->q[i];
+		mw_mutex_unlock(&a->mu);
+		ahead_fetch(e, &j);
+		mw_mutex_lock(&a->mu);
+		a->used[i] = a->running[i] = false;
+	}
+	mw_mutex_unlock(&a->mu);
+	return NULL;
+}
+
+/*
+ * A reader used region k of d's pack: when region k - 1 is cached too (a scan),
+ * queue the regions after k that are neither cached nor queued, up to
+ * REGION_AHEAD of them and not past a short (last) region.
+ */
+static void region_ahead(struct engine *e, const struct blob_desc *d, uint64_t k)
+{
+	struct blob_ahead *a = e->ahead;
+	uint64_t R = e->o.read_region_bytes;
+	size_t len;
+
+	if (!a || k == 0 || !region_cached(e, d->epoch, d->position, k - 1, &len))
+		return;
+	if (region_cached(e, d->epoch, d->position, k, &len) && len < R)
+		return; /* the last region */
+	for (uint64_t i = k + 1; i <= k + REGION_AHEAD; i++) {
+		if (region_cached(e, d->epoch, d->position, i, &len)) {
+			if (len < R)
+				return;
+			continue;
+		}
+		mw_mutex_lock(&a->mu);
+		int free_slot = -1;
+		bool have = false;
+		for (int s = 0; s < REGION_AHEAD_QUEUE && !have; s++) {
+			if (!a->used[s])
+				free_slot = free_slot < 0 ? s : free_slot;
+			else if (a->q[s].epoch == d->epoch && a->q[s].position == d->position &&
+			         a->q[s].k == i)
+				have = true;
+		}
+		if (!have && free_slot >= 0) {
+			a->q[free_slot] = (struct ahead_job){d->epoch, d->position, i};
+			a->used[free_slot] = true;
+			pthread_cond_signal(&a->cv);
+		}
+		mw_mutex_unlock(&a->mu);
+		if (!have && free_slot < 0)
+			return; /* the queue is full */
+	}
+}
+
+int blob_ahead_start(struct engine *e)
+{
+	if (!e->region_cache)
+		return 0;
+	struct blob_ahead *a = calloc(1, sizeof(*a));
+	if (!a)
+		return -ENOMEM;
+	mw_mutex_init(&a->mu);
+	pthread_cond_init(&a->cv, NULL);
+	e->ahead = a;
+	for (; a->nthr < REGION_AHEAD_THREADS; a->nthr++) {
+		struct ahead_thread *t = &a->thr[a->nthr];
+		t->e = e;
+		int rc = mw_thread_start(&t->t, "region-ahead", ahead_main, t, &a->mu, &a->cv);
+		if (rc) {
+			blob_ahead_stop(e);
+			return rc;
+		}
+	}
+	return 0;
+}
+
+void blob_ahead_stop(struct engine *e)
+{
+	struct blob_ahead *a = e->ahead;
+	if (!a)
+		return;
+	for (unsigned i = 0; i < a->nthr; i++)
+		mw_thread_stop(&a->thr[i].t);
+	pthread_cond_destroy(&a->cv);
+	mw_mutex_destroy(&a->mu);
+	free(a);
+	e->ahead = NULL;
+}
+
+/* ---- reads -------------------------------------------------------------------- */
 
 /*
  * Bring value bytes [off, off + n) of d to dst (NULL: only into the cache),

@@ -3,8 +3,8 @@
  * after LevelDB's util/cache.cc.
  *
  * Sixteen shards (one when the budget is below 16 MiB, so that a small cache
- * evicts in exact LRU order), chosen by the top bits of the key's xxhash; each shard has
- * a mutex, a chained hash table and two circular lists:
+ * evicts in exact LRU order, and one for cache_new_exact()), chosen by the top bits of the key's
+ * xxhash; each shard has a mutex, a chained hash table and two circular lists:
  *
  *   lru     entries in the cache that no client holds (refs == 1), oldest
  *           first: the eviction candidates;
@@ -205,14 +205,14 @@ static struct shard *shard_of(struct cache *c, uint64_t hash)
 	return &c->shards[c->nbits ? hash >> (64 - c->nbits) : 0];
 }
 
-int cache_new(size_t capacity, struct cache **out)
+static int new_cache(size_t capacity, bool sharded, struct cache **out)
 {
 	struct cache *c = calloc(1, sizeof(*c));
 	size_t i;
 	if (!c)
 		return -ENOMEM;
 	c->capacity = capacity;
-	c->nbits = capacity >= SHARDED_MIN ? SHARD_BITS : 0;
+	c->nbits = sharded ? SHARD_BITS : 0;
 	for (i = 0; i < NSHARDS; i++) {
 		struct shard *s = &c->shards[i];
 		s->capacity = c->nbits ? (capacity + NSHARDS - 1) / NSHARDS : (i ? 0 : capacity);
@@ -233,6 +233,16 @@ fail:
 	}
 	free(c);
 	return -ENOMEM;
+}
+
+int cache_new(size_t capacity, struct cache **out)
+{
+	return new_cache(capacity, capacity >= SHARDED_MIN, out);
+}
+
+int cache_new_exact(size_t capacity, struct cache **out)
+{
+	return new_cache(capacity, false, out);
 }
 
 void cache_free(struct cache *c)

@@ -45,6 +45,14 @@ struct cache_stats {
 int cache_new(size_t capacity, struct cache **out);
 
 /*
+ * cache_new() with one shard whatever the capacity: exact LRU order, for a
+ * cache of few large entries (1 MiB regions), which sixteen shards would cut
+ * into budgets of one or two entries each that evict one another while the
+ * rest of the cache stands empty.
+ */
+int cache_new_exact(size_t capacity, struct cache **out);
+
+/*
  * Free the cache and, through their deleters, every entry.  Every handle
  * must have been released.  Accepts NULL.
  */

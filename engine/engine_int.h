@@ -133,21 +133,23 @@ struct engine {
 	struct cache *block_cache;         /* = blob_cache (one LRU; readcache.c), borrowed */
 	struct sst_counters sst_counters;  /* read costs of all SSTables (atomic) */
 	atomic_uint_fast64_t blob_fetches; /* ranged GETs of blob blocks */
-	atomic_uint_fast64_t blob_fetch_bytes; /* their bytes */
-	struct cache *region_cache;            /* coalesced pack regions, unverified (blob.c) */
-	struct bigbuf_pool *read_bufs;         /* buffers of window and region reads (blob.c),
-	                                          used again instead of freed (bigbuf.h) */
-	struct diskcache *dcache;              /* the disk tier, or NULL (readcache.c) */
-	bool fetch_init;                       /* fetch_mu, fetch_cv initialised (readcache.c) */
-	pthread_mutex_t fetch_mu;              /* guards fetching[] (blob.c) */
-	pthread_cond_t fetch_cv;               /* a fetch in flight ended [fetch_mu] */
-	struct blob_inflight fetching[32];     /* pack ranges being fetched [fetch_mu] */
-	atomic_uint_fast64_t blob_mem_bytes;   /* bytes of blob blocks served from memory */
-	atomic_uint_fast64_t blob_mem_hits;    /* blob blocks served from memory */
-	atomic_uint_fast64_t blob_mem_misses;  /* blob blocks not in memory */
-	atomic_uint_fast64_t blob_disk_hits;   /* blob blocks served from the disk cache */
-	atomic_uint_fast64_t blob_disk_bytes;  /* their bytes */
-	atomic_uint_fast64_t blob_region_hits; /* blob blocks served from a coalesced region */
+	atomic_uint_fast64_t blob_fetch_bytes;   /* their bytes */
+	struct cache *region_cache;              /* coalesced pack regions, unverified (blob.c) */
+	struct blob_ahead *ahead;                /* the pack read-ahead of small blobs (blob.c) */
+	struct bigbuf_pool *read_bufs;           /* buffers of window and region reads (blob.c),
+	                                            used again instead of freed (bigbuf.h) */
+	struct diskcache *dcache;                /* the disk tier, or NULL (readcache.c) */
+	bool fetch_init;                         /* fetch_mu, fetch_cv initialised (readcache.c) */
+	pthread_mutex_t fetch_mu;                /* guards fetching[] (blob.c) */
+	pthread_cond_t fetch_cv;                 /* a fetch in flight ended [fetch_mu] */
+	struct blob_inflight fetching[32];       /* pack ranges being fetched [fetch_mu] */
+	atomic_uint_fast64_t blob_mem_bytes;     /* bytes of blob blocks served from memory */
+	atomic_uint_fast64_t blob_mem_hits;      /* blob blocks served from memory */
+	atomic_uint_fast64_t blob_mem_misses;    /* blob blocks not in memory */
+	atomic_uint_fast64_t blob_disk_hits;     /* blob blocks served from the disk cache */
+	atomic_uint_fast64_t blob_disk_bytes;    /* their bytes */
+	atomic_uint_fast64_t blob_region_hits;   /* blob blocks served from a coalesced region */
+	atomic_uint_fast64_t blob_region_aheads; /* regions GET by the pack read-ahead */
 
 	_Atomic uint64_t visible_seq; /* readers' snapshot: last seq of a whole applied batch */
 
@@ -278,6 +280,15 @@ int blob_fetch(struct engine *e, const struct blob_desc *d, void **out);
  * last blob leaves the cache).  Best effort: stops quietly on -ENOMEM.
  */
 void blob_cache_pack(struct engine *e, struct pack *p);
+/*
+ * Start and stop the pack read-ahead of small blobs (threads that GET the
+ * regions after the ones a scan of a pack uses; blob.c "pack read-ahead"):
+ * started by readcache_open() when there is a region cache, stopped before
+ * the caches go.  Start: 0 or a negative errno; stop accepts one not started.
+ */
+int blob_ahead_start(struct engine *e);
+void blob_ahead_stop(struct engine *e);
+
 /* Bring value bytes [off, off + len) of d into the cache (clipped to the value). */
 int blob_load(struct engine *e, const struct blob_desc *d, uint64_t off, uint64_t len);
 int blob_read_range(struct engine *e, const struct blob_desc *d, uint64_t off, void *buf,

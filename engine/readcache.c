@@ -43,7 +43,7 @@ int readcache_open(struct engine *e)
 	pthread_cond_init(&e->fetch_cv, NULL);
 	e->fetch_init = true;
 	if ((rc = cache_new(e->o.cache_bytes - region, &e->blob_cache)) ||
-	    (region && (rc = cache_new(region, &e->region_cache))))
+	    (region && (rc = cache_new_exact(region, &e->region_cache))))
 		return rc;
 	/*
 	 * Slots of a disk window (1 MiB, a region's size by default), as many as
@@ -54,6 +54,8 @@ int readcache_open(struct engine *e)
 	                    2 * (size_t)e->o.cache_bytes + (128u << 20), &e->read_bufs))
 		e->read_bufs = NULL; /* no pool: malloc() serves them all */
 	e->block_cache = e->blob_cache;
+	if ((rc = blob_ahead_start(e)))
+		return rc;
 	if (!e->o.disk_cache_dir)
 		return 0;
 	struct diskcache_opts o = {
@@ -72,6 +74,7 @@ int readcache_open(struct engine *e)
 
 void readcache_close(struct engine *e)
 {
+	blob_ahead_stop(e); /* first: its threads use the caches and the store */
 	diskcache_close(e->dcache);
 	e->dcache = NULL;
 	cache_free(e->region_cache);
@@ -107,6 +110,7 @@ void readcache_get_stats(struct engine *e, struct engine_stats *out)
 	out->read_store_gets = ld(&e->blob_fetches) + ss.blocks_read;
 	out->read_store_bytes = ld(&e->blob_fetch_bytes) + ss.block_bytes;
 	out->read_region_hits = ld(&e->blob_region_hits);
+	out->read_region_aheads = ld(&e->blob_region_aheads);
 	out->disk_cache_capacity = e->dcache ? ds.capacity : 0;
 }
 
@@ -123,6 +127,7 @@ size_t readcache_stats(struct engine *e, struct read_stat *out)
 	STAT("read_mem_hits", s.read_mem_hits);
 	STAT("read_mem_bytes", s.read_mem_bytes);
 	STAT("read_region_hits", s.read_region_hits);
+	STAT("read_region_aheads", s.read_region_aheads);
 	STAT("read_disk_hits", s.read_disk_hits);
 	STAT("read_disk_bytes", s.read_disk_bytes);
 	STAT("read_disk_misses", s.read_disk_misses);

@@ -392,6 +392,7 @@ struct engine_stats {
 	 * the store (ranged GETs); region_hits: pack blocks served from coalesced regions */
 	uint64_t read_mem_hits, read_disk_hits, read_disk_misses, read_store_gets;
 	uint64_t read_mem_bytes, read_disk_bytes, read_store_bytes, read_region_hits;
+	uint64_t read_region_aheads;  /* pack regions GET ahead of a scan of small blobs */
 	uint64_t disk_cache_capacity; /* the disk cache's bound (0: no disk cache) */
 	uint64_t bloom_negatives;
 	uint64_t replay_entries, replay_bytes, replay_usec; /* replay at open */

@@ -41,7 +41,7 @@ static void test_slots_used_again(void **state)
 	assert_int_equal(st.slots, 4);
 	bigbuf_put(p, a);
 	uint8_t *c = bigbuf_get(p, MiB);
-	assert_ptr_equal(c, a); /* the last freed first */
+	assert_ptr_equal(c, a);          /* the last freed first */
 	assert_int_equal(c[MiB - 1], 1); /* the same memory, not a fresh page */
 	bigbuf_pool_stats(p, &st);
 	assert_int_equal(st.touched, 2);

@@ -124,6 +124,36 @@ static void test_eviction_by_charge(void **state)
 	assert_int_equal(live, 0);
 }
 
+/*
+ * A 32 MiB cache of 1 MiB entries (the region cache's shape): cache_new_exact()
+ * holds all 32 whatever their keys hash to; sixteen shards of 2 MiB each cannot
+ * (with 32 keys some shard gets three, and evicts one of them).
+ */
+static void test_exact_large_entries(void **state)
+{
+	(void)state;
+	const size_t MiB = 1u << 20;
+	struct cache *c, *sh;
+	assert_int_equal(cache_new_exact(32 * MiB, &c), 0);
+	assert_int_equal(cache_new(32 * MiB, &sh), 0);
+	for (int i = 0; i < 32; i++) {
+		ins(c, i, MiB);
+		ins(sh, i, MiB);
+	}
+	int kept = 0;
+	for (int i = 0; i < 32; i++) {
+		assert_int_equal(get(c, i), i);
+		kept += get(sh, i) == i;
+	}
+	assert_true(kept < 32);
+	ins(c, 32, MiB); /* one more: the least recently used (0) goes */
+	assert_int_equal(get(c, 0), -1);
+	assert_int_equal(get(c, 1), 1);
+	cache_free(c);
+	cache_free(sh);
+	assert_int_equal(live, 0);
+}
+
 static void test_handle_keeps_evicted_alive(void **state)
 {
 	(void)state;
@@ -338,6 +368,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup(test_hit_miss, setup),
 	    cmocka_unit_test_setup(test_eviction_by_charge, setup),
+	    cmocka_unit_test_setup(test_exact_large_entries, setup),
 	    cmocka_unit_test_setup(test_handle_keeps_evicted_alive, setup),
 	    cmocka_unit_test_setup(test_evicted_while_held, setup),
 	    cmocka_unit_test_setup(test_capacity_zero_and_prune, setup),

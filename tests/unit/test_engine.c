@@ -639,6 +639,83 @@ static void test_read_tiers(void **state)
 	assert_int_equal(system(cmd), 0);
 }
 
+/*
+ * The pack read-ahead of small blobs: 80 blobs of 100 KiB written in one group
+ * lie in one pack (8 MiB, regions 0-7).  A cold reader of blobs in pack order
+ * that has used regions 0 and 1 has regions 2-5 fetched for it by the
+ * read-ahead threads (waited for here: they run in the background), so the
+ * blobs of regions 2-5 cost the reader no GET of its own; every byte is
+ * compared, and the scan goes on to the end of the pack with the read-ahead
+ * running beside it.
+ */
+static void test_region_ahead(void **state)
+{
+	enum { N = 80, LEN = 100 << 10 };
+	static uint8_t v[N][LEN], got[LEN];
+	const uint64_t R = 1 << 20;
+	char k[16];
+	size_t n;
+	(void)state;
+
+	struct store *st = open_store();
+	struct engine_opts o;
+	struct engine *e = NULL;
+	engine_opts_default(&o);
+	o.wal_blob_max = ENGINE_WAL_BLOBS_OFF;
+	o.cadence_ms = 60000; /* one group: the last put commits it */
+	o.group_max_bytes = 64u << 20;
+	o.cache_bytes = 128u << 20; /* 16 MiB of regions: the whole pack */
+	o.read_region_bytes = R;
+	assert_int_equal(engine_open(st, &o, &e), 0);
+	for (int i = 0; i < N; i++) {
+		fill(v[i], LEN, 300 + (unsigned)i);
+		snprintf(k, sizeof(k), "f%02d", i);
+		assert_int_equal(engine_put(e, k, strlen(k), v[i], LEN,
+		                            i == N - 1 ? ENGINE_WAIT | ENGINE_URGENT : 0, NULL),
+		                 0);
+	}
+	assert_int_equal(engine_close(e), 0);
+	assert_int_equal(engine_open(st, &o, &e), 0); /* cold */
+
+	struct engine_stats s;
+	/* blob i starts at pack offset 32 + i * LEN (header, then the blobs back to back) */
+	int i = 0;
+	for (; 32 + (uint64_t)(i + 1) * LEN <= 2 * R; i++) { /* regions 0 and 1 */
+		snprintf(k, sizeof(k), "f%02d", i);
+		assert_int_equal(engine_get_range(e, k, strlen(k), 0, got, LEN, &n), 0);
+		assert_int_equal(n, LEN);
+		assert_memory_equal(got, v[i], LEN);
+	}
+	uint64_t t0 = now_ms();
+	do {
+		engine_get_stats(e, &s);
+		if (s.read_region_aheads >= 4)
+			break;
+		struct timespec ts = {0, 10 * 1000000L};
+		nanosleep(&ts, NULL);
+	} while (now_ms() - t0 < 20000);
+	assert_true(s.read_region_aheads >= 4);               /* regions 2, 3, 4 and 5 */
+	uint64_t own = s.blob_fetches - s.read_region_aheads; /* the reader's own GETs */
+	for (; 32 + (uint64_t)(i + 1) * LEN <= 6 * R; i++) {  /* wholly inside regions 2-5 */
+		snprintf(k, sizeof(k), "f%02d", i);
+		assert_int_equal(engine_get_range(e, k, strlen(k), 0, got, LEN, &n), 0);
+		assert_memory_equal(got, v[i], LEN);
+	}
+	engine_get_stats(e, &s);
+	printf("test_region_ahead: %llu GETs, %llu of them read-ahead, %llu region hits\n",
+	       (unsigned long long)s.blob_fetches, (unsigned long long)s.read_region_aheads,
+	       (unsigned long long)s.read_region_hits);
+	assert_int_equal(s.blob_fetches - s.read_region_aheads, own);
+	for (; i < N; i++) {
+		snprintf(k, sizeof(k), "f%02d", i);
+		assert_int_equal(engine_get_range(e, k, strlen(k), 0, got, LEN, &n), 0);
+		assert_int_equal(n, LEN);
+		assert_memory_equal(got, v[i], LEN);
+	}
+	assert_int_equal(engine_close(e), 0);
+	store_close(st);
+}
+
 struct lift_later {
 	struct fault_store *f;
 	unsigned ms;
@@ -719,6 +796,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_outage_lost_ack, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_committed_blobs_cached, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_read_tiers, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_region_ahead, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_get_range_wait, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
