@@ -640,6 +640,7 @@ static int fetch_run(struct engine *e, const struct blob_desc *d, uint64_t b0, u
 struct ahead_job {
 	uint64_t epoch, position; /* the pack */
 	uint64_t k;               /* the region */
+	uint64_t seq;             /* queued as the seq-th: the oldest is fetched first */
 };
 
 struct ahead_thread {
@@ -653,6 +654,7 @@ struct blob_ahead {
 	struct ahead_job q[REGION_AHEAD_QUEUE]; /* the queue and the jobs running; mu */
 	bool running[REGION_AHEAD_QUEUE];       /* q[i] is being fetched; mu */
 	bool used[REGION_AHEAD_QUEUE];          /* q[i] holds a job; mu */
+	uint64_t seq;                           /* jobs queued so far; mu */
 	struct ahead_thread thr[REGION_AHEAD_THREADS];
 	unsigned nthr;
 };
@@ -712,9 +714,9 @@ static void *ahead_main(void *arg)
 
 	mw_mutex_lock(&a->mu);
 	for (;;) {
-		int i = -1;
-		for (int k = 0; k < REGION_AHEAD_QUEUE && i < 0; k++)
-			if (a->used[k] && !a->running[k])
+		int i = -1; /* the oldest job not running */
+		for (int k = 0; k < REGION_AHEAD_QUEUE; k++)
+			if (a->used[k] && !a->running[k] && (i < 0 || a->q[k].seq < a->q[i].seq))
 				i = k;
 		if (t->t.stop)
 			break;
@@ -765,7 +767,7 @@ static void region_ahead(struct engine *e, const struct blob_desc *d, uint64_t k
 				have = true;
 		}
 		if (!have && free_slot >= 0) {
-			a->q[free_slot] = (struct ahead_job){d->epoch, d->position, i};
+			a->q[free_slot] = (struct ahead_job){d->epoch, d->position, i, a->seq++};
 			a->used[free_slot] = true;
 			pthread_cond_signal(&a->cv);
 		}
