@@ -21,6 +21,8 @@
  * buffers that were fetched.
  */
 #include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,6 +36,9 @@
 #include "sst.h"
 #include "sst_block.h"
 #include "store.h"
+
+/* Data blocks one reader reads from the store at once with a registry entry each. */
+#define FETCHING 8
 
 struct sst_reader {
 	_Atomic unsigned refs;       /* references; the last unref frees */
@@ -52,6 +57,9 @@ struct sst_reader {
 	uint8_t *filter;             /* bloom filter (NULL: none) */
 	size_t filter_len;           /* its length */
 	struct sst_props props;      /* decoded properties */
+	pthread_mutex_t fetch_mu;    /* guards fetching[] */
+	pthread_cond_t fetch_cv;     /* a block read ended [fetch_mu] */
+	uint64_t fetching[FETCHING]; /* offsets of data blocks being read (UINT64_MAX: free) */
 };
 
 /* A decoded data block, shared through the cache or owned by one user. */
@@ -131,31 +139,90 @@ static size_t disk_key(const struct sst_reader *r, uint64_t off, uint8_t k[DISKC
 }
 
 /* Fetch (disk cache, else the store), verify and parse the block at h. */
+/*
+ * Before reading the data block at off of r from the disk cache or the store:
+ * if another thread reads it now, wait until it is done and return -1 (look in
+ * the cache again); else register off and return its slot (fetch_end()), or
+ * FETCHING when the registry is full (no waiting for anyone).  Threads that
+ * miss the same cold block (32 stat()s of a cold mount, four readers of one
+ * directory) then send one GET of it, not one each.
+ */
+static int fetch_begin(struct sst_reader *r, uint64_t off)
+{
+	int slot = FETCHING;
+	bool waited = false;
+
+	pthread_mutex_lock(&r->fetch_mu);
+	for (;;) {
+		bool busy = false;
+		for (int i = 0; i < FETCHING; i++)
+			busy = busy || r->fetching[i] == off;
+		if (!busy)
+			break;
+		waited = true;
+		pthread_cond_wait(&r->fetch_cv, &r->fetch_mu);
+	}
+	for (int i = 0; !waited && i < FETCHING && slot == FETCHING; i++)
+		if (r->fetching[i] == UINT64_MAX) {
+			r->fetching[i] = off;
+			slot = i;
+		}
+	pthread_mutex_unlock(&r->fetch_mu);
+	return waited ? -1 : slot;
+}
+
+static void fetch_end(struct sst_reader *r, int slot)
+{
+	if (slot < 0 || slot >= FETCHING)
+		return;
+	pthread_mutex_lock(&r->fetch_mu);
+	r->fetching[slot] = UINT64_MAX;
+	pthread_cond_broadcast(&r->fetch_cv);
+	pthread_mutex_unlock(&r->fetch_mu);
+}
+
+static int read_block_from(struct sst_reader *r, const struct sst_handle *h, const uint8_t ckey[16],
+                           struct blockref *out);
+
 static int read_block(struct sst_reader *r, const struct sst_handle *h, struct blockref *out)
 {
 	uint8_t ckey[16];
+	int slot = -1;
+
+	if (!data_handle_ok(r, h))
+		return corrupt(r, h->off, "data block handle", SST_BAD_LAYOUT);
+	put_be64(ckey, r->id);
+	put_be64(ckey + 8, h->off);
+	for (int tries = 0; slot < 0; tries++) {
+		if (r->cache) {
+			struct cache_handle *ch = cache_lookup(r->cache, ckey, sizeof(ckey));
+			if (ch) {
+				COUNT(r, cache_hits, 1);
+				COUNT(r, cache_hit_bytes, cache_charge(ch));
+				out->h = ch;
+				out->own = NULL;
+				out->b = cache_value(ch);
+				return 0;
+			}
+		}
+		/* with no cache, or after two waits, read it ourselves */
+		slot = r->cache && tries < 2 ? fetch_begin(r, h->off) : FETCHING;
+	}
+	int rc = read_block_from(r, h, ckey, out);
+	fetch_end(r, slot);
+	return rc;
+}
+
+/* read_block() of a block not in the memory cache: the disk cache or the store. */
+static int read_block_from(struct sst_reader *r, const struct sst_handle *h, const uint8_t ckey[16],
+                           struct blockref *out)
+{
 	struct cblock *cb = NULL;
 	enum sst_fault f = SST_OK;
 	void *buf = NULL;
 	size_t got, rawlen;
 	int rc;
 
-	if (!data_handle_ok(r, h))
-		return corrupt(r, h->off, "data block handle", SST_BAD_LAYOUT);
-	put_be64(ckey, r->id);
-	put_be64(ckey + 8, h->off);
-	if (r->cache) {
-		struct cache_handle *ch = cache_lookup(r->cache, ckey, sizeof(ckey));
-
-		if (ch) {
-			COUNT(r, cache_hits, 1);
-			COUNT(r, cache_hit_bytes, cache_charge(ch));
-			out->h = ch;
-			out->own = NULL;
-			out->b = cache_value(ch);
-			return 0;
-		}
-	}
 	uint8_t dkey[DISKCACHE_KEY_MAX];
 	size_t dklen = 0;
 	bool from_disk = false;
@@ -213,8 +280,8 @@ parse:
 	out->b = cb;
 	out->h = NULL;
 	out->own = cb;
-	if (r->cache && !cache_insert(r->cache, ckey, sizeof(ckey), cb, rawlen + sizeof(*cb),
-	                              cblock_deleter, &out->h))
+	if (r->cache &&
+	    !cache_insert(r->cache, ckey, 16, cb, rawlen + sizeof(*cb), cblock_deleter, &out->h))
 		out->own = NULL;
 	cb = NULL;
 out:
@@ -246,6 +313,8 @@ static void reader_free(struct sst_reader *r)
 	free(r->filter);
 	sst_props_free(&r->props);
 	free(r->key);
+	pthread_cond_destroy(&r->fetch_cv);
+	pthread_mutex_destroy(&r->fetch_mu);
 	free(r);
 }
 
@@ -344,6 +413,10 @@ int sst_reader_open(struct store *s, const char *key, uint64_t size,
 	if (!r)
 		return -ENOMEM;
 	atomic_init(&r->refs, 1);
+	pthread_mutex_init(&r->fetch_mu, NULL);
+	pthread_cond_init(&r->fetch_cv, NULL);
+	for (int i = 0; i < FETCHING; i++)
+		r->fetching[i] = UINT64_MAX;
 	r->store = s;
 	r->key = strdup(key);
 	if (!r->key) {

@@ -13,6 +13,7 @@
  * (one GET to open, at most one block per get), block cache, properties.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -25,6 +26,7 @@
 
 #include "cache.h"
 #include "coding.h"
+#include "fault.h"
 #include "format.h"
 #include "manifest.h"
 #include "memtable.h"
@@ -575,6 +577,64 @@ static void test_read_cost_and_cache(void **state)
 	model_free(&m);
 }
 
+struct cold_get {
+	struct sst_reader *r;
+	const struct ent *e;
+	int rc;
+};
+
+static void *cold_get_main(void *arg)
+{
+	struct cold_get *g = arg;
+	g->rc = sst_reader_get(g->r, g->e->key, g->e->klen, UINT64_MAX, NULL, NULL, NULL, NULL);
+	return NULL;
+}
+
+/*
+ * Eight threads look up one key of a cold table at once, over a store whose
+ * GETs take 50 ms: its data block is read from the store once (the others
+ * wait for that read and take the block from the cache), not eight times.
+ */
+static void test_cold_block_read_once(void **state)
+{
+	struct sst_builder_opts o;
+	struct model m = {0};
+	struct sst_props p;
+	struct sst_reader *r;
+	struct sst_stats st;
+	struct cache *c;
+	struct tu_store *ft = NULL; /* a fault store of its own over a local one */
+	struct cold_get g[8];
+	pthread_t t[8];
+	(void)state;
+
+	assert_int_equal(tu_store_open("fault", &ft), 0);
+	small_opts(&o, 1024);
+	fill(&m, 2000);
+	build(ft->store, "sst/cold", &m, &o, &p);
+	assert_int_equal(cache_new(4 << 20, &c), 0);
+	struct sst_reader_opts ro = {.cache = c};
+	assert_int_equal(sst_reader_open(ft->store, "sst/cold", p.file_size, &ro, &r), 0);
+	fault_store_delay(ft->fault, FAULT_M(FAULT_OP_GET), 50000);
+	for (int i = 0; i < 8; i++) {
+		g[i] = (struct cold_get){r, &m.e[777], -1};
+		assert_int_equal(pthread_create(&t[i], NULL, cold_get_main, &g[i]), 0);
+	}
+	for (int i = 0; i < 8; i++) {
+		pthread_join(t[i], NULL);
+		assert_int_equal(g[i].rc, 1);
+	}
+	sst_reader_stats(r, &st);
+	assert_int_equal(st.blocks_read, 1);
+	assert_int_equal(st.cache_hits, 7);
+	fault_store_clear(ft->fault);
+	sst_reader_unref(r);
+	tu_store_close(ft);
+	cache_free(c);
+	sst_props_free(&p);
+	model_free(&m);
+}
+
 static void test_bloom_fp_100k(void **state)
 {
 	struct fx *f = *state;
@@ -962,6 +1022,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_order_and_limits, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_props_blobs, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_read_cost_and_cache, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_cold_block_read_once, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_bloom_fp_100k, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_corrupt_data_block, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_footer_faults, setup, teardown),
