@@ -629,9 +629,14 @@ static int fetch_run(struct engine *e, const struct blob_desc *d, uint64_t b0, u
  * GET each, registered like a reader's, so that a reader needing one waits for
  * it instead of sending its own).  What they bring is raw and unchecked, as
  * every region: its blocks are checked against their descriptors when used.
- * A pack's end is a region shorter than R; past it nothing is asked for
- * (a region asked for at or past the end comes back empty and is remembered
- * as such).
+ * A pack's end is a region shorter than R (a region asked for at or past the
+ * end comes back empty and is remembered as such); past it the read-ahead
+ * goes on with the pack of the next position, whose group the same writer
+ * committed right after (a tree written by one `cp -r` or by parallel
+ * writers spans consecutive packs, each a new cold start of two regions
+ * read by the readers themselves otherwise).  A position without a pack (its
+ * group's bytes were in its WAL entry, or it is not written yet) is
+ * remembered as an empty region 0; a read of it later does its own GET.
  */
 #define REGION_AHEAD 4         /* regions kept asked for ahead of a scan */
 #define REGION_AHEAD_THREADS 4 /* GETs of them in flight */
@@ -690,13 +695,15 @@ static void ahead_fetch(struct engine *e, const struct ahead_job *j)
 	struct getbuf *gb = getbuf_new(e, (size_t)R);
 	fmt_pack_name(name, j->epoch, j->position);
 	int rc = gb ? store_get_into(e->st, name, j->k * R, R, gb->data, &n) : -ENOMEM;
+	if (rc == -ENOENT && j->k == 0)
+		rc = 0; /* no pack at this position (the next one of a scan): as empty */
 	if (rc == 0) {
 		atomic_fetch_add_explicit(&e->blob_fetches, 1, memory_order_relaxed);
 		atomic_fetch_add_explicit(&e->blob_fetch_bytes, n, memory_order_relaxed);
 		atomic_fetch_add_explicit(&e->blob_region_aheads, 1, memory_order_relaxed);
 		if (n)
 			region_keep(e, &d, j->k * R, gb, n, (size_t)R);
-		else /* at or past the pack's end: an empty region, so that it is not asked again */
+		else /* at or past the pack's end, or no pack: an empty region, not asked again */
 			region_keep_empty(e, &d, j->k);
 	} else {
 		log_debug("blob: read-ahead of %s region %" PRIu64 ": %s", name, j->k,
@@ -736,38 +743,61 @@ static void *ahead_main(void *arg)
 }
 
 /*
+ * The region a scan meets after region *k of pack (epoch, *pos): *k + 1, or
+ * region 0 of the pack of the next position when *k is the last of a pack
+ * (a short region cached), which holds what the writer's next group wrote.
+ * False past that one (a scan is read ahead into one next pack at most), and
+ * in it past the first region not known yet (there may be no such pack).
+ */
+static bool region_next(struct engine *e, uint64_t epoch, uint64_t first, uint64_t *pos,
+                        uint64_t *k)
+{
+	size_t len;
+
+	bool cached = region_cached(e, epoch, *pos, *k, &len);
+	if (!cached && *pos != first)
+		return false; /* the next pack: one region past what is known of it */
+	if (!cached || len == e->o.read_region_bytes) {
+		++*k;
+		return true;
+	}
+	if (*pos != first || *pos == UINT64_MAX)
+		return false;
+	++*pos;
+	*k = 0;
+	return true;
+}
+
+/*
  * A reader used region k of d's pack: when region k - 1 is cached too (a scan),
- * queue the regions after k that are neither cached nor queued, up to
- * REGION_AHEAD of them and not past a short (last) region.
+ * queue the next REGION_AHEAD regions (region_next()) that are neither cached
+ * nor queued.
  */
 static void region_ahead(struct engine *e, const struct blob_desc *d, uint64_t k)
 {
 	struct blob_ahead *a = e->ahead;
-	uint64_t R = e->o.read_region_bytes;
+	uint64_t pos = d->position, i = k;
 	size_t len;
 
 	if (!a || k == 0 || !region_cached(e, d->epoch, d->position, k - 1, &len))
 		return;
-	if (region_cached(e, d->epoch, d->position, k, &len) && len < R)
-		return; /* the last region */
-	for (uint64_t i = k + 1; i <= k + REGION_AHEAD; i++) {
-		if (region_cached(e, d->epoch, d->position, i, &len)) {
-			if (len < R)
-				return;
+	for (int n = 0; n < REGION_AHEAD; n++) {
+		if (!region_next(e, d->epoch, d->position, &pos, &i))
+			return;
+		if (region_cached(e, d->epoch, pos, i, &len))
 			continue;
-		}
 		mw_mutex_lock(&a->mu);
 		int free_slot = -1;
 		bool have = false;
 		for (int s = 0; s < REGION_AHEAD_QUEUE && !have; s++) {
 			if (!a->used[s])
 				free_slot = free_slot < 0 ? s : free_slot;
-			else if (a->q[s].epoch == d->epoch && a->q[s].position == d->position &&
+			else if (a->q[s].epoch == d->epoch && a->q[s].position == pos &&
 			         a->q[s].k == i)
 				have = true;
 		}
 		if (!have && free_slot >= 0) {
-			a->q[free_slot] = (struct ahead_job){d->epoch, d->position, i, a->seq++};
+			a->q[free_slot] = (struct ahead_job){d->epoch, pos, i, a->seq++};
 			a->used[free_slot] = true;
 			pthread_cond_signal(&a->cv);
 		}

@@ -716,6 +716,84 @@ static void test_region_ahead(void **state)
 	store_close(st);
 }
 
+/* Wait (at most 20 s) until at least n pack regions were read ahead; the stats then. */
+static void wait_aheads(struct engine *e, uint64_t n, struct engine_stats *s)
+{
+	uint64_t t0 = now_ms();
+	do {
+		engine_get_stats(e, s);
+		if (s->read_region_aheads >= n)
+			return;
+		struct timespec ts = {0, 10 * 1000000L};
+		nanosleep(&ts, NULL);
+	} while (now_ms() - t0 < 20000);
+	fail_msg("%llu regions read ahead, %llu expected",
+	         (unsigned long long)s->read_region_aheads, (unsigned long long)n);
+}
+
+/*
+ * A scan that reaches the end of a pack goes on into the pack of the next
+ * position (the writer's next group): reading the first region of the second
+ * of two packs written one after the other costs the reader no GET of its own.
+ */
+static void test_region_ahead_next_pack(void **state)
+{
+	enum { N = 30, LEN = 100 << 10 }; /* 30 x 100 KiB a pack: regions 0, 1 and a short 2 */
+	static uint8_t v[2 * N][LEN], got[LEN];
+	const uint64_t R = 1 << 20;
+	char k[16];
+	size_t n;
+	(void)state;
+
+	struct store *st = open_store();
+	struct engine_opts o;
+	struct engine *e = NULL;
+	engine_opts_default(&o);
+	o.wal_blob_max = ENGINE_WAL_BLOBS_OFF;
+	o.cadence_ms = 60000; /* one group per pack: its last put commits it */
+	o.group_max_bytes = 64u << 20;
+	o.cache_bytes = 128u << 20;
+	o.read_region_bytes = R;
+	assert_int_equal(engine_open(st, &o, &e), 0);
+	for (int i = 0; i < 2 * N; i++) {
+		fill(v[i], LEN, 700 + (unsigned)i);
+		snprintf(k, sizeof(k), "f%02d", i);
+		assert_int_equal(engine_put(e, k, strlen(k), v[i], LEN,
+		                            i % N == N - 1 ? ENGINE_WAIT | ENGINE_URGENT : 0, NULL),
+		                 0);
+	}
+	assert_int_equal(engine_close(e), 0);
+	assert_int_equal(engine_open(st, &o, &e), 0); /* cold */
+
+	struct engine_stats s;
+	for (int i = 0; i < N; i++) { /* all of the first pack */
+		snprintf(k, sizeof(k), "f%02d", i);
+		assert_int_equal(engine_get_range(e, k, strlen(k), 0, got, LEN, &n), 0);
+		assert_int_equal(n, LEN);
+		assert_memory_equal(got, v[i], LEN);
+	}
+	/* regions 2-5 of the first pack (3-5 past its end, empty), region 0 of the next */
+	wait_aheads(e, 5, &s);
+	uint64_t own = s.blob_fetches - s.read_region_aheads;
+	for (int i = N; 32 + (uint64_t)(i - N + 1) * LEN <= R; i++) { /* in its region 0 */
+		snprintf(k, sizeof(k), "f%02d", i);
+		assert_int_equal(engine_get_range(e, k, strlen(k), 0, got, LEN, &n), 0);
+		assert_memory_equal(got, v[i], LEN);
+	}
+	engine_get_stats(e, &s);
+	printf("test_region_ahead_next_pack: %llu GETs, %llu of them read-ahead\n",
+	       (unsigned long long)s.blob_fetches, (unsigned long long)s.read_region_aheads);
+	assert_int_equal(s.blob_fetches - s.read_region_aheads, own);
+	for (int i = N; i < 2 * N; i++) {
+		snprintf(k, sizeof(k), "f%02d", i);
+		assert_int_equal(engine_get_range(e, k, strlen(k), 0, got, LEN, &n), 0);
+		assert_int_equal(n, LEN);
+		assert_memory_equal(got, v[i], LEN);
+	}
+	assert_int_equal(engine_close(e), 0);
+	store_close(st);
+}
+
 struct lift_later {
 	struct fault_store *f;
 	unsigned ms;
@@ -797,6 +875,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_committed_blobs_cached, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_read_tiers, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_region_ahead, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_region_ahead_next_pack, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_get_range_wait, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
