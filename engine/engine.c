@@ -691,6 +691,7 @@ void engine_get_stats(struct engine *e, struct engine_stats *out)
 	out->bloom_negatives = ss.bloom_negatives;
 	out->block_cache_hits = ss.cache_hits;
 	out->block_cache_misses = ss.blocks_read;
+	out->block_read_arounds = ss.blocks_around;
 	out->blob_cache_hits = atomic_load_explicit(&e->blob_mem_hits, memory_order_relaxed);
 	out->blob_cache_misses = atomic_load_explicit(&e->blob_mem_misses, memory_order_relaxed);
 	out->blob_fetches = atomic_load_explicit(&e->blob_fetches, memory_order_relaxed);
@@ -763,6 +764,7 @@ size_t engine_stats_format(struct engine *e, char *buf, size_t len)
 	U64(blob_fetch_bytes);
 	U64(block_cache_hits);
 	U64(block_cache_misses);
+	U64(block_read_arounds);
 	U64(bloom_negatives);
 	struct read_stat rs[READ_STATS_MAX];
 	for (size_t i = 0, nrs = readcache_stats(e, rs); i < nrs; i++)

@@ -63,8 +63,10 @@ static uint64_t compact_take_id(void *arg)
 
 static int open_reader(struct engine *e, const struct manifest_sst *s, struct sst_reader **out)
 {
-	struct sst_reader_opts ro = {
-	    .counters = &e->sst_counters, .cache = e->block_cache, .dcache = e->dcache};
+	struct sst_reader_opts ro = {.counters = &e->sst_counters,
+	                             .cache = e->block_cache,
+	                             .dcache = e->dcache,
+	                             .read_around = e->o.read_region_bytes ? SST_READ_AROUND : 0};
 	int rc = sst_reader_open(e->st, s->name, s->size, &ro, out);
 
 	if (rc)

@@ -151,19 +151,23 @@ struct sst_counters {
 	_Atomic uint64_t disk_hits;       /* data blocks served by the disk cache */
 	_Atomic uint64_t disk_bytes;      /* their bytes (sealed) */
 	_Atomic uint64_t cache_hit_bytes; /* bytes of the block cache hits (decoded) */
+	_Atomic uint64_t blocks_around;   /* data blocks brought by the GET of another */
 };
 
 /* Plain snapshot of struct sst_counters. */
 struct sst_stats {
 	uint64_t blocks_read, block_bytes, cache_hits;
 	uint64_t bloom_checks, bloom_negatives, bloom_false_pos, corrupt;
-	uint64_t disk_hits, disk_bytes, cache_hit_bytes;
+	uint64_t disk_hits, disk_bytes, cache_hit_bytes, blocks_around;
 };
 
 struct sst_reader_opts {
 	struct sst_counters *counters; /* NULL: the reader's own counters only */
 	struct cache *cache;           /* block cache (cache.h); NULL: no caching */
 	struct diskcache *dcache;      /* disk tier under it (diskcache.h); NULL: none */
+	size_t read_around;            /* a cold data block's GET brings the uncached blocks
+	                                  after it up to this many bytes in all (with a
+	                                  cache; 0: one block per GET) */
 };
 
 /*
@@ -177,6 +181,12 @@ struct sst_reader_opts {
  * way), -ENOENT, store errors, -ENOMEM.
  */
 #define SST_TAIL_READ (64 * 1024)
+
+/*
+ * The engine's sst_reader_opts.read_around on stores with a region cache (S3):
+ * a GET of 128 KiB takes about as long as one of a 4 KiB block there (docs/CACHE.md).
+ */
+#define SST_READ_AROUND (128 * 1024)
 int sst_reader_open(struct store *s, const char *key, uint64_t size,
                     const struct sst_reader_opts *o, struct sst_reader **out);
 

@@ -5,15 +5,14 @@
  *
  * A reader is immutable after open and reference counted; any number of
  * threads may get and iterate at once.  Data blocks are fetched with one
- * ranged GET each, verified (checksum, decompression, restart array), and
- * kept in the shared block cache (cache.h) under a key made of the reader's
- * process-unique id and the block offset, so two readers never confuse
- * their blocks and a reopened table starts cold in memory.  Under the block
- * cache sits the disk cache (diskcache.h, when the engine has one): sealed
- * blocks keyed by the table's name, the XXH3 of its tail (footer, index,
- * filter, properties: a table of the same name in a store made again has
- * another) and the block offset; a block from there is unsealed and checked
- * like one from the store, and dropped from the disk if it fails.
+ * ranged GET each (which brings the cold blocks after it up to
+ * sst_reader_opts.read_around bytes, around()), verified (checksum, decompression, restart array),
+ * and kept in the shared block cache (cache.h) under a key made of the reader's process-unique id
+ * and the block offset, so two readers never confuse their blocks and a reopened table starts cold
+ * in memory.  Under the block cache sits the disk cache (diskcache.h, when the engine has one):
+ * sealed blocks keyed by the table's name, the XXH3 of its tail (footer, index, filter, properties:
+ * a table of the same name in a store made again has another) and the block offset; a block from
+ * there is unsealed and checked like one from the store, and dropped from the disk if it fails.
  *
  * Every failure to make sense of stored bytes is -EUCLEAN (-EPROTONOSUPPORT
  * for a newer format version) with a log line naming the object, the offset
@@ -48,6 +47,7 @@ struct sst_reader {
 	uint64_t id;                 /* process-unique id: block cache key prefix */
 	struct cache *cache;         /* borrowed block cache, or NULL */
 	struct diskcache *dcache;    /* borrowed disk cache, or NULL */
+	size_t around;               /* sst_reader_opts.read_around (0 without a cache) */
 	uint64_t ident;              /* XXH3 of the tail: the table's identity in the disk cache */
 	struct sst_counters own;     /* this reader's counters */
 	struct sst_counters *shared; /* caller's counters, or NULL */
@@ -181,10 +181,16 @@ static void fetch_end(struct sst_reader *r, int slot)
 	pthread_mutex_unlock(&r->fetch_mu);
 }
 
-static int read_block_from(struct sst_reader *r, const struct sst_handle *h, const uint8_t ckey[16],
+static int read_block_from(struct sst_reader *r, const struct sst_block_iter *ix,
+                           const struct sst_handle *h, const uint8_t ckey[16],
                            struct blockref *out);
 
-static int read_block(struct sst_reader *r, const struct sst_handle *h, struct blockref *out)
+/*
+ * The data block at h (ix: the index iterator on h's entry, for the blocks
+ * after it, or NULL) from the block cache, else read once for all threads.
+ */
+static int read_block(struct sst_reader *r, const struct sst_block_iter *ix,
+                      const struct sst_handle *h, struct blockref *out)
 {
 	uint8_t ckey[16];
 	int slot = -1;
@@ -208,20 +214,102 @@ static int read_block(struct sst_reader *r, const struct sst_handle *h, struct b
 		/* with no cache, or after two waits, read it ourselves */
 		slot = r->cache && tries < 2 ? fetch_begin(r, h->off) : FETCHING;
 	}
-	int rc = read_block_from(r, h, ckey, out);
+	int rc = read_block_from(r, ix, h, ckey, out);
 	fetch_end(r, slot);
 	return rc;
 }
 
+/* Most data blocks one GET brings with the one asked for. */
+#define AROUND_MAX 64
+
+/*
+ * The blocks the GET of the cold block at h brings with it: those of the
+ * index entries after ix's whose blocks follow on without a gap and are not
+ * in the block cache, up to r->around bytes from h's start.  Their handles go
+ * to more[]; returns how many.  A `stat` or `ls -l` of a cold mount, a reader
+ * of a directory of small files, an iterator over a table: the blocks next to
+ * a cold one are needed next, and a GET of 128 KiB costs about what a GET of
+ * 4 KiB costs.
+ */
+static int around(struct sst_reader *r, const struct sst_block_iter *ix, const struct sst_handle *h,
+                  struct sst_handle more[AROUND_MAX])
+{
+	struct sst_block_iter it;
+	uint64_t end = h->off + h->size + SST_TRAILER_SIZE;
+	int n = 0;
+
+	if (!ix || !r->around)
+		return 0;
+	sst_block_iter_init(&it, &r->index);
+	sst_block_iter_seek(&it, ix->key.p, ix->key.n, ix->seq);
+	if (!it.valid || it.cur != ix->cur) {
+		sst_block_iter_free(&it);
+		return 0;
+	}
+	for (sst_block_iter_next(&it); it.valid && n < AROUND_MAX; sst_block_iter_next(&it)) {
+		struct sst_handle nh;
+		uint8_t ckey[16];
+
+		if (sst_handle_decode(it.val, it.val + it.vlen, &nh) != it.vlen || nh.off != end ||
+		    !data_handle_ok(r, &nh) ||
+		    nh.off + nh.size + SST_TRAILER_SIZE - h->off > r->around)
+			break;
+		put_be64(ckey, r->id);
+		put_be64(ckey + 8, nh.off);
+		struct cache_handle *ch = cache_lookup(r->cache, ckey, sizeof(ckey));
+		if (ch) {
+			cache_release(r->cache, ch);
+			break;
+		}
+		more[n++] = nh;
+		end = nh.off + nh.size + SST_TRAILER_SIZE;
+	}
+	sst_block_iter_free(&it);
+	return n;
+}
+
+/*
+ * Check, parse and cache (memory, disk) the sealed block at h that came with
+ * another block's GET.  One that fails is left out: the read that needs it
+ * fetches it again and reports what is wrong.
+ */
+static void keep_around(struct sst_reader *r, const struct sst_handle *h, const uint8_t *sealed)
+{
+	size_t len = h->size + SST_TRAILER_SIZE, rawlen;
+	enum sst_fault f = SST_OK;
+	uint8_t ckey[16], dkey[DISKCACHE_KEY_MAX];
+	size_t dklen;
+	struct cblock *cb = calloc(1, sizeof(*cb));
+
+	if (!cb)
+		return;
+	if (sst_block_unseal(sealed, len, &cb->raw, &rawlen, &f) ||
+	    sst_block_parse(cb->raw, rawlen, &cb->blk)) {
+		cblock_free(cb);
+		return;
+	}
+	put_be64(ckey, r->id);
+	put_be64(ckey + 8, h->off);
+	if (cache_insert(r->cache, ckey, sizeof(ckey), cb, rawlen + sizeof(*cb), cblock_deleter,
+	                 NULL)) {
+		cblock_free(cb);
+		return;
+	}
+	COUNT(r, blocks_around, 1);
+	if (r->dcache && (dklen = disk_key(r, h->off, dkey)))
+		diskcache_put(r->dcache, dkey, dklen, sealed, len);
+}
+
 /* read_block() of a block not in the memory cache: the disk cache or the store. */
-static int read_block_from(struct sst_reader *r, const struct sst_handle *h, const uint8_t ckey[16],
-                           struct blockref *out)
+static int read_block_from(struct sst_reader *r, const struct sst_block_iter *ix,
+                           const struct sst_handle *h, const uint8_t ckey[16], struct blockref *out)
 {
 	struct cblock *cb = NULL;
 	enum sst_fault f = SST_OK;
 	void *buf = NULL;
-	size_t got, rawlen;
-	int rc;
+	size_t got, rawlen, blen = h->size + SST_TRAILER_SIZE;
+	struct sst_handle more[AROUND_MAX];
+	int rc, nmore = 0;
 
 	uint8_t dkey[DISKCACHE_KEY_MAX];
 	size_t dklen = 0;
@@ -252,7 +340,11 @@ static int read_block_from(struct sst_reader *r, const struct sst_handle *h, con
 		free(buf);
 		buf = NULL;
 	}
-	rc = store_get(r->store, r->key, h->off, h->size + SST_TRAILER_SIZE, &buf, &got);
+	nmore = around(r, ix, h, more);
+	rc = store_get(
+	    r->store, r->key, h->off,
+	    nmore ? more[nmore - 1].off + more[nmore - 1].size + SST_TRAILER_SIZE - h->off : blen,
+	    &buf, &got);
 	if (rc) {
 		log_err("sst: %s: reading block at %llu: %s", r->key, (unsigned long long)h->off,
 		        strerror(-rc));
@@ -261,17 +353,20 @@ static int read_block_from(struct sst_reader *r, const struct sst_handle *h, con
 	}
 	COUNT(r, blocks_read, 1);
 	COUNT(r, block_bytes, got);
-	if (got != h->size + SST_TRAILER_SIZE) {
+	if (got < blen) {
 		rc = corrupt(r, h->off, "data block", SST_TRUNCATED);
 		goto out;
 	}
-	rc = sst_block_unseal(buf, got, &cb->raw, &rawlen, &f);
+	for (int i = 0; i < nmore; i++)
+		if (more[i].off + more[i].size + SST_TRAILER_SIZE - h->off <= got)
+			keep_around(r, &more[i], (const uint8_t *)buf + (more[i].off - h->off));
+	rc = sst_block_unseal(buf, blen, &cb->raw, &rawlen, &f);
 	if (rc == -EUCLEAN)
 		rc = corrupt(r, h->off, "data block", f);
 	if (rc)
 		goto out;
 	if (r->dcache && dklen)
-		diskcache_put(r->dcache, dkey, dklen, buf, got);
+		diskcache_put(r->dcache, dkey, dklen, buf, blen);
 parse:
 	if (sst_block_parse(cb->raw, rawlen, &cb->blk)) {
 		rc = corrupt(r, h->off, "data block restarts", SST_BAD_LAYOUT);
@@ -428,6 +523,7 @@ int sst_reader_open(struct store *s, const char *key, uint64_t size,
 		r->shared = o->counters;
 		r->cache = o->cache;
 		r->dcache = o->dcache;
+		r->around = o->cache ? o->read_around : 0;
 	}
 	if (!size) {
 		struct store_stat st;
@@ -483,6 +579,7 @@ void sst_counters_read(struct sst_counters *c, struct sst_stats *out)
 	out->disk_hits = atomic_load(&c->disk_hits);
 	out->disk_bytes = atomic_load(&c->disk_bytes);
 	out->cache_hit_bytes = atomic_load(&c->cache_hit_bytes);
+	out->blocks_around = atomic_load(&c->blocks_around);
 }
 
 void sst_reader_stats(const struct sst_reader *r, struct sst_stats *out)
@@ -535,7 +632,7 @@ int sst_reader_get(struct sst_reader *r, const void *key, size_t klen, uint64_t 
 	rc = index_handle(r, &ix, &h);
 	if (rc)
 		goto out;
-	rc = read_block(r, &h, &br);
+	rc = read_block(r, &ix, &h, &br);
 	if (rc)
 		goto out;
 	sst_block_iter_init(&di, &br.b->blk);
@@ -614,7 +711,7 @@ static bool it_load(struct sst_iter *it)
 	}
 	rc = index_handle(it->r, &it->ix, &h);
 	if (!rc)
-		rc = read_block(it->r, &h, &it->br);
+		rc = read_block(it->r, &it->ix, &h, &it->br);
 	if (rc) {
 		it_fail(it, rc);
 		return false;

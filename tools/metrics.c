@@ -92,6 +92,7 @@ static const struct stat_type stat_types[] = {
     {"blob_fetch_bytes", true, "bytes of blob blocks fetched"},
     {"block_cache_hits", true, "SSTable block cache hits"},
     {"block_cache_misses", true, "SSTable blocks read from the store"},
+    {"block_read_arounds", true, "SSTable blocks brought by the GET of the block before them"},
     {"bloom_negatives", true, "SSTable reads avoided by bloom filters"},
     {"read_mem_hits", true, "pack and SSTable blocks served from the memory caches"},
     {"read_mem_bytes", true, "bytes served from the memory caches"},

@@ -388,6 +388,7 @@ struct engine_stats {
 	uint64_t blob_cache_hits, blob_cache_misses; /* lookups of blob blocks */
 	uint64_t blob_fetches, blob_fetch_bytes;     /* ranged GETs of blob blocks, their bytes */
 	uint64_t block_cache_hits, block_cache_misses;
+	uint64_t block_read_arounds; /* SSTable blocks a GET of another block brought */
 	/* reads per tier: pack and SSTable blocks served from memory, from the disk cache, from
 	 * the store (ranged GETs); region_hits: pack blocks served from coalesced regions */
 	uint64_t read_mem_hits, read_disk_hits, read_disk_misses, read_store_gets;
