@@ -308,7 +308,7 @@ struct read_stat {
 	const char *name; /* static */
 	uint64_t value;
 };
-#define READ_STATS_MAX 24
+#define READ_STATS_MAX 26
 size_t readcache_stats(struct engine *e, struct read_stat *out);
 /* Fill the read_* fields of *out. */
 void readcache_get_stats(struct engine *e, struct engine_stats *out);

@@ -124,6 +124,12 @@ size_t readcache_stats(struct engine *e, struct read_stat *out)
 	if (e->dcache)
 		diskcache_get_stats(e->dcache, &ds);
 #define STAT(nm, v) (out[n++] = (struct read_stat){nm, (uint64_t)(v)})
+	struct cache_stats cb = {0}, cr = {0};
+	cache_get_stats(e->blob_cache, &cb);
+	if (e->region_cache)
+		cache_get_stats(e->region_cache, &cr);
+	STAT("mem_cache_bytes", cb.usage + cr.usage);
+	STAT("mem_cache_capacity", cb.capacity + cr.capacity);
 	STAT("read_mem_hits", s.read_mem_hits);
 	STAT("read_mem_bytes", s.read_mem_bytes);
 	STAT("read_region_hits", s.read_region_hits);

@@ -396,3 +396,55 @@ void mwd_memory_policy(void)
 	mallopt(M_MMAP_THRESHOLD, 32 << 20);
 	mallopt(M_TRIM_THRESHOLD, 256 << 20);
 }
+
+/* The value of the first line of path as a number; false when it is none ("max", no file). */
+static bool read_u64_file(const char *path, uint64_t *out)
+{
+	char buf[64], *end;
+	FILE *f = fopen(path, "re");
+
+	if (!f)
+		return false;
+	bool ok = fgets(buf, sizeof(buf), f) != NULL;
+	fclose(f);
+	if (!ok || buf[0] < '0' || buf[0] > '9')
+		return false;
+	*out = strtoull(buf, &end, 10);
+	return *end == '\n' || *end == 0;
+}
+
+uint64_t mwd_memory_bytes(void)
+{
+	long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+	uint64_t ram = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz : 0, lim;
+	char line[PATH_MAX], path[PATH_MAX + 32];
+	FILE *f = fopen("/proc/self/cgroup", "re");
+
+	if (!f)
+		return ram;
+	while (fgets(line, sizeof(line), f)) {
+		size_t n = strlen(line);
+		const char *v1 = strstr(line, ":memory:/");
+		if (n < 5 || line[n - 1] != '\n')
+			continue;
+		line[n - 1] = 0;
+		if (!strncmp(line, "0::/", 4)) /* the unified (v2) hierarchy */
+			snprintf(path, sizeof(path), "/sys/fs/cgroup%s/memory.max", line + 3);
+		else if (v1) /* v1's memory controller ("no limit" is a huge number) */
+			snprintf(path, sizeof(path),
+			         "/sys/fs/cgroup/memory%s/memory.limit_in_bytes", v1 + 8);
+		else
+			continue;
+		if (read_u64_file(path, &lim) && lim && (!ram || lim < ram))
+			ram = lim;
+	}
+	fclose(f);
+	return ram;
+}
+
+size_t mwd_cache_default(void)
+{
+	uint64_t m = mwd_memory_bytes() / 16, lo = 256u << 20, hi = (uint64_t)2 << 30;
+
+	return (size_t)(m < lo ? lo : m > hi ? hi : m);
+}

@@ -28,6 +28,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "store.h"
@@ -68,6 +69,18 @@ void mwd_unlock(int fd);
  * GLIBC_TUNABLES sets a malloc tunable (the user's choice wins).
  */
 void mwd_memory_policy(void);
+
+/*
+ * The memory a mount may plan on: the machine's RAM, or the limit of the
+ * daemon's cgroup (v2 memory.max, v1 memory.limit_in_bytes) when lower.  0 when unknown.
+ */
+uint64_t mwd_memory_bytes(void);
+
+/*
+ * Default memory cache of a mount of an S3 store: a sixteenth of
+ * mwd_memory_bytes(), at least 256 MiB and at most 2 GiB (docs/CACHE.md).
+ */
+size_t mwd_cache_default(void);
 
 /* Path of the status file of daemon pid into out (n bytes).  0 or -errno. */
 int mwd_status_path(pid_t pid, char *out, size_t n);

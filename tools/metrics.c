@@ -94,6 +94,8 @@ static const struct stat_type stat_types[] = {
     {"block_cache_misses", true, "SSTable blocks read from the store"},
     {"block_read_arounds", true, "SSTable blocks brought by the GET of the block before them"},
     {"bloom_negatives", true, "SSTable reads avoided by bloom filters"},
+    {"mem_cache_bytes", false, "bytes the memory caches hold (blocks, regions)"},
+    {"mem_cache_capacity", false, "the memory caches' budget (--cache-size)"},
     {"read_mem_hits", true, "pack and SSTable blocks served from the memory caches"},
     {"read_mem_bytes", true, "bytes served from the memory caches"},
     {"read_region_hits", true, "pack blocks served from coalesced regions (checked at use)"},

@@ -98,6 +98,7 @@ struct mount_args {
 	const char *snapshot;  /* --snapshot NAME: mount that snapshot read-only */
 	const char *cache_dir; /* --cache-dir / -o cache_dir=: the disk cache (NULL: default) */
 	uint64_t disk_cache;   /* --disk-cache-size / -o disk_cache_size= (UINT64_MAX: default) */
+	bool cache_set;        /* --cache-size / -o cache= given */
 	char cache_dir_buf[PATH_MAX]; /* the default cache directory */
 };
 
@@ -140,7 +141,9 @@ static void usage(FILE *f)
 	    "  --fsync-timeout SEC    while the store is unreachable, fsync waits this long,\n"
 	    "                         then fails with EIO (default 0: wait until it is back,\n"
 	    "                         like a hard NFS mount); the data still commits later\n"
-	    "  --cache-size BYTES     blob and block cache in memory (default 256M)\n"
+	    "  --cache-size BYTES     blob and block cache in memory (default: S3 stores a\n"
+	    "                         sixteenth of the memory (RAM or cgroup limit), 256M to\n"
+	    "                         2G; local stores 256M)\n"
 	    "  --cache-dir DIR        the disk cache under the memory cache (S3 stores: on by\n"
 	    "                         default in /var/cache/memwalfs/<store hash>, or\n"
 	    "                         ~/.cache/memwalfs/ when not root; local\n"
@@ -282,6 +285,7 @@ static int set_option(struct mount_args *a, const char *name, const char *val)
 		if (!val || !parse_size(val, &sz))
 			goto bad;
 		a->eo.cache_bytes = sz;
+		a->cache_set = true;
 	} else if (!strcmp(name, "cache_dir")) {
 		if (!val || !*val)
 			goto bad;
@@ -1009,7 +1013,9 @@ static int check_formats(struct mount_args *a, struct store *st)
  * The read tiers under the memory cache (docs/CACHE.md): S3 stores get a disk
  * cache (default directory: /var/cache/memwalfs/ (not root: ~/.cache/memwalfs/) and the
  * XXH3 of the store's name, endpoint included, so that two stores never share one) and coalesced
- * reads of 1 MiB regions; local stores neither, unless --cache-dir is given.
+ * reads of 1 MiB regions, and a memory cache sized from the machine's memory
+ * (a miss costs a GET; on a local store it costs a read the page cache may
+ * serve); local stores neither, unless --cache-dir is given.
  */
 static void read_tiers(struct mount_args *a)
 {
@@ -1017,6 +1023,8 @@ static void read_tiers(struct mount_args *a)
 
 	if (!a->local)
 		a->eo.read_region_bytes = 1u << 20;
+	if (!a->local && !a->cache_set)
+		a->eo.cache_bytes = mwd_cache_default();
 	if (a->disk_cache == 0 || (a->local && !a->cache_dir))
 		return;
 	if (!a->cache_dir) {

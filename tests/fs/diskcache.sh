@@ -8,6 +8,7 @@
 #      warning says why nothing is cached;
 #   4. a cache directory on ramfs, which refuses direct I/O: entries go through the page cache
 #      (one line says so) and a remount reads them warm.
+# And (0.) the memory cache's budget by default and with --cache-size.
 # On the local store the disk cache is only there because the test asks for it (--cache-dir).
 # Randomized: prints its seed; SEED=N replays.
 . "$(dirname "$0")/lib.sh" "$1" "${2:-local}"
@@ -29,6 +30,33 @@ for i in $(seq 120); do
 done
 (cd "$M" && find . -type f | sort | xargs sha256sum) >"$WORK/sums"
 mw_umount "$M"
+
+# 0. the memory cache's budget: on S3 stores by default a sixteenth of the memory (RAM, or the
+#    cgroup's limit when lower), 256M-2G; local stores 256M; --cache-size when given
+mem=$(($(awk '$1 == "MemTotal:" { print $2 }' /proc/meminfo) * 1024))
+while IFS= read -r line; do
+	f=
+	case $line in
+	0::/*) f=/sys/fs/cgroup${line#0::}/memory.max ;;
+	*:memory:/*) f=/sys/fs/cgroup/memory${line#*:memory:}/memory.limit_in_bytes ;;
+	esac
+	lim=$(cat "$f" 2>/dev/null || true)
+	case $lim in '' | *[!0-9]*) ;; *) [ "$lim" -lt "$mem" ] && mem=$lim ;; esac
+done </proc/self/cgroup
+want=$((256 << 20))
+if [ "$BACKEND" = s3 ]; then
+	want=$((mem / 16))
+	[ "$want" -lt $((256 << 20)) ] && want=$((256 << 20))
+	[ "$want" -gt $((2 << 30)) ] && want=$((2 << 30))
+fi
+for opt in "" 100M; do
+	mw_mount "$M" --cache-dir "$DC" ${opt:+--cache-size $opt}
+	got=$(stat_of mem_cache_capacity)
+	[ -n "$opt" ] && want=$((100 << 20))
+	[ "$got" = "$want" ] || { echo "FAIL: memory cache ${opt:-default} $got, expected $want"; exit 1; }
+	echo "   memory cache ${opt:-by default}: $got bytes"
+	mw_umount "$M"
+done
 
 check_all() {
 	(cd "$M" && sha256sum --quiet -c "$WORK/sums") || { echo "FAIL: $1: contents differ"; exit 1; }
