@@ -747,7 +747,7 @@ static void *ahead_main(void *arg)
  * region 0 of the pack of the next position when *k is the last of a pack
  * (a short region cached), which holds what the writer's next group wrote.
  * False past that one (a scan is read ahead into one next pack at most), and
- * in it past the first region not known yet (there may be no such pack).
+ * past its region 0 while that is not known to exist (there may be no pack).
  */
 static bool region_next(struct engine *e, uint64_t epoch, uint64_t first, uint64_t *pos,
                         uint64_t *k)
@@ -755,8 +755,8 @@ static bool region_next(struct engine *e, uint64_t epoch, uint64_t first, uint64
 	size_t len;
 
 	bool cached = region_cached(e, epoch, *pos, *k, &len);
-	if (!cached && *pos != first)
-		return false; /* the next pack: one region past what is known of it */
+	if (!cached && *pos != first && *k == 0)
+		return false; /* the next pack: on only once it is known to exist */
 	if (!cached || len == e->o.read_region_bytes) {
 		++*k;
 		return true;
