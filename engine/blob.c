@@ -448,7 +448,7 @@ static uint64_t lower_tiers(struct engine *e, const struct blob_desc *d, uint64_
 
 /* ---- the store ---------------------------------------------------------------- */
 
-#define FETCH_WAITED (-1000) /* fetch_begin(): another fetch had the bytes; look again */
+#define FETCH_WAITED INFLIGHT_WAITED /* fetch_begin(): another GET had the bytes; look again */
 
 /*
  * Before a GET of object bytes [lo, hi) of d's pack: if a GET in flight
@@ -459,43 +459,12 @@ static uint64_t lower_tiers(struct engine *e, const struct blob_desc *d, uint64_
  */
 static int fetch_begin(struct engine *e, const struct blob_desc *d, uint64_t lo, uint64_t hi)
 {
-	int slot = -1;
-	bool waited = false;
-
-	pthread_mutex_lock(&e->fetch_mu);
-	for (;;) {
-		bool busy = false;
-		for (size_t i = 0; i < sizeof(e->fetching) / sizeof(e->fetching[0]); i++) {
-			struct blob_inflight *f = &e->fetching[i];
-			if (f->used && f->epoch == d->epoch && f->position == d->position &&
-			    f->lo < hi && lo < f->hi)
-				busy = true;
-		}
-		if (!busy)
-			break;
-		waited = true;
-		pthread_cond_wait(&e->fetch_cv, &e->fetch_mu);
-	}
-	for (size_t i = 0; !waited && i < sizeof(e->fetching) / sizeof(e->fetching[0]); i++) {
-		struct blob_inflight *f = &e->fetching[i];
-		if (!f->used) {
-			*f = (struct blob_inflight){true, d->epoch, d->position, lo, hi};
-			slot = (int)i;
-			break;
-		}
-	}
-	pthread_mutex_unlock(&e->fetch_mu);
-	return waited ? FETCH_WAITED : slot;
+	return inflight_begin(&e->fetching, d->epoch, d->position, lo, hi);
 }
 
 static void fetch_end(struct engine *e, int slot)
 {
-	if (slot < 0)
-		return;
-	pthread_mutex_lock(&e->fetch_mu);
-	e->fetching[slot].used = false;
-	pthread_cond_broadcast(&e->fetch_cv);
-	pthread_mutex_unlock(&e->fetch_mu);
+	inflight_end(&e->fetching, slot);
 }
 
 /*

@@ -16,6 +16,7 @@
 #include "flush.h"
 #include "format.h"
 #include "hist.h"
+#include "inflight.h"
 #include "manifest.h"
 #include "memtable.h"
 #include "sst.h"
@@ -67,13 +68,6 @@ struct group {
 
 /* Pipeline threads besides the first at most (opts.commit_inflight - 1). */
 #define WRITER_MAX_UPLOADERS 15
-
-/* A ranged GET of a pack in flight (blob.c): readers that need bytes in it wait for it. */
-struct blob_inflight {
-	bool used;                /* the slot is taken */
-	uint64_t epoch, position; /* the pack */
-	uint64_t lo, hi;          /* object bytes [lo, hi) */
-};
 
 /* A window of a blob: the blocks a disk cache entry holds, the widened GET (blob.c) */
 #define BLOB_WINDOW_BLOCKS 16 /* 1 MiB of 64 KiB blocks */
@@ -139,10 +133,9 @@ struct engine {
 	struct bigbuf_pool *read_bufs;           /* buffers of window and region reads (blob.c),
 	                                            used again instead of freed (bigbuf.h) */
 	struct diskcache *dcache;                /* the disk tier, or NULL (readcache.c) */
-	bool fetch_init;                         /* fetch_mu, fetch_cv initialised (readcache.c) */
-	pthread_mutex_t fetch_mu;                /* guards fetching[] (blob.c) */
-	pthread_cond_t fetch_cv;                 /* a fetch in flight ended [fetch_mu] */
-	struct blob_inflight fetching[32];       /* pack ranges being fetched [fetch_mu] */
+	bool fetch_init;                         /* fetching initialised (readcache.c) */
+	struct inflight fetching;                /* ranged GETs of packs in flight (blob.c): key
+	                                            epoch, position; bytes of the pack object */
 	atomic_uint_fast64_t blob_mem_bytes;     /* bytes of blob blocks served from memory */
 	atomic_uint_fast64_t blob_mem_hits;      /* blob blocks served from memory */
 	atomic_uint_fast64_t blob_mem_misses;    /* blob blocks not in memory */

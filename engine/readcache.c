@@ -39,8 +39,7 @@ int readcache_open(struct engine *e)
 		if (region < 2 * r)
 			region = 0; /* too small to hold a region: no coalescing */
 	}
-	pthread_mutex_init(&e->fetch_mu, NULL);
-	pthread_cond_init(&e->fetch_cv, NULL);
+	inflight_init(&e->fetching, INFLIGHT_MAX);
 	e->fetch_init = true;
 	if ((rc = cache_new(e->o.cache_bytes - region, &e->blob_cache)) ||
 	    (region && (rc = cache_new_exact(region, &e->region_cache))))
@@ -83,8 +82,7 @@ void readcache_close(struct engine *e)
 	bigbuf_pool_free(e->read_bufs); /* last: the caches above held its buffers */
 	e->read_bufs = NULL;
 	if (e->fetch_init) {
-		pthread_cond_destroy(&e->fetch_cv);
-		pthread_mutex_destroy(&e->fetch_mu);
+		inflight_destroy(&e->fetching);
 		e->fetch_init = false;
 	}
 }

@@ -31,6 +31,7 @@
 #include "cache.h"
 #include "coding.h"
 #include "diskcache.h"
+#include "inflight.h"
 #include "log.h"
 #include "sst.h"
 #include "sst_block.h"
@@ -57,9 +58,7 @@ struct sst_reader {
 	uint8_t *filter;             /* bloom filter (NULL: none) */
 	size_t filter_len;           /* its length */
 	struct sst_props props;      /* decoded properties */
-	pthread_mutex_t fetch_mu;    /* guards fetching[] */
-	pthread_cond_t fetch_cv;     /* a block read ended [fetch_mu] */
-	uint64_t fetching[FETCHING]; /* offsets of data blocks being read (UINT64_MAX: free) */
+	struct inflight fetching;    /* data blocks being read: key 0, 0; [offset, offset + 1) */
 };
 
 /* A decoded data block, shared through the cache or owned by one user. */
@@ -138,49 +137,6 @@ static size_t disk_key(const struct sst_reader *r, uint64_t off, uint8_t k[DISKC
 	return 17 + nl;
 }
 
-/* Fetch (disk cache, else the store), verify and parse the block at h. */
-/*
- * Before reading the data block at off of r from the disk cache or the store:
- * if another thread reads it now, wait until it is done and return -1 (look in
- * the cache again); else register off and return its slot (fetch_end()), or
- * FETCHING when the registry is full (no waiting for anyone).  Threads that
- * miss the same cold block (32 stat()s of a cold mount, four readers of one
- * directory) then send one GET of it, not one each.
- */
-static int fetch_begin(struct sst_reader *r, uint64_t off)
-{
-	int slot = FETCHING;
-	bool waited = false;
-
-	pthread_mutex_lock(&r->fetch_mu);
-	for (;;) {
-		bool busy = false;
-		for (int i = 0; i < FETCHING; i++)
-			busy = busy || r->fetching[i] == off;
-		if (!busy)
-			break;
-		waited = true;
-		pthread_cond_wait(&r->fetch_cv, &r->fetch_mu);
-	}
-	for (int i = 0; !waited && i < FETCHING && slot == FETCHING; i++)
-		if (r->fetching[i] == UINT64_MAX) {
-			r->fetching[i] = off;
-			slot = i;
-		}
-	pthread_mutex_unlock(&r->fetch_mu);
-	return waited ? -1 : slot;
-}
-
-static void fetch_end(struct sst_reader *r, int slot)
-{
-	if (slot < 0 || slot >= FETCHING)
-		return;
-	pthread_mutex_lock(&r->fetch_mu);
-	r->fetching[slot] = UINT64_MAX;
-	pthread_cond_broadcast(&r->fetch_cv);
-	pthread_mutex_unlock(&r->fetch_mu);
-}
-
 static int read_block_from(struct sst_reader *r, const struct sst_block_iter *ix,
                            const struct sst_handle *h, const uint8_t ckey[16],
                            struct blockref *out);
@@ -199,7 +155,7 @@ static int read_block(struct sst_reader *r, const struct sst_block_iter *ix,
 		return corrupt(r, h->off, "data block handle", SST_BAD_LAYOUT);
 	put_be64(ckey, r->id);
 	put_be64(ckey + 8, h->off);
-	for (int tries = 0; slot < 0; tries++) {
+	for (int tries = 0;; tries++) {
 		if (r->cache) {
 			struct cache_handle *ch = cache_lookup(r->cache, ckey, sizeof(ckey));
 			if (ch) {
@@ -211,11 +167,20 @@ static int read_block(struct sst_reader *r, const struct sst_block_iter *ix,
 				return 0;
 			}
 		}
-		/* with no cache, or after two waits, read it ourselves */
-		slot = r->cache && tries < 2 ? fetch_begin(r, h->off) : FETCHING;
+		/*
+		 * Threads that miss the same cold block (32 stat()s of a cold mount, four
+		 * readers of one directory) send one GET of it: the others wait for it and
+		 * take the block from the cache.  With no cache, or after two waits, read
+		 * it ourselves.
+		 */
+		if (!r->cache || tries >= 2)
+			break;
+		slot = inflight_begin(&r->fetching, 0, 0, h->off, h->off + 1);
+		if (slot != INFLIGHT_WAITED)
+			break;
 	}
 	int rc = read_block_from(r, ix, h, ckey, out);
-	fetch_end(r, slot);
+	inflight_end(&r->fetching, slot);
 	return rc;
 }
 
@@ -408,8 +373,7 @@ static void reader_free(struct sst_reader *r)
 	free(r->filter);
 	sst_props_free(&r->props);
 	free(r->key);
-	pthread_cond_destroy(&r->fetch_cv);
-	pthread_mutex_destroy(&r->fetch_mu);
+	inflight_destroy(&r->fetching);
 	free(r);
 }
 
@@ -508,10 +472,7 @@ int sst_reader_open(struct store *s, const char *key, uint64_t size,
 	if (!r)
 		return -ENOMEM;
 	atomic_init(&r->refs, 1);
-	pthread_mutex_init(&r->fetch_mu, NULL);
-	pthread_cond_init(&r->fetch_cv, NULL);
-	for (int i = 0; i < FETCHING; i++)
-		r->fetching[i] = UINT64_MAX;
+	inflight_init(&r->fetching, FETCHING);
 	r->store = s;
 	r->key = strdup(key);
 	if (!r->key) {

@@ -640,6 +640,20 @@ static void test_read_tiers(void **state)
 }
 
 /*
+ * Options of the pack read-ahead tests: blobs in packs, one group until a
+ * put commits it, a 128 MiB cache (16 MiB of regions of R bytes).
+ */
+static void region_opts(struct engine_opts *o, uint64_t R)
+{
+	engine_opts_default(o);
+	o->wal_blob_max = ENGINE_WAL_BLOBS_OFF;
+	o->cadence_ms = 60000;
+	o->group_max_bytes = 64u << 20;
+	o->cache_bytes = 128u << 20;
+	o->read_region_bytes = R;
+}
+
+/*
  * The pack read-ahead of small blobs: 80 blobs of 100 KiB written in one group
  * lie in one pack (8 MiB, regions 0-7).  A cold reader of blobs in pack order
  * that has used regions 0 and 1 has regions 2-5 fetched for it by the
@@ -660,12 +674,7 @@ static void test_region_ahead(void **state)
 	struct store *st = open_store();
 	struct engine_opts o;
 	struct engine *e = NULL;
-	engine_opts_default(&o);
-	o.wal_blob_max = ENGINE_WAL_BLOBS_OFF;
-	o.cadence_ms = 60000; /* one group: the last put commits it */
-	o.group_max_bytes = 64u << 20;
-	o.cache_bytes = 128u << 20; /* 16 MiB of regions: the whole pack */
-	o.read_region_bytes = R;
+	region_opts(&o, R); /* one group: the last put commits it; 16 MiB of regions */
 	assert_int_equal(engine_open(st, &o, &e), 0);
 	for (int i = 0; i < N; i++) {
 		fill(v[i], LEN, 300 + (unsigned)i);
@@ -748,12 +757,7 @@ static void test_region_ahead_next_pack(void **state)
 	struct store *st = open_store();
 	struct engine_opts o;
 	struct engine *e = NULL;
-	engine_opts_default(&o);
-	o.wal_blob_max = ENGINE_WAL_BLOBS_OFF;
-	o.cadence_ms = 60000; /* one group per pack: its last put commits it */
-	o.group_max_bytes = 64u << 20;
-	o.cache_bytes = 128u << 20;
-	o.read_region_bytes = R;
+	region_opts(&o, R); /* one group per pack: its last put commits it */
 	assert_int_equal(engine_open(st, &o, &e), 0);
 	for (int i = 0; i < 2 * N; i++) {
 		fill(v[i], LEN, 700 + (unsigned)i);
