@@ -19,12 +19,12 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define INFLIGHT_MAX 32        /* slots a registry may have */
+#define INFLIGHT_MAX 32         /* slots a registry may have */
 #define INFLIGHT_WAITED (-1000) /* inflight_begin(): another read had the bytes: look again */
 
 struct inflight_slot {
-	bool used;      /* the slot is taken */
-	uint64_t a, b;  /* the object */
+	bool used;       /* the slot is taken */
+	uint64_t a, b;   /* the object */
 	uint64_t lo, hi; /* its bytes [lo, hi) */
 };
 
