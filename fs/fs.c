@@ -32,6 +32,7 @@ void mwfs_opts_default(struct mwfs_opts *o)
 	o->max_threads = FS_DEFAULT_THREADS;
 	o->readahead_threads = 8;
 	o->readahead_bytes = 16u << 20;
+	o->kernel_readahead = 1u << 20;
 	o->wb_flush_ms = 100;
 	o->capacity = MWFS_DEFAULT_CAPACITY;
 }
@@ -91,8 +92,14 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	conn->want |= conn->capable & (FUSE_CAP_ATOMIC_O_TRUNC | FUSE_CAP_READDIRPLUS |
 	                               FUSE_CAP_PARALLEL_DIROPS | FUSE_CAP_EXPORT_SUPPORT);
 	conn->max_write = 1u << 20;
-	if (conn->max_readahead < (1u << 20))
-		conn->max_readahead = 1u << 20;
+	/*
+	 * The kernel keeps the lower of this and its own read-ahead of the mount (128 KiB unless
+	 * the mount command raised it: mwd_set_kernel_readahead()); a request is at most
+	 * max_write's 1 MiB either way.
+	 */
+	uint64_t ra = fs->o.kernel_readahead > (1u << 20) ? fs->o.kernel_readahead : 1u << 20;
+	if (conn->max_readahead < ra)
+		conn->max_readahead = ra > UINT32_MAX ? UINT32_MAX : (unsigned)ra;
 	/*
 	 * Background requests (writeback of dirty pages, read-ahead, async direct I/O) take at
 	 * most half the worker threads: a writer held by backpressure then blocks those, never

@@ -43,6 +43,7 @@ struct mwfs_opts {
 	unsigned max_threads;       /* FUSE worker threads (default FS_DEFAULT_THREADS) */
 	unsigned readahead_threads; /* threads prefetching for sequential readers (default 8) */
 	uint64_t readahead_bytes;   /* how far ahead they fetch at most (default 16 MiB; 0: off) */
+	uint64_t kernel_readahead;  /* the max_readahead offered to the kernel (default 1 MiB) */
 	unsigned wb_flush_ms;       /* put a partly written chunk after this long (default 100) */
 	uint64_t capacity;          /* the size statfs reports, bytes (default, and 0: 1 PiB) */
 	const char *daemon_info;    /* value of MWFS_DAEMON_XATTR on the root ("PID STATUSPATH"),

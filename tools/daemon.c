@@ -196,12 +196,14 @@ static void unescape(char *s)
 
 /*
  * Walk /proc/self/mountinfo for mounts at mountpoint.  Each match (in mount
- * order, so the last one is on top) is copied into type/src (unescaped).
- * Stops at the first match when src_want is given and equals its source.
- * Returns the number of matches seen (0 if unreadable).
+ * order, so the last one is on top) is copied into type/src (unescaped) and
+ * its device ("major:minor") into dev (dn bytes).  Stops at the first match
+ * when src_want is given and equals its source.  Returns the number of
+ * matches seen (0 if unreadable).  Nothing is asked of the mounted
+ * filesystems themselves: safe before a FUSE mount answers its INIT.
  */
 static int scan_mounts(const char *mountpoint, const char *src_want, char *type, size_t tn,
-                       char *srcbuf, size_t sn)
+                       char *srcbuf, size_t sn, char *dev, size_t dn)
 {
 	FILE *f = fopen("/proc/self/mountinfo", "re");
 	char *line = NULL;
@@ -211,11 +213,12 @@ static int scan_mounts(const char *mountpoint, const char *src_want, char *type,
 		return 0;
 	while (getline(&line, &cap, f) > 0) {
 		/* id parent maj:min root MOUNTPOINT opts [optional...] - FSTYPE SOURCE superopts */
-		char *save = NULL, *mp = NULL, *tok;
+		char *save = NULL, *mp = NULL, *majmin = NULL, *tok;
 		int i = 0;
 		for (tok = strtok_r(line, " ", &save); tok && i < 4;
 		     tok = strtok_r(NULL, " ", &save))
-			i++;
+			if (++i == 3)
+				majmin = tok;
 		mp = tok;
 		while (tok && strcmp(tok, "-"))
 			tok = strtok_r(NULL, " ", &save);
@@ -234,6 +237,8 @@ static int scan_mounts(const char *mountpoint, const char *src_want, char *type,
 			snprintf(type, tn, "%s", ty);
 		if (srcbuf)
 			snprintf(srcbuf, sn, "%s", src);
+		if (dev)
+			snprintf(dev, dn, "%s", majmin ? majmin : "");
 		if (src_want)
 			break;
 	}
@@ -245,12 +250,29 @@ static int scan_mounts(const char *mountpoint, const char *src_want, char *type,
 /* Is a fuse.memwalfs mount of fsname at mountpoint visible here? */
 static bool is_mounted(const char *mountpoint, const char *fsname)
 {
-	return scan_mounts(mountpoint, fsname, NULL, 0, NULL, 0) > 0;
+	return scan_mounts(mountpoint, fsname, NULL, 0, NULL, 0, NULL, 0) > 0;
 }
 
 bool mwd_top_mount(const char *mountpoint, char *type, size_t tn, char *src, size_t sn)
 {
-	return scan_mounts(mountpoint, NULL, type, tn, src, sn) > 0;
+	return scan_mounts(mountpoint, NULL, type, tn, src, sn, NULL, 0) > 0;
+}
+
+int mwd_set_kernel_readahead(const char *mountpoint, uint64_t bytes)
+{
+	char type[64], dev[32], path[96];
+	if (scan_mounts(mountpoint, NULL, type, sizeof(type), NULL, 0, dev, sizeof(dev)) <= 0 ||
+	    strncmp(type, "fuse", 4) || !dev[0] || strchr(dev, '/'))
+		return -ENOENT;
+	snprintf(path, sizeof(path), "/sys/class/bdi/%s/read_ahead_kb", dev);
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	char v[24];
+	int n = snprintf(v, sizeof(v), "%llu\n", (unsigned long long)(bytes >> 10));
+	int rc = write(fd, v, (size_t)n) == n ? 0 : -errno;
+	close(fd);
+	return rc;
 }
 
 /* Read the holder's "pid\nmountpoint\nfsname\n" from fd (0 or -1). */

@@ -105,4 +105,15 @@ void mwd_status_gc(void);
  */
 bool mwd_top_mount(const char *mountpoint, char *type, size_t tn, char *src, size_t sn);
 
+/*
+ * Set the kernel's read-ahead of the FUSE mount on top of mountpoint (a real
+ * path) to bytes (rounded down to KiB), through its backing device's
+ * /sys/class/bdi/MAJ:MIN/read_ahead_kb; reads /proc/self/mountinfo only, so
+ * it may be called before the daemon answers the kernel's INIT (which then
+ * keeps the lower of this and the max_readahead it is given).  0, -ENOENT
+ * (no FUSE mount there) or the -errno of the sysfs write (-EACCES when not
+ * root).
+ */
+int mwd_set_kernel_readahead(const char *mountpoint, uint64_t bytes);
+
 #endif /* MEMWALFS_TOOLS_DAEMON_H */

@@ -121,7 +121,8 @@ static void usage(FILE *f)
 	    "                         default; no_default_permissions turns it off), noatime,\n"
 	    "                         ...; memwalfs settings as endpoint=, region=, cadence=,\n"
 	    "                         cache=, cache_dir=, disk_cache_size=, memtable=, chunk=,\n"
-	    "                         readahead=, readahead_threads=, fsync_timeout=,\n"
+	    "                         readahead=, readahead_threads=, kernel_readahead=,\n"
+	    "                         fsync_timeout=,\n"
 	    "                         capacity=, metrics_addr=, profile=, sts_endpoint=,\n"
 	    "                         single_writer, format, stack (for fstab); remount\n"
 	    "                         (with MOUNTPOINT alone): change ro/rw and the mount flags\n"
@@ -162,6 +163,9 @@ static void usage(FILE *f)
 	    "                         16M; 0 turns read-ahead off)\n"
 	    "  --readahead-threads N  threads doing that, each with one ranged GET of a chunk in\n"
 	    "                         flight (1-64; default 8)\n"
+	    "  --kernel-readahead BYTES  the kernel's read-ahead of the mount (its bdi's\n"
+	    "                         read_ahead_kb; needs root; default 1M, at most 64M; 0\n"
+	    "                         keeps the kernel's 128K): larger FUSE reads, fewer requests\n"
 	    "  --no-writeback-cache   do not use the kernel writeback cache\n"
 	    "  --single-writer        accept a store without conditional create\n"
 	    "  --format               format STORE even though it is not empty and holds no\n"
@@ -311,6 +315,10 @@ static int set_option(struct mount_args *a, const char *name, const char *val)
 		if (!val || !parse_size(val, &sz))
 			goto bad;
 		a->fo.readahead_bytes = sz;
+	} else if (!strcmp(name, "kernel_readahead")) {
+		if (!val || !parse_size(val, &sz) || sz > (64u << 20))
+			goto bad;
+		a->fo.kernel_readahead = sz;
 	} else if (!strcmp(name, "readahead_threads")) {
 		if (!val || !parse_size(val, &sz) || sz < 1 || sz > 64)
 			goto bad;
@@ -436,6 +444,7 @@ static int parse_args(struct mount_args *a, int argc, char **argv)
 	    {"--chunk-size", "chunk"},
 	    {"--threads", "threads"},
 	    {"--readahead-threads", "readahead_threads"},
+	    {"--kernel-readahead", "kernel_readahead"},
 	    {"--readahead", "readahead"},
 	    {"--fsync-timeout", "fsync_timeout"},
 	    {"--capacity", "capacity"},
@@ -1115,6 +1124,17 @@ static int serve(struct mount_args *a, int report_fd)
 	if (rc) {
 		fprintf(stderr, "memwalfs: cannot mount %s at %s\n", a->store, a->mnt);
 		goto out;
+	}
+	if (a->fo.kernel_readahead) { /* before the loop answers INIT: see
+		                         mwd_set_kernel_readahead() */
+		int rr = mwd_set_kernel_readahead(a->mnt, a->fo.kernel_readahead);
+		if (rr)
+			log_info("kernel read-ahead of %s left as it was (128K by default): %s",
+			         a->mnt,
+			         rr == -ENOENT ? "its device was not found" : strerror(-rr));
+		else
+			log_info("kernel read-ahead of %s: %lluK", a->mnt,
+			         (unsigned long long)(a->fo.kernel_readahead >> 10));
 	}
 	metrics_attach(a->metrics, e, fs);
 	/* mounted: let the parent go, detach from the terminal */

@@ -9,7 +9,10 @@
 #     writes work again, flags changed on a remount (noexec) show; a memwalfs setting on a
 #     remount is refused with a message saying what remount changes; everything written is
 #     there after an unmount and a mount;
-#  3. a read-only mount (ro) refuses remount,rw with a clear error.
+#  3. a read-only mount (ro) refuses remount,rw with a clear error;
+#  4. the kernel's read-ahead of the mount (/sys/class/bdi/MAJ:MIN/read_ahead_kb): 1024 KiB by
+#     default, kernel_readahead=256K gives 256, kernel_readahead=0 leaves the kernel's own;
+#     a file written and read back cold through each is byte-exact.
 # mount(8) finds helpers only in /sbin: the test runs in a private mount namespace where
 # /usr/sbin/mount.fuse3 (mount(8)'s fallback for fuse.*) is a bind mount of a wrapper that
 # runs a copy of the helper next to a link to the build's memwalfs.
@@ -91,5 +94,21 @@ has ro || fail "the read-only mount became rw: $(opts_of)"
 mount -o remount,ro,noexec "$mnt" || fail "remount,ro,noexec of a read-only mount"
 has noexec || fail "noexec missing: $(opts_of)"
 umount_mw
+
+echo "-- the kernel's read-ahead of the mount"
+head -c $((3 << 20)) /dev/urandom > "$WORK/ra.src"
+ra_kb() { cat "/sys/class/bdi/$(mountpoint -d "$mnt")/read_ahead_kb"; }
+for c in default:1024 256K:256 0:128; do # 128: the kernel's own (VM_READAHEAD_PAGES)
+	o=${c%%:*} want=${c#*:}
+	if [ "$o" = default ]; then mount -t fuse.memwalfs "$src" "$mnt"; else
+		mount -t fuse.memwalfs -o kernel_readahead="$o" "$src" "$mnt"; fi || fail "mount with kernel_readahead=$o"
+	got=$(ra_kb)
+	[ "$got" = "$want" ] || fail "kernel_readahead=$o: read_ahead_kb $got, want $want"
+	cp "$WORK/ra.src" "$mnt/ra.$o"
+	echo 3 > /proc/sys/vm/drop_caches
+	cmp "$WORK/ra.src" "$mnt/ra.$o" || fail "read back with kernel_readahead=$o"
+	echo "   kernel_readahead=$o: read_ahead_kb $got"
+	umount_mw
+done
 mw_fsck
 echo PASS
