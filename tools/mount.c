@@ -164,7 +164,7 @@ static void usage(FILE *f)
 	    "  --readahead-threads N  threads doing that, each with one ranged GET of a chunk in\n"
 	    "                         flight (1-64; default 8)\n"
 	    "  --kernel-readahead BYTES  the kernel's read-ahead of the mount (its bdi's\n"
-	    "                         read_ahead_kb; needs root; default 1M, at most 64M; 0\n"
+	    "                         read_ahead_kb; needs root; 4K-64M, default 1M; 0\n"
 	    "                         keeps the kernel's 128K): larger FUSE reads, fewer requests\n"
 	    "  --no-writeback-cache   do not use the kernel writeback cache\n"
 	    "  --single-writer        accept a store without conditional create\n"
@@ -316,8 +316,9 @@ static int set_option(struct mount_args *a, const char *name, const char *val)
 			goto bad;
 		a->fo.readahead_bytes = sz;
 	} else if (!strcmp(name, "kernel_readahead")) {
-		if (!val || !parse_size(val, &sz) || sz > (64u << 20))
-			goto bad;
+		if (!val || !parse_size(val, &sz) || sz > (64u << 20) || (sz && sz < 4096))
+			goto bad; /* 0, or 4K-64M (read_ahead_kb takes KiB; under 4K would be 0:
+			             off) */
 		a->fo.kernel_readahead = sz;
 	} else if (!strcmp(name, "readahead_threads")) {
 		if (!val || !parse_size(val, &sz) || sz < 1 || sz > 64)

@@ -110,5 +110,8 @@ for c in default:1024 256K:256 0:128; do # 128: the kernel's own (VM_READAHEAD_P
 	echo "   kernel_readahead=$o: read_ahead_kb $got"
 	umount_mw
 done
+mount -t fuse.memwalfs -o kernel_readahead=100 "$src" "$mnt" 2>/dev/null &&
+	fail "kernel_readahead=100 (under 4K, i.e. read-ahead off) was taken"
+mountpoint -q "$mnt" && fail "a refused mount left $mnt mounted"
 mw_fsck
 echo PASS
