@@ -21,6 +21,7 @@
  * failure of store bytes is -EUCLEAN with a log line naming the pack; a bad block from a cache tier
  * is dropped and read from the store instead.
  */
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdatomic.h>
@@ -46,6 +47,11 @@ struct getbuf {
 	_Atomic unsigned refs;    /* the fetch while it runs + one per entry */
 	uint8_t *data;            /* the bytes (a GET's body), owned */
 	struct bigbuf_pool *pool; /* data came from bigbuf_get() of this pool */
+	struct engine *e;
+	size_t cap;       /* bytes of data */
+	unsigned regions; /* region cache entries in it; e->share_mu */
+	size_t shared;    /* bytes of the blocks kept in it by share_block(); e->share_mu */
+	size_t pinned;    /* its part of e->region_pinned; e->share_mu */
 };
 
 /* A GET buffer of len bytes from e's pool, one reference held; NULL: no memory. */
@@ -56,6 +62,10 @@ static struct getbuf *getbuf_new(struct engine *e, size_t len)
 		return NULL;
 	atomic_init(&gb->refs, 1);
 	gb->pool = e->read_bufs;
+	gb->e = e;
+	gb->cap = len;
+	gb->regions = 0;
+	gb->shared = gb->pinned = 0;
 	if (!(gb->data = bigbuf_get(gb->pool, len))) {
 		free(gb);
 		return NULL;
@@ -73,9 +83,63 @@ static struct getbuf *getbuf_ref(struct getbuf *gb)
 static void getbuf_unref(struct getbuf *gb)
 {
 	if (gb && atomic_fetch_sub_explicit(&gb->refs, 1, memory_order_acq_rel) == 1) {
+		assert(!gb->pinned);
 		bigbuf_put(gb->pool, gb->data);
 		free(gb);
 	}
+}
+
+/*
+ * Region shares.  A block served from a cached region is kept in the blob
+ * cache by reference to the region's GET buffer, charged its own length,
+ * instead of copied (a cold read of small files copied every byte once more
+ * and touched twice the memory).  While a region entry holds the buffer, the
+ * region cache charges all of it; once none does, the bytes of it that no
+ * shared block covers are charged to no cache: they are counted in
+ * e->region_pinned, and no block is shared any more while that count is at
+ * its bound (e->region_pin_max, the region cache's size): a scan leaves
+ * nothing pinned (its blocks cover their regions), a reader of one small file
+ * per region would pin up to a region per file otherwise.
+ */
+static void share_account(struct getbuf *gb) /* e->share_mu held */
+{
+	size_t p = !gb->regions && gb->shared ? gb->cap - gb->shared : 0;
+
+	gb->e->region_pinned += p;
+	gb->e->region_pinned -= gb->pinned;
+	gb->pinned = p;
+}
+
+/* A region entry in gb comes (+1) or goes (-1). */
+static void share_region(struct getbuf *gb, int delta)
+{
+	mw_mutex_lock(&gb->e->share_mu);
+	gb->regions += (unsigned)delta;
+	share_account(gb);
+	mw_mutex_unlock(&gb->e->share_mu);
+}
+
+/* May a block of bl bytes inside gb be kept by reference to it?  Counted if so. */
+static bool share_block(struct getbuf *gb, size_t bl)
+{
+	struct engine *e = gb->e;
+
+	mw_mutex_lock(&e->share_mu);
+	bool ok = gb->regions && e->region_pinned < e->region_pin_max;
+	if (ok) {
+		gb->shared += bl;
+		share_account(gb);
+	}
+	mw_mutex_unlock(&e->share_mu);
+	return ok;
+}
+
+static void unshare_block(struct getbuf *gb, size_t bl)
+{
+	mw_mutex_lock(&gb->e->share_mu);
+	gb->shared -= bl;
+	share_account(gb);
+	mw_mutex_unlock(&gb->e->share_mu);
 }
 
 /*
@@ -86,6 +150,7 @@ struct blob_val {
 	size_t len;           /* bytes of the block */
 	struct pack *pack;    /* a sealed pack holding them at off, or NULL */
 	struct getbuf *gb;    /* a GET buffer holding them at bytes, or NULL */
+	bool shared;          /* gb's by share_block() */
 	const uint8_t *bytes; /* the bytes (data or inside gb) when pack == NULL */
 	uint64_t off;         /* object offset in pack */
 	uint8_t data[];       /* the bytes, when pack == NULL and gb == NULL */
@@ -98,6 +163,8 @@ static void blob_val_free(const void *key, size_t klen, void *value)
 	(void)key;
 	(void)klen;
 	pack_unref(bv->pack);
+	if (bv->shared)
+		unshare_block(bv->gb, bv->len);
 	getbuf_unref(bv->gb);
 	free(bv);
 }
@@ -257,6 +324,29 @@ static void keep_block(struct engine *e, const struct blob_desc *d, uint64_t bof
 	cache_block(e, d, boff, bv, charge);
 }
 
+/*
+ * Keep the verified block at p (bl bytes, inside gb, which region entries
+ * may hold) by reference to gb when share_block() allows, else a copy.  True
+ * if shared.
+ */
+static bool keep_region_block(struct engine *e, const struct blob_desc *d, uint64_t boff,
+                              const uint8_t *p, size_t bl, struct getbuf *gb)
+{
+	if (!e->blob_cache || !share_block(gb, bl)) {
+		keep_block(e, d, boff, p, bl, NULL, bl);
+		return false;
+	}
+	struct blob_val *bv = malloc(sizeof(*bv));
+	if (!bv) {
+		unshare_block(gb, bl);
+		return false;
+	}
+	*bv = (struct blob_val){
+	    .len = bl, .gb = getbuf_ref(gb), .shared = true, .bytes = p, .off = d->offset + boff};
+	cache_block(e, d, boff, bv, bl);
+	return true;
+}
+
 /* Copy the part of blob range [a, z) that block [boff, boff + bl) holds to dst. */
 static void copy_part(uint8_t *dst, uint64_t a, uint64_t z, const uint8_t *blk, uint64_t boff,
                       size_t bl)
@@ -289,6 +379,8 @@ static void region_free(const void *key, size_t klen, void *value)
 
 	(void)key;
 	(void)klen;
+	if (rg->gb)
+		share_region(rg->gb, -1);
 	getbuf_unref(rg->gb);
 	free(rg);
 }
@@ -351,6 +443,7 @@ static void region_keep(struct engine *e, const struct blob_desc *d, uint64_t g,
 		if (!rg)
 			return;
 		*rg = (struct region){(size_t)(hi - lo), getbuf_ref(gb), gb->data + (lo - g)};
+		share_region(gb, 1);
 		region_key(key, d, k);
 		if (cache_insert(e->region_cache, key, sizeof(key), rg, rg->len, region_free, NULL))
 			region_free(NULL, 0, rg);
@@ -373,36 +466,76 @@ static void region_keep_empty(struct engine *e, const struct blob_desc *d, uint6
 static void region_ahead(struct engine *e, const struct blob_desc *d, uint64_t k);
 
 /*
+ * The window [w0, w1] of d from the one cached region that holds it whole,
+ * checked in place: its blocks kept by reference to the region's buffer
+ * (keep_region_block()) and queued for the disk, their part of blob range
+ * [a, z) copied to dst.  1: served; 0: no such region, or its bytes are wrong;
+ * -1: the window spans regions.
+ */
+static int region_serve(struct engine *e, const struct blob_desc *d, uint64_t w0, uint64_t w1,
+                        uint64_t a, uint64_t z, uint8_t *dst)
+{
+	uint64_t R = e->o.read_region_bytes, off = d->offset + w0 * BLOB_BLOCK_SIZE;
+	uint64_t total = run_bytes(d, w0, w1), k = off / R, in = off - k * R, bad;
+	uint8_t key[24];
+
+	if ((off + total - 1) / R != k)
+		return -1;
+	region_key(key, d, k);
+	struct cache_handle *h = cache_lookup(e->region_cache, key, sizeof(key));
+	if (!h)
+		return 0;
+	struct region *rg = cache_value(h);
+	const uint8_t *run = rg->bytes + in;
+	bool ok = in + total <= rg->len &&
+	          blob_desc_verify(d, w0 * BLOB_BLOCK_SIZE, run, total, &bad) == 0;
+	if (ok) {
+		bool all = true;
+		for (uint64_t b = w0; b <= w1; b++) {
+			const uint8_t *p = run + (b - w0) * BLOB_BLOCK_SIZE;
+			copy_part(dst, a, z, p, b * BLOB_BLOCK_SIZE, block_len(d, b));
+			all &= keep_region_block(e, d, b * BLOB_BLOCK_SIZE, p, block_len(d, b),
+			                         rg->gb);
+		}
+		disk_keep(e, d, w0, w1, run, rg->gb, all);
+	}
+	cache_release(e->region_cache, h);
+	return ok;
+}
+
+/*
  * Blocks from b on of d's blob from the tiers under the blob cache, for blob
  * range [a, z) (z - 1 in block b1): the whole disk window of b from coalesced
- * regions, else its part [b, b1] from the disk cache, read straight into a GET
- * buffer that the blob cache entries then share; checked against d's hashes
- * (the one check of these bytes on this path: the disk cache does not check
- * them again), entered in the blob cache (a window from regions is also
- * queued for the disk) and their part of [a, z) copied to dst.  Returns the
- * number of blocks from b on that it served; 0 (and *miss_to, the last block
- * of b's window: none of them is there either) when neither tier has b's
- * window, or it was wrong (and dropped).
+ * regions (region_serve(), or copied from the regions it spans), else its
+ * part [b, b1] from the disk cache, read straight into a GET buffer that the
+ * blob cache entries then share; checked against d's hashes (the one check of
+ * these bytes on this path: the disk cache does not check them again),
+ * entered in the blob cache (a window from regions is also queued for the
+ * disk) and their part of [a, z) copied to dst.  Returns the number of blocks
+ * from b on that it served; 0 (and *miss_to, the last block of b's window:
+ * none of them is there either) when neither tier has b's window, or it was
+ * wrong (and dropped).
  */
 static uint64_t lower_tiers(struct engine *e, const struct blob_desc *d, uint64_t b, uint64_t b1,
                             uint64_t a, uint64_t z, uint8_t *dst, uint64_t *miss_to)
 {
 	uint64_t w0, w1, bad;
 	uint8_t key[DISK_KEY];
-	bool disk = false;
+	bool disk = false, ok = false;
+	struct getbuf *gb = NULL;
+	int one = 0; /* region_serve() */
 
 	window_of(d, b, &w0, &w1);
 	*miss_to = w1;
 	if (!e->region_cache && !e->dcache)
 		return 0;
 	uint64_t total = run_bytes(d, w0, w1);
-	struct getbuf *gb = NULL;
 	uint64_t from = w0, to = w1; /* the blocks read */
-	bool ok = false;
-	if (e->region_cache && (gb = getbuf_new(e, (size_t)total)))
+	if (e->region_cache && (one = region_serve(e, d, w0, w1, a, z, dst)) < 0 &&
+	    (gb = getbuf_new(e, (size_t)total)))
 		ok = region_read(e, d, d->offset + w0 * BLOB_BLOCK_SIZE, gb->data, (size_t)total) &&
 		     blob_desc_verify(d, w0 * BLOB_BLOCK_SIZE, gb->data, total, &bad) == 0;
-	if (!ok && e->dcache) {
+	if (one <= 0 && !ok && e->dcache) {
 		from = b;
 		to = b1 < w1 ? b1 : w1;
 		uint64_t len = run_bytes(d, from, to);
@@ -421,7 +554,7 @@ static uint64_t lower_tiers(struct engine *e, const struct blob_desc *d, uint64_
 			ok = disk = false;
 		}
 	}
-	if (!ok) {
+	if (one <= 0 && !ok) {
 		getbuf_unref(gb);
 		return 0;
 	}
@@ -431,12 +564,12 @@ static uint64_t lower_tiers(struct engine *e, const struct blob_desc *d, uint64_
 	if (disk)
 		atomic_fetch_add_explicit(&e->blob_disk_bytes, run_bytes(d, from, to),
 		                          memory_order_relaxed);
-	for (uint64_t k = from; k <= to; k++) {
+	for (uint64_t k = from; gb && k <= to; k++) {
 		const uint8_t *p = gb->data + (k - from) * BLOB_BLOCK_SIZE;
 		copy_part(dst, a, z, p, k * BLOB_BLOCK_SIZE, block_len(d, k));
 		keep_block(e, d, k * BLOB_BLOCK_SIZE, p, block_len(d, k), gb, block_len(d, k));
 	}
-	if (!disk)
+	if (gb && !disk)
 		disk_keep(e, d, w0, w1, gb->data, gb, true);
 	getbuf_unref(gb);
 	if (!disk) /* a region served it: a scan of the pack may go on past it */
@@ -472,7 +605,8 @@ static void fetch_end(struct engine *e, int slot)
  * holds blocks [b0, b1] of d's blob: check them, copy their part of [a, z)
  * to dst, keep them, and keep the regions gb holds when R.  The blocks are
  * kept by reference to gb when they are most of it (each charged its share
- * of the whole buffer, which lives as long as one of them), else copied.
+ * of the whole buffer, which lives as long as one of them), else by
+ * reference when regions of gb were kept (keep_region_block()), else copied.
  */
 static int check_keep(struct engine *e, const struct blob_desc *d, uint64_t b0, uint64_t b1,
                       uint64_t a, uint64_t z, uint8_t *dst, const char *name, uint64_t g,
@@ -497,15 +631,19 @@ static int check_keep(struct engine *e, const struct blob_desc *d, uint64_t b0, 
 		uint64_t lo = a > from ? a : from, hi = z < to ? z : to;
 		memcpy(dst + (lo - a), run + (lo - from), (size_t)(hi - lo));
 	}
-	bool share = 2 * (to - from) >= n;
+	bool share = 2 * (to - from) >= n, all = true;
+	if (R && (g != d->offset + from || n != to - from))
+		region_keep(e, d, g, gb, n, (size_t)(gend - g)); /* first: keep_region_block() */
 	for (uint64_t b = b0; b <= b1; b++) {
 		size_t bl = block_len(d, b);
-		keep_block(e, d, b * BLOB_BLOCK_SIZE, run + (b * BLOB_BLOCK_SIZE - from), bl,
-		           share ? gb : NULL, (size_t)((uint64_t)bl * n / (to - from)));
+		const uint8_t *p = run + (b * BLOB_BLOCK_SIZE - from);
+		if (share)
+			keep_block(e, d, b * BLOB_BLOCK_SIZE, p, bl, gb,
+			           (size_t)((uint64_t)bl * n / (to - from)));
+		else
+			all &= keep_region_block(e, d, b * BLOB_BLOCK_SIZE, p, bl, gb);
 	}
-	disk_keep(e, d, b0, b1, run, gb, share);
-	if (R && (g != d->offset + from || n != to - from))
-		region_keep(e, d, g, gb, n, (size_t)(gend - g));
+	disk_keep(e, d, b0, b1, run, gb, share || all);
 	return 0;
 }
 

@@ -127,15 +127,19 @@ struct engine {
 	struct cache *block_cache;         /* = blob_cache (one LRU; readcache.c), borrowed */
 	struct sst_counters sst_counters;  /* read costs of all SSTables (atomic) */
 	atomic_uint_fast64_t blob_fetches; /* ranged GETs of blob blocks */
-	atomic_uint_fast64_t blob_fetch_bytes;   /* their bytes */
-	struct cache *region_cache;              /* coalesced pack regions, unverified (blob.c) */
-	struct blob_ahead *ahead;                /* the pack read-ahead of small blobs (blob.c) */
-	struct bigbuf_pool *read_bufs;           /* buffers of window and region reads (blob.c),
-	                                            used again instead of freed (bigbuf.h) */
-	struct diskcache *dcache;                /* the disk tier, or NULL (readcache.c) */
-	bool fetch_init;                         /* fetching initialised (readcache.c) */
-	struct inflight fetching;                /* ranged GETs of packs in flight (blob.c): key
-	                                            epoch, position; bytes of the pack object */
+	atomic_uint_fast64_t blob_fetch_bytes; /* their bytes */
+	struct cache *region_cache;            /* coalesced pack regions, unverified (blob.c) */
+	struct blob_ahead *ahead;              /* the pack read-ahead of small blobs (blob.c) */
+	struct bigbuf_pool *read_bufs;         /* buffers of window and region reads (blob.c),
+	                                          used again instead of freed (bigbuf.h) */
+	struct mw_mutex share_mu;              /* region shares of GET buffers (blob.c) */
+	size_t region_pinned;     /* bytes of GET buffers that no region entry holds any more, kept
+	                             alive by blocks served from their regions [share_mu] */
+	size_t region_pin_max;    /* past it, blocks from regions are copied (readcache.c) */
+	struct diskcache *dcache; /* the disk tier, or NULL (readcache.c) */
+	bool fetch_init;          /* fetching initialised (readcache.c) */
+	struct inflight fetching; /* ranged GETs of packs in flight (blob.c): key
+	                             epoch, position; bytes of the pack object */
 	atomic_uint_fast64_t blob_mem_bytes;     /* bytes of blob blocks served from memory */
 	atomic_uint_fast64_t blob_mem_hits;      /* blob blocks served from memory */
 	atomic_uint_fast64_t blob_mem_misses;    /* blob blocks not in memory */
@@ -301,7 +305,7 @@ struct read_stat {
 	const char *name; /* static */
 	uint64_t value;
 };
-#define READ_STATS_MAX 26
+#define READ_STATS_MAX 27
 size_t readcache_stats(struct engine *e, struct read_stat *out);
 /* Fill the read_* fields of *out. */
 void readcache_get_stats(struct engine *e, struct engine_stats *out);

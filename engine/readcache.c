@@ -40,6 +40,8 @@ int readcache_open(struct engine *e)
 			region = 0; /* too small to hold a region: no coalescing */
 	}
 	inflight_init(&e->fetching, INFLIGHT_MAX);
+	mw_mutex_init(&e->share_mu);
+	e->region_pin_max = region;
 	e->fetch_init = true;
 	if ((rc = cache_new(e->o.cache_bytes - region, &e->blob_cache)) ||
 	    (region && (rc = cache_new_exact(region, &e->region_cache))))
@@ -83,6 +85,7 @@ void readcache_close(struct engine *e)
 	e->read_bufs = NULL;
 	if (e->fetch_init) {
 		inflight_destroy(&e->fetching);
+		mw_mutex_destroy(&e->share_mu);
 		e->fetch_init = false;
 	}
 }
@@ -132,6 +135,13 @@ size_t readcache_stats(struct engine *e, struct read_stat *out)
 	STAT("read_mem_bytes", s.read_mem_bytes);
 	STAT("read_region_hits", s.read_region_hits);
 	STAT("read_region_aheads", s.read_region_aheads);
+	size_t pinned = 0;
+	if (e->fetch_init) {
+		mw_mutex_lock(&e->share_mu);
+		pinned = e->region_pinned;
+		mw_mutex_unlock(&e->share_mu);
+	}
+	STAT("read_region_pinned_bytes", pinned);
 	STAT("read_disk_hits", s.read_disk_hits);
 	STAT("read_disk_bytes", s.read_disk_bytes);
 	STAT("read_disk_misses", s.read_disk_misses);

@@ -100,6 +100,8 @@ static const struct stat_type stat_types[] = {
     {"read_mem_bytes", true, "bytes served from the memory caches"},
     {"read_region_hits", true, "pack blocks served from coalesced regions (checked at use)"},
     {"read_region_aheads", true, "pack regions fetched ahead of a scan of small files"},
+    {"read_region_pinned_bytes", false,
+     "bytes of evicted regions that blocks served from them keep in memory"},
     {"read_disk_hits", true, "pack and SSTable blocks served from the disk cache"},
     {"read_disk_bytes", true, "bytes served from the disk cache"},
     {"read_disk_misses", true, "disk cache lookups that found no valid entry"},

@@ -725,6 +725,97 @@ static void test_region_ahead(void **state)
 	store_close(st);
 }
 
+/* The value of stats line name of e (engine_stats_format()). */
+static uint64_t stat_line(struct engine *e, const char *name)
+{
+	static char buf[16384];
+	char pat[80];
+	size_t n = engine_stats_format(e, buf, sizeof(buf));
+	assert_true(n < sizeof(buf));
+	snprintf(pat, sizeof(pat), "\n%s ", name);
+	const char *p = strstr(buf, pat);
+	assert_non_null(p);
+	return strtoull(p + strlen(pat), NULL, 10);
+}
+
+/*
+ * Region shares (engine/blob.c, docs/CACHE.md): blocks served from a cached
+ * region are kept by reference to its GET buffer, and what an evicted
+ * region's buffer holds that no such block covers is counted in
+ * read_region_pinned_bytes, under a bound.  24 regions of blobs of 128 KiB
+ * that tile them (the first one 32 bytes short, for the pack header), a
+ * 16 MiB cache: 2 MiB of regions (the bound), 14 MiB of blocks.  A scan of 8
+ * regions, read backwards (no read-ahead: every GET is the reader's), leaves
+ * next to nothing pinned: its blocks cover their regions.  Then one blob of
+ * each of the 16 other regions pins 7/8 of each region it came from until the
+ * bound stops the sharing: the pinned bytes reach the bound and stay under
+ * twice it (the shares taken while the regions still in the cache were
+ * held).  Every byte is compared, twice (the second time from the blob
+ * cache), and each region cost one GET.
+ */
+static void test_region_shares(void **state)
+{
+	enum { REGIONS = 24, PER = 8, LEN = 128 << 10, N = REGIONS * PER, SCAN = 8 };
+	const uint64_t R = 1 << 20, MAX = 2 << 20;
+	static uint8_t want[LEN], got[LEN];
+	char k[16];
+	size_t n;
+	(void)state;
+
+	struct store *st = open_store();
+	struct engine_opts o;
+	struct engine *e = NULL;
+	region_opts(&o, R);
+	o.cache_bytes = 16u << 20; /* regions: an eighth */
+	assert_int_equal(engine_open(st, &o, &e), 0);
+	for (int i = 0; i < N; i++) {
+		size_t len = i ? LEN : LEN - 32;
+		fill(want, len, 900 + (unsigned)i);
+		snprintf(k, sizeof(k), "f%03d", i);
+		assert_int_equal(engine_put(e, k, strlen(k), want, len,
+		                            i == N - 1 ? ENGINE_WAIT | ENGINE_URGENT : 0, NULL),
+		                 0);
+	}
+	assert_int_equal(engine_close(e), 0);
+	assert_int_equal(engine_open(st, &o, &e), 0); /* cold */
+
+	int order[N], m = 0;
+	for (int i = N - 1; i >= N - SCAN * PER; i--) /* the scan of the last 8 regions */
+		order[m++] = i;
+	int scanned = m;
+	for (int r = REGIONS - SCAN - 1; r >= 0; r--) /* one blob of each other region */
+		order[m++] = r * PER + 3;
+	for (int pass = 0; pass < 2; pass++) {
+		for (int j = 0; j < m; j++) {
+			int i = order[j];
+			size_t len = i ? LEN : LEN - 32;
+			fill(want, len, 900 + (unsigned)i);
+			snprintf(k, sizeof(k), "f%03d", i);
+			assert_int_equal(engine_get_range(e, k, strlen(k), 0, got, LEN, &n), 0);
+			assert_int_equal(n, len);
+			assert_memory_equal(got, want, len);
+			if (pass == 0 && j == scanned - 1) {
+				uint64_t pinned = stat_line(e, "read_region_pinned_bytes");
+				printf("test_region_shares: after the scan %llu bytes pinned\n",
+				       (unsigned long long)pinned);
+				assert_true(pinned < R / 16);
+			}
+		}
+		struct engine_stats s = stats_of(e);
+		uint64_t pinned = stat_line(e, "read_region_pinned_bytes");
+		printf("test_region_shares: pass %d: %llu GETs, %llu region hits, %llu bytes "
+		       "pinned\n",
+		       pass, (unsigned long long)s.blob_fetches,
+		       (unsigned long long)s.read_region_hits, (unsigned long long)pinned);
+		assert_int_equal(s.read_region_aheads, 0);
+		assert_int_equal(s.blob_fetches, REGIONS); /* one GET a region, none again */
+		assert_true(pinned >= MAX);
+		assert_true(pinned < 2 * MAX);
+	}
+	assert_int_equal(engine_close(e), 0);
+	store_close(st);
+}
+
 /* Wait (at most 20 s) until at least n pack regions were read ahead; the stats then. */
 static void wait_aheads(struct engine *e, uint64_t n, struct engine_stats *s)
 {
@@ -744,6 +835,9 @@ static void wait_aheads(struct engine *e, uint64_t n, struct engine_stats *s)
  * A scan that reaches the end of a pack goes on into the pack of the next
  * position (the writer's next group): reading the first region of the second
  * of two packs written one after the other costs the reader no GET of its own.
+ * The reader waits for each read-ahead it relies on before it reads on (one
+ * that overtook the read-ahead threads would send its own GET: a race, not a
+ * failure of the read-ahead).
  */
 static void test_region_ahead_next_pack(void **state)
 {
@@ -770,16 +864,26 @@ static void test_region_ahead_next_pack(void **state)
 	assert_int_equal(engine_open(st, &o, &e), 0); /* cold */
 
 	struct engine_stats s;
-	for (int i = 0; i < N; i++) { /* all of the first pack */
+	int i = 0;
+	for (; 32 + (uint64_t)(i + 1) * LEN <= 2 * R; i++) { /* wholly in regions 0 and 1 */
 		snprintf(k, sizeof(k), "f%02d", i);
 		assert_int_equal(engine_get_range(e, k, strlen(k), 0, got, LEN, &n), 0);
 		assert_int_equal(n, LEN);
 		assert_memory_equal(got, v[i], LEN);
 	}
-	/* regions 2-5 of the first pack (3-5 past its end, empty), region 0 of the next */
+	/* regions 2-5 of the first pack (3-5 past its end, empty), before the reader goes on:
+	 * a reader that reaches region 2 before the read-ahead has it does its own GET */
+	wait_aheads(e, 4, &s);
+	for (; i < N; i++) { /* the rest of the first pack: its short region 2 ends it */
+		snprintf(k, sizeof(k), "f%02d", i);
+		assert_int_equal(engine_get_range(e, k, strlen(k), 0, got, LEN, &n), 0);
+		assert_int_equal(n, LEN);
+		assert_memory_equal(got, v[i], LEN);
+	}
+	/* and region 0 of the next pack */
 	wait_aheads(e, 5, &s);
 	uint64_t own = s.blob_fetches - s.read_region_aheads;
-	for (int i = N; 32 + (uint64_t)(i - N + 1) * LEN <= R; i++) { /* in its region 0 */
+	for (i = N; 32 + (uint64_t)(i - N + 1) * LEN <= R; i++) { /* in its region 0 */
 		snprintf(k, sizeof(k), "f%02d", i);
 		assert_int_equal(engine_get_range(e, k, strlen(k), 0, got, LEN, &n), 0);
 		assert_memory_equal(got, v[i], LEN);
@@ -788,7 +892,7 @@ static void test_region_ahead_next_pack(void **state)
 	printf("test_region_ahead_next_pack: %llu GETs, %llu of them read-ahead\n",
 	       (unsigned long long)s.blob_fetches, (unsigned long long)s.read_region_aheads);
 	assert_int_equal(s.blob_fetches - s.read_region_aheads, own);
-	for (int i = N; i < 2 * N; i++) {
+	for (i = N; i < 2 * N; i++) {
 		snprintf(k, sizeof(k), "f%02d", i);
 		assert_int_equal(engine_get_range(e, k, strlen(k), 0, got, LEN, &n), 0);
 		assert_int_equal(n, LEN);
@@ -880,6 +984,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_read_tiers, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_region_ahead, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_region_ahead_next_pack, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_region_shares, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_get_range_wait, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
