@@ -464,6 +464,22 @@ static void region_keep_empty(struct engine *e, const struct blob_desc *d, uint6
 }
 
 static void region_ahead(struct engine *e, const struct blob_desc *d, uint64_t k);
+static void region_get(struct engine *e, uint64_t epoch, uint64_t position, uint64_t k, bool ahead);
+
+/* Is region k of pack (epoch, position) in the region cache?  *len its length. */
+static bool region_cached(struct engine *e, uint64_t epoch, uint64_t position, uint64_t k,
+                          size_t *len)
+{
+	struct blob_desc d = {.epoch = epoch, .position = position};
+	uint8_t key[24];
+	region_key(key, &d, k);
+	struct cache_handle *h = cache_lookup(e->region_cache, key, sizeof(key));
+	if (!h)
+		return false;
+	*len = ((struct region *)cache_value(h))->len;
+	cache_release(e->region_cache, h);
+	return true;
+}
 
 /*
  * The window [w0, w1] of d from the one cached region that holds it whole,
@@ -504,6 +520,27 @@ static int region_serve(struct engine *e, const struct blob_desc *d, uint64_t w0
 }
 
 /*
+ * Object bytes [off, off + len) of d's pack span regions, and some of them
+ * are cached: GET the others (region_get(): whole regions, each sent once
+ * however many readers and read-ahead threads want it) instead of the whole
+ * span again.  False when none is cached (the caller's one GET of the span
+ * is better than one per region).  A blob across a region's end, read after
+ * the region before it came, cost a GET of that region again otherwise.
+ */
+static bool regions_fill(struct engine *e, const struct blob_desc *d, uint64_t off, uint64_t len)
+{
+	uint64_t R = e->o.read_region_bytes, k0 = off / R, k1 = (off + len - 1) / R;
+	size_t rl;
+	bool any = false;
+
+	for (uint64_t k = k0; k <= k1 && !any; k++)
+		any = region_cached(e, d->epoch, d->position, k, &rl);
+	for (uint64_t k = k0; any && k <= k1; k++)
+		region_get(e, d->epoch, d->position, k, false);
+	return any;
+}
+
+/*
  * Blocks from b on of d's blob from the tiers under the blob cache, for blob
  * range [a, z) (z - 1 in block b1): the whole disk window of b from coalesced
  * regions (region_serve(), or copied from the regions it spans), else its
@@ -532,9 +569,13 @@ static uint64_t lower_tiers(struct engine *e, const struct blob_desc *d, uint64_
 	uint64_t total = run_bytes(d, w0, w1);
 	uint64_t from = w0, to = w1; /* the blocks read */
 	if (e->region_cache && (one = region_serve(e, d, w0, w1, a, z, dst)) < 0 &&
-	    (gb = getbuf_new(e, (size_t)total)))
-		ok = region_read(e, d, d->offset + w0 * BLOB_BLOCK_SIZE, gb->data, (size_t)total) &&
-		     blob_desc_verify(d, w0 * BLOB_BLOCK_SIZE, gb->data, total, &bad) == 0;
+	    (gb = getbuf_new(e, (size_t)total))) {
+		uint64_t off = d->offset + w0 * BLOB_BLOCK_SIZE;
+		ok = region_read(e, d, off, gb->data, (size_t)total) ||
+		     (regions_fill(e, d, off, total) &&
+		      region_read(e, d, off, gb->data, (size_t)total));
+		ok = ok && blob_desc_verify(d, w0 * BLOB_BLOCK_SIZE, gb->data, total, &bad) == 0;
+	}
 	if (one <= 0 && !ok && e->dcache) {
 		from = b;
 		to = b1 < w1 ? b1 : w1;
@@ -693,8 +734,9 @@ static int fetch_run(struct engine *e, const struct blob_desc *d, uint64_t b0, u
 	if (to - from > SIZE_MAX - sizeof(struct blob_val))
 		return -EUCLEAN;
 	if (R && to - from < R) {
+		/* the whole regions around the run, so that each is kept whole */
 		g = (d->offset + from) / R * R;
-		gend = g + R > d->offset + to ? g + R : d->offset + to;
+		gend = (d->offset + to + R - 1) / R * R;
 	}
 	if (may_wait && (slot = fetch_begin(e, d, g, gend)) == FETCH_WAITED)
 		return FETCH_WAITED;
@@ -771,50 +813,40 @@ struct blob_ahead {
 	unsigned nthr;
 };
 
-/* Is region k of pack (epoch, position) in the region cache?  *len its length. */
-static bool region_cached(struct engine *e, uint64_t epoch, uint64_t position, uint64_t k,
-                          size_t *len)
-{
-	struct blob_desc d = {.epoch = epoch, .position = position};
-	uint8_t key[24];
-	region_key(key, &d, k);
-	struct cache_handle *h = cache_lookup(e->region_cache, key, sizeof(key));
-	if (!h)
-		return false;
-	*len = ((struct region *)cache_value(h))->len;
-	cache_release(e->region_cache, h);
-	return true;
-}
-
-/* GET region j.k into the region cache (a read-ahead thread; no lock held). */
-static void ahead_fetch(struct engine *e, const struct ahead_job *j)
+/*
+ * GET region k of pack (epoch, position) into the region cache, unless it is
+ * there or a GET in flight brings it (waited for); no lock held.  ahead: a
+ * read-ahead thread's (counted in blob_region_aheads), where a missing pack at
+ * region 0 is the end of a scan, kept as an empty region.
+ */
+static void region_get(struct engine *e, uint64_t epoch, uint64_t position, uint64_t k, bool ahead)
 {
 	uint64_t R = e->o.read_region_bytes;
-	struct blob_desc d = {.epoch = j->epoch, .position = j->position};
+	struct blob_desc d = {.epoch = epoch, .position = position};
 	char name[FMT_NAME_MAX];
 	size_t len, n = 0;
 
-	if (region_cached(e, j->epoch, j->position, j->k, &len))
+	if (region_cached(e, epoch, position, k, &len))
 		return;
-	int slot = fetch_begin(e, &d, j->k * R, (j->k + 1) * R);
+	int slot = fetch_begin(e, &d, k * R, (k + 1) * R);
 	if (slot == FETCH_WAITED)
-		return; /* a reader's GET had it */
+		return; /* another GET had it */
 	struct getbuf *gb = getbuf_new(e, (size_t)R);
-	fmt_pack_name(name, j->epoch, j->position);
-	int rc = gb ? store_get_into(e->st, name, j->k * R, R, gb->data, &n) : -ENOMEM;
-	if (rc == -ENOENT && j->k == 0)
+	fmt_pack_name(name, epoch, position);
+	int rc = gb ? store_get_into(e->st, name, k * R, R, gb->data, &n) : -ENOMEM;
+	if (rc == -ENOENT && k == 0 && ahead)
 		rc = 0; /* no pack at this position (the next one of a scan): as empty */
 	if (rc == 0) {
 		atomic_fetch_add_explicit(&e->blob_fetches, 1, memory_order_relaxed);
 		atomic_fetch_add_explicit(&e->blob_fetch_bytes, n, memory_order_relaxed);
-		atomic_fetch_add_explicit(&e->blob_region_aheads, 1, memory_order_relaxed);
+		if (ahead)
+			atomic_fetch_add_explicit(&e->blob_region_aheads, 1, memory_order_relaxed);
 		if (n)
-			region_keep(e, &d, j->k * R, gb, n, (size_t)R);
+			region_keep(e, &d, k * R, gb, n, (size_t)R);
 		else /* at or past the pack's end, or no pack: an empty region, not asked again */
-			region_keep_empty(e, &d, j->k);
+			region_keep_empty(e, &d, k);
 	} else {
-		log_debug("blob: read-ahead of %s region %" PRIu64 ": %s", name, j->k,
-		          strerror(-rc));
+		log_debug("blob: GET of %s region %" PRIu64 ": %s", name, k, strerror(-rc));
 	}
 	fetch_end(e, slot);
 	getbuf_unref(gb);
@@ -841,7 +873,7 @@ static void *ahead_main(void *arg)
 		a->running[i] = true;
 		struct ahead_job j = a->q[i];
 		mw_mutex_unlock(&a->mu);
-		ahead_fetch(e, &j);
+		region_get(e, j.epoch, j.position, j.k, true);
 		mw_mutex_lock(&a->mu);
 		a->used[i] = a->running[i] = false;
 	}
@@ -934,6 +966,20 @@ int blob_ahead_start(struct engine *e)
 		}
 	}
 	return 0;
+}
+
+unsigned blob_ahead_pending(struct engine *e)
+{
+	struct blob_ahead *a = e->ahead;
+	unsigned n = 0;
+
+	if (!a)
+		return 0;
+	mw_mutex_lock(&a->mu);
+	for (int i = 0; i < REGION_AHEAD_QUEUE; i++)
+		n += a->used[i];
+	mw_mutex_unlock(&a->mu);
+	return n;
 }
 
 void blob_ahead_stop(struct engine *e)

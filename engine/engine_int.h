@@ -285,6 +285,8 @@ void blob_cache_pack(struct engine *e, struct pack *p);
  */
 int blob_ahead_start(struct engine *e);
 void blob_ahead_stop(struct engine *e);
+/* Regions the pack read-ahead has queued or is fetching now (0 without it). */
+unsigned blob_ahead_pending(struct engine *e);
 
 /* Bring value bytes [off, off + len) of d into the cache (clipped to the value). */
 int blob_load(struct engine *e, const struct blob_desc *d, uint64_t off, uint64_t len);
@@ -305,7 +307,7 @@ struct read_stat {
 	const char *name; /* static */
 	uint64_t value;
 };
-#define READ_STATS_MAX 27
+#define READ_STATS_MAX 28
 size_t readcache_stats(struct engine *e, struct read_stat *out);
 /* Fill the read_* fields of *out. */
 void readcache_get_stats(struct engine *e, struct engine_stats *out);

@@ -142,6 +142,7 @@ size_t readcache_stats(struct engine *e, struct read_stat *out)
 		mw_mutex_unlock(&e->share_mu);
 	}
 	STAT("read_region_pinned_bytes", pinned);
+	STAT("read_region_ahead_pending", blob_ahead_pending(e));
 	STAT("read_disk_hits", s.read_disk_hits);
 	STAT("read_disk_bytes", s.read_disk_bytes);
 	STAT("read_disk_misses", s.read_disk_misses);

@@ -102,6 +102,8 @@ static const struct stat_type stat_types[] = {
     {"read_region_aheads", true, "pack regions fetched ahead of a scan of small files"},
     {"read_region_pinned_bytes", false,
      "bytes of evicted regions that blocks served from them keep in memory"},
+    {"read_region_ahead_pending", false,
+     "pack regions queued for or being fetched by the read-ahead"},
     {"read_disk_hits", true, "pack and SSTable blocks served from the disk cache"},
     {"read_disk_bytes", true, "bytes served from the disk cache"},
     {"read_disk_misses", true, "disk cache lookups that found no valid entry"},

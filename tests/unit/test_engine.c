@@ -653,6 +653,21 @@ static void region_opts(struct engine_opts *o, uint64_t R)
 	o->read_region_bytes = R;
 }
 
+/* Wait (at most 20 s) until at least n pack regions were read ahead; the stats then. */
+static void wait_aheads(struct engine *e, uint64_t n, struct engine_stats *s)
+{
+	uint64_t t0 = now_ms();
+	do {
+		engine_get_stats(e, s);
+		if (s->read_region_aheads >= n)
+			return;
+		struct timespec ts = {0, 10 * 1000000L};
+		nanosleep(&ts, NULL);
+	} while (now_ms() - t0 < 20000);
+	fail_msg("%llu regions read ahead, %llu expected",
+	         (unsigned long long)s->read_region_aheads, (unsigned long long)n);
+}
+
 /*
  * The pack read-ahead of small blobs: 80 blobs of 100 KiB written in one group
  * lie in one pack (8 MiB, regions 0-7).  A cold reader of blobs in pack order
@@ -695,15 +710,7 @@ static void test_region_ahead(void **state)
 		assert_int_equal(n, LEN);
 		assert_memory_equal(got, v[i], LEN);
 	}
-	uint64_t t0 = now_ms();
-	do {
-		engine_get_stats(e, &s);
-		if (s.read_region_aheads >= 4)
-			break;
-		struct timespec ts = {0, 10 * 1000000L};
-		nanosleep(&ts, NULL);
-	} while (now_ms() - t0 < 20000);
-	assert_true(s.read_region_aheads >= 4);               /* regions 2, 3, 4 and 5 */
+	wait_aheads(e, 4, &s);                                /* regions 2, 3, 4 and 5 */
 	uint64_t own = s.blob_fetches - s.read_region_aheads; /* the reader's own GETs */
 	for (; 32 + (uint64_t)(i + 1) * LEN <= 6 * R; i++) {  /* wholly inside regions 2-5 */
 		snprintf(k, sizeof(k), "f%02d", i);
@@ -816,28 +823,31 @@ static void test_region_shares(void **state)
 	store_close(st);
 }
 
-/* Wait (at most 20 s) until at least n pack regions were read ahead; the stats then. */
-static void wait_aheads(struct engine *e, uint64_t n, struct engine_stats *s)
+/*
+ * Wait (at most 20 s) until the pack read-ahead has nothing queued or in
+ * flight; the stats then.  What a reader's read queued is fetched by then.
+ */
+static void wait_ahead_idle(struct engine *e, struct engine_stats *s)
 {
 	uint64_t t0 = now_ms();
-	do {
-		engine_get_stats(e, s);
-		if (s->read_region_aheads >= n)
-			return;
+	while (stat_line(e, "read_region_ahead_pending") != 0) {
+		if (now_ms() - t0 > 20000)
+			fail_msg("the read-ahead is still busy after 20 s");
 		struct timespec ts = {0, 10 * 1000000L};
 		nanosleep(&ts, NULL);
-	} while (now_ms() - t0 < 20000);
-	fail_msg("%llu regions read ahead, %llu expected",
-	         (unsigned long long)s->read_region_aheads, (unsigned long long)n);
+	}
+	engine_get_stats(e, s);
 }
 
 /*
  * A scan that reaches the end of a pack goes on into the pack of the next
  * position (the writer's next group): reading the first region of the second
  * of two packs written one after the other costs the reader no GET of its own.
- * The reader waits for each read-ahead it relies on before it reads on (one
- * that overtook the read-ahead threads would send its own GET: a race, not a
- * failure of the read-ahead).
+ * The reader waits until the read-ahead is idle before it reads on (one that
+ * overtook the read-ahead threads would send its own GET: a race, not a
+ * failure of the read-ahead; and how many empty regions past the first pack's
+ * end are asked for depends on the threads' timing, so no count of them is
+ * waited for).
  */
 static void test_region_ahead_next_pack(void **state)
 {
@@ -871,17 +881,22 @@ static void test_region_ahead_next_pack(void **state)
 		assert_int_equal(n, LEN);
 		assert_memory_equal(got, v[i], LEN);
 	}
-	/* regions 2-5 of the first pack (3-5 past its end, empty), before the reader goes on:
-	 * a reader that reaches region 2 before the read-ahead has it does its own GET */
-	wait_aheads(e, 4, &s);
+	/* region 2 of the first pack (and maybe regions past its end, as empty ones, or
+	 * region 0 of the next pack: how far it gets depends on how soon region 2, the
+	 * short one, comes back) before the reader goes on: a reader that reached region 2
+	 * before the read-ahead had it would do its own GET */
+	wait_ahead_idle(e, &s);
+	assert_true(s.read_region_aheads >= 1);
 	for (; i < N; i++) { /* the rest of the first pack: its short region 2 ends it */
 		snprintf(k, sizeof(k), "f%02d", i);
 		assert_int_equal(engine_get_range(e, k, strlen(k), 0, got, LEN, &n), 0);
 		assert_int_equal(n, LEN);
 		assert_memory_equal(got, v[i], LEN);
 	}
-	/* and region 0 of the next pack */
-	wait_aheads(e, 5, &s);
+	/* and region 0 of the next pack, queued at the latest when the reader used the
+	 * short region 2 */
+	wait_ahead_idle(e, &s);
+	assert_true(s.read_region_aheads >= 2);
 	uint64_t own = s.blob_fetches - s.read_region_aheads;
 	for (i = N; 32 + (uint64_t)(i - N + 1) * LEN <= R; i++) { /* in its region 0 */
 		snprintf(k, sizeof(k), "f%02d", i);
