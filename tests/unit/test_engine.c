@@ -668,6 +668,21 @@ static void wait_aheads(struct engine *e, uint64_t n, struct engine_stats *s)
 	         (unsigned long long)s->read_region_aheads, (unsigned long long)n);
 }
 
+/* Read blobs "f%02d" from .. to - 1 of LEN bytes each and compare them with v[i]. */
+static void read_blobs(struct engine *e, int from, int to, uint8_t (*v)[100 << 10])
+{
+	static uint8_t got[100 << 10];
+	char k[16];
+	size_t n;
+
+	for (int i = from; i < to; i++) {
+		snprintf(k, sizeof(k), "f%02d", i);
+		assert_int_equal(engine_get_range(e, k, strlen(k), 0, got, sizeof(got), &n), 0);
+		assert_int_equal(n, sizeof(got));
+		assert_memory_equal(got, v[i], sizeof(got));
+	}
+}
+
 /*
  * The pack read-ahead of small blobs: 80 blobs of 100 KiB written in one group
  * lie in one pack (8 MiB, regions 0-7).  A cold reader of blobs in pack order
@@ -852,10 +867,9 @@ static void wait_ahead_idle(struct engine *e, struct engine_stats *s)
 static void test_region_ahead_next_pack(void **state)
 {
 	enum { N = 30, LEN = 100 << 10 }; /* 30 x 100 KiB a pack: regions 0, 1 and a short 2 */
-	static uint8_t v[2 * N][LEN], got[LEN];
+	static uint8_t v[2 * N][LEN];
 	const uint64_t R = 1 << 20;
 	char k[16];
-	size_t n;
 	(void)state;
 
 	struct store *st = open_store();
@@ -875,44 +889,29 @@ static void test_region_ahead_next_pack(void **state)
 
 	struct engine_stats s;
 	int i = 0;
-	for (; 32 + (uint64_t)(i + 1) * LEN <= 2 * R; i++) { /* wholly in regions 0 and 1 */
-		snprintf(k, sizeof(k), "f%02d", i);
-		assert_int_equal(engine_get_range(e, k, strlen(k), 0, got, LEN, &n), 0);
-		assert_int_equal(n, LEN);
-		assert_memory_equal(got, v[i], LEN);
-	}
+	while (32 + (uint64_t)(i + 1) * LEN <= 2 * R) /* wholly in regions 0 and 1 */
+		i++;
+	read_blobs(e, 0, i, v);
 	/* region 2 of the first pack (and maybe regions past its end, as empty ones, or
 	 * region 0 of the next pack: how far it gets depends on how soon region 2, the
 	 * short one, comes back) before the reader goes on: a reader that reached region 2
 	 * before the read-ahead had it would do its own GET */
 	wait_ahead_idle(e, &s);
 	assert_true(s.read_region_aheads >= 1);
-	for (; i < N; i++) { /* the rest of the first pack: its short region 2 ends it */
-		snprintf(k, sizeof(k), "f%02d", i);
-		assert_int_equal(engine_get_range(e, k, strlen(k), 0, got, LEN, &n), 0);
-		assert_int_equal(n, LEN);
-		assert_memory_equal(got, v[i], LEN);
-	}
+	read_blobs(e, i, N, v); /* the rest: its short region 2 ends it */
 	/* and region 0 of the next pack, queued at the latest when the reader used the
 	 * short region 2 */
 	wait_ahead_idle(e, &s);
 	assert_true(s.read_region_aheads >= 2);
 	uint64_t own = s.blob_fetches - s.read_region_aheads;
-	for (i = N; 32 + (uint64_t)(i - N + 1) * LEN <= R; i++) { /* in its region 0 */
-		snprintf(k, sizeof(k), "f%02d", i);
-		assert_int_equal(engine_get_range(e, k, strlen(k), 0, got, LEN, &n), 0);
-		assert_memory_equal(got, v[i], LEN);
-	}
+	for (i = N; 32 + (uint64_t)(i - N + 1) * LEN <= R;) /* wholly in its region 0 */
+		i++;
+	read_blobs(e, N, i, v);
 	engine_get_stats(e, &s);
 	printf("test_region_ahead_next_pack: %llu GETs, %llu of them read-ahead\n",
 	       (unsigned long long)s.blob_fetches, (unsigned long long)s.read_region_aheads);
 	assert_int_equal(s.blob_fetches - s.read_region_aheads, own);
-	for (i = N; i < 2 * N; i++) {
-		snprintf(k, sizeof(k), "f%02d", i);
-		assert_int_equal(engine_get_range(e, k, strlen(k), 0, got, LEN, &n), 0);
-		assert_int_equal(n, LEN);
-		assert_memory_equal(got, v[i], LEN);
-	}
+	read_blobs(e, N, 2 * N, v);
 	assert_int_equal(engine_close(e), 0);
 	store_close(st);
 }
