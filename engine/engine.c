@@ -670,6 +670,7 @@ void engine_get_stats(struct engine *e, struct engine_stats *out)
 	out->wal_covered = e->man.wal_covered;
 	out->frozen_bytes = e->frozen_bytes;
 	out->sticky_error = e->sticky;
+	out->batches_lost = writer_lost_locked(e);
 	out->read_only = e->o.read_only;
 	/* blobs in WAL entries not yet promoted into a flush's pack count too */
 	out->live_bytes_est = e->stats.store_live_pack_bytes +
@@ -777,6 +778,7 @@ size_t engine_stats_format(struct engine *e, char *buf, size_t len)
 	EMIT("replay_entries_per_sec %" PRIu64 "\n",
 	     s.replay_usec ? s.replay_entries * 1000000u / s.replay_usec : 0);
 	EMIT("sticky_error %d\n", s.sticky_error);
+	U64(batches_lost);
 	EMIT("read_only %d\n", s.read_only ? 1 : 0);
 	U64(gc_passes);
 	U64(gc_skipped);

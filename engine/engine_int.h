@@ -221,6 +221,13 @@ int writer_start(struct engine *e);
 void writer_stop(struct engine *e);
 
 /*
+ * Writes applied here whose group will never be acknowledged: those retired
+ * as failed, and once the writer stopped, the open group's and the queued
+ * ones' at or past the failed position (e->mu held).
+ */
+uint64_t writer_lost_locked(struct engine *e);
+
+/*
  * writer.c: the pack of an open or closed, not yet durable group at
  * position, with a reference (pack_unref() it), or NULL.  Caller holds e->mu.
  */

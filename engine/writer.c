@@ -575,6 +575,45 @@ static int lease_ack(struct engine *e)
 	return lease_holds(e) ? 0 : epoch_check(e);
 }
 
+int engine_check_epoch(struct engine *e)
+{
+	if (!e)
+		return -EINVAL;
+	if (e->o.read_only)
+		return -EROFS;
+	mw_mutex_lock(&e->mu);
+	int rc = e->sticky;
+	mw_mutex_unlock(&e->mu);
+	if (rc)
+		return rc;
+	rc = epoch_check(e);
+	if (rc != -ESTALE)
+		return rc;
+	/* nothing not yet acknowledged may be from here on: the newer writer's fence
+	   takes the positions we would write next (a group that landed before its
+	   replay may be in the store all the same: reported lost, never guessed) */
+	mw_mutex_lock(&e->mu);
+	if (!e->sticky || e->failed_pos > e->durable_upto) {
+		e->sticky = -ESTALE;
+		e->failed_pos = e->durable_upto;
+	}
+	rc = e->sticky;
+	pthread_cond_broadcast(&e->commit_cv);
+	pthread_cond_broadcast(&e->durable_cv);
+	mw_mutex_unlock(&e->mu);
+	return rc;
+}
+
+int engine_write_error(struct engine *e)
+{
+	if (!e || e->o.read_only)
+		return 0;
+	mw_mutex_lock(&e->mu);
+	int rc = e->sticky;
+	mw_mutex_unlock(&e->mu);
+	return rc;
+}
+
 /*
  * Seal (once) and put g's pack, if it has one: 0 once it is durable.  Runs
  * without e->mu, by one pipeline thread at a time (a commit, or an early put:
@@ -751,6 +790,21 @@ static int commit_group(struct engine *e, struct group *g)
 	}
 }
 
+uint64_t writer_lost_locked(struct engine *e)
+{
+	mw_mutex_assert_held(&e->mu);
+	uint64_t n = e->stats.batches_lost;
+
+	if (!e->sticky)
+		return n;
+	if (e->open)
+		n += e->open->batches;
+	for (struct group *g = e->q_head; g; g = g->next)
+		if ((g->done && g->rc) || g->position >= e->failed_pos)
+			n += g->batches;
+	return n;
+}
+
 struct pack *writer_pending_pack_locked(struct engine *e, uint64_t position)
 {
 	mw_mutex_assert_held(&e->mu);
@@ -875,7 +929,9 @@ static void retire_locked(struct engine *e, struct group **freed)
 			e->q_tail = NULL;
 		e->nqueued--;
 		e->stats.pending_bytes -= g->bytes;
-		if (g->rc == 0 && !(e->sticky && g->position >= e->failed_pos)) {
+		if (g->rc || (e->sticky && g->position >= e->failed_pos)) {
+			e->stats.batches_lost += g->batches; /* applied, never acknowledged */
+		} else {
 			e->durable_upto = g->position + 1;
 			e->stats.groups_committed++;
 			e->stats.group_bytes += g->wal.len;
@@ -914,6 +970,7 @@ static void fail_queued_locked(struct engine *e)
 	mw_mutex_assert_held(&e->mu);
 	if (e->open) {
 		e->stats.pending_bytes -= e->open->bytes;
+		e->stats.batches_lost += e->open->batches;
 		group_free(e->open);
 		e->open = NULL;
 	}

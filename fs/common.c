@@ -89,6 +89,11 @@ int fs_err(int rc)
 	}
 }
 
+int fs_writable(struct mwfs *fs)
+{
+	return fs->o.read_only ? -EROFS : engine_write_error(fs->e);
+}
+
 /*
  * The one clock of every timestamp the daemon sets. The kernel stamps some times itself (the
  * ctime after link, mtime and ctime of writes under the writeback cache) from its coarse clock

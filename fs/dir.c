@@ -175,7 +175,7 @@ struct op {
 };
 
 enum {
-	OP_WRITE = 1,  /* changes the tree: -EROFS on a read-only mount */
+	OP_WRITE = 1,  /* changes the tree: -EROFS on a read-only mount, EIO once fenced */
 	OP_CHILD = 2,  /* the entry must exist: its inode goes to op->ip */
 	OP_ABSENT = 4, /* the entry must not exist: else -EEXIST */
 	OP_NODOTS = 8, /* rmdir: "." is -EINVAL, ".." is -ENOTEMPTY */
@@ -188,8 +188,8 @@ static int op_check(struct op *op, fuse_req_t req, const char *name, int how)
 	op->fs = fuse_req_userdata(req);
 	op->name = name;
 	int rc = check_name(name);
-	if (!rc && (how & OP_WRITE) && op->fs->o.read_only)
-		rc = -EROFS;
+	if (!rc && (how & OP_WRITE))
+		rc = fs_writable(op->fs); /* -EROFS, or EIO once fenced */
 	/* backpressure (a slow or unreachable store) holds this writer, not fs->mu */
 	if (!rc && (how & OP_WRITE))
 		rc = engine_wait_room(op->fs->e, FS_META_ROOM);
@@ -444,7 +444,7 @@ static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	ip->nlookup++;
 	if (fi) {
 		ip->nopen++;
-		fi->fh = (uintptr_t)ip;
+		fi->fh = fs_fh(ip, fi->flags);
 		fi->keep_cache = 1;
 	}
 	fs_fill_entry(op.fs, ip, &e);

@@ -31,7 +31,7 @@
 
 static struct inode *fh_inode(const struct fuse_file_info *fi)
 {
-	return (struct inode *)(uintptr_t)fi->fh;
+	return (struct inode *)(uintptr_t)(fi->fh & ~FS_FH_WRITE);
 }
 
 /*
@@ -76,8 +76,8 @@ void file_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		ip = NULL;
 	else if (S_ISDIR(ip->a.mode))
 		rc = -EISDIR;
-	else if (fs->o.read_only && ((fi->flags & O_ACCMODE) != O_RDONLY || trunc))
-		rc = -EROFS;
+	else if ((fi->flags & O_ACCMODE) != O_RDONLY || trunc)
+		rc = fs_writable(fs); /* -EROFS, or EIO once fenced */
 	trunc = trunc && ip && S_ISREG(ip->a.mode);
 	mw_mutex_unlock(&fs->mu);
 	if (!rc && trunc)
@@ -92,7 +92,7 @@ void file_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, fs_err(rc));
 		return;
 	}
-	fi->fh = (uintptr_t)ip;
+	fi->fh = fs_fh(ip, fi->flags);
 	fi->keep_cache = 1; /* one writer: the page cache stays valid */
 	fuse_reply_open(req, fi);
 }
@@ -197,8 +197,9 @@ void file_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, of
 	struct inode *ip = fh_inode(fi);
 	size_t pos = 0;
 	(void)ino;
-	if (fs->o.read_only) {
-		fuse_reply_err(req, EROFS);
+	int rc = fs_writable(fs);
+	if (rc) {
+		fuse_reply_err(req, fs_err(rc));
 		return;
 	}
 	if (off < 0 || (uint64_t)off + size < (uint64_t)off) {
@@ -206,7 +207,7 @@ void file_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, of
 		return;
 	}
 	pthread_rwlock_wrlock(&ip->dlock);
-	int rc = write_locked(fs, ip, (const uint8_t *)buf, size, (uint64_t)off, &pos);
+	rc = write_locked(fs, ip, (const uint8_t *)buf, size, (uint64_t)off, &pos);
 	pthread_rwlock_unlock(&ip->dlock);
 	uint64_t inum = ip->ino; /* ip may go once the write is answered */
 	if (rc && pos == 0)
@@ -257,8 +258,8 @@ void file_copy_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in, struct fus
 	int rc = 0;
 	(void)ino_in;
 	(void)ino_out;
-	if (fs->o.read_only)
-		rc = -EROFS;
+	if ((rc = fs_writable(fs)) != 0)
+		;
 	else if (flags)
 		rc = -EINVAL;
 	else if (off_in < 0 || off_out < 0 || (uint64_t)off_out + len < (uint64_t)off_out ||
@@ -323,6 +324,16 @@ void file_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	pthread_rwlock_wrlock(&ip->dlock);
 	int rc = wbuf_flush(fs, ip);
 	pthread_rwlock_unlock(&ip->dlock);
+	mw_mutex_lock(&fs->mu);
+	uint64_t t = ip->ticket;
+	mw_mutex_unlock(&fs->mu);
+	/* once the writer stopped (fenced), a close of a handle opened for writing fails
+	   (what the kernel wrote back through it may have been refused), and so does one
+	   of a file whose last change will never be committed (every write is settled) */
+	if (!rc && (fi->fh & FS_FH_WRITE))
+		rc = engine_write_error(fs->e);
+	if (!rc && t && engine_write_error(fs->e))
+		rc = engine_wait(fs->e, t, false);
 	fuse_reply_err(req, fs_err(rc));
 }
 
@@ -394,9 +405,9 @@ void file_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t l
 	struct mwfs *fs = fuse_req_userdata(req);
 	struct inode *ip = fh_inode(fi);
 	(void)ino;
-	int rc = 0;
-	if (fs->o.read_only)
-		rc = -EROFS;
+	int rc = fs_writable(fs);
+	if (rc)
+		;
 	else if (off < 0 || len <= 0)
 		rc = -EINVAL;
 	else if (mode & ~(FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE))

@@ -174,12 +174,13 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 	uint64_t removed = 0;
 	bool dlocked = false;
 	(void)fi;
-	if (fs->o.read_only) {
-		fuse_reply_err(req, EROFS);
+	int rc = fs_writable(fs); /* -EROFS, or EIO once fenced */
+	if (rc) {
+		fuse_reply_err(req, fs_err(rc));
 		return;
 	}
 	/* backpressure and a cold inode record are waited for before fs->mu (dir.c op_warm()) */
-	int rc = engine_wait_room(fs->e, FS_META_ROOM);
+	rc = engine_wait_room(fs->e, FS_META_ROOM);
 	if (!rc)
 		rc = inode_warm(fs, ino);
 	if (rc) {

@@ -130,5 +130,14 @@ void mwfs_get_fsync_latency(struct mwfs *fs, struct mw_hist_snap *out);
  * libfuse 3.14 has no syncfs operation of its own.
  */
 #define MWFS_SYNC_XATTR "user.memwalfs.sync"
+/*
+ * getxattr of this name on the root makes the daemon check now whether a
+ * newer writer claimed the store (engine_check_epoch()) and answers
+ * "fenced\n" (then, and from then on, every change at this mount fails
+ * with EIO) or "current\n"; the store's error otherwise.  A mount that
+ * takes the store over on the same machine asks the old mount this once it
+ * has claimed the store (tools/mount.c, --takeover).
+ */
+#define MWFS_FENCE_XATTR "user.memwalfs.fence-check"
 
 #endif /* MEMWALFS_FS_H */

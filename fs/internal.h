@@ -27,6 +27,7 @@
  */
 #define FUSE_USE_VERSION 312
 
+#include <fcntl.h>
 #include <fuse_lowlevel.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -46,6 +47,18 @@
  * the backpressure wait of a slow store then holds the writer, not the lock.
  */
 #define FS_META_ROOM 4096
+
+/*
+ * A file handle (fuse_file_info.fh): the inode's address, with FS_FH_WRITE
+ * set when it was opened for writing (inodes are aligned: bit 0 is free),
+ * so that a close of a handle opened for writing fails with EIO once the
+ * writer was fenced (file_flush()).
+ */
+#define FS_FH_WRITE ((uint64_t)1)
+static inline uint64_t fs_fh(const struct inode *ip, int open_flags)
+{
+	return (uint64_t)(uintptr_t)ip | ((open_flags & O_ACCMODE) != O_RDONLY ? FS_FH_WRITE : 0);
+}
 
 /* Inode numbers are handed out from the superblock in ranges of this many. */
 #define MWFS_INO_RANGE 1024
@@ -121,6 +134,17 @@ struct tls *fs_tls(struct mwfs *fs);
 uint8_t *fs_tls_buf(struct mwfs *fs, size_t n);
 struct engine_batch *fs_batch(struct mwfs *fs);
 int fs_err(int rc);
+
+/*
+ * May the mount change anything now?  0; -EROFS on a read-only mount; or
+ * the writer's sticky error: fenced by a newer writer (-ESTALE) or a commit
+ * that failed for good (-EIO), which fs_err() answers as EIO.  Every
+ * handler that changes something asks this first, so that once the writer
+ * stopped every write, create, open for writing, close of a written file,
+ * fsync, mkdir, rename, unlink, setattr, xattr change... fails at once,
+ * instead of being taken into memory and lost at the next commit.
+ */
+int fs_writable(struct mwfs *fs);
 void fs_now(int64_t *sec, uint32_t *nsec);
 void fs_clock_seen(int64_t sec, uint32_t nsec);
 /* The capacity (fs->o.capacity) and the live bytes in it, at most the capacity. */

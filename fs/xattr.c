@@ -42,7 +42,7 @@ static bool is_stats(fuse_ino_t ino, const char *name)
 {
 	return ino == SCHEMA_ROOT_INO &&
 	       (!strcmp(name, MWFS_STATS_XATTR) || !strcmp(name, MWFS_DAEMON_XATTR) ||
-	        !strcmp(name, MWFS_SYNC_XATTR));
+	        !strcmp(name, MWFS_SYNC_XATTR) || !strcmp(name, MWFS_FENCE_XATTR));
 }
 
 static void reply_value(fuse_req_t req, const void *val, size_t vn, size_t size)
@@ -62,8 +62,9 @@ static void reply_value(fuse_req_t req, const void *val, size_t vn, size_t size)
 static int check_change(struct mwfs *fs, fuse_ino_t ino, const char *name, size_t size, int flags)
 {
 	size_t nlen = strlen(name);
-	if (fs->o.read_only)
-		return -EROFS;
+	int rc = fs_writable(fs);
+	if (rc)
+		return rc;
 	if (nlen == 0 || nlen > SCHEMA_XATTR_NAME_MAX)
 		return -ERANGE;
 	if (size > XATTR_VALUE_MAX)
@@ -75,7 +76,7 @@ static int check_change(struct mwfs *fs, fuse_ino_t ino, const char *name, size_
 	if (unsupported(name))
 		return -EOPNOTSUPP;
 	/* wait for backpressure and read what change() reads before fs->mu (op_warm() in dir.c) */
-	int rc = engine_wait_room(fs->e, size + nlen + FS_META_ROOM);
+	rc = engine_wait_room(fs->e, size + nlen + FS_META_ROOM);
 	if (!rc)
 		rc = inode_warm(fs, ino);
 	if (!rc) {
@@ -167,6 +168,16 @@ void xattr_get(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 			fuse_reply_err(req, fs_err(rc));
 		else
 			reply_value(req, "durable\n", 8, size);
+		return;
+	}
+	if (is_stats(ino, name) && !strcmp(name, MWFS_FENCE_XATTR)) {
+		int rc = fs->o.read_only ? -EROFS : engine_check_epoch(fs->e);
+		if (rc == -ESTALE)
+			reply_value(req, "fenced\n", 7, size);
+		else if (rc == 0)
+			reply_value(req, "current\n", 8, size);
+		else
+			fuse_reply_err(req, fs_err(rc));
 		return;
 	}
 	if (is_stats(ino, name) && !strcmp(name, MWFS_DAEMON_XATTR)) {

@@ -13,8 +13,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -310,7 +313,7 @@ static bool same_file(int fd, const char *path)
 }
 
 int mwd_lock(const char *name, const char *mountpoint, const char *fsname, unsigned wait_sec,
-             int *out)
+             bool takeover, struct mwd_holder *fenced, int *out)
 {
 	char dir[PATH_MAX - 64], path[PATH_MAX];
 	int rc = rundir(dir, sizeof(dir));
@@ -322,13 +325,15 @@ int mwd_lock(const char *name, const char *mountpoint, const char *fsname, unsig
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	bool told = false;
 	int fd = -1;
+	if (fenced)
+		fenced->pid = 0;
 	for (;;) {
 		if (fd < 0 && (fd = open_lock(path)) < 0)
 			return fd;
 		if (!flock(fd, LOCK_EX | LOCK_NB)) {
 			if (same_file(fd, path))
 				break; /* ours, and still the current lock file */
-			close(fd);     /* replaced by a mount that gave up waiting: retry */
+			close(fd);     /* replaced by a takeover: retry */
 			fd = -1;
 			continue;
 		}
@@ -348,17 +353,44 @@ int mwd_lock(const char *name, const char *mountpoint, const char *fsname, unsig
 		clock_gettime(CLOCK_MONOTONIC, &now);
 		double waited = (double)(now.tv_sec - t0.tv_sec) + (now.tv_nsec - t0.tv_nsec) / 1e9;
 		bool live = known && is_mounted(hm, hf);
-		if (live || waited >= wait_sec) {
+		if ((live || waited >= wait_sec) && !takeover) {
 			if (live)
-				fprintf(stderr,
-				        "memwalfs: the store is mounted by daemon %ld at %s: "
-				        "this mount fences it\n",
-				        pid, hm);
+				fprintf(
+				    stderr,
+				    "memwalfs: refusing to mount: %s is mounted read-write at %s "
+				    "(daemon %ld) on this machine. A second writer would fence "
+				    "that "
+				    "mount: what it has not committed yet would be lost and its "
+				    "writes would fail with EIO. Use that mount, unmount it first "
+				    "(memwalfs umount %s), mount read-only beside it with -o ro (a "
+				    "follower of its writes), or give --takeover (-o takeover) to "
+				    "fence it on purpose. Nothing was changed.\n",
+				    hf, hm, pid, hm);
 			else
-				fprintf(stderr,
-				        "memwalfs: daemon %ld still holds the store after %u s: "
-				        "mounting anyway (it will be fenced)\n",
-				        pid, wait_sec);
+				fprintf(
+				    stderr,
+				    "memwalfs: refusing to mount: daemon %ld (%s, mounted at %s) "
+				    "still holds the store after %u s: it is still writing out its "
+				    "final commit, or it is mounted where this process cannot see "
+				    "its mount. Wait for it to exit, or give --takeover (-o "
+				    "takeover) to fence it on purpose (what it has not committed "
+				    "yet is lost). Nothing was changed.\n",
+				    pid, known ? hf : "?", known ? hm : "?", wait_sec);
+			close(fd);
+			return -EBUSY;
+		}
+		if (live || waited >= wait_sec) {
+			fprintf(stderr,
+			        "memwalfs: --takeover: %s daemon %ld (mounted at %s): this mount "
+			        "fences it\n",
+			        live ? "taking the store over from the live"
+			             : "not waiting longer for",
+			        pid, known ? hm : "?");
+			if (fenced && known) {
+				fenced->pid = (pid_t)pid;
+				/* its mount, where this process sees it (else it is not asked) */
+				snprintf(fenced->mnt, sizeof(fenced->mnt), "%s", live ? hm : "");
+			}
 			/* a fresh lock file for us; the old holder keeps the unlinked one */
 			unlink(path);
 			close(fd);
@@ -388,6 +420,60 @@ int mwd_lock(const char *name, const char *mountpoint, const char *fsname, unsig
 	}
 	*out = fd;
 	return 0;
+}
+
+int mwd_ask_mount(const char *mnt, bool sync, const char *xattr, char *val, size_t vn,
+                  unsigned timeout_ms)
+{
+	int p[2];
+	if (vn < 2 || pipe2(p, O_CLOEXEC))
+		return vn < 2 ? -EINVAL : -errno;
+	pid_t pid = fork();
+	if (pid < 0) {
+		int err = errno;
+		close(p[0]);
+		close(p[1]);
+		return -err;
+	}
+	if (pid == 0) {
+		/* system calls only: the parent may have threads */
+		int fd = open(mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC), err = 0;
+		ssize_t n = -1;
+		char buf[256];
+		if (fd < 0 || (sync && syncfs(fd)))
+			err = errno;
+		else if ((n = getxattr(mnt, xattr, buf + 1, sizeof(buf) - 1)) < 0)
+			err = errno;
+		buf[0] = (char)(err > 0 && err < 128 ? err : err ? EIO : 0);
+		if (write(p[1], buf, n > 0 ? (size_t)n + 1 : 1) < 0)
+			_exit(1);
+		_exit(0);
+	}
+	close(p[1]);
+	struct pollfd pfd = {.fd = p[0], .events = POLLIN};
+	int rc, pr;
+	do
+		pr = poll(&pfd, 1, (int)timeout_ms);
+	while (pr < 0 && errno == EINTR);
+	char buf[256];
+	ssize_t n = pr > 0 ? read(p[0], buf, sizeof(buf)) : -1;
+	if (pr == 0) {
+		kill(pid, SIGKILL); /* a FUSE request waits killably */
+		rc = -ETIMEDOUT;
+	} else if (n <= 0) {
+		rc = -EIO;
+	} else if (buf[0]) {
+		rc = -(int)(unsigned char)buf[0];
+	} else {
+		size_t k = (size_t)n - 1 < vn - 1 ? (size_t)n - 1 : vn - 1;
+		memcpy(val, buf + 1, k);
+		val[k] = 0;
+		rc = 0;
+	}
+	close(p[0]);
+	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	return rc;
 }
 
 void mwd_unlock(int fd)

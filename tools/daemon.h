@@ -20,12 +20,17 @@
  *
  * A new writer mount of a store whose lock is held waits (bounded) for a
  * daemon that is closing (its mount is gone), so that it never fences a
- * daemon still committing its last writes; a holder that is still mounted is
- * a live writer and is fenced at once, as the single-writer design says.
+ * daemon still committing its last writes.  A holder that is still mounted
+ * is a live writer: the new mount is refused (a second mount by mistake,
+ * fstab plus a manual mount, would fence it and lose what it has not
+ * committed), unless --takeover asks to fence it; so is a holder still
+ * there after the wait.  Across machines nothing here helps: the engine's
+ * epoch lease decides (docs/WAL.md).
  */
 #ifndef MEMWALFS_TOOLS_DAEMON_H
 #define MEMWALFS_TOOLS_DAEMON_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -39,18 +44,40 @@
  */
 int mwd_store_name(const char *url, const struct s3_opts *o, char *out, size_t n);
 
+/* The daemon a takeover fences (mwd_lock()). */
+struct mwd_holder {
+	pid_t pid;          /* its process id (0: none was fenced) */
+	char mnt[PATH_MAX]; /* its mount point, as it wrote it in the lock file */
+};
+
 /*
  * Take the per-store lock of canonical store name for a daemon about to
  * open the engine and mount fsname at mountpoint.  Waits up to wait_sec
  * seconds (printing a message on stderr) while the holder is a closing
- * daemon; proceeds at once when the holder is still mounted (it will be
- * fenced) or after the wait.  On success *fd is the lock descriptor
- * (O_CLOEXEC; the lock ends when it is closed or the process exits).
- * Returns 0, or -errno when the run directory cannot be used (the mount
- * then proceeds without a lock; the caller logs it).
+ * daemon.  A holder that is still mounted, or still there after the wait,
+ * is a live writer: without takeover the mount is refused (-EBUSY, with a
+ * message on stderr that names its mount point and the ways on); with
+ * takeover the lock is taken over and, when fenced is not NULL, the holder
+ * is described there (the caller makes it learn that it was fenced).  On
+ * success *fd is the lock descriptor (O_CLOEXEC; the lock ends when it is
+ * closed or the process exits).  Returns 0, -EBUSY, or another -errno when
+ * the run directory cannot be used (the mount then proceeds without a
+ * lock; the caller logs it).
  */
 int mwd_lock(const char *name, const char *mountpoint, const char *fsname, unsigned wait_sec,
-             int *fd);
+             bool takeover, struct mwd_holder *fenced, int *fd);
+
+/*
+ * Ask the memwalfs mount at mnt, from a child process that is killed after
+ * timeout_ms (a hung daemon does not hang the caller): with sync, first
+ * syncfs(2) it (the kernel's dirty pages reach its daemon); then
+ * getxattr(xattr) on its root, whose value (cut to vn - 1 bytes) goes to
+ * val.  For a takeover: MWFS_SYNC_XATTR before the claim (the old mount
+ * commits what it holds), MWFS_FENCE_XATTR after it (the old mount learns
+ * that it was fenced).  0, -ETIMEDOUT, or the -errno of the child's calls.
+ */
+int mwd_ask_mount(const char *mnt, bool sync, const char *xattr, char *val, size_t vn,
+                  unsigned timeout_ms);
 
 /*
  * Release the lock of mwd_lock() at the daemon's exit: removes the lock file

@@ -129,6 +129,7 @@ static const struct stat_type stat_types[] = {
     {"fence_positions", false, "WAL positions the open's fence took"},
     {"replay_entries_per_sec", false, "replay speed at open"},
     {"sticky_error", false, "errno that stopped the writer (0: none)"},
+    {"batches_lost", false, "writes applied here whose commit never succeeded (fenced, failed)"},
     {"read_only", false, "1 if the engine is read-only"},
     {"gc_passes", true, "GC passes completed"},
     {"gc_skipped", true, "GC wake-ups with nothing to collect"},

@@ -19,7 +19,7 @@
  * /sbin/mount.fuse.memwalfs) turns "mount -t fuse.memwalfs STORE DIR -o
  * opts" and fstab lines into this command; memwalfs' own settings may then
  * come as -o options (endpoint=, region=, cadence=, cache=, memtable=,
- * chunk=, single_writer, format, stack).
+ * chunk=, single_writer, format, stack, takeover).
  *
  * Bad input changes nothing.  Everything that can be checked without the
  * store is checked before the fork: every option (the FUSE ones by a dry
@@ -69,12 +69,13 @@
 
 /* Everything the command line decides. */
 struct mount_args {
-	const char *store;        /* STORE argument */
-	const char *mountpoint;   /* MOUNTPOINT argument */
-	bool foreground;          /* -f */
-	bool debug;               /* -d: FUSE debug output (implies -f) */
-	bool format;              /* --format: format a non-empty STORE that holds no memwalfs */
-	bool stack;               /* --stack: mount on top of a live memwalfs mount point */
+	const char *store;      /* STORE argument */
+	const char *mountpoint; /* MOUNTPOINT argument */
+	bool foreground;        /* -f */
+	bool debug;             /* -d: FUSE debug output (implies -f) */
+	bool format;            /* --format: format a non-empty STORE that holds no memwalfs */
+	bool stack;             /* --stack: mount on top of a live memwalfs mount point */
+	bool takeover;          /* --takeover: fence a live writer mount of STORE on this machine */
 	const char *metrics_addr; /* --metrics-addr / -o metrics_addr=: serve Prometheus metrics */
 	int metrics_fd;           /* its listening socket (bound before the fork), or -1 */
 	struct metrics *metrics;  /* the daemon's endpoint (serve()), or NULL */
@@ -112,7 +113,8 @@ static void usage(FILE *f)
 	    "Mount STORE (a local directory, created on first use, or s3://bucket/prefix)\n"
 	    "at MOUNTPOINT, a directory.  The first mount of an empty store formats it; a\n"
 	    "store that holds other things is refused (see --format), and so are a store\n"
-	    "of a newer format version and a MOUNTPOINT that is a live memwalfs mount\n"
+	    "of a newer format version, a STORE mounted read-write on this machine (see\n"
+	    "--takeover and -o ro) and a MOUNTPOINT that is a live memwalfs mount\n"
 	    "(see --stack).  Refused input changes nothing: not the store, not the mounts.\n\n"
 	    "options:\n"
 	    "  -f, --foreground       stay in the foreground (default: background once mounted)\n"
@@ -124,7 +126,7 @@ static void usage(FILE *f)
 	    "                         readahead=, readahead_threads=, kernel_readahead=,\n"
 	    "                         fsync_timeout=,\n"
 	    "                         capacity=, metrics_addr=, profile=, sts_endpoint=,\n"
-	    "                         single_writer, format, stack (for fstab); remount\n"
+	    "                         single_writer, format, stack, takeover (for fstab); remount\n"
 	    "                         (with MOUNTPOINT alone): change ro/rw and the mount flags\n"
 	    "                         (no)suid, (no)dev, (no)exec, atime options of a live mount\n"
 	    "  --cadence MS           group-commit interval (default 100)\n"
@@ -172,6 +174,10 @@ static void usage(FILE *f)
 	    "                         memwalfs filesystem (a memwalfs store is never reformatted)\n"
 	    "  --stack                mount even if MOUNTPOINT is a live memwalfs mount (the new\n"
 	    "                         mount hides it)\n"
+	    "  --takeover             fence the writer mount of STORE that is live on this\n"
+	    "                         machine (without it such a mount is refused): that mount\n"
+	    "                         first commits what it holds, then learns that it was\n"
+	    "                         fenced and fails every change with EIO; -o takeover\n"
 	    "  --pidfile FILE         write the id of the serving process to FILE\n"
 	    "  --metrics-addr HOST:PORT  serve Prometheus metrics at http://HOST:PORT/metrics\n"
 	    "                         (e.g. 127.0.0.1:9108; docs/METRICS.md)\n"
@@ -357,6 +363,8 @@ static int set_option(struct mount_args *a, const char *name, const char *val)
 		a->format = true;
 	} else if (!strcmp(name, "stack") && !val) {
 		a->stack = true;
+	} else if (!strcmp(name, "takeover") && !val) {
+		a->takeover = true;
 	} else {
 		return 0;
 	}
@@ -495,6 +503,8 @@ static int parse_args(struct mount_args *a, int argc, char **argv)
 			a->format = true;
 		} else if (!strcmp(s, "--stack")) {
 			a->stack = true;
+		} else if (!strcmp(s, "--takeover")) {
+			a->takeover = true;
 		} else if (!strcmp(s, "-o") || !strncmp(s, "-o", 2)) {
 			const char *v = s[2] ? s + 2 : (i + 1 < argc ? argv[++i] : NULL);
 			if (!v) {
@@ -1057,6 +1067,62 @@ static void read_tiers(struct mount_args *a)
 	a->eo.disk_cache_bytes = a->disk_cache == UINT64_MAX ? 0 : a->disk_cache;
 }
 
+/* How long a takeover waits for the old mount's commit, and for it to learn its fence (ms). */
+#define TAKEOVER_SYNC_MS 30000u
+#define TAKEOVER_TELL_MS 10000u
+
+/*
+ * --takeover, before the claim: the old mount (on this machine, where this
+ * process sees it) commits what it holds, as "memwalfs sync" would, so that
+ * only what is written there while the takeover runs is lost.
+ */
+static void takeover_sync(const struct mwd_holder *old)
+{
+	char val[64];
+	if (!old->mnt[0]) {
+		fprintf(stderr,
+		        "memwalfs: --takeover: daemon %ld's mount is not visible here: what it has "
+		        "not committed yet is lost\n",
+		        (long)old->pid);
+		return;
+	}
+	int rc = mwd_ask_mount(old->mnt, true, MWFS_SYNC_XATTR, val, sizeof(val), TAKEOVER_SYNC_MS);
+	if (rc)
+		fprintf(stderr,
+		        "memwalfs: --takeover: the mount at %s did not commit what it holds (%s): "
+		        "what it has not committed yet is lost\n",
+		        old->mnt, rc == -ETIMEDOUT ? "no answer within 30 s" : strerror(-rc));
+	else
+		fprintf(stderr, "memwalfs: --takeover: the mount at %s committed what it held\n",
+		        old->mnt);
+}
+
+/*
+ * --takeover, once the engine claimed the store: tell the old mount, which
+ * then checks the epoch and fails every change with EIO (fs/xattr.c,
+ * MWFS_FENCE_XATTR); without this it learns only at its next commit, after
+ * acknowledging a write that is then lost (README.md, "One writer").
+ */
+static void takeover_tell(const struct mwd_holder *old)
+{
+	char val[64] = "";
+	int rc = old->mnt[0] ? mwd_ask_mount(old->mnt, false, MWFS_FENCE_XATTR, val, sizeof(val),
+	                                     TAKEOVER_TELL_MS)
+	                     : -ENOENT;
+	if (!rc && !strncmp(val, "fenced", 6))
+		fprintf(stderr,
+		        "memwalfs: --takeover: the mount at %s knows it was fenced: every change "
+		        "there fails with EIO from now on\n",
+		        old->mnt);
+	else
+		fprintf(stderr,
+		        "memwalfs: --takeover: the old mount%s%s was not told (%s): it learns that "
+		        "it was fenced at its next commit, and the first writes made there until "
+		        "then are lost\n",
+		        old->mnt[0] ? " at " : "", old->mnt,
+		        rc ? strerror(-rc) : "it answered that the store is still its own");
+}
+
 static int serve(struct mount_args *a, int report_fd)
 {
 	struct store *st = NULL;
@@ -1065,6 +1131,7 @@ static int serve(struct mount_args *a, int report_fd)
 	char spath[PATH_MAX] = "", info[PATH_MAX + 32], final[512] = "ok";
 	int rc, status = 1, lock_fd = -1;
 	bool serving = false, fenced = false;
+	struct mwd_holder old = {0};
 
 	/* a read-only mount never creates a local store directory */
 	rc = storeopt_open(a->store, &a->s3, a->eo.read_only ? STORE_OPEN_EXISTING : 0, "mount",
@@ -1088,13 +1155,18 @@ static int serve(struct mount_args *a, int report_fd)
 		char name[PATH_MAX + 64];
 		rc = mwd_store_name(a->store, &a->s3, name, sizeof(name));
 		if (!rc)
-			rc = mwd_lock(name, a->mnt, a->store, MOUNT_LOCK_WAIT_SEC, &lock_fd);
+			rc = mwd_lock(name, a->mnt, a->store, MOUNT_LOCK_WAIT_SEC, a->takeover,
+			              &old, &lock_fd);
+		if (rc == -EBUSY)
+			goto out; /* a live writer mount of the store: refused (printed) */
 		if (rc)
 			log_warn("no per-store lock (%s): a closing daemon of this store is not "
 			         "waited for",
 			         strerror(-rc));
 		if (check_formats(a, st))
 			goto out;
+		if (old.pid)
+			takeover_sync(&old);
 	}
 	mwd_status_gc();
 	if (!mwd_status_path(getpid(), spath, sizeof(spath))) {
@@ -1112,6 +1184,8 @@ static int serve(struct mount_args *a, int report_fd)
 		        strerror(-rc));
 		goto out;
 	}
+	if (old.pid)
+		takeover_tell(&old);
 	rc = mwfs_open(e, &a->fo, &fs);
 	if (rc) {
 		fprintf(stderr, "memwalfs: cannot open the filesystem on %s: %s\n", a->store,
@@ -1179,6 +1253,13 @@ out:
 		         strerror(-rc));
 		status = 1;
 	}
+	uint64_t lost = 0;
+	if (e) {
+		struct engine_stats es;
+		engine_get_stats(e, &es);
+		lost =
+		    es.batches_lost; /* final once the writer stopped: nothing is applied after */
+	}
 	rc = engine_close(e);
 	if (rc == -ESTALE) {
 		fenced = true;
@@ -1190,12 +1271,24 @@ out:
 	}
 	if (fenced) {
 		/* a newer writer claimed the store (engine.c: fencing); umount.c reads this */
-		log_err("another mount of %s took the filesystem over: this mount was fenced, and "
-		        "the writes made here after that were refused (they are not in the store)",
-		        a->store);
-		snprintf(final, sizeof(final),
-		         "fenced: another mount took the filesystem over; writes made here after "
-		         "that were refused");
+		char what[256];
+		if (lost)
+			snprintf(
+			    what, sizeof(what),
+			    "%llu change%s made here (each a write, create, rename... that was "
+			    "readable here and that close() may have acknowledged) %s never "
+			    "committed and %s lost; every change after this mount learned it was "
+			    "fenced failed with EIO",
+			    (unsigned long long)lost, lost == 1 ? "" : "s",
+			    lost == 1 ? "was" : "were", lost == 1 ? "is" : "are");
+		else
+			snprintf(
+			    what, sizeof(what),
+			    "every change made here after this mount learned it was fenced failed "
+			    "with EIO; no change it had taken was lost");
+		log_err("another mount of %s took the filesystem over: this mount was fenced: %s",
+		        a->store, what);
+		snprintf(final, sizeof(final), "fenced: %s", what);
 		status = 1;
 	}
 	metrics_stop(a->metrics);

@@ -94,7 +94,7 @@ static void umount_usage(FILE *f)
 	           "seconds (default: wait).\n\n"
 	           "Exit status: 0 the final commit succeeded; 1 it failed, or another mount of\n"
 	           "the same store took the filesystem over while it was mounted here (fenced:\n"
-	           "writes made here after that were refused with EIO and are not in the store),\n"
+	           "it says how many changes made here were never committed and are lost),\n"
 	           "or MOUNTPOINT is not a memwalfs mount, or the wait timed out; 2 bad usage.\n");
 }
 
@@ -185,9 +185,12 @@ int cmd_umount(int argc, char **argv)
 		/* mount.c: engine_close() or the buffer write-out ended with -ESTALE */
 		fprintf(stderr,
 		        "memwalfs: %s: another mount of this filesystem took it over while it was "
-		        "mounted here (this mount was fenced); writes made here after that were "
-		        "refused with EIO and are not in the store\n",
-		        mnt);
+		        "mounted here (this mount was fenced): %s\n",
+		        mnt,
+		        st[6] == ':' && st[7] == ' ' && st[8]
+		            ? st + 8
+		            : "writes made here after that were refused with EIO and are not in "
+		              "the store");
 		unlink(spath);
 	} else if (!strncmp(st, "error", 5)) {
 		fprintf(stderr, "memwalfs: %s: the daemon's final commit failed: %s\n", mnt, st);

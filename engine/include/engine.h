@@ -244,6 +244,26 @@ int engine_wait(struct engine *e, uint64_t ticket, bool urgent);
 int engine_sync(struct engine *e);
 
 /*
+ * Is the store still this writer's?  Reads the newest manifest now (a
+ * LIST and a GET; the commits check it only every lease, docs/WAL.md): if
+ * a newer writer claimed the store, the writer becomes fenced at once:
+ * sticky -ESTALE, nothing not yet acknowledged ever is, and every later
+ * write fails.  A mount that took the store over on the same machine asks
+ * the old one to check (fs/xattr.c, MWFS_FENCE_XATTR), so that the old one
+ * refuses writes from then on instead of from its next commit.  Returns 0
+ * (still ours), the sticky error (-ESTALE: fenced), -EROFS on a read-only
+ * engine, or the store's error (nothing changes).  Any thread.
+ */
+int engine_check_epoch(struct engine *e);
+
+/*
+ * The writer's sticky error (0: it writes; -ESTALE: fenced by a newer
+ * writer; -EIO: a commit failed for good), without I/O: the filesystem
+ * refuses every change at once once it is set.  0 on a read-only engine.
+ */
+int engine_write_error(struct engine *e);
+
+/*
  * Point read of the newest value of key.  On success *val is a malloc()ed
  * copy owned by the caller (never NULL, even for an empty value) and *vlen
  * its length.  -ENOENT when absent or deleted.  Blobs are read from the
@@ -400,6 +420,8 @@ struct engine_stats {
 	uint64_t replay_gap_entries; /* entries listed after a gap at open (never acknowledged) */
 	uint64_t fence_positions;    /* WAL positions the open's fence took (docs/WAL.md) */
 	int sticky_error;            /* 0, or the error that fenced the writer */
+	uint64_t
+	    batches_lost; /* writes applied (readable here) whose group was never acknowledged */
 	bool read_only;
 	uint64_t gc_passes;             /* GC passes completed */
 	uint64_t gc_skipped;            /* GC wake-ups with nothing to collect: no request sent */

@@ -13,7 +13,7 @@
 #  6. read-only commands (objects ls/du/stat/cat, inspect, fsck, stats) on a missing store:
 #     an error, and nothing is created;
 #  7. an S3 endpoint where nothing listens fails at once (no 15 s of retries);
-#  8. a mount fenced by a second writer: "memwalfs umount" says that another mount took the
+#  8. a mount fenced by a second writer (--takeover): "memwalfs umount" says that another mount took the
 #     filesystem over and that later writes were refused, and exits 1.
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh" "$1" "${3:-local}"
@@ -263,13 +263,14 @@ echo "-- 8. a fenced mount says so at umount"
 mnt2=$WORK/mnt2
 mw_mount "$mnt"
 echo before >"$mnt/before" && sync "$mnt/before"
-mw_mount "$mnt2" 2>/dev/null
+mw_mount "$mnt2" --takeover 2>/dev/null
 if echo after >"$mnt/after" 2>/dev/null && sync "$mnt/after" 2>/dev/null; then
 	echo "FAIL: the fenced mount acknowledged an fsync"; exit 1
 fi
 expect "umount of a fenced mount" 1 "another mount of this filesystem took it over" \
 	"$MW" umount "$mnt"
-grep -q "writes made here after that were refused" "$WORK/err" || { cat "$WORK/err"; exit 1; }
+grep -q "every change made here after this mount learned it was fenced failed with EIO" "$WORK/err" ||
+	{ cat "$WORK/err"; exit 1; }
 ! grep -q "Stale file handle" "$WORK/err" || { cat "$WORK/err"; echo "FAIL: ESTALE text"; exit 1; }
 mw_wait_exit "$mnt.pid"
 ! mountpoint -q "$mnt" || { echo "FAIL: fenced mount left mounted"; exit 1; }

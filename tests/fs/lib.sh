@@ -29,14 +29,15 @@ mw_cache_opts() {
 	if [ "$BACKEND" = s3 ]; then dc=(--cache-dir "$1.diskcache"); fi
 }
 
-# mw_mount MOUNTPOINT [extra options...]: mount $STORE there (allow_other for permission checks)
+# mw_mount MOUNTPOINT [extra options...]: mount $STORE there (allow_other for permission checks);
+# returns the exit status of memwalfs mount (also where the caller tests it: "if mw_mount ...")
 mw_mount() {
 	local mnt=$1
 	shift
 	mkdir -p "$mnt"
 	local dc=()
 	mw_cache_opts "$mnt"
-	"$MW" mount "${STORE_OPTS[@]}" "${dc[@]}" -o allow_other --pidfile "$mnt.pid" "$@" "$STORE" "$mnt"
+	"$MW" mount "${STORE_OPTS[@]}" "${dc[@]}" -o allow_other --pidfile "$mnt.pid" "$@" "$STORE" "$mnt" || return
 	MOUNTS+=("$mnt")
 }
 

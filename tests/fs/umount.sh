@@ -4,7 +4,8 @@
 #     everything written before it (nothing fsynced) is there at the next mount;
 #  2. "fusermount3 -u" followed AT ONCE by a new mount of the same store: the new mount waits for
 #     the closing daemon (per-store lock) instead of fencing it, so no unsynced write is lost;
-#  3. a live mount is still fenced by a second writer mount without waiting;
+#  3. a second writer mount of a live mount's store is refused at once (nothing waits for a
+#     live daemon), and --takeover fences it without waiting;
 #  4. "memwalfs umount" of a non-memwalfs directory fails;
 #  5. SIGTERM and SIGINT end the session while four readers keep requests in flight: the daemon
 #     unmounts, commits and exits within 30 s (fs/pool.c's loop: the signal reaches the thread
@@ -49,7 +50,7 @@ for i in $(seq "$rounds"); do
 	rm "$mnt/d/s$i.1"
 	fusermount3 -u "$mnt"
 	mw_mount "$mnt" 2>"$WORK/mount.err" || { cat "$WORK/mount.err"; exit 1; }
-	if grep -q "fences it" "$WORK/mount.err"; then
+	if grep -q "fences it\|refusing" "$WORK/mount.err"; then
 		cat "$WORK/mount.err"; echo "FAIL: the new mount fenced a closing daemon"; exit 1
 	fi
 	for k in $(seq "$i"); do cmp "$WORK/r$k" "$mnt/r$k"; done
@@ -57,10 +58,15 @@ for i in $(seq "$rounds"); do
 	[ "$(ls "$mnt/d" | grep -c "^s$i\.")" = 19 ]
 done
 
-echo "-- a live mount is fenced at once by a second writer mount"
+echo "-- a second writer mount of a live mount's store: refused at once, --takeover fences it"
 mnt2=$WORK/mnt2
 start=$(date +%s)
-mw_mount "$mnt2" 2>"$WORK/mount2.err"
+if mw_mount "$mnt2" 2>"$WORK/mount2.err"; then
+	echo "FAIL: a second writer mount of a live mount's store was not refused"; exit 1
+fi
+grep -q "refusing to mount: .* is mounted read-write at $mnt " "$WORK/mount2.err" ||
+	{ cat "$WORK/mount2.err"; exit 1; }
+mw_mount "$mnt2" --takeover 2>"$WORK/mount2.err"
 grep -q "fences it" "$WORK/mount2.err" || { cat "$WORK/mount2.err"; exit 1; }
 [ $(( $(date +%s) - start )) -lt 20 ] || { echo "FAIL: waited for a live daemon"; exit 1; }
 cmp "$WORK/big" "$mnt2/big"
