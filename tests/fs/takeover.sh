@@ -16,6 +16,10 @@
 #     kernel took into its page cache (writeback cache) - while reads keep working;
 #     "memwalfs umount A" exits 1 and says A was taken over and what that cost; nothing made at
 #     A after the takeover is in the store, and fsck is clean.
+#  4. a fenced mount that was not told (its lock file removed: the new writer is as if on
+#     another machine) acknowledges its next write, which is lost; it learns at that write's
+#     commit, and from then on every change fails with EIO; umount says how many changes
+#     were lost (batches_lost).
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh" "$1" "${2:-local}"
 a=$WORK/a
@@ -154,8 +158,36 @@ for f in new renamed hard sym2 newdir; do
 	[ ! -e "$a/$f" ] && [ ! -L "$a/$f" ] || { echo "FAIL: $f made at the fenced mount is in the store"; exit 1; }
 done
 [ "$(cat "$a/keep")" = keep ] && [ -d "$a/empty" ] && [ -e "$a/w1" ] && [ "$(cat "$a/held")" = before ]
-[ "$(stat -c %a "$a/keep")" = "$mode" ] && [ "$(getfattr --only-values -n user.k "$a/keep")" = v ]
+[ "$(stat -c %a "$a/keep")" = "$mode" ] && [ "$(getfattr --absolute-names --only-values -n user.k "$a/keep")" = v ]
 cmp "$WORK/w3" "$a/w3"
-mw_umount "$a"
+
+echo "-- 4. a fenced mount that nobody told (a writer elsewhere): learns at its next commit"
+# the lock file is what this machine knows of the live mount; without it the new writer is
+# one on another machine, which fences A without asking
+rundir=$(mw_rundir)
+lock=
+for l in "$rundir"/store-*.lock; do
+	[ "$(head -n 1 "$l" 2>/dev/null)" = "$(cat "$a.pid")" ] && lock=$l
+done
+[ -n "$lock" ] || { echo "FAIL: no lock file of daemon $(cat "$a.pid") in $rundir"; exit 1; }
+rm "$lock"
+mw_mount "$b" 2>"$WORK/elsewhere.err" || { cat "$WORK/elsewhere.err"; exit 1; }
+[ "$(stat_of "$a" sticky_error)" = 0 ] # it does not know yet
+echo lost >"$a/lost" # acknowledged by close(); its commit meets B's fence
+for _ in $(seq 600); do [ "$(stat_of "$a" sticky_error)" = -116 ] && break; sleep 0.1; done
+[ "$(stat_of "$a" sticky_error)" = -116 ] || { echo "FAIL: A did not learn it was fenced"; exit 1; }
+rc=0
+(echo next >"$a/next") 2>"$WORK/next.err" || rc=$?
+[ "$rc" != 0 ] && grep -q "Input/output error" "$WORK/next.err" ||
+	{ cat "$WORK/next.err"; echo "FAIL: a change after A learned did not fail with EIO"; exit 1; }
+[ "$(stat_of "$a" batches_lost)" -ge 1 ] || { echo "FAIL: batches_lost does not count the lost write"; exit 1; }
+rc=0
+"$MW" umount "$a" 2>"$WORK/umount.err" || rc=$?
+cat "$WORK/umount.err"
+[ "$rc" = 1 ] && grep -Eq "[0-9]+ changes? made here .* never committed" "$WORK/umount.err" ||
+	{ echo "FAIL: umount does not say what was lost"; exit 1; }
+mw_wait_exit "$a.pid"
+[ ! -e "$b/lost" ] && [ ! -e "$b/next" ] && cmp "$WORK/w3" "$b/w3"
+mw_umount "$b"
 mw_fsck --deep
 echo "takeover ($BACKEND): ok"

@@ -281,6 +281,50 @@ static void test_fencing(void **state)
 	store_close(st2);
 }
 
+/*
+ * engine_check_epoch(): a writer that a newer one fenced learns it at once
+ * when asked (what a --takeover asks of the old mount), not at its next
+ * commit: from then on every write fails with -ESTALE without being applied,
+ * and the write it had applied but not committed is counted lost.
+ */
+static void test_fence_check(void **state)
+{
+	struct store *st1 = open_store(), *st2 = open_store();
+	struct engine *a = open_engine(st1, 60000), *b; /* a commits only when urged */
+	uint64_t t2 = 0;
+	(void)state;
+
+	assert_int_equal(engine_put(a, "a1", 2, "x", 1, ENGINE_WAIT | ENGINE_URGENT, NULL), 0);
+	assert_int_equal(engine_check_epoch(a), 0); /* still ours: nothing changes */
+	assert_int_equal(engine_write_error(a), 0);
+	assert_int_equal(engine_put(a, "a2", 2, "y", 1, 0, &t2), 0); /* applied, not committed */
+	b = open_engine(st2, 50);
+	check_absent(b, "a2");
+	assert_int_equal(engine_write_error(a), 0); /* a has not learned it yet */
+	check_value(a, "a2", "y", 1);
+	assert_int_equal(engine_check_epoch(a), -ESTALE);
+	assert_int_equal(engine_write_error(a), -ESTALE);
+	assert_int_equal(engine_check_epoch(a), -ESTALE); /* sticky: asked again, the same */
+	assert_int_equal(engine_put(a, "a3", 2, "z", 1, 0, NULL), -ESTALE);
+	check_absent(a, "a3");                               /* refused, never applied */
+	assert_int_equal(engine_wait(a, t2, true), -ESTALE); /* a2 is never acknowledged */
+	struct engine_stats s = stats_of(a);
+	assert_int_equal(s.sticky_error, -ESTALE);
+	assert_int_equal(s.batches_lost, 1); /* a2 */
+	assert_int_equal(stats_of(b).batches_lost, 0);
+	assert_int_equal(engine_close(a), -ESTALE);
+	assert_int_equal(engine_put(b, "b1", 2, "w", 1, ENGINE_WAIT | ENGINE_URGENT, NULL), 0);
+	assert_int_equal(engine_close(b), 0);
+	b = open_engine(st2, 50);
+	check_value(b, "a1", "x", 1);
+	check_value(b, "b1", "w", 1);
+	check_absent(b, "a2");
+	check_absent(b, "a3");
+	assert_int_equal(engine_close(b), 0);
+	store_close(st1);
+	store_close(st2);
+}
+
 static void test_scan_snapshot(void **state)
 {
 	struct store *st = open_store();
@@ -724,6 +768,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_full_groups_queue, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_wait_room, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_fencing, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_fence_check, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_scan_snapshot, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_read_only, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_corruption, setup, teardown),
