@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -406,6 +407,17 @@ void mwd_unlock(int fd)
 			unlink(path);
 	}
 	close(fd);
+}
+
+int mwd_set_dumpable(bool on)
+{
+	if (prctl(PR_SET_DUMPABLE, on ? 1 : 0, 0, 0, 0)) {
+		int rc = -errno;
+		fprintf(stderr, "memwalfs: prctl(PR_SET_DUMPABLE, %d): %s\n", on ? 1 : 0,
+		        strerror(-rc));
+		return rc;
+	}
+	return 0;
 }
 
 void mwd_memory_policy(void)
