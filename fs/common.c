@@ -135,19 +135,30 @@ void fs_clock_seen(int64_t sec, uint32_t nsec)
 }
 
 /*
- * The space statfs reports and fallocate checks: the capacity is the mount's option (an
- * object store has no size of its own), used the engine's estimate of its live data (pack
- * bytes referenced at the last GC pass plus those written since: an upper estimate).
- * Takes the engine's lock briefly, not fs->mu.
+ * The space statfs reports and fallocate checks.  With the capacity option (or on a store with
+ * no size of its own: S3, 1 PiB), that capacity, less the engine's estimate of its live data
+ * (pack bytes referenced at the last GC pass plus those written since: an upper estimate).
+ * Without it on a local store, the size and free space of the filesystem that holds the store,
+ * as df of it says, minus nothing and plus nothing (as bindfs): a program that fills the mount
+ * until ENOSPC stops where the host's disk would, and is not told of a petabyte that is not
+ * there.  Takes the engine's lock briefly, not fs->mu.
  */
-void fs_space(struct mwfs *fs, uint64_t *capacity, uint64_t *used)
+void fs_space(struct mwfs *fs, struct fs_space *sp)
 {
+	struct engine_space es;
+	if (!fs->o.capacity && !engine_store_space(fs->e, &es)) {
+		sp->total = es.total & ~(uint64_t)4095;
+		sp->free = es.free < sp->total ? es.free : sp->total;
+		sp->avail = es.avail < sp->free ? es.avail : sp->free;
+		return;
+	}
 	struct engine_stats s;
 	engine_get_stats(fs->e, &s);
 	uint64_t cap = fs->o.capacity ? fs->o.capacity : MWFS_DEFAULT_CAPACITY;
 	cap &= ~(uint64_t)4095;
-	*capacity = cap;
-	*used = s.live_bytes_est < cap ? s.live_bytes_est : cap;
+	uint64_t used = (s.live_bytes_est + 4095) & ~(uint64_t)4095;
+	sp->total = cap;
+	sp->free = sp->avail = used < cap ? cap - used : 0;
 }
 
 /* Set the chosen timestamps of a to now. */

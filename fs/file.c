@@ -414,13 +414,14 @@ void file_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t l
 		 * fails as on a disk: the bytes past the end of the file count (holes inside it
 		 * are not looked for).
 		 */
-		uint64_t cap, used, size;
-		fs_space(fs, &cap, &used);
+		struct fs_space sp;
+		uint64_t size;
+		fs_space(fs, &sp);
 		mw_mutex_lock(&fs->mu);
 		size = ip->a.size;
 		mw_mutex_unlock(&fs->mu);
 		uint64_t from = (uint64_t)off > size ? (uint64_t)off : size;
-		if (end > from && end - from > cap - used) {
+		if (end > from && end - from > sp.avail) {
 			fuse_reply_err(req, ENOSPC);
 			return;
 		}

@@ -34,7 +34,6 @@ void mwfs_opts_default(struct mwfs_opts *o)
 	o->readahead_bytes = 16u << 20;
 	o->kernel_readahead = 1u << 20;
 	o->wb_flush_ms = 100;
-	o->capacity = MWFS_DEFAULT_CAPACITY;
 }
 
 uint32_t mwfs_chunk_size(const struct mwfs *fs)
@@ -286,16 +285,15 @@ static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 {
 	struct mwfs *fs = fuse_req_userdata(req);
 	struct statvfs sv;
+	struct fs_space sp;
 	(void)ino;
 	memset(&sv, 0, sizeof(sv));
-	/* the size is the capacity option; used, the engine's estimate of the live data */
-	uint64_t cap, used;
-	fs_space(fs, &cap, &used);
+	fs_space(fs, &sp);
 	sv.f_bsize = fs->cs;
 	sv.f_frsize = 4096;
-	sv.f_blocks = cap / 4096;
-	sv.f_bfree = sv.f_blocks - (used + 4095) / 4096;
-	sv.f_bavail = sv.f_bfree;
+	sv.f_blocks = sp.total / 4096;
+	sv.f_bfree = sp.free / 4096;
+	sv.f_bavail = sp.avail / 4096;
 	sv.f_files = 1ull << 40;
 	mw_mutex_lock(&fs->mu);
 	sv.f_ffree = sv.f_files - fs->next_ino;

@@ -123,8 +123,13 @@ struct engine_batch *fs_batch(struct mwfs *fs);
 int fs_err(int rc);
 void fs_now(int64_t *sec, uint32_t *nsec);
 void fs_clock_seen(int64_t sec, uint32_t nsec);
-/* The capacity (fs->o.capacity) and the live bytes in it, at most the capacity. */
-void fs_space(struct mwfs *fs, uint64_t *capacity, uint64_t *used);
+/* The space statfs reports and fallocate checks (common.c), bytes, multiples of 4096. */
+struct fs_space {
+	uint64_t total; /* the size */
+	uint64_t free;  /* free */
+	uint64_t avail; /* free to an unprivileged user (at most free) */
+};
+void fs_space(struct mwfs *fs, struct fs_space *sp);
 void fs_touch(struct schema_inode *a, bool atime, bool mtime, bool ctime);
 void fs_fill_stat(struct mwfs *fs, const struct inode *ip, struct stat *st);
 void fs_fill_entry(struct mwfs *fs, const struct inode *ip, struct fuse_entry_param *e);
