@@ -431,14 +431,10 @@ static void test_large_puts(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_key_valid),
-	    cmocka_unit_test(test_layout_and_caps),
-	    cmocka_unit_test(test_space),
-	    cmocka_unit_test(test_open_errors),
-	    cmocka_unit_test(test_open_flags),
-	    cmocka_unit_test(test_symlinks_never_followed),
-	    cmocka_unit_test(test_temp_files),
-	    cmocka_unit_test(test_foreign_files),
+	    cmocka_unit_test(test_key_valid),  cmocka_unit_test(test_layout_and_caps),
+	    cmocka_unit_test(test_space),      cmocka_unit_test(test_open_errors),
+	    cmocka_unit_test(test_open_flags), cmocka_unit_test(test_symlinks_never_followed),
+	    cmocka_unit_test(test_temp_files), cmocka_unit_test(test_foreign_files),
 	    cmocka_unit_test(test_large_puts),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
