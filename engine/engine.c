@@ -661,6 +661,18 @@ int engine_close(struct engine *e)
 /* Statistics                                                          */
 /* ------------------------------------------------------------------ */
 
+int engine_store_space(struct engine *e, struct engine_space *out)
+{
+	struct store_space sp;
+	int rc = store_space(e->st, &sp);
+	if (rc)
+		return rc;
+	out->total = sp.total;
+	out->free = sp.free;
+	out->avail = sp.avail;
+	return 0;
+}
+
 void engine_get_stats(struct engine *e, struct engine_stats *out)
 {
 	mw_mutex_lock(&e->mu);

@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -140,19 +141,106 @@ void fs_clock_seen(int64_t sec, uint32_t nsec)
 }
 
 /*
- * The space statfs reports and fallocate checks: the capacity is the mount's option (an
- * object store has no size of its own), used the engine's estimate of its live data (pack
- * bytes referenced at the last GC pass plus those written since: an upper estimate).
- * Takes the engine's lock briefly, not fs->mu.
+ * The space statfs reports and fallocate checks.  With the capacity option (or on a store with
+ * no size of its own: S3, 1 PiB), that capacity, less the engine's estimate of its live data
+ * (pack bytes referenced at the last GC pass plus those written since: an upper estimate).
+ * Without it on a local store, the size and free space of the filesystem that holds the store,
+ * as df of it says, minus nothing and plus nothing (as bindfs): a program that fills the mount
+ * until ENOSPC stops where the host's disk would, and is not told of a petabyte that is not
+ * there.  Takes the engine's lock briefly, not fs->mu.
  */
-void fs_space(struct mwfs *fs, uint64_t *capacity, uint64_t *used)
+void fs_space(struct mwfs *fs, struct fs_space *sp)
 {
+	struct engine_space es;
+	if (!fs->o.capacity && !engine_store_space(fs->e, &es)) {
+		sp->total = es.total & ~(uint64_t)4095;
+		sp->free = es.free < sp->total ? es.free : sp->total;
+		sp->avail = es.avail < sp->free ? es.avail : sp->free;
+		return;
+	}
 	struct engine_stats s;
 	engine_get_stats(fs->e, &s);
 	uint64_t cap = fs->o.capacity ? fs->o.capacity : MWFS_DEFAULT_CAPACITY;
 	cap &= ~(uint64_t)4095;
-	*capacity = cap;
-	*used = s.live_bytes_est < cap ? s.live_bytes_est : cap;
+	uint64_t used = (s.live_bytes_est + 4095) & ~(uint64_t)4095;
+	sp->total = cap;
+	sp->free = sp->avail = used < cap ? cap - used : 0;
+}
+
+/*
+ * What the kernel's own filesystems do to the set-id bits of a file that a caller changes
+ * (write, truncate, fallocate, chown: setattr_should_drop_suidgid()), for the cases the FUSE
+ * kernel module leaves to the daemon.  Without FUSE_CAP_HANDLE_KILLPRIV (v1: the daemon would
+ * have to do it all, and a write through the writeback cache carries no caller) the kernel
+ * clears set-user-ID and a set-group-ID with group-exec itself, by a setattr of the mode; it
+ * drops the kill of a set-group-ID without group-exec (the caller is not in the file's group),
+ * sending a setattr with nothing to set (write, fallocate, punch hole, copy_file_range) or a
+ * size change alone (truncate), and sends nothing for open(O_TRUNC) (FUSE_CAP_ATOMIC_O_TRUNC:
+ * the open truncates).  HANDLE_KILLPRIV_V2, which has the kernel say when to kill, is not in
+ * libfuse 3.14.  So the rule is applied here with the caller of the request: unless it has
+ * CAP_FSETID, set-user-ID goes, and set-group-ID goes when the file is group-executable or
+ * the caller is not in the file's group.  A setattr of the mode is the kernel's kill of
+ * set-user-ID (the mode without it) or a chmod; set-group-ID in it goes when the caller is not
+ * in the group (sgid_only: a chmod's mode never has it then, the kernel strips it from a
+ * chmod by such a caller).  The caller's effective capabilities and groups are
+ * read from /proc/PID/status; if it is gone, uid 0 counts as privileged and only the
+ * request's gid as its group.
+ */
+#define CAP_FSETID_BIT 4 /* CAP_FSETID in the CapEff mask (linux/capability.h) */
+
+struct caller {
+	bool fsetid;   /* has CAP_FSETID */
+	gid_t gid;     /* fsgid */
+	gid_t grp[64]; /* supplementary groups (the first 64) */
+	int ngrp;
+};
+
+static void caller_read(fuse_req_t req, struct caller *c)
+{
+	const struct fuse_ctx *x = fuse_req_ctx(req);
+	char path[64], line[1024];
+	c->fsetid = x->uid == 0;
+	c->gid = x->gid;
+	c->ngrp = 0;
+	snprintf(path, sizeof(path), "/proc/%u/status", (unsigned)x->pid);
+	FILE *f = x->pid ? fopen(path, "re") : NULL;
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, "CapEff:", 7)) {
+			c->fsetid = (strtoull(line + 7, NULL, 16) >> CAP_FSETID_BIT) & 1;
+		} else if (!strncmp(line, "Groups:", 7)) {
+			char *p = line + 7, *end;
+			for (;;) {
+				unsigned long g = strtoul(p, &end, 10);
+				if (end == p ||
+				    c->ngrp == (int)(sizeof(c->grp) / sizeof(c->grp[0])))
+					break;
+				c->grp[c->ngrp++] = (gid_t)g;
+				p = end;
+			}
+		}
+	}
+	fclose(f);
+}
+
+uint32_t fs_kill_suidgid(fuse_req_t req, uint32_t mode, uint32_t gid, bool sgid_only)
+{
+	if (!S_ISREG(mode) || !(mode & (sgid_only ? S_ISGID : S_ISUID | S_ISGID)))
+		return mode;
+	struct caller c;
+	caller_read(req, &c);
+	if (c.fsetid)
+		return mode;
+	bool in_group = c.gid == gid;
+	for (int i = 0; i < c.ngrp && !in_group; i++)
+		in_group = c.grp[i] == gid;
+	if (sgid_only)
+		return in_group ? mode : mode & ~(uint32_t)S_ISGID;
+	mode &= ~(uint32_t)S_ISUID;
+	if ((mode & S_IXGRP) || !in_group)
+		mode &= ~(uint32_t)S_ISGID;
+	return mode;
 }
 
 /* Set the chosen timestamps of a to now. */

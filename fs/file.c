@@ -35,13 +35,13 @@ static struct inode *fh_inode(const struct fuse_file_info *fi)
 }
 
 /*
- * Truncate ip to 0 for open(O_TRUNC), as one batch with its times (ip held by
- * the caller, fs->mu not held).  The filesystem takes FUSE_CAP_ATOMIC_O_TRUNC
- * (libfuse's default), so the kernel sends no setattr of its own: the
- * truncation is ours to do, before the open is answered.  Bytes still in the
- * write buffer lie beyond the new end and are dropped with the stored ones.
+ * Truncate ip to 0 for open(O_TRUNC), as one batch with its times and the
+ * set-id bits the caller of req may not keep (ip held by the caller, fs->mu not held).  The
+ * filesystem takes FUSE_CAP_ATOMIC_O_TRUNC (libfuse's default), so the kernel sends no setattr of
+ * its own: the truncation is ours to do, before the open is answered.  Bytes still in the write
+ * buffer lie beyond the new end and are dropped with the stored ones.
  */
-static int open_truncate(struct mwfs *fs, struct inode *ip)
+static int open_truncate(fuse_req_t req, struct mwfs *fs, struct inode *ip)
 {
 	int rc = engine_wait_room(fs->e, FS_META_ROOM);
 	if (rc)
@@ -58,6 +58,8 @@ static int open_truncate(struct mwfs *fs, struct inode *ip)
 		inode_tx_add(&tx, ip);
 		file_truncate_locked(fs, ip, 0, removed);
 		fs_touch(&ip->a, false, true, true);
+		/* the kernel's own truncate would drop them; it sends no setattr here */
+		ip->a.mode = fs_kill_suidgid(req, ip->a.mode, ip->a.gid, false);
 		rc = inode_tx_commit(&tx, 0);
 		mw_mutex_unlock(&fs->mu);
 	}
@@ -81,7 +83,7 @@ void file_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	trunc = trunc && ip && S_ISREG(ip->a.mode);
 	mw_mutex_unlock(&fs->mu);
 	if (!rc && trunc)
-		rc = open_truncate(fs, ip);
+		rc = open_truncate(req, fs, ip);
 	mw_mutex_lock(&fs->mu);
 	if (!rc)
 		ip->nopen++;
@@ -425,13 +427,14 @@ void file_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t l
 		 * fails as on a disk: the bytes past the end of the file count (holes inside it
 		 * are not looked for).
 		 */
-		uint64_t cap, used, size;
-		fs_space(fs, &cap, &used);
+		struct fs_space sp;
+		uint64_t size;
+		fs_space(fs, &sp);
 		mw_mutex_lock(&fs->mu);
 		size = ip->a.size;
 		mw_mutex_unlock(&fs->mu);
 		uint64_t from = (uint64_t)off > size ? (uint64_t)off : size;
-		if (end > from && end - from > cap - used) {
+		if (end > from && end - from > sp.avail) {
 			fuse_reply_err(req, ENOSPC);
 			return;
 		}

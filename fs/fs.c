@@ -34,7 +34,6 @@ void mwfs_opts_default(struct mwfs_opts *o)
 	o->readahead_bytes = 16u << 20;
 	o->kernel_readahead = 1u << 20;
 	o->wb_flush_ms = 100;
-	o->capacity = MWFS_DEFAULT_CAPACITY;
 }
 
 uint32_t mwfs_chunk_size(const struct mwfs *fs)
@@ -70,7 +69,9 @@ uint32_t mwfs_chunk_size(const struct mwfs *fs)
  *                     cache itself on O_TRUNC.
  * Declined: POSIX_LOCKS and FLOCK_LOCKS (no getlk/setlk/flock: the kernel
  * locks locally, right for one mount per store), HANDLE_KILLPRIV (the
- * kernel clears suid/sgid on write and chown), POSIX_ACL (not supported),
+ * kernel clears suid/sgid on write and chown, the daemon what it leaves:
+ * fs_kill_suidgid(); v1 gives no caller for writeback writes, and libfuse
+ * 3.14 has no HANDLE_KILLPRIV_V2), POSIX_ACL (not supported),
  * DONT_MASK (the kernel applies the
  * umask), SPLICE_* (no write_buf), IOCTL_DIR (no ioctl), CACHE_SYMLINKS,
  * EXPLICIT_INVAL_DATA, EXPIRE_ONLY, NO_OPEN(DIR)_SUPPORT.
@@ -164,6 +165,12 @@ static void set_time(int64_t *sec, uint32_t *nsec, const struct timespec *ts, bo
 	}
 }
 
+/* The setattr bits that set something (the others qualify them). */
+#define SETATTR_FIELDS                                                                             \
+	(FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID | FUSE_SET_ATTR_SIZE |         \
+	 FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_ATIME_NOW |                     \
+	 FUSE_SET_ATTR_MTIME_NOW | FUSE_SET_ATTR_CTIME)
+
 static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
                        struct fuse_file_info *fi)
 {
@@ -227,12 +234,25 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 		if (!(to_set & FUSE_SET_ATTR_MTIME))
 			fs_touch(&ip->a, false, true, false);
 	}
+	uint32_t old_gid = ip->a.gid;
 	if (to_set & FUSE_SET_ATTR_MODE)
 		ip->a.mode = (ip->a.mode & S_IFMT) | (attr->st_mode & 07777);
 	if (to_set & FUSE_SET_ATTR_UID)
 		ip->a.uid = attr->st_uid;
 	if (to_set & FUSE_SET_ATTR_GID)
 		ip->a.gid = attr->st_gid;
+	/*
+	 * A truncate, a chown, or a setattr with nothing to set (the kernel's kill of the set-id
+	 * bits after a write, fallocate or copy that it could not express as a mode): the set-id
+	 * bits the caller may not keep go (fs_kill_suidgid()), judged on the group before a chown.
+	 * A setattr of the mode alone (a chmod, or the kernel's kill of set-user-ID, which keeps
+	 * a set-group-ID without group-exec): set-group-ID goes if the caller is not in the group.
+	 */
+	if ((to_set & (FUSE_SET_ATTR_SIZE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)) ||
+	    !(to_set & SETATTR_FIELDS))
+		ip->a.mode = fs_kill_suidgid(req, ip->a.mode, old_gid, false);
+	else if (to_set & FUSE_SET_ATTR_MODE)
+		ip->a.mode = fs_kill_suidgid(req, ip->a.mode, ip->a.gid, true);
 	if (to_set & FUSE_SET_ATTR_ATIME)
 		set_time(&ip->a.atime_sec, &ip->a.atime_nsec, &attr->st_atim,
 		         to_set & FUSE_SET_ATTR_ATIME_NOW);
@@ -287,16 +307,15 @@ static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 {
 	struct mwfs *fs = fuse_req_userdata(req);
 	struct statvfs sv;
+	struct fs_space sp;
 	(void)ino;
 	memset(&sv, 0, sizeof(sv));
-	/* the size is the capacity option; used, the engine's estimate of the live data */
-	uint64_t cap, used;
-	fs_space(fs, &cap, &used);
+	fs_space(fs, &sp);
 	sv.f_bsize = fs->cs;
 	sv.f_frsize = 4096;
-	sv.f_blocks = cap / 4096;
-	sv.f_bfree = sv.f_blocks - (used + 4095) / 4096;
-	sv.f_bavail = sv.f_bfree;
+	sv.f_blocks = sp.total / 4096;
+	sv.f_bfree = sp.free / 4096;
+	sv.f_bavail = sp.avail / 4096;
 	sv.f_files = 1ull << 40;
 	mw_mutex_lock(&fs->mu);
 	sv.f_ffree = sv.f_files - fs->next_ino;

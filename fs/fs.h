@@ -45,7 +45,8 @@ struct mwfs_opts {
 	uint64_t readahead_bytes;   /* how far ahead they fetch at most (default 16 MiB; 0: off) */
 	uint64_t kernel_readahead;  /* the max_readahead offered to the kernel (default 1 MiB) */
 	unsigned wb_flush_ms;       /* put a partly written chunk after this long (default 100) */
-	uint64_t capacity;          /* the size statfs reports, bytes (default, and 0: 1 PiB) */
+	uint64_t capacity;          /* the size statfs reports, bytes (default 0: the size of the
+	                               store's filesystem (a local store), else 1 PiB) */
 	const char *daemon_info;    /* value of MWFS_DAEMON_XATTR on the root ("PID STATUSPATH"),
 	                               or NULL; borrowed: must outlive the filesystem */
 };

@@ -147,9 +147,21 @@ int fs_err(int rc);
 int fs_writable(struct mwfs *fs);
 void fs_now(int64_t *sec, uint32_t *nsec);
 void fs_clock_seen(int64_t sec, uint32_t nsec);
-/* The capacity (fs->o.capacity) and the live bytes in it, at most the capacity. */
-void fs_space(struct mwfs *fs, uint64_t *capacity, uint64_t *used);
+/* The space statfs reports and fallocate checks (common.c), bytes, multiples of 4096. */
+struct fs_space {
+	uint64_t total; /* the size */
+	uint64_t free;  /* free */
+	uint64_t avail; /* free to an unprivileged user (at most free) */
+};
+void fs_space(struct mwfs *fs, struct fs_space *sp);
 void fs_touch(struct schema_inode *a, bool atime, bool mtime, bool ctime);
+/*
+ * The mode a file of mode mode and group gid keeps when the caller of req changes it (write,
+ * truncate, fallocate, chown): without CAP_FSETID, set-user-ID cleared, and set-group-ID when
+ * group-executable or the caller is not in group gid; sgid_only (a setattr of the mode): only
+ * the latter, set-group-ID when the caller is not in gid (common.c says why fs/ does it).
+ */
+uint32_t fs_kill_suidgid(fuse_req_t req, uint32_t mode, uint32_t gid, bool sgid_only);
 void fs_fill_stat(struct mwfs *fs, const struct inode *ip, struct stat *st);
 void fs_fill_entry(struct mwfs *fs, const struct inode *ip, struct fuse_entry_param *e);
 bool fs_all_zero(const uint8_t *p, size_t n);

@@ -443,6 +443,12 @@ static void f_close(struct store *s)
 	free(f);
 }
 
+/* The inner store's space (not a request: no fault applies). */
+static int f_space(struct store *s, struct store_space *out)
+{
+	return store_space(((struct fault_store *)s)->inner, out);
+}
+
 static const struct store_ops fault_ops = {
     .put = f_put,
     .put_if_absent = f_put_if_absent,
@@ -454,6 +460,7 @@ static const struct store_ops fault_ops = {
     .delete_many = f_delete_many,
     .writer_open = f_writer_open,
     .cleanup_uploads = f_cleanup,
+    .space = f_space,
     .close = f_close,
 };
 

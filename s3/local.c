@@ -55,6 +55,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -858,6 +859,19 @@ static void local_close(struct store *s)
 	free(ls);
 }
 
+/* The filesystem of the root directory: what a df of it says (bindfs reports the same). */
+static int local_space(struct store *s, struct store_space *out)
+{
+	struct local_store *ls = (struct local_store *)s;
+	struct statvfs sv;
+	if (fstatvfs(ls->root_fd, &sv) < 0)
+		return -errno;
+	out->total = (uint64_t)sv.f_blocks * sv.f_frsize;
+	out->free = (uint64_t)sv.f_bfree * sv.f_frsize;
+	out->avail = (uint64_t)sv.f_bavail * sv.f_frsize;
+	return 0;
+}
+
 static const struct store_ops local_ops = {
     .put = local_put,
     .put_if_absent = local_put_if_absent,
@@ -869,6 +883,7 @@ static const struct store_ops local_ops = {
     .delete_many = local_delete_many,
     .writer_open = local_writer_open,
     .cleanup_uploads = local_cleanup_uploads,
+    .space = local_space,
     .close = local_close,
 };
 

@@ -202,6 +202,11 @@ int store_cleanup_uploads(struct store *s, const char *prefix, unsigned older_th
 	    s, s->ops->cleanup_uploads(s, prefix ? prefix : "", older_than_sec, n ? n : &dummy));
 }
 
+int store_space(struct store *s, struct store_space *out)
+{
+	return s->ops->space ? s->ops->space(s, out) : -ENOTSUP;
+}
+
 const struct store_caps *store_caps(struct store *s)
 {
 	return &s->caps;

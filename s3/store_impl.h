@@ -31,6 +31,8 @@ struct store_ops {
 	int (*writer_open)(struct store *s, const char *key, int flags, struct store_writer **out);
 	int (*cleanup_uploads)(struct store *s, const char *prefix, unsigned older_than_sec,
 	                       unsigned *n);
+	/* store_space(); NULL: the store has no size of its own (-ENOTSUP) */
+	int (*space)(struct store *s, struct store_space *out);
 	void (*close)(struct store *s);
 };
 

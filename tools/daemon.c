@@ -15,6 +15,7 @@
 #include <string.h>
 #include <poll.h>
 #include <sys/file.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <sys/xattr.h>
@@ -492,6 +493,17 @@ void mwd_unlock(int fd)
 			unlink(path);
 	}
 	close(fd);
+}
+
+int mwd_set_dumpable(bool on)
+{
+	if (prctl(PR_SET_DUMPABLE, on ? 1 : 0, 0, 0, 0)) {
+		int rc = -errno;
+		fprintf(stderr, "memwalfs: prctl(PR_SET_DUMPABLE, %d): %s\n", on ? 1 : 0,
+		        strerror(-rc));
+		return rc;
+	}
+	return 0;
 }
 
 void mwd_memory_policy(void)

@@ -86,6 +86,16 @@ int mwd_ask_mount(const char *mnt, bool sync, const char *xattr, char *val, size
 void mwd_unlock(int fd);
 
 /*
+ * Make this process (and the processes it forks) dumpable or not
+ * (prctl(PR_SET_DUMPABLE)).  A daemon is not dumpable by default: its memory
+ * holds the S3 secret key, which a core dump (or a debugger of the same user)
+ * would expose.  Not dumpable also makes the files of /proc/PID owned by root
+ * (their modes unchanged: stat, status and cmdline stay world-readable).
+ * 0, or -errno (printed).
+ */
+int mwd_set_dumpable(bool on);
+
+/*
  * The daemon's allocator policy, set before its threads start: blocks of up
  * to 32 MiB (GET buffers, packs, FUSE buffers) come from malloc's arenas and
  * their memory is reused after free, and an arena gives memory back only

@@ -86,7 +86,6 @@ struct mount_args {
 	struct engine_opts eo;    /* engine options */
 	struct mwfs_opts fo;      /* filesystem options */
 	char fuse_opts[4096];     /* -o list passed to FUSE */
-	bool default_permissions; /* add default_permissions (on unless no_default_permissions) */
 	const char *pidfile;      /* --pidfile: write the serving process id here */
 	char *o_copies[32];       /* -o lists (settings point into them); freed at exit */
 	int n_copies;
@@ -100,6 +99,7 @@ struct mount_args {
 	const char *cache_dir; /* --cache-dir / -o cache_dir=: the disk cache (NULL: default) */
 	uint64_t disk_cache;   /* --disk-cache-size / -o disk_cache_size= (UINT64_MAX: default) */
 	bool cache_set;        /* --cache-size / -o cache= given */
+	bool dumpable;         /* --dumpable / -o dumpable: the daemon may dump core */
 	char cache_dir_buf[PATH_MAX]; /* the default cache directory */
 };
 
@@ -119,8 +119,9 @@ static void usage(FILE *f)
 	    "options:\n"
 	    "  -f, --foreground       stay in the foreground (default: background once mounted)\n"
 	    "  -d, --debug            FUSE debug output (implies -f)\n"
-	    "  -o OPT[,OPT...]        mount options: ro, allow_other, default_permissions (on by\n"
-	    "                         default; no_default_permissions turns it off), noatime,\n"
+	    "  -o OPT[,OPT...]        mount options: ro, allow_other, default_permissions (always\n"
+	    "                         on: the kernel checks permissions; no_default_permissions\n"
+	    "                         is refused), noatime,\n"
 	    "                         ...; memwalfs settings as endpoint=, region=, cadence=,\n"
 	    "                         cache=, cache_dir=, disk_cache_size=, memtable=, chunk=,\n"
 	    "                         readahead=, readahead_threads=, kernel_readahead=,\n"
@@ -157,9 +158,10 @@ static void usage(FILE *f)
 	    "  --memtable-size BYTES  MemTable size before a flush (default 64M)\n"
 	    "  --chunk-size BYTES     data chunk size when formatting (default 1M)\n"
 	    "  --threads N            FUSE worker threads (default 64)\n"
-	    "  --capacity BYTES       the size statfs (df) reports, e.g. 500G or 2T (default\n"
-	    "                         1P); free is that less the live data, and fallocate\n"
-	    "                         beyond the free space fails with ENOSPC\n"
+	    "  --capacity BYTES       the size statfs (df) reports, e.g. 500G or 2T; free is\n"
+	    "                         that less the live data (default: S3 1P; a local store\n"
+	    "                         reports its filesystem's size and free space, as df of\n"
+	    "                         it); fallocate beyond the free space fails with ENOSPC\n"
 	    "  --readahead BYTES      prefetch this far ahead of sequential readers\n"
 	    "                         (grows while reads stay sequential, up to this; default\n"
 	    "                         16M; 0 turns read-ahead off)\n"
@@ -179,6 +181,9 @@ static void usage(FILE *f)
 	    "                         first commits what it holds, then learns that it was\n"
 	    "                         fenced and fails every change with EIO; -o takeover\n"
 	    "  --pidfile FILE         write the id of the serving process to FILE\n"
+	    "  --dumpable             let the daemon dump core and be traced by its user, for\n"
+	    "                         debugging (default: not dumpable, because its memory\n"
+	    "                         holds the S3 secret); -o dumpable\n"
 	    "  --metrics-addr HOST:PORT  serve Prometheus metrics at http://HOST:PORT/metrics\n"
 	    "                         (e.g. 127.0.0.1:9108; docs/METRICS.md)\n"
 	    "  -v, --verbose          log more (repeat for debug)\n\n");
@@ -365,6 +370,8 @@ static int set_option(struct mount_args *a, const char *name, const char *val)
 		a->stack = true;
 	} else if (!strcmp(name, "takeover") && !val) {
 		a->takeover = true;
+	} else if (!strcmp(name, "dumpable") && !val) {
+		a->dumpable = true;
 	} else {
 		return 0;
 	}
@@ -410,8 +417,15 @@ static int parse_o(struct mount_args *a, char *list)
 		if (drop)
 			continue;
 		if (!strcmp(opt, "no_default_permissions")) {
-			a->default_permissions = false;
-			continue;
+			/* memwalfs checks no permission itself: the kernel's check is the only one
+			 */
+			fprintf(stderr,
+			        "memwalfs: no_default_permissions is refused: memwalfs makes no "
+			        "permission checks of its own, the kernel makes them "
+			        "(default_permissions, always on); without them every user of "
+			        "an allow_other mount could read, change and chown every file. "
+			        "Remove the option\n");
+			return -1;
 		}
 		if (!strcmp(opt, "default_permissions"))
 			continue; /* added below */
@@ -505,6 +519,8 @@ static int parse_args(struct mount_args *a, int argc, char **argv)
 			a->stack = true;
 		} else if (!strcmp(s, "--takeover")) {
 			a->takeover = true;
+		} else if (!strcmp(s, "--dumpable")) {
+			a->dumpable = true;
 		} else if (!strcmp(s, "-o") || !strncmp(s, "-o", 2)) {
 			const char *v = s[2] ? s + 2 : (i + 1 < argc ? argv[++i] : NULL);
 			if (!v) {
@@ -879,7 +895,7 @@ static int check_fuse_opts(struct mount_args *a)
 	char prog[] = "memwalfs", dash_o[] = "-o";
 
 	snprintf(fsname, sizeof(fsname), "fsname=%s,subtype=memwalfs", a->store);
-	if (a->default_permissions && add_fuse_opt(a, "default_permissions"))
+	if (add_fuse_opt(a, "default_permissions"))
 		return -1;
 	if (add_fuse_opt(a, fsname))
 		return -1;
@@ -1311,6 +1327,9 @@ static int run_mount(struct mount_args *a, int argc, char **argv)
 		return 2;
 	if (a->remount)
 		return remount(a);
+	/* before any credential is read; the daemon (forked, not exec'd) inherits it */
+	if (mwd_set_dumpable(a->dumpable))
+		return 1;
 	if (a->late[0] && a->foreground)
 		fprintf(stderr,
 		        "memwalfs: %s not applied with -f (set them with memwalfs mount -o "
@@ -1395,7 +1414,6 @@ int cmd_mount(int argc, char **argv)
 	s3_opts_default(&a.s3);
 	engine_opts_default(&a.eo);
 	mwfs_opts_default(&a.fo);
-	a.default_permissions = true;
 	a.follow_ms = -1;
 	a.disk_cache = UINT64_MAX;
 	int status = run_mount(&a, argc, argv);

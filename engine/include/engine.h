@@ -459,6 +459,20 @@ struct engine_stats {
 
 void engine_get_stats(struct engine *e, struct engine_stats *out);
 
+/* The space of the filesystem that holds the store (engine_store_space()). */
+struct engine_space {
+	uint64_t total; /* its size, bytes */
+	uint64_t free;  /* free bytes */
+	uint64_t avail; /* free bytes an unprivileged user may take */
+};
+
+/*
+ * The space of the filesystem that holds e's store: the local store's
+ * directory's (statvfs).  0, -ENOTSUP when the store has no size of its own
+ * (S3), or -errno.  Sends no request; any thread.
+ */
+int engine_store_space(struct engine *e, struct engine_space *out);
+
 /* A key handed to a follow callback: borrowed, valid during the call only. */
 struct engine_key {
 	const uint8_t *p;

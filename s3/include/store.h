@@ -191,6 +191,20 @@ void store_writer_abort(struct store_writer *w);
 int store_cleanup_uploads(struct store *s, const char *prefix, unsigned older_than_sec,
                           unsigned *n);
 
+/* The space of the filesystem that holds a store (store_space()). */
+struct store_space {
+	uint64_t total; /* its size, bytes */
+	uint64_t free;  /* free bytes */
+	uint64_t avail; /* free bytes an unprivileged user may take (df's Avail) */
+};
+
+/*
+ * The space of the filesystem that holds the store, as statvfs() tells it
+ * (the local store: the filesystem of its directory).  0, -ENOTSUP for a
+ * store with no size of its own (S3), or -errno.  Sends no request; any thread.
+ */
+int store_space(struct store *s, struct store_space *out);
+
 /* Capabilities of this store; valid until store_close(). */
 const struct store_caps *store_caps(struct store *s);
 

@@ -111,11 +111,17 @@ mw_rundir() {
 	else echo "/tmp/memwalfs-$(id -u)"; fi
 }
 
-mw_cleanup() {
+# mw_unmount_all: unmount every mount of the test and wait for its daemon (for a test that must
+# unmount something of its own under them before mw_cleanup)
+mw_unmount_all() {
 	for m in "${MOUNTS[@]}"; do
 		if mountpoint -q "$m" 2>/dev/null; then fusermount3 -u "$m" 2>/dev/null || fusermount3 -uz "$m" || true; fi
 		[ -f "$m.pid" ] && mw_wait_exit "$m.pid" || true
 	done
+}
+
+mw_cleanup() {
+	mw_unmount_all
 	rm -rf "$WORK"
 }
 trap mw_cleanup EXIT

@@ -12,7 +12,9 @@
 #  3. a read-only mount (ro) refuses remount,rw with a clear error;
 #  4. the kernel's read-ahead of the mount (/sys/class/bdi/MAJ:MIN/read_ahead_kb): 1024 KiB by
 #     default, kernel_readahead=256K gives 256, kernel_readahead=0 leaves the kernel's own;
-#     a file written and read back cold through each is byte-exact.
+#     a file written and read back cold through each is byte-exact;
+#  5. no_default_permissions through mount(8) is refused with a message, nothing mounted
+#     (safety.sh checks the other ways in).
 # mount(8) finds helpers only in /sbin: the test runs in a private mount namespace where
 # /usr/sbin/mount.fuse3 (mount(8)'s fallback for fuse.*) is a bind mount of a wrapper that
 # runs a copy of the helper next to a link to the build's memwalfs.
@@ -113,5 +115,12 @@ done
 mount -t fuse.memwalfs -o kernel_readahead=100 "$src" "$mnt" 2>/dev/null &&
 	fail "kernel_readahead=100 (under 4K, i.e. read-ahead off) was taken"
 mountpoint -q "$mnt" && fail "a refused mount left $mnt mounted"
+
+echo "-- no_default_permissions through mount(8)"
+err=$(mount -t fuse.memwalfs -o allow_other,no_default_permissions "$src" "$mnt" 2>&1) &&
+	fail "mount -o allow_other,no_default_permissions was taken"
+case $err in *"no_default_permissions is refused"*) ;; *) fail "no clear message: $err" ;; esac
+mountpoint -q "$mnt" && fail "a refused mount left $mnt mounted"
+echo "   refused: $err"
 mw_fsck
 echo PASS

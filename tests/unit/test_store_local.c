@@ -18,11 +18,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
+#include "fault.h"
 #include "testutil.h"
 
 /* Write a plain file at dir/rel with content s. */
@@ -148,6 +150,37 @@ static void test_layout_and_caps(void **state)
 	assert_memory_equal(out, "ell", 3);
 	free(out);
 	store_close(s2);
+	tu_store_close(t);
+}
+
+/*
+ * store_space(): the filesystem of the store's directory, as statvfs() of it says (what df of
+ * a mount without --capacity reports); the fault wrapper passes it through.  The free space
+ * moves with other programs' writes: it is compared within 64 MiB.
+ */
+static void test_space(void **state)
+{
+	(void)state;
+	struct tu_store *t;
+	struct store_space sp, fsp;
+	struct statvfs sv;
+	struct fault_store *f;
+	struct store *inner;
+
+	assert_int_equal(tu_store_open("local", &t), 0);
+	assert_int_equal(store_space(t->store, &sp), 0);
+	assert_int_equal(statvfs(t->dir, &sv), 0);
+	assert_true(sp.total == (uint64_t)sv.f_blocks * sv.f_frsize);
+	assert_true(sp.total > 0 && sp.free <= sp.total && sp.avail <= sp.free);
+	uint64_t host_free = (uint64_t)sv.f_bfree * sv.f_frsize;
+	uint64_t d = sp.free > host_free ? sp.free - host_free : host_free - sp.free;
+	assert_true(d < (64u << 20));
+
+	assert_int_equal(store_open_local(t->dir, &inner), 0);
+	assert_int_equal(fault_store_new(inner, &f), 0);
+	assert_int_equal(store_space(fault_store_as_store(f), &fsp), 0);
+	assert_true(fsp.total == sp.total);
+	store_close(fault_store_as_store(f));
 	tu_store_close(t);
 }
 
@@ -398,13 +431,10 @@ static void test_large_puts(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_key_valid),
-	    cmocka_unit_test(test_layout_and_caps),
-	    cmocka_unit_test(test_open_errors),
-	    cmocka_unit_test(test_open_flags),
-	    cmocka_unit_test(test_symlinks_never_followed),
-	    cmocka_unit_test(test_temp_files),
-	    cmocka_unit_test(test_foreign_files),
+	    cmocka_unit_test(test_key_valid),  cmocka_unit_test(test_layout_and_caps),
+	    cmocka_unit_test(test_space),      cmocka_unit_test(test_open_errors),
+	    cmocka_unit_test(test_open_flags), cmocka_unit_test(test_symlinks_never_followed),
+	    cmocka_unit_test(test_temp_files), cmocka_unit_test(test_foreign_files),
 	    cmocka_unit_test(test_large_puts),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
