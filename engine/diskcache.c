@@ -41,12 +41,30 @@
  * for good with one warning; reads go on.  Nothing here ever fails a read
  * of the filesystem: the worst case is a miss.
  *
+ * Safety.  The daemon runs as root, so a link planted in the directory could
+ * make it overwrite or delete any file.  The directory is opened one name at
+ * a time from "/" (open_dir()), each directory relative to the one before:
+ * every directory on the way must belong to the mount's user or to root and
+ * be writable by nobody else (one on the way may be if it is sticky, like
+ * /tmp), and a symbolic link on the way is followed only when one of them
+ * made it; anything else refuses the cache with a log line that says which
+ * directory, whose it is and what to do.  Inside it, everything is opened
+ * relative to the directory's descriptor without following a link: lock and
+ * format with O_NOFOLLOW (a link named format is removed, not written
+ * through), the XX directories once each with O_NOFOLLOW and kept open
+ * (sub_dir(); the listing removes a link or file named XX), entry files
+ * relative to them (temporaries created with O_EXCL | O_NOFOLLOW).  The
+ * wipe unlinks names inside our own XX directories only: an unlinked link
+ * is gone, what it pointed at is untouched.
+ *
  * Locks: dc->mu protects everything marked so; no I/O is done under it.
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,6 +93,7 @@
 #define DC_MIN_AUTO (4u << 20) /* a default bound below this: the disk is full, cache nothing */
 #define DC_WRITERS 4           /* writer threads (opts.writers 0) */
 #define DC_WRITERS_MAX 16
+#define DC_SUBS 256 /* XX directories: 00 to ff */
 
 /* One entry of the index. */
 struct dc_ent {
@@ -117,14 +136,15 @@ struct dc_writer {
 };
 
 struct diskcache {
-	char *dir;          /* the directory (for log lines) */
-	int dfd;            /* the directory, open */
-	int lockfd;         /* DIR/lock, flocked */
-	uint64_t max_bytes; /* the bound; dc->mu (set by the thread after the listing) */
-	bool auto_max;      /* the bound is the default one */
-	uint64_t avail;     /* free bytes of the filesystem at open (auto_max) */
-	size_t queue_max;   /* bound of queued bytes */
-	bool wipe;          /* the format file was not ours: delete entries at the listing */
+	char *dir;               /* the directory (for log lines) */
+	int dfd;                 /* the directory, open */
+	atomic_int sub[DC_SUBS]; /* its XX directories, opened on first use (-1: not yet) */
+	int lockfd;              /* DIR/lock, flocked */
+	uint64_t max_bytes;      /* the bound; dc->mu (set by the thread after the listing) */
+	bool auto_max;           /* the bound is the default one */
+	uint64_t avail;          /* free bytes of the filesystem at open (auto_max) */
+	size_t queue_max;        /* bound of queued bytes */
+	bool wipe;               /* the format file was not ours: delete entries at the listing */
 
 	struct mw_mutex mu;   /* see the file comment */
 	pthread_cond_t cv;    /* work queued, or stop; dc->mu */
@@ -157,17 +177,59 @@ static XXH128_hash_t name_of(const void *key, size_t klen)
 	return XXH3_128bits(key, klen);
 }
 
-/* "XX/NAME" (tmp >= 0: writer tmp's "XX/.NAME.K.tmp, K = tmp") into buf (at least 48 bytes). */
-static void path_of(char *buf, size_t n, XXH128_hash_t h, int tmp)
+/*
+ * The name of h's file in its directory XX, "NAME" (tmp >= 0: writer tmp's ".NAME.K.tmp",
+ * K = tmp), into buf (at least 48 bytes); returns the number of XX (h's first byte).
+ */
+static unsigned name_in_sub(char *buf, size_t n, XXH128_hash_t h, int tmp)
 {
 	char hex[DC_NAME + 1];
 
 	snprintf(hex, sizeof(hex), "%016" PRIx64 "%016" PRIx64, (uint64_t)h.high64,
 	         (uint64_t)h.low64);
 	if (tmp >= 0)
-		snprintf(buf, n, "%.2s/.%s.%d.tmp", hex, hex, tmp);
+		snprintf(buf, n, ".%s.%d.tmp", hex, tmp);
 	else
-		snprintf(buf, n, "%.2s/%s", hex, hex);
+		snprintf(buf, n, "%s", hex);
+	return (unsigned)(h.high64 >> 56);
+}
+
+/*
+ * The descriptor of directory XX number i, opened once (then kept until close) relative to
+ * the cache's, never through a link: a link or a file named XX fails (ELOOP, ENOTDIR);
+ * create: made (0700) if missing.  -1 with errno on failure.
+ */
+static int sub_dir(struct diskcache *dc, unsigned i, bool create)
+{
+	int fd = atomic_load_explicit(&dc->sub[i], memory_order_acquire), prev = -1;
+	char name[3];
+
+	if (fd >= 0)
+		return fd;
+	snprintf(name, sizeof(name), "%02x", i);
+	fd = openat(dc->dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 && errno == ENOENT && create) {
+		if (mkdirat(dc->dfd, name, 0700) && errno != EEXIST)
+			return -1;
+		fd = openat(dc->dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	}
+	if (fd < 0)
+		return -1;
+	if (!atomic_compare_exchange_strong(&dc->sub[i], &prev, fd)) {
+		close(fd); /* another thread opened it first */
+		fd = prev;
+	}
+	return fd;
+}
+
+/* Unlink the file of h (whatever it is: a link is removed, not followed). */
+static void unlink_entry(struct diskcache *dc, XXH128_hash_t h)
+{
+	char name[64];
+	int sfd = sub_dir(dc, name_in_sub(name, sizeof(name), h, -1), false);
+
+	if (sfd >= 0)
+		unlinkat(sfd, name, 0);
 }
 
 static size_t bucket(const struct diskcache *dc, XXH128_hash_t h)
@@ -282,8 +344,6 @@ static bool remember(struct diskcache *dc, XXH128_hash_t h, uint64_t bytes, int6
 /* Unlink the files of the least recently used entries while over the bound. */
 static void evict(struct diskcache *dc)
 {
-	char path[64];
-
 	mw_mutex_lock(&dc->mu);
 	while (dc->tail && dc->st.bytes > dc->max_bytes) {
 		struct dc_ent *x = dc->tail;
@@ -292,8 +352,7 @@ static void evict(struct diskcache *dc)
 		free(x);
 		dc->st.evictions++;
 		mw_mutex_unlock(&dc->mu);
-		path_of(path, sizeof(path), h, -1);
-		unlinkat(dc->dfd, path, 0);
+		unlink_entry(dc, h);
 		mw_mutex_lock(&dc->mu);
 	}
 	mw_mutex_unlock(&dc->mu);
@@ -372,12 +431,20 @@ static void scan(struct diskcache *dc)
 	struct scanned *v = NULL;
 	size_t n = 0, cap = 0;
 
-	for (int i = 0; i < 256; i++) {
-		char sub[3];
-		snprintf(sub, sizeof(sub), "%02x", i);
-		int fd = openat(dc->dfd, sub, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (fd < 0)
+	for (unsigned i = 0; i < DC_SUBS; i++) {
+		int fd = sub_dir(dc, i, false);
+		if (fd < 0 && (errno == ELOOP || errno == ENOTDIR)) {
+			/* a link (or a file) named XX: not ours, never followed */
+			char sub[3];
+			snprintf(sub, sizeof(sub), "%02x", i);
+			log_warn("disk cache %s: %s/%s is not a directory (a symbolic link or a "
+			         "file): removed without following it",
+			         dc->dir, dc->dir, sub);
+			unlinkat(dc->dfd, sub, 0);
 			continue;
+		}
+		if (fd < 0 || (fd = fcntl(fd, F_DUPFD_CLOEXEC, 0)) < 0)
+			continue; /* the listing's own descriptor: closedir() closes it */
 		DIR *d = fdopendir(fd);
 		if (!d) {
 			close(fd);
@@ -515,7 +582,7 @@ static bool write_entry(struct dc_writer *w, struct dc_job *j)
 	struct diskcache *dc = w->dc;
 	char tmp[64], path[64];
 	const char *what = "creating an entry";
-	int fd, err = -1;
+	int fd, sfd, err = -1;
 	size_t klen = get_be16(j->head + 6), len = get_be32(j->head + 8);
 
 	/* the header page: header, key, check, zeros (and room for a direct write's copy) */
@@ -529,17 +596,16 @@ static bool write_entry(struct dc_writer *w, struct dc_job *j)
 	memcpy(w->bounce, j->head, DC_HDR + klen);
 	put_be64(w->bounce + DC_HDR + klen, check_of(j->head, klen, j->data, len));
 	memset(w->bounce + DC_HDR + klen + DC_CHECK, 0, DC_PAGE - DC_HDR - klen - DC_CHECK);
-	path_of(tmp, sizeof(tmp), j->h, w->idx);
-	path_of(path, sizeof(path), j->h, -1);
-	fd = openat(dc->dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0 && errno == ENOENT) {
-		char sub[3] = {path[0], path[1], 0};
-		if (mkdirat(dc->dfd, sub, 0700) && errno != EEXIST) {
-			stop_inserts(dc, "creating a directory", errno);
-			return false;
-		}
-		fd = openat(dc->dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	name_in_sub(path, sizeof(path), j->h, -1);
+	sfd = sub_dir(dc, name_in_sub(tmp, sizeof(tmp), j->h, w->idx), true);
+	if (sfd < 0) {
+		stop_inserts(dc, "opening its directory", errno);
+		return false;
 	}
+	/* a new file, never through a link: whatever has the name (a crash's leftover) goes */
+	fd = openat(sfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0 && errno == EEXIST && unlinkat(sfd, tmp, 0) == 0)
+		fd = openat(sfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0) {
 		stop_inserts(dc, what, errno);
 		return false;
@@ -570,12 +636,12 @@ static bool write_entry(struct dc_writer *w, struct dc_job *j)
 	what = "writing an entry";
 	if (close(fd) && !err)
 		err = errno;
-	if (!err && renameat(dc->dfd, tmp, dc->dfd, path)) {
+	if (!err && renameat(sfd, tmp, sfd, path)) {
 		err = errno;
 		what = "renaming an entry";
 	}
 	if (err) {
-		unlinkat(dc->dfd, tmp, 0);
+		unlinkat(sfd, tmp, 0);
 		stop_inserts(dc, what, err);
 		return false;
 	}
@@ -616,6 +682,7 @@ static void *dc_thread(void *arg)
 	struct diskcache *dc = w->dc;
 	const struct timespec now2[2] = {{0, UTIME_OMIT}, {0, UTIME_NOW}};
 	char path[64];
+	int sfd;
 
 	if (w->idx == 0)
 		scan(dc);
@@ -648,8 +715,9 @@ static void *dc_thread(void *arg)
 			}
 			break;
 		case JOB_TOUCH:
-			path_of(path, sizeof(path), j->h, -1);
-			utimensat(dc->dfd, path, now2, 0);
+			sfd = sub_dir(dc, name_in_sub(path, sizeof(path), j->h, -1), false);
+			if (sfd >= 0)
+				utimensat(sfd, path, now2, AT_SYMLINK_NOFOLLOW);
 			break;
 		default:
 			break;
@@ -707,47 +775,196 @@ static void enqueue_small(struct diskcache *dc, int kind, XXH128_hash_t h)
 
 /* ---- open and close ------------------------------------------------------- */
 
-/* mkdir -p of path (0700 for what it creates). */
-static int mkdirs(const char *path)
+/* "name (uid N)" of user uid into buf, or "uid N" when it has no name. */
+static const char *user_name(uid_t uid, char *buf, size_t n)
 {
-	char buf[4096];
-	size_t n = strlen(path);
+	struct passwd pw, *r = NULL;
+	char tmp[1024];
 
-	if (n == 0 || n >= sizeof(buf))
-		return -ENAMETOOLONG;
-	memcpy(buf, path, n + 1);
-	for (size_t i = 1; i <= n; i++) {
-		if (buf[i] != '/' && buf[i] != 0)
-			continue;
-		char c = buf[i];
-		buf[i] = 0;
-		if (mkdir(buf, 0700) && errno != EEXIST)
-			return -errno;
-		buf[i] = c;
+	if (getpwuid_r(uid, &pw, tmp, sizeof(tmp), &r) == 0 && r)
+		snprintf(buf, n, "%s (uid %u)", r->pw_name, (unsigned)uid);
+	else
+		snprintf(buf, n, "uid %u", (unsigned)uid);
+	return buf;
+}
+
+/*
+ * May the cache trust directory path (st its stat), the cache directory dir itself (last)
+ * or one on the way to it?  It must belong to the mount's user or to root, and nobody else
+ * may write into it: another user could plant links in it, or swap a directory on the way
+ * for one of theirs.  One on the way may be writable by others if it is sticky (like /tmp:
+ * nobody renames or deletes what is not theirs).  0, or -EPERM with a log line that says
+ * what to do.
+ */
+static int trusted(const char *dir, const char *path, const struct stat *st, bool last)
+{
+	char owner[300], me[300];
+	uid_t uid = geteuid();
+
+	if (st->st_uid != uid && st->st_uid != 0) {
+		log_err("disk cache %s: %s belongs to %s, not to %s or root: another user could "
+		        "plant links in it to make this mount overwrite or delete files, so the "
+		        "disk cache is not used. %s",
+		        dir, path, user_name(st->st_uid, owner, sizeof(owner)),
+		        user_name(uid, me, sizeof(me)),
+		        last ? "Remove that directory (or take it over: chown), or give "
+		               "--cache-dir a directory of your own"
+		             : "Give --cache-dir a directory that is not under it");
+		return -EPERM;
+	}
+	if ((st->st_mode & (S_IWGRP | S_IWOTH)) && (last || !(st->st_mode & S_ISVTX))) {
+		log_err(
+		    "disk cache %s: %s (mode %04o) is writable by other users: they could plant "
+		    "links in it to make this mount overwrite or delete files, so the disk cache "
+		    "is not used. Run chmod go-w %s, or give --cache-dir a directory of your own",
+		    dir, path, (unsigned)(st->st_mode & 07777), path);
+		return -EPERM;
 	}
 	return 0;
 }
 
-/* Check DIR/format; write it if missing.  Sets dc->wipe if it is not ours. */
+/*
+ * Open the cache directory dir, making it and its missing parents (0700): one name at a
+ * time from "/", each directory opened relative to the one before it, so that the
+ * directory checked is the one used.  Every directory reached must be trusted(); a symbolic
+ * link on the way is followed only if root or the mount's user made it (what the kernel's
+ * protected_symlinks asks in sticky directories).  0 and *out its descriptor, or a
+ * negative errno (logged).
+ */
+static int open_dir(const char *dir, int *out)
+{
+	char path[PATH_MAX], sofar[PATH_MAX] = "/", cwd[PATH_MAX], *names[PATH_MAX / 2];
+	char *save = NULL, *name;
+	size_t nn = 0;
+	struct stat st;
+	int fd, nfd, rc, w;
+
+	if (dir[0] == '/')
+		w = snprintf(path, sizeof(path), "%s", dir);
+	else if (getcwd(cwd, sizeof(cwd)))
+		w = snprintf(path, sizeof(path), "%s/%s", cwd, dir);
+	else
+		return -errno;
+	if (w < 0 || (size_t)w >= sizeof(path))
+		return -ENAMETOOLONG;
+	for (name = strtok_r(path, "/", &save); name; name = strtok_r(NULL, "/", &save))
+		if (strcmp(name, "."))
+			names[nn++] = name;
+	fd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st)) {
+		rc = -errno;
+		goto out;
+	}
+	if ((rc = trusted(dir, "/", &st, nn == 0)))
+		goto out;
+	for (size_t i = 0; i < nn; i++) {
+		size_t n = strlen(sofar);
+		name = names[i];
+		snprintf(sofar + n, sizeof(sofar) - n, "%s%s", n > 1 ? "/" : "", name);
+		nfd = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (nfd < 0 && errno == ENOENT) {
+			if (mkdirat(fd, name, 0700) && errno != EEXIST) {
+				rc = -errno;
+				log_err("disk cache %s: cannot create %s: %s", dir, sofar,
+				        strerror(-rc));
+				goto out;
+			}
+			nfd = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		}
+		if (nfd < 0 && (errno == ELOOP || errno == ENOTDIR)) {
+			struct stat ls;
+			char owner[300];
+			int err = errno;
+			if (fstatat(fd, name, &ls, AT_SYMLINK_NOFOLLOW) || !S_ISLNK(ls.st_mode)) {
+				errno = err; /* a file, not a directory */
+			} else if (ls.st_uid != geteuid() && ls.st_uid != 0) {
+				log_err("disk cache %s: %s is a symbolic link made by %s: not "
+				        "followed (it could lead this mount to overwrite or delete "
+				        "files), so the disk cache is not used. Give --cache-dir a "
+				        "path without it",
+				        dir, sofar, user_name(ls.st_uid, owner, sizeof(owner)));
+				rc = -EPERM;
+				goto out;
+			} else {
+				nfd = openat(fd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+			}
+		}
+		if (nfd < 0) {
+			rc = -errno;
+			log_err("disk cache %s: cannot open %s: %s", dir, sofar, strerror(-rc));
+			goto out;
+		}
+		close(fd);
+		fd = nfd;
+		if (fstat(fd, &st)) {
+			rc = -errno;
+			goto out;
+		}
+		if ((rc = trusted(dir, sofar, &st, i + 1 == nn)))
+			goto out;
+	}
+	*out = fd;
+	return 0;
+out:
+	close(fd);
+	return rc;
+}
+
+/*
+ * Check DIR/format; write it if missing.  Sets dc->wipe if it is not ours (another version,
+ * or not a regular file: a link is removed, never written through).
+ */
 static void check_format(struct diskcache *dc)
 {
 	char buf[64];
+	struct stat st;
 	ssize_t n = -1;
-	int fd = openat(dc->dfd, "format", O_RDONLY | O_CLOEXEC);
+	int fd = openat(dc->dfd, "format", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 
-	if (fd >= 0) {
-		n = read(fd, buf, sizeof(buf));
-		close(fd);
+	if (fd >= 0 || errno != ENOENT) {
+		if (fd >= 0 && !fstat(fd, &st) && S_ISREG(st.st_mode))
+			n = read(fd, buf, sizeof(buf));
+		if (fd >= 0)
+			close(fd);
 		if (n == (ssize_t)strlen(DC_FORMAT) && !memcmp(buf, DC_FORMAT, (size_t)n))
 			return;
 		dc->wipe = true;
+		unlinkat(dc->dfd, "format", 0); /* a link goes, not what it points at */
 	}
-	fd = openat(dc->dfd, "format", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	fd = openat(dc->dfd, "format", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd >= 0) {
 		if (write(fd, DC_FORMAT, strlen(DC_FORMAT)) != (ssize_t)strlen(DC_FORMAT))
 			dc->wipe = false; /* cannot even write: leave things as they are */
 		close(fd);
 	}
+}
+
+/* Open and flock DIR/lock (never through a link): 0, -EBUSY, or another negative errno. */
+static int lock_dir(struct diskcache *dc)
+{
+	struct stat st;
+
+	dc->lockfd =
+	    openat(dc->dfd, "lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
+	if (dc->lockfd < 0 || fstat(dc->lockfd, &st)) {
+		int rc = -errno;
+		if (rc == -ELOOP)
+			log_err("disk cache %s: %s/lock is a symbolic link: not followed, the disk "
+			        "cache is not used. Remove the link",
+			        dc->dir, dc->dir);
+		return rc;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		log_err("disk cache %s: %s/lock is not a regular file: the disk cache is not used. "
+		        "Remove it",
+		        dc->dir, dc->dir);
+		return -EPERM;
+	}
+	if (flock(dc->lockfd, LOCK_EX | LOCK_NB))
+		return errno == EWOULDBLOCK ? -EBUSY : -errno;
+	return 0;
 }
 
 int diskcache_open(const struct diskcache_opts *o, struct diskcache **out)
@@ -758,13 +975,12 @@ int diskcache_open(const struct diskcache_opts *o, struct diskcache **out)
 
 	if (!o->dir || !*o->dir)
 		return -EINVAL;
-	rc = mkdirs(o->dir);
-	if (rc)
-		return rc;
 	dc = calloc(1, sizeof(*dc));
 	if (!dc)
 		return -ENOMEM;
 	dc->dfd = dc->lockfd = -1;
+	for (int i = 0; i < DC_SUBS; i++)
+		atomic_init(&dc->sub[i], -1);
 	dc->nb = 1024;
 	dc->tab = calloc(dc->nb, sizeof(*dc->tab));
 	dc->dir = strdup(o->dir);
@@ -772,20 +988,8 @@ int diskcache_open(const struct diskcache_opts *o, struct diskcache **out)
 		rc = -ENOMEM;
 		goto fail;
 	}
-	dc->dfd = open(o->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dc->dfd < 0) {
-		rc = -errno;
+	if ((rc = open_dir(o->dir, &dc->dfd)) || (rc = lock_dir(dc)))
 		goto fail;
-	}
-	dc->lockfd = openat(dc->dfd, "lock", O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (dc->lockfd < 0) {
-		rc = -errno;
-		goto fail;
-	}
-	if (flock(dc->lockfd, LOCK_EX | LOCK_NB)) {
-		rc = errno == EWOULDBLOCK ? -EBUSY : -errno;
-		goto fail;
-	}
 	check_format(dc);
 	dc->auto_max = o->max_bytes == DISKCACHE_AUTO;
 	dc->max_bytes = o->max_bytes;
@@ -867,6 +1071,9 @@ void diskcache_close(struct diskcache *dc)
 	pthread_cond_destroy(&dc->cv);
 	pthread_cond_destroy(&dc->idle);
 	mw_mutex_destroy(&dc->mu);
+	for (int i = 0; i < DC_SUBS; i++)
+		if (atomic_load(&dc->sub[i]) >= 0)
+			close(atomic_load(&dc->sub[i]));
 	close(dc->lockfd); /* releases the flock */
 	close(dc->dfd);
 	free(dc->dir);
@@ -878,10 +1085,7 @@ void diskcache_close(struct diskcache *dc)
 /* Delete the file of h and forget it (a damaged or unwanted entry). */
 static void drop_name(struct diskcache *dc, XXH128_hash_t h)
 {
-	char path[64];
-
-	path_of(path, sizeof(path), h, -1);
-	unlinkat(dc->dfd, path, 0);
+	unlink_entry(dc, h);
 	mw_mutex_lock(&dc->mu);
 	struct dc_ent *x = find(dc, h);
 	if (x) {
@@ -924,8 +1128,9 @@ int diskcache_get_part(struct diskcache *dc, const void *key, size_t klen, size_
 	    len > total - off || (!whole && !(flags & DISKCACHE_GET_CALLER_CHECKS)))
 		return -ENOENT;
 	h = name_of(key, klen);
-	path_of(path, sizeof(path), h, -1);
-	fd = openat(dc->dfd, path, O_RDONLY | O_CLOEXEC);
+	fd = sub_dir(dc, name_in_sub(path, sizeof(path), h, -1), false);
+	if (fd >= 0)
+		fd = openat(fd, path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0) {
 		mw_mutex_lock(&dc->mu);
 		dc->st.misses++;

@@ -5,7 +5,10 @@
  * for an entry, DISKCACHE_GET_CALLER_CHECKS (the data is left to the caller,
  * nothing else), a directory of another format version (wiped at open), and
  * parts of an entry read alone and puts of a shared buffer, flushes with
- * several writers, and data on a page boundary (written as it is).
+ * several writers, and data on a page boundary (written as it is); a hostile
+ * directory (issue 36): one of another user, or writable by others, or on the
+ * way through such a directory, is refused; links planted as format, lock,
+ * an XX directory or an entry's temporary file are never followed.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -16,10 +19,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <inttypes.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <xxhash.h>
 
 #include "diskcache.h"
 
@@ -41,10 +46,10 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-	char cmd[128];
+	char cmd[256];
 
 	(void)state;
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s' '%s.victim' '%s.vdir'", dir, dir, dir);
 	return system(cmd) == 0 ? 0 : -1;
 }
 
@@ -554,6 +559,148 @@ static void writers_flush(void **state)
 	free(out);
 }
 
+/* ---- a hostile directory (issue 36) ---------------------------------------- */
+
+/* Write s to path. */
+static void write_file(const char *path, const char *s)
+{
+	FILE *f = fopen(path, "w");
+
+	assert_non_null(f);
+	assert_int_equal(fputs(s, f) >= 0, 1);
+	assert_int_equal(fclose(f), 0);
+}
+
+/* Does path hold exactly s? */
+static bool holds(const char *path, const char *s)
+{
+	char buf[256] = "";
+	FILE *f = fopen(path, "r");
+
+	if (!f)
+		return false;
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	return strcmp(buf, s) == 0;
+}
+
+static int try_open(const char *d)
+{
+	struct diskcache_opts o = {.dir = d, .max_bytes = 1 << 20};
+	struct diskcache *dc = NULL;
+	int rc = diskcache_open(&o, &dc);
+
+	diskcache_close(dc);
+	return rc;
+}
+
+/*
+ * A cache directory writable by others (a group or everybody), or below a directory that is
+ * (and not sticky), is refused; below a sticky one (like /tmp) it is taken.  Another user's
+ * directory (root only: chown) is refused, and so is a path through a link another user
+ * made.
+ */
+static void unsafe_dirs(void **state)
+{
+	char d[128], sub[160], link[160];
+
+	(void)state;
+	snprintf(d, sizeof(d), "%s/c", dir);
+	assert_int_equal(mkdir(d, 0700), 0);
+	assert_int_equal(try_open(d), 0);
+	assert_int_equal(chmod(d, 0777), 0);
+	assert_int_equal(try_open(d), -EPERM);
+	assert_int_equal(chmod(d, 0770), 0);
+	assert_int_equal(try_open(d), -EPERM);
+	assert_int_equal(chmod(d, 01777), 0); /* sticky or not, others write into it */
+	assert_int_equal(try_open(d), -EPERM);
+	/* a directory on the way: writable by others refuses, sticky too is fine */
+	snprintf(sub, sizeof(sub), "%s/new/cache", d);
+	assert_int_equal(chmod(d, 0777), 0);
+	assert_int_equal(try_open(sub), -EPERM);
+	assert_int_equal(chmod(d, 01777), 0);
+	assert_int_equal(try_open(sub), 0);
+	struct stat sb;
+	assert_int_equal(stat(sub, &sb), 0);
+	assert_int_equal(sb.st_mode & 0777, 0700);
+	if (geteuid() != 0) {
+		print_message("the checks of another user's directory need root: not run\n");
+		return;
+	}
+	/* another user's directory, and a link another user made on the way */
+	assert_int_equal(chown(sub, 65534, 65534), 0);
+	assert_int_equal(try_open(sub), -EPERM);
+	snprintf(link, sizeof(link), "%s/link", d);
+	assert_int_equal(symlink(dir, link), 0);
+	assert_int_equal(lchown(link, 65534, 65534), 0);
+	snprintf(sub, sizeof(sub), "%s/link/cache2", d);
+	assert_int_equal(try_open(sub), -EPERM);
+	assert_int_equal(lchown(link, 0, 0), 0); /* a link of root's is followed */
+	assert_int_equal(try_open(sub), 0);
+}
+
+/*
+ * Links planted in our own directory are never followed: format to a file (replaced, the
+ * file untouched), 00 to a directory (removed by the listing, even with the wipe a foreign
+ * format asks for, the files there untouched), an entry's temporary file to a file (the
+ * entry written, the file untouched); lock to a file refuses the cache without creating it.
+ */
+static void planted_links(void **state)
+{
+	char victim[128], vdir[100], vfile[160], p[400], name[40], tmp[64];
+	uint8_t in[3000], out[3000];
+
+	(void)state;
+	snprintf(victim, sizeof(victim), "%s.victim", dir);
+	snprintf(vdir, sizeof(vdir), "%s.vdir", dir);
+	write_file(victim, "precious\n");
+	assert_int_equal(mkdir(vdir, 0700), 0);
+	snprintf(vfile, sizeof(vfile), "%s/0123456789abcdef0123456789abcdef", vdir);
+	write_file(vfile, "precious too\n");
+	snprintf(p, sizeof(p), "%s/format", dir);
+	assert_int_equal(symlink(victim, p), 0);
+	snprintf(p, sizeof(p), "%s/00", dir);
+	assert_int_equal(symlink(vdir, p), 0);
+	struct diskcache_opts o = {.dir = dir, .max_bytes = 1 << 20, .writers = 1};
+	struct diskcache *dc = NULL;
+	assert_int_equal(diskcache_open(&o, &dc), 0);
+	diskcache_flush(dc); /* the listing is done */
+	assert_true(holds(victim, "precious\n"));
+	assert_true(holds(vfile, "precious too\n"));
+	struct stat sb;
+	assert_int_equal(lstat(p, &sb), -1); /* the link 00 is gone */
+	snprintf(p, sizeof(p), "%s/format", dir);
+	assert_true(holds(p, "memwalfs-diskcache 3\n"));
+	assert_int_equal(lstat(p, &sb), 0);
+	assert_true(S_ISREG(sb.st_mode));
+
+	/* writer 0's temporary name of key "t", planted as a link after the listing */
+	XXH128_hash_t h = XXH3_128bits("t", 1);
+	snprintf(name, sizeof(name), "%016" PRIx64 "%016" PRIx64, (uint64_t)h.high64,
+	         (uint64_t)h.low64);
+	snprintf(p, sizeof(p), "%s/%.2s", dir, name);
+	assert_int_equal(mkdir(p, 0700), 0);
+	snprintf(tmp, sizeof(tmp), ".%s.0.tmp", name);
+	snprintf(p, sizeof(p), "%s/%.2s/%s", dir, name, tmp);
+	assert_int_equal(symlink(victim, p), 0);
+	fill(in, sizeof(in), 3);
+	diskcache_put(dc, "t", 1, in, sizeof(in));
+	diskcache_flush(dc);
+	assert_true(holds(victim, "precious\n"));
+	assert_int_equal(diskcache_get(dc, "t", 1, out, sizeof(out), 0), 0);
+	assert_memory_equal(out, in, sizeof(in));
+	diskcache_close(dc);
+
+	/* lock: refused, the file it names not created */
+	snprintf(p, sizeof(p), "%s/lock", dir);
+	assert_int_equal(unlink(p), 0);
+	snprintf(vfile, sizeof(vfile), "%s/created", vdir);
+	assert_int_equal(symlink(vfile, p), 0);
+	assert_int_equal(try_open(dir), -ELOOP);
+	assert_int_equal(lstat(vfile, &sb), -1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -567,6 +714,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(parts_and_shared, setup, teardown),
 	    cmocka_unit_test_setup_teardown(writers_flush, setup, teardown),
 	    cmocka_unit_test_setup_teardown(aligned_data, setup, teardown),
+	    cmocka_unit_test_setup_teardown(unsafe_dirs, setup, teardown),
+	    cmocka_unit_test_setup_teardown(planted_links, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
