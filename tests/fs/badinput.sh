@@ -189,7 +189,7 @@ refused "same store on its own live mount" 1 "is already a memwalfs mount point"
 MOUNTS+=("$mnt")
 [ "$(mounts | grep -c "^$mnt fuse.memwalfs ")" = 2 ] || { mounts; echo "FAIL: --stack did not stack"; exit 1; }
 [ ! -e "$mnt/file" ] || { echo "FAIL: the stacked mount shows the lower one"; exit 1; }
-"$MW" umount "$mnt"
+mw_umount_cmd "$mnt"
 mw_wait_exit "$mnt.top.pid"
 [ "$(cat "$mnt/file")" = kept ] || { echo "FAIL: lower mount gone"; exit 1; }
 echo "   ok: --stack mounts on top; the lower mount is back after its umount"
@@ -268,7 +268,7 @@ if echo after >"$mnt/after" 2>/dev/null && sync "$mnt/after" 2>/dev/null; then
 	echo "FAIL: the fenced mount acknowledged an fsync"; exit 1
 fi
 expect "umount of a fenced mount" 1 "another mount of this filesystem took it over" \
-	"$MW" umount "$mnt"
+	mw_umount_cmd "$mnt"
 grep -q "writes made here after that were refused" "$WORK/err" || { cat "$WORK/err"; exit 1; }
 ! grep -q "Stale file handle" "$WORK/err" || { cat "$WORK/err"; echo "FAIL: ESTALE text"; exit 1; }
 mw_wait_exit "$mnt.pid"
