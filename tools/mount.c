@@ -42,6 +42,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -76,6 +77,7 @@ struct mount_args {
 	bool format;            /* --format: format a non-empty STORE that holds no memwalfs */
 	bool stack;             /* --stack: mount on top of a live memwalfs mount point */
 	bool takeover;          /* --takeover: fence a live writer mount of STORE on this machine */
+	bool nonempty;          /* -o nonempty: no warning for a non-empty mount point */
 	const char *metrics_addr; /* --metrics-addr / -o metrics_addr=: serve Prometheus metrics */
 	int metrics_fd;           /* its listening socket (bound before the fork), or -1 */
 	struct metrics *metrics;  /* the daemon's endpoint (serve()), or NULL */
@@ -127,7 +129,9 @@ static void usage(FILE *f)
 	    "                         readahead=, readahead_threads=, kernel_readahead=,\n"
 	    "                         fsync_timeout=,\n"
 	    "                         capacity=, metrics_addr=, profile=, sts_endpoint=,\n"
-	    "                         single_writer, format, stack, takeover (for fstab); remount\n"
+	    "                         single_writer, format, stack, takeover, nonempty (no\n"
+	    "                         warning for a mount point that holds files) (for fstab); "
+	    "remount\n"
 	    "                         (with MOUNTPOINT alone): change ro/rw and the mount flags\n"
 	    "                         (no)suid, (no)dev, (no)exec, atime options of a live mount\n"
 	    "  --cadence MS           group-commit interval (default 100)\n"
@@ -186,7 +190,7 @@ static void usage(FILE *f)
 	    "                         holds the S3 secret); -o dumpable\n"
 	    "  --metrics-addr HOST:PORT  serve Prometheus metrics at http://HOST:PORT/metrics\n"
 	    "                         (e.g. 127.0.0.1:9108; docs/METRICS.md)\n"
-	    "  -v, --verbose          log more (repeat for debug)\n\n");
+	    "  -v, --verbose          log more (-vv or -v -v: debug)\n\n");
 	storeopt_usage(f);
 	fprintf(f, "\nAn S3 endpoint that does not answer at all (connection refused, unknown\n"
 	           "host) fails the mount at once; once mounted, requests are retried patiently\n"
@@ -416,6 +420,10 @@ static int parse_o(struct mount_args *a, char *list)
 			drop = drop || !strcmp(opt, dropped[i]);
 		if (drop)
 			continue;
+		if (!strcmp(opt, "nonempty")) { /* fuse2's option; fuse3 mounts there anyway */
+			a->nonempty = true;
+			continue;
+		}
 		if (!strcmp(opt, "no_default_permissions")) {
 			/* memwalfs checks no permission itself: the kernel's check is the only one
 			 */
@@ -501,8 +509,10 @@ static int parse_args(struct mount_args *a, int argc, char **argv)
 			a->foreground = true;
 		} else if (!strcmp(s, "-d") || !strcmp(s, "--debug")) {
 			a->debug = a->foreground = true;
-		} else if (!strcmp(s, "-v") || !strcmp(s, "--verbose")) {
+		} else if (!strcmp(s, "--verbose")) {
 			verbose++;
+		} else if (s[0] == '-' && s[1] == 'v' && strspn(s + 1, "v") == strlen(s + 1)) {
+			verbose += (int)strlen(s + 1); /* -v, -vv */
 		} else if (!strcmp(s, "--pidfile")) {
 			if (i + 1 >= argc) {
 				fprintf(stderr, "memwalfs: --pidfile needs a value\n");
@@ -560,7 +570,8 @@ static int parse_args(struct mount_args *a, int argc, char **argv)
 	if (npos == 1 && a->remount) /* remount needs only the mount point */
 		pos[npos++] = pos[0];
 	if (npos != 2) {
-		usage(stderr);
+		fprintf(stderr, "usage: memwalfs mount [options] STORE MOUNTPOINT (memwalfs mount "
+		                "--help explains them)\n");
 		return -1;
 	}
 	if (verbose)
@@ -838,6 +849,20 @@ static int check_mountpoint(struct mount_args *a)
 		        a->mnt, src);
 		return -1;
 	}
+	/* fuse3 mounts over a non-empty directory (fuse2 needed -o nonempty): say what hides */
+	DIR *d = a->stack || a->nonempty ? NULL : opendir(a->mnt);
+	struct dirent *de;
+	long n = 0;
+	while (d && (de = readdir(d)))
+		n += strcmp(de->d_name, ".") && strcmp(de->d_name, "..");
+	if (d)
+		closedir(d);
+	if (n)
+		fprintf(
+		    stderr,
+		    "memwalfs: warning: mount point %s is not empty: its %ld entr%s hidden "
+		    "while mounted and come%s back after the unmount (-o nonempty: no warning)\n",
+		    a->mnt, n, n == 1 ? "y is" : "ies are", n == 1 ? "s" : "");
 	return 0;
 }
 
@@ -901,12 +926,43 @@ static int check_fuse_opts(struct mount_args *a)
 		return -1;
 	/* without -d, which changes nothing here but prints the library version */
 	char *fargv[] = {prog, dash_o, a->fuse_opts, NULL};
-	if (mwfs_check_fuse_args(3, fargv)) {
-		fprintf(stderr, "memwalfs: bad mount option (see above); nothing was mounted or "
-		                "changed\n");
-		return -1;
+	/* libfuse prints its complaint ("fuse: unknown option(s): `-o bogus=1'"): keep it, to
+	 * say it in the one line of memwalfs' errors */
+	char msg[512] = "";
+	FILE *t = tmpfile();
+	int saved = t ? dup(2) : -1;
+	fflush(stderr);
+	if (saved >= 0 && dup2(fileno(t), 2) < 0) {
+		close(saved);
+		saved = -1;
 	}
-	return 0;
+	int r = mwfs_check_fuse_args(3, fargv);
+	if (saved >= 0) {
+		fflush(stderr);
+		dup2(saved, 2);
+		close(saved);
+		rewind(t);
+		if (!fgets(msg, sizeof(msg), t))
+			msg[0] = 0;
+	}
+	if (t)
+		fclose(t);
+	msg[strcspn(msg, "\n")] = 0;
+	if (!r)
+		return 0;
+	const char *o = strstr(msg, "`-o ");
+	const char *end = o ? strchr(o, '\'') : NULL;
+	if (o && end)
+		fprintf(stderr,
+		        "memwalfs mount: unknown option %.*s (memwalfs mount --help lists the "
+		        "options); "
+		        "nothing was mounted or changed\n",
+		        (int)(end - o - 4), o + 4);
+	else
+		fprintf(stderr,
+		        "memwalfs mount: bad mount option (%s); nothing was mounted or changed\n",
+		        msg[0] ? msg + (strncmp(msg, "fuse: ", 6) ? 0 : 6) : "refused by libfuse");
+	return -1;
 }
 
 /* --pidfile FILE: its directory must exist and be writable (FILE is written once mounted). */
@@ -1195,6 +1251,16 @@ static int serve(struct mount_args *a, int report_fd)
 	a->eo.progress_arg = a->metrics;
 	read_tiers(a);
 	rc = engine_open(st, &a->eo, &e);
+	struct engine_snapshot snap;
+	if (rc == -ENOENT && a->snapshot &&
+	    engine_snapshot_get(st, a->snapshot, &snap) == -ENOENT) {
+		fprintf(
+		    stderr,
+		    "memwalfs: %s has no snapshot named %s (deleted?); memwalfs snapshot list %s "
+		    "lists those it has\n",
+		    a->store, a->snapshot, a->store);
+		goto out;
+	}
 	if (rc) {
 		fprintf(stderr, "memwalfs: cannot open the engine on %s: %s\n", a->store,
 		        strerror(-rc));
@@ -1320,6 +1386,33 @@ out:
 	return status;
 }
 
+/* Say, in one line, why /dev/fuse cannot be opened (access() failed with err) and what to do. */
+static void dev_fuse_error(int err)
+{
+	struct stat sb;
+	if (err == ENOENT || err == ENODEV || stat("/dev/fuse", &sb)) {
+		fprintf(stderr,
+		        "memwalfs: /dev/fuse: %s: load the fuse module (modprobe fuse), or "
+		        "in a container pass the device in (docker run --device /dev/fuse)\n",
+		        strerror(err));
+		return;
+	}
+	if (err != EACCES && err != EPERM) {
+		fprintf(stderr, "memwalfs: /dev/fuse: %s\n", strerror(err));
+		return;
+	}
+	/* libfuse opens /dev/fuse itself, and mounts through the setuid fusermount3 only when
+	 * the mount(2) is refused: a user who cannot open the device cannot mount at all */
+	struct group *g = getgrgid(sb.st_gid);
+	fprintf(stderr,
+	        "memwalfs: /dev/fuse: permission denied: user %u may not open it (mode %04o, "
+	        "group %s); ask root to make it usable (chmod 0666 /dev/fuse, the usual mode, with "
+	        "which libfuse mounts through fusermount3; or chmod 0660 and add the user to group "
+	        "%s), or mount as root\n",
+	        (unsigned)geteuid(), (unsigned)(sb.st_mode & 07777), g ? g->gr_name : "?",
+	        g ? g->gr_name : "?");
+}
+
 /* Parse and check, then serve in the foreground or fork and wait for the child's verdict. */
 static int run_mount(struct mount_args *a, int argc, char **argv)
 {
@@ -1336,8 +1429,7 @@ static int run_mount(struct mount_args *a, int argc, char **argv)
 		        "remount,%s MOUNTPOINT)\n",
 		        a->late, a->late);
 	if (access("/dev/fuse", R_OK | W_OK)) {
-		fprintf(stderr, "memwalfs: /dev/fuse: %s (is the fuse module loaded?)\n",
-		        strerror(errno));
+		dev_fuse_error(errno);
 		return 1;
 	}
 	a->local = strncmp(a->store, "s3://", 5) != 0;

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "commands.h"
 #include "storeopt.h"
@@ -110,7 +111,8 @@ int cmd_objects(int argc, char **argv)
 {
 	struct s3_opts o;
 	struct store *st = NULL;
-	const char *pos[64];
+	const char *
+	    *pos; /* the arguments that are no option: STORE, then KEY... (rm: any number) */
 	int npos = 0, rc = 0;
 
 	s3_opts_default(&o);
@@ -119,34 +121,43 @@ int cmd_objects(int argc, char **argv)
 		return argc < 2 ? 2 : 0;
 	}
 	const char *sub = argv[1];
+	pos = calloc((size_t)argc, sizeof(*pos));
+	if (!pos) {
+		fprintf(stderr, "memwalfs objects: out of memory\n");
+		return 1;
+	}
 	for (int i = 2; i < argc;) {
 		int r = storeopt_parse(&o, argc, argv, &i);
-		if (r < 0)
-			return 2;
+		if (r < 0) {
+			rc = 2;
+			goto out;
+		}
 		if (r == 0) {
 			if (argv[i][0] == '-' && argv[i][1]) {
 				fprintf(stderr,
 				        "memwalfs objects: unknown option %s (valid: the store "
 				        "options; memwalfs objects --help)\n",
 				        argv[i]);
-				return 2;
+				rc = 2;
+				goto out;
 			}
-			if (npos == 64)
-				return 2;
 			pos[npos++] = argv[i++];
 		}
 	}
 	if (npos < 1) {
 		usage(stderr);
-		return 2;
+		rc = 2;
+		goto out;
 	}
 	/* never creates a store; ls, du, stat and cat write nothing at all */
 	bool looks =
 	    !strcmp(sub, "ls") || !strcmp(sub, "du") || !strcmp(sub, "stat") || !strcmp(sub, "cat");
 	rc = storeopt_open(pos[0], &o, looks ? STORE_OPEN_READ_ONLY : STORE_OPEN_EXISTING,
 	                   "objects", &st);
-	if (rc)
-		return 1;
+	if (rc) {
+		rc = 1;
+		goto out;
+	}
 	if (!strcmp(sub, "ls")) {
 		rc = store_list(st, npos > 1 ? pos[1] : "", NULL, 0, print_key, NULL);
 	} else if (!strcmp(sub, "du")) {
@@ -165,9 +176,15 @@ int cmd_objects(int argc, char **argv)
 	} else if (!strcmp(sub, "stat") && npos == 2) {
 		struct store_stat s;
 		rc = store_head(st, pos[1], &s);
-		if (!rc)
-			printf("key   %s\nsize  %" PRIu64 "\netag  %s\nmtime %" PRId64 "\n", pos[1],
-			       s.size, s.etag, s.mtime);
+		if (!rc) {
+			char when[64] = "?";
+			time_t t = (time_t)s.mtime;
+			struct tm tm;
+			if (gmtime_r(&t, &tm))
+				strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", &tm);
+			printf("key   %s\nsize  %" PRIu64 "\netag  %s\nmtime %s (%" PRId64 ")\n",
+			       pos[1], s.size, s.etag, when, s.mtime);
+		}
 	} else if (!strcmp(sub, "cat") && npos == 2) {
 		void *buf;
 		size_t n;
@@ -202,12 +219,15 @@ int cmd_objects(int argc, char **argv)
 	} else {
 		usage(stderr);
 		store_close(st);
-		return 2;
+		rc = 2;
+		goto out;
 	}
 	store_close(st);
 	if (rc) {
 		fprintf(stderr, "memwalfs objects %s: %s\n", sub, strerror(-rc));
-		return 1;
+		rc = 1;
 	}
-	return 0;
+out:
+	free(pos);
+	return rc;
 }

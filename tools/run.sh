@@ -14,7 +14,7 @@ echo "built $(build/memwalfs --version)"
 
 mkdir -p "$mnt"
 if mountpoint -q "$mnt"; then
-	echo "$mnt is already a mount point; unmount it first: fusermount3 -u $mnt" >&2
+	echo "$mnt is already a mount point; unmount it first: build/memwalfs umount $mnt (or umount $mnt if it is no memwalfs)" >&2
 	exit 1
 fi
 # shellcheck disable=SC2086

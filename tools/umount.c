@@ -12,6 +12,7 @@
  * return before the final commit; the lock makes a mount that follows them
  * at once wait for that commit instead of fencing it.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -60,38 +61,172 @@ static unsigned long long proc_start(long pid, bool *zombie)
 	return p ? strtoull(p, NULL, 10) : 0;
 }
 
-/* Unmount mnt: umount2() as root, else fusermount3 -u.  0 or -1 (message printed). */
-static int do_unmount(const char *mnt)
+/* ---- who holds a busy mount point ------------------------------------ */
+
+/* 1 when the path link names (a /proc/PID/{cwd,root,fd/N} target) is mnt or below it. */
+static int link_under(const char *link, const char *mnt, char *target, size_t cap)
 {
+	ssize_t n = readlink(link, target, cap - 1);
+	if (n <= 0)
+		return 0;
+	target[n] = 0;
+	size_t m = strlen(mnt);
+	return !strncmp(target, mnt, m) && (target[m] == 0 || target[m] == '/');
+}
+
+/*
+ * Print to stderr, one line each, up to 8 processes that hold mnt (their working directory, root
+ * or an open file below it; a process of another mount namespace or one this user may not inspect
+ * is not seen), after the line "memwalfs: unmounting MNT: busy: ...".  Reads /proc links only
+ * (no request reaches the daemon, which may be stuck).  Returns how many were found.
+ */
+static int print_holders(const char *mnt)
+{
+	DIR *d = opendir("/proc");
+	if (!d)
+		return 0;
+	int found = 0;
+	struct dirent *e;
+	char link[512], target[PATH_MAX], what[PATH_MAX + 32];
+	while ((e = readdir(d)) && found < 8) {
+		char *end;
+		long pid = strtol(e->d_name, &end, 10);
+		if (*end || pid <= 0 || pid == (long)getpid())
+			continue;
+		what[0] = 0;
+		snprintf(link, sizeof(link), "/proc/%ld/cwd", pid);
+		if (link_under(link, mnt, target, sizeof(target)))
+			snprintf(what, sizeof(what), "its working directory is %s", target);
+		snprintf(link, sizeof(link), "/proc/%ld/root", pid);
+		if (!what[0] && link_under(link, mnt, target, sizeof(target)))
+			snprintf(what, sizeof(what), "its root directory is %s", target);
+		snprintf(link, sizeof(link), "/proc/%ld/fd", pid);
+		DIR *fds = what[0] ? NULL : opendir(link);
+		struct dirent *f;
+		while (fds && (f = readdir(fds))) {
+			if (f->d_name[0] == '.')
+				continue;
+			snprintf(link, sizeof(link), "/proc/%ld/fd/%s", pid, f->d_name);
+			if (link_under(link, mnt, target, sizeof(target))) {
+				snprintf(what, sizeof(what), "it has %s open", target);
+				break;
+			}
+		}
+		if (fds)
+			closedir(fds);
+		if (!what[0])
+			continue;
+		char comm[64] = "?";
+		snprintf(link, sizeof(link), "/proc/%ld/comm", pid);
+		FILE *c = fopen(link, "re");
+		if (c) {
+			if (!fgets(comm, sizeof(comm), c))
+				snprintf(comm, sizeof(comm), "?");
+			fclose(c);
+		}
+		comm[strcspn(comm, "\n")] = 0;
+		fprintf(stderr, "memwalfs:   process %ld (%s) holds it: %s\n", pid, comm, what);
+		found++;
+	}
+	closedir(d);
+	return found;
+}
+
+/* ---- unmount ------------------------------------------------------------ */
+
+/*
+ * One try at unmounting mnt: umount2() as root, else fusermount3 -u (its message kept in msg).
+ * 0, -EBUSY (mount point in use), or -1 (failed otherwise; msg says why).
+ */
+static int unmount_once(const char *mnt, char *msg, size_t cap)
+{
+	msg[0] = 0;
 	if (geteuid() == 0) {
 		if (umount2(mnt, 0) == 0)
 			return 0;
-		fprintf(stderr, "memwalfs: unmounting %s: %s\n", mnt, strerror(errno));
+		int err = errno;
+		snprintf(msg, cap, "%s", strerror(err));
+		return err == EBUSY ? -EBUSY : -1;
+	}
+	int p[2];
+	if (pipe2(p, O_CLOEXEC)) {
+		snprintf(msg, cap, "pipe: %s", strerror(errno));
 		return -1;
 	}
 	pid_t pid = fork();
 	if (pid < 0) {
-		perror("memwalfs: fork");
+		snprintf(msg, cap, "fork: %s", strerror(errno));
+		close(p[0]);
+		close(p[1]);
 		return -1;
 	}
 	if (pid == 0) {
+		dup2(p[1], 2);
 		execlp("fusermount3", "fusermount3", "-u", mnt, (char *)NULL);
-		perror("memwalfs: fusermount3");
+		fprintf(stderr, "cannot run fusermount3: %s", strerror(errno));
 		_exit(127);
 	}
+	close(p[1]);
+	size_t len = 0;
+	ssize_t r;
+	while (len + 1 < cap &&
+	       ((r = read(p[0], msg + len, cap - 1 - len)) > 0 || (r < 0 && errno == EINTR)))
+		if (r > 0)
+			len += (size_t)r;
+	msg[len] = 0;
+	close(p[0]);
+	msg[strcspn(msg, "\n")] = 0;
 	int ws;
 	while (waitpid(pid, &ws, 0) < 0)
 		if (errno != EINTR)
 			return -1;
-	return WIFEXITED(ws) && WEXITSTATUS(ws) == 0 ? 0 : -1;
+	if (WIFEXITED(ws) && WEXITSTATUS(ws) == 0)
+		return 0;
+	return strstr(msg, "busy") ? -EBUSY : -1;
+}
+
+/*
+ * Unmount mnt.  While the mount point is busy, try again every 50 ms for up to busy_wait seconds
+ * (a process that is exiting or a short-lived reader lets go); then name the processes that hold
+ * it.  0 or -1 (message printed).
+ */
+static int do_unmount(const char *mnt, double busy_wait)
+{
+	struct timespec t0, now, ts = {0, 50 * 1000 * 1000};
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	char msg[1024];
+	for (;;) {
+		int r = unmount_once(mnt, msg, sizeof(msg));
+		if (r == 0)
+			return 0;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		double waited = (double)(now.tv_sec - t0.tv_sec) + (now.tv_nsec - t0.tv_nsec) / 1e9;
+		if (r != -EBUSY) {
+			fprintf(stderr, "memwalfs: unmounting %s: %s\n", mnt, msg);
+			return -1;
+		}
+		if (waited >= busy_wait)
+			break;
+		nanosleep(&ts, NULL);
+	}
+	fprintf(stderr,
+	        "memwalfs: unmounting %s: busy (still in use after %g s): close the files open "
+	        "there and cd out of it, then run memwalfs umount again\n",
+	        mnt, busy_wait);
+	if (!print_holders(mnt))
+		fprintf(stderr, "memwalfs:   no process this user can see holds it (one of another "
+		                "mount namespace may)\n");
+	return -1;
 }
 
 static void umount_usage(FILE *f)
 {
-	fprintf(f, "usage: memwalfs umount [--timeout SEC] MOUNTPOINT\n\n"
+	fprintf(f, "usage: memwalfs umount [--timeout SEC] [--busy-wait SEC] MOUNTPOINT\n\n"
 	           "Unmount the memwalfs filesystem at MOUNTPOINT and wait until its daemon has\n"
 	           "committed every write and exited.  --timeout: give up waiting after SEC\n"
-	           "seconds (default: wait).\n\n"
+	           "seconds (default: wait).  --busy-wait: while MOUNTPOINT is in use (a process\n"
+	           "has a file open there or its working directory in it), try again for up to\n"
+	           "SEC seconds (default 3), then name those processes and fail.\n\n"
 	           "Exit status: 0 the final commit succeeded; 1 it failed, or another mount of\n"
 	           "the same store took the filesystem over while it was mounted here (fenced:\n"
 	           "it says how many changes made here were never committed and are lost),\n"
@@ -102,20 +237,31 @@ int cmd_umount(int argc, char **argv)
 {
 	const char *arg = NULL;
 	long timeout = 0;
+	double busy_wait = 3;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
 			umount_usage(stdout);
 			return 0;
 		} else if (!strcmp(argv[i], "--timeout") && i + 1 < argc) {
 			timeout = strtol(argv[++i], NULL, 10);
+		} else if (!strcmp(argv[i], "--busy-wait") && i + 1 < argc) {
+			char *end;
+			busy_wait = strtod(argv[++i], &end);
+			if (*end || !(busy_wait >= 0 && busy_wait <= 86400)) {
+				fprintf(
+				    stderr,
+				    "memwalfs umount: --busy-wait %s: give seconds, 0 to 86400\n",
+				    argv[i]);
+				return 2;
+			}
 		} else if (argv[i][0] != '-' && !arg) {
 			arg = argv[i];
 		} else {
 			if (argv[i][0] == '-')
-				fprintf(
-				    stderr,
-				    "memwalfs umount: unknown option %s (valid: --timeout SEC)\n",
-				    argv[i]);
+				fprintf(stderr,
+				        "memwalfs umount: unknown option %s (valid: --timeout SEC, "
+				        "--busy-wait SEC)\n",
+				        argv[i]);
 			umount_usage(stderr);
 			return 2;
 		}
@@ -146,7 +292,7 @@ int cmd_umount(int argc, char **argv)
 	}
 	bool zombie;
 	unsigned long long start = proc_start(pid, &zombie);
-	if (do_unmount(mnt))
+	if (do_unmount(mnt, busy_wait))
 		return 1;
 	struct timespec t0, now, ts = {0, 20 * 1000 * 1000};
 	clock_gettime(CLOCK_MONOTONIC, &t0);

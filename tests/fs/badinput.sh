@@ -14,7 +14,12 @@
 #     an error, and nothing is created;
 #  7. an S3 endpoint where nothing listens fails at once (no 15 s of retries);
 #  8. a mount fenced by a second writer (--takeover): "memwalfs umount" says that another mount took the
-#     filesystem over and that later writes were refused, and exits 1.
+#     filesystem over and that later writes were refused, and exits 1;
+#  9. messages that say what to do (issue 37): an unknown -o option in one line; mount with no
+#     arguments prints the usage line, not the whole help; -vv is taken; a non-empty mount point
+#     is warned about (not with -o nonempty); a user who may not open /dev/fuse is told how to
+#     get access; a deleted snapshot is named; objects rm takes any number of keys; objects stat
+#     prints a readable UTC mtime.
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh" "$1" "${3:-local}"
 FAKE=$2
@@ -122,8 +127,9 @@ refused "missing mount point" 1 "No such file or directory" "$s" \
 echo "-- 2. bad options change nothing"
 refused "unknown FUSE option" 2 "unknown option" "$s" \
 	"$MW" mount "${STORE_OPTS[@]}" -o bogusopt "$s" "$mnt"
-refused "unknown option among good ones" 2 "unknown option" "$s" \
+refused "unknown option among good ones" 2 "unknown option bogus=1 " "$s" \
 	"$MW" mount "${STORE_OPTS[@]}" -o noatime,bogus=1,cadence=50 "$s" "$mnt"
+[ "$(wc -l <"$WORK/err")" = 1 ] || { cat "$WORK/err"; echo "FAIL: an unknown -o option takes more than one line"; exit 1; }
 refused "bad memwalfs value" 2 "bad value for cadence" "$s" \
 	"$MW" mount "${STORE_OPTS[@]}" --cadence 0 "$s" "$mnt"
 refused "bad -o memwalfs value" 2 "bad value for chunk" "$s" \
@@ -189,7 +195,7 @@ refused "same store on its own live mount" 1 "is already a memwalfs mount point"
 MOUNTS+=("$mnt")
 [ "$(mounts | grep -c "^$mnt fuse.memwalfs ")" = 2 ] || { mounts; echo "FAIL: --stack did not stack"; exit 1; }
 [ ! -e "$mnt/file" ] || { echo "FAIL: the stacked mount shows the lower one"; exit 1; }
-"$MW" umount "$mnt"
+mw_umount_cmd "$mnt"
 mw_wait_exit "$mnt.top.pid"
 [ "$(cat "$mnt/file")" = kept ] || { echo "FAIL: lower mount gone"; exit 1; }
 echo "   ok: --stack mounts on top; the lower mount is back after its umount"
@@ -268,7 +274,7 @@ if echo after >"$mnt/after" 2>/dev/null && sync "$mnt/after" 2>/dev/null; then
 	echo "FAIL: the fenced mount acknowledged an fsync"; exit 1
 fi
 expect "umount of a fenced mount" 1 "another mount of this filesystem took it over" \
-	"$MW" umount "$mnt"
+	mw_umount_cmd "$mnt"
 grep -q "every change made here after this mount learned it was fenced failed with EIO" "$WORK/err" ||
 	{ cat "$WORK/err"; exit 1; }
 ! grep -q "Stale file handle" "$WORK/err" || { cat "$WORK/err"; echo "FAIL: ESTALE text"; exit 1; }
@@ -277,4 +283,51 @@ mw_wait_exit "$mnt.pid"
 [ "$(cat "$mnt2/before")" = before ] && [ ! -e "$mnt2/after" ]
 echo "   ok: $(grep "took it over" "$WORK/err")"
 mw_umount "$mnt2"
+
+echo "-- 9. messages that say what to do"
+s=$(new_store msg)
+make_store "$s"
+refused "mount with no arguments" 2 "^usage: memwalfs mount \[options\] STORE MOUNTPOINT (memwalfs mount --help" - \
+	"$MW" mount
+[ "$(wc -l <"$WORK/err")" = 1 ] || { cat "$WORK/err"; echo "FAIL: mount with no arguments: $(wc -l <"$WORK/err") lines"; exit 1; }
+# -vv as the README writes it; a mount point with two files in it is warned about
+touch "$mnt/hidden1" "$mnt/hidden2"
+mount_at "$s" -vv 2>"$WORK/err" || { cat "$WORK/err"; echo "FAIL: mount -vv"; exit 1; }
+grep -q "mount point $mnt is not empty: its 2 entries are hidden while mounted" "$WORK/err" ||
+	{ cat "$WORK/err"; echo "FAIL: no warning about the non-empty mount point"; exit 1; }
+[ "$(cat "$mnt/file")" = kept ] && [ ! -e "$mnt/hidden1" ]
+mw_umount "$mnt"
+[ -e "$mnt/hidden1" ] && [ -e "$mnt/hidden2" ]
+echo "   ok: -vv mounts; $(grep "is not empty" "$WORK/err" | head -1)"
+mount_at "$s" -o nonempty 2>"$WORK/err"
+! grep -q "not empty" "$WORK/err" || { cat "$WORK/err"; echo "FAIL: warned with -o nonempty"; exit 1; }
+mw_umount "$mnt"
+rm "$mnt/hidden1" "$mnt/hidden2"
+echo "   ok: -o nonempty: no warning"
+# /dev/fuse that this user may not open (only where nobody may not: /dev/fuse is not changed)
+if command -v setpriv >/dev/null && ! setpriv --reuid 65534 --regid 65534 --clear-groups test -w /dev/fuse; then
+	refused "mount by a user who may not open /dev/fuse" 1 \
+		"/dev/fuse: permission denied: user 65534 may not open it (mode 0" "$s" \
+		setpriv --reuid 65534 --regid 65534 --clear-groups "$MW" mount "${STORE_OPTS[@]}" "$s" "$mnt"
+	grep -q "chmod 0666 /dev/fuse" "$WORK/err" || { cat "$WORK/err"; echo "FAIL: no way to get access"; exit 1; }
+else
+	echo "   (user 65534 may open /dev/fuse here, or no setpriv: the permission message is not checked)"
+fi
+"$MW" snapshot create "${STORE_OPTS[@]}" "$s" gone >/dev/null
+"$MW" snapshot delete "${STORE_OPTS[@]}" "$s" gone
+refused "mount of a deleted snapshot" 1 "has no snapshot named gone" "$s" \
+	"$MW" mount "${STORE_OPTS[@]}" --snapshot gone "$s" "$mnt"
+# objects rm of 100 keys (it took 63 at most, and exited 2 silently beyond)
+keys=()
+for i in $(seq 100); do keys+=("scratch/k$i"); echo "$i" | "$MW" objects put "${STORE_OPTS[@]}" "$s" "scratch/k$i"; done
+[ "$("$MW" objects ls "${STORE_OPTS[@]}" "$s" scratch/ | wc -l)" = 100 ]
+"$MW" objects rm "${STORE_OPTS[@]}" "$s" "${keys[@]}" || { echo "FAIL: objects rm of 100 keys"; exit 1; }
+[ "$("$MW" objects ls "${STORE_OPTS[@]}" "$s" scratch/ | wc -l)" = 0 ] || { echo "FAIL: objects rm left keys"; exit 1; }
+echo "   ok: objects rm of 100 keys removed them all"
+echo x | "$MW" objects put "${STORE_OPTS[@]}" "$s" scratch/t
+st=$("$MW" objects stat "${STORE_OPTS[@]}" "$s" scratch/t)
+echo "$st" | grep -Eq "^mtime [0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2} UTC \([0-9]+\)$" ||
+	{ echo "$st"; echo "FAIL: objects stat: no readable mtime"; exit 1; }
+echo "   ok: objects stat: $(echo "$st" | grep mtime)"
+"$MW" objects rm "${STORE_OPTS[@]}" "$s" scratch/t
 echo "badinput ($BACKEND): ok"

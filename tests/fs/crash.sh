@@ -144,7 +144,7 @@ grep -Eq "Input/output error|Read-only file system" "$WORK/dd.err" || { cat "$WO
 [ ! -e "$mnt2/after-fence" ]
 cmp "$WORK/data1" "$mnt2/dir/synced1"
 # its final commit fails too, and "memwalfs umount" says that it was taken over
-if "$MW" umount "$mnt" 2>"$WORK/umount.err"; then
+if mw_umount_cmd "$mnt" 2>"$WORK/umount.err"; then
 	echo "FAIL: memwalfs umount of the fenced mount reported success"; exit 1
 fi
 grep -q "took it over" "$WORK/umount.err" || { cat "$WORK/umount.err"; exit 1; }

@@ -136,7 +136,7 @@ if mount -t tmpfs -o size=64k tmpfs "$T" 2>/dev/null; then
 	for _ in $(seq 300); do mountpoint -q "$M" && break; sleep 0.1; done
 	mountpoint -q "$M" || { cat "$WORK/tiny.log"; echo "FAIL: no mount with a full cache dir"; exit 1; }
 	check_all "read with a full cache directory"
-	"$MW" umount "$M"
+	mw_umount_cmd "$M"
 	wait "$pid" || { cat "$WORK/tiny.log"; echo "FAIL: the daemon failed"; exit 1; }
 	umount "$T"
 	grep -i "disk cache" "$WORK/tiny.log" | grep -qi "no space" ||

@@ -10,6 +10,17 @@ BACKEND=${2:-local}
 [ -c /dev/fuse ] && command -v fusermount3 >/dev/null || { echo "SKIP: no FUSE"; exit 77; }
 if [ "$BACKEND" = s3 ] && [ -z "${S3_ENDPOINT:-}" ]; then echo "SKIP: S3_ENDPOINT unset"; exit 77; fi
 
+# A test that runs in its own mount namespace (MW_IN_NS: mountopts.sh, install.sh) got a copy of
+# every mount of the machine, the FUSE mounts of the tests running beside it too; a copy keeps
+# its daemon alive after that test unmounts (the daemon learns of the unmount only when the last
+# copy goes), so that test's "memwalfs umount" waited, and a mount right after a fusermount3 -u
+# waited for the closing daemon, until this namespace ended. Detach the copies here (the
+# namespace is private: the mounts outside are not touched).
+if [ -n "${MW_IN_NS:-}" ]; then
+	awk '$0 ~ / - fuse(\.[^ ]*)? / { print $5 }' /proc/self/mountinfo | sort -r |
+		while read -r m; do umount -l "$(printf '%b' "$m")" 2>/dev/null || true; done
+fi
+
 WORK=$(mktemp -d /tmp/memwalfs-fstest.XXXXXX)
 chmod 755 "$WORK" # let the unprivileged checks of fsconform reach the mount
 MOUNTS=()
@@ -86,11 +97,30 @@ mw_wait_exit() {
 	return 1
 }
 
+# mw_umount_cmd [options] MOUNTPOINT: "memwalfs umount" that waits up to 60 s (not 3) while
+# the mount point is busy: on a loaded machine a process that touched the mount (a reader that
+# was just killed, a short-lived command of a neighbouring test) may let go of it late
+mw_umount_cmd() {
+	"$MW" umount --busy-wait 60 "$@"
+}
+
 # mw_umount MOUNTPOINT: unmount with "memwalfs umount", which waits for the daemon's final
 # commit and fails if it failed
 mw_umount() {
-	"$MW" umount "$1"
+	mw_umount_cmd "$1"
 	mw_wait_exit "$1.pid"
+}
+
+# mw_fusermount_u MOUNTPOINT: fusermount3 -u, tried again for up to 60 s while the mount point
+# is busy (as mw_umount_cmd); the daemon's final commit is not waited for
+mw_fusermount_u() {
+	local err
+	for _ in $(seq 600); do
+		err=$(fusermount3 -u "$1" 2>&1) && return 0
+		case $err in *busy*) sleep 0.1 ;; *) echo "$err" >&2; return 1 ;; esac
+	done
+	echo "$err" >&2
+	return 1
 }
 
 # mw_fsck [--deep]: "memwalfs fsck" of $STORE (h15); read-only, so also fine while mounted.

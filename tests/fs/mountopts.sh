@@ -39,7 +39,7 @@ src=$STORE
 [ "$BACKEND" = s3 ] && echo "SKIP: mount(8) test runs on the local store" && exit 77
 opts_of() { findmnt -n -o OPTIONS "$mnt"; }
 has() { case ,$(opts_of), in *,$1,*) return 0 ;; esac; return 1; }
-umount_mw() { "$MW" umount "$mnt"; }
+umount_mw() { mw_umount_cmd "$mnt"; }
 # these mounts have no pid file: wait for the daemon's final commit before lib.sh removes $WORK
 trap 'mountpoint -q "$mnt" && "$MW" umount "$mnt" >/dev/null 2>&1; mw_cleanup' EXIT
 

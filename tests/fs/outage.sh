@@ -136,7 +136,7 @@ ou() {
 		mw_wait_exit "$1.readerpid" || fail "a read of $1/seen/cached still hangs with the store answering"
 		rm -f "$1.readerpid"
 	fi
-	"$MW" umount "$1" || fail "memwalfs umount $1 failed"
+	mw_umount_cmd "$1" || fail "memwalfs umount $1 failed"
 	mw_wait_exit "$1.pid"
 	rm -f "$1.pid" # its number may soon belong to another process
 }

@@ -13,7 +13,7 @@ echo "-- $rounds quick remounts after fusermount3 -u"
 mw_mount "$mnt"
 for i in $(seq "$rounds"); do
 	for j in $(seq 20); do echo "$i.$j" > "$mnt/f$i.$j"; done
-	fusermount3 -u "$mnt"
+	mw_fusermount_u "$mnt"
 	start=$(date +%s%N)
 	mw_mount "$mnt" 2>"$WORK/mount.err" || { cat "$WORK/mount.err"; exit 1; }
 	ms=$(( ($(date +%s%N) - start) / 1000000 ))

@@ -7,7 +7,10 @@
 #  3. a second writer mount of a live mount's store is refused at once (nothing waits for a
 #     live daemon), and --takeover fences it without waiting;
 #  4. "memwalfs umount" of a non-memwalfs directory fails;
-#  5. SIGTERM and SIGINT end the session while four readers keep requests in flight: the daemon
+#  5. a busy mount point: "memwalfs umount" tries again while a process that holds it exits
+#     (no "Device or resource busy" for a holder that lets go within --busy-wait), and names
+#     the process (pid, name, its working directory) when it does not let go;
+#  6. SIGTERM and SIGINT end the session while four readers keep requests in flight: the daemon
 #     unmounts, commits and exits within 30 s (fs/pool.c's loop: the signal reaches the thread
 #     that waits for the workers, which cancels those in read()), and everything written
 #     before the signal (nothing fsynced) is there at the next mount.
@@ -24,7 +27,7 @@ head -c 7000000 /dev/urandom > "$WORK/big"
 cp "$WORK/big" "$mnt/big"                    # not fsynced
 mkdir "$mnt/d" && echo hello > "$mnt/d/f" && mv "$mnt/d/f" "$mnt/d/g"
 setfattr -n user.k -v v "$mnt/d/g" 2>/dev/null || true
-"$MW" umount "$mnt"
+mw_umount_cmd "$mnt"
 # the daemon is gone the moment umount returns
 if kill -0 "$pid" 2>/dev/null && [ "$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null)" != Z ]; then
 	echo "FAIL: daemon $pid still running after memwalfs umount"; exit 1
@@ -48,7 +51,7 @@ for i in $(seq "$rounds"); do
 	cp "$WORK/r$i" "$mnt/r$i"                  # not fsynced
 	for j in $(seq 20); do echo "$i.$j" > "$mnt/d/s$i.$j"; done
 	rm "$mnt/d/s$i.1"
-	fusermount3 -u "$mnt"
+	mw_fusermount_u "$mnt"
 	mw_mount "$mnt" 2>"$WORK/mount.err" || { cat "$WORK/mount.err"; exit 1; }
 	if grep -q "fences it\|refusing" "$WORK/mount.err"; then
 		cat "$WORK/mount.err"; echo "FAIL: the new mount fenced a closing daemon"; exit 1
@@ -71,12 +74,41 @@ grep -q "fences it" "$WORK/mount2.err" || { cat "$WORK/mount2.err"; exit 1; }
 [ $(( $(date +%s) - start )) -lt 20 ] || { echo "FAIL: waited for a live daemon"; exit 1; }
 cmp "$WORK/big" "$mnt2/big"
 mw_umount "$mnt2"
-"$MW" umount "$mnt" 2>/dev/null || true  # fenced: its final status does not matter here
+mw_umount_cmd "$mnt" 2>/dev/null || true  # fenced: its final status does not matter here
 mw_wait_exit "$mnt.pid"
 
 echo "-- memwalfs umount of something else fails"
 mkdir -p "$WORK/plain"
 if "$MW" umount "$WORK/plain" 2>/dev/null; then echo "FAIL: umount of a plain directory"; exit 1; fi
+echo "-- a busy mount point"
+mw_mount "$mnt"
+# a holder that stays: its working directory is in the mount
+(cd "$mnt" && touch "$WORK/holder.in" && exec sleep 600) &
+holder=$!
+for _ in $(seq 600); do [ -e "$WORK/holder.in" ] && break; sleep 0.1; done
+if "$MW" umount --busy-wait 0.5 "$mnt" 2>"$WORK/busy.err"; then
+	echo "FAIL: memwalfs umount succeeded while a process had its working directory there"; exit 1
+fi
+grep -q "busy" "$WORK/busy.err" && grep -q "process $holder (sleep) holds it: its working directory is $mnt" "$WORK/busy.err" ||
+	{ cat "$WORK/busy.err"; echo "FAIL: the message does not name the process that holds the mount"; exit 1; }
+mountpoint -q "$mnt" || { echo "FAIL: unmounted although busy"; exit 1; }
+echo "   busy: $(head -n 1 "$WORK/busy.err" | cut -c1-90)..."
+echo "         $(sed -n 2p "$WORK/busy.err")"
+# the holder lets go while memwalfs umount waits: it unmounts (the old code failed with EBUSY
+# at once). The holder is killed 1 s after umount starts, so umount finds it busy that second
+rm -f "$WORK/holder.in"
+(cd "$mnt" && touch "$WORK/holder.in" && exec sleep 600) &
+holder2=$!
+for _ in $(seq 600); do [ -e "$WORK/holder.in" ] && break; sleep 0.1; done
+kill "$holder"; wait "$holder" 2>/dev/null || true
+(sleep 1; kill "$holder2") &
+killer=$!
+start=$(date +%s.%N)
+mw_umount_cmd "$mnt" 2>"$WORK/busy2.err" || { cat "$WORK/busy2.err"; echo "FAIL: memwalfs umount gave up while the holder was exiting"; exit 1; }
+wait "$killer" "$holder2" 2>/dev/null || true
+mw_wait_exit "$mnt.pid"
+echo "   unmounted after $(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN { printf "%.1f", e - s }') s, once the holder exited"
+
 echo "-- SIGTERM and SIGINT while requests are in flight"
 for sig in TERM INT; do
 	mw_mount "$mnt"
