@@ -443,6 +443,12 @@ static void f_close(struct store *s)
 	free(f);
 }
 
+/* The inner store's answer: an injected error is one it could give. */
+static bool f_err_permanent(const struct store *s, int rc)
+{
+	return store_err_permanent(((const struct fault_store *)s)->inner, rc);
+}
+
 static const struct store_ops fault_ops = {
     .put = f_put,
     .put_if_absent = f_put_if_absent,
@@ -455,6 +461,7 @@ static const struct store_ops fault_ops = {
     .writer_open = f_writer_open,
     .cleanup_uploads = f_cleanup,
     .close = f_close,
+    .err_permanent = f_err_permanent,
 };
 
 int fault_store_new(struct store *inner, struct fault_store **out)

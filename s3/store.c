@@ -202,6 +202,11 @@ int store_cleanup_uploads(struct store *s, const char *prefix, unsigned older_th
 	    s, s->ops->cleanup_uploads(s, prefix ? prefix : "", older_than_sec, n ? n : &dummy));
 }
 
+bool store_err_permanent(const struct store *s, int rc)
+{
+	return rc < 0 && s->ops->err_permanent && s->ops->err_permanent(s, rc);
+}
+
 const struct store_caps *store_caps(struct store *s)
 {
 	return &s->caps;

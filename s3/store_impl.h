@@ -32,6 +32,8 @@ struct store_ops {
 	int (*cleanup_uploads)(struct store *s, const char *prefix, unsigned older_than_sec,
 	                       unsigned *n);
 	void (*close)(struct store *s);
+	/* store_err_permanent() (NULL: no error is) */
+	bool (*err_permanent)(const struct store *s, int rc);
 };
 
 /* Writer operations; a backend's writer embeds struct store_writer first. */
