@@ -23,6 +23,7 @@
 #include "log.h"
 #include "memtable.h"
 #include "sst.h"
+#include "store.h"
 
 /* ------------------------------------------------------------------ */
 /* Views                                                               */
@@ -246,7 +247,8 @@ static int retry_transient(struct engine *e, int (*fn)(void *), void *arg)
 	unsigned wait_ms = 0;
 	int rc;
 
-	while (engine_err_transient(rc = fn(arg)) && engine_backoff(e, start, &wait_ms) == 0)
+	while (engine_err_transient(rc = fn(arg)) && !store_err_permanent(e->st, rc) &&
+	       engine_backoff(e, start, &wait_ms) == 0)
 		;
 	return rc;
 }

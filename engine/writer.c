@@ -56,11 +56,12 @@
  * fenced: sticky -ESTALE.  Any other error leaves the outcome unknown (a
  * timeout may still land): we read wal/<P> back; if it holds our bytes the
  * group is durable, otherwise it is retried (commit_group()) until it lands
- * or the retries are given up: sticky -EIO.  Either way no group is started
- * after the failure (positions are not reused), the failed group's waiters
- * and all later ones get the error, and whether the failed group is
- * replayed later is decided by whether wal/<P> exists when the next writer
- * opens (docs/WAL.md).
+ * or the retries are given up: sticky -EIO.  An error the store says no
+ * retry changes (store_err_permanent(): a permission, a link planted in a
+ * local store) is not retried: sticky -EIO at once, with a log line.  Either way no group is
+ * started after the failure (positions are not reused), the failed group's waiters and all later
+ * ones get the error, and whether the failed group is replayed later is decided by whether wal/<P>
+ * exists when the next writer opens (docs/WAL.md).
  *
  * Backpressure.  e->stats.pending_bytes counts bytes of groups not yet
  * durable (open and in flight).  A writer that would push it past
@@ -646,6 +647,17 @@ bool err_permanent(int rc)
 }
 
 /*
+ * Does a commit that failed with rc end without a retry: an error of the engine's own
+ * (err_permanent()), or one the store says stays until someone changes the store
+ * (store_err_permanent(): a permission, a link planted in a local store's directory, a
+ * read-only filesystem)?  Retrying those would only hang the writers until the close.
+ */
+static bool commit_err_final(struct engine *e, int rc)
+{
+	return err_permanent(rc) || store_err_permanent(e->st, rc);
+}
+
+/*
  * A commit of g failed with the transient error rc: the first failure of an
  * outage sets outage_since and is logged once; a change of error is logged.
  * With e->mu.
@@ -699,7 +711,7 @@ static int commit_once(struct engine *e, struct group *g)
 		rc = store_put(e->st, name, g->wal.p, g->wal.len);
 	if (rc == 0)
 		return lease_ack(e);
-	if (rc != -EEXIST && !err_permanent(rc) && e->o.commit_retry_ms != ENGINE_NO_RETRY) {
+	if (rc != -EEXIST && !commit_err_final(e, rc) && e->o.commit_retry_ms != ENGINE_NO_RETRY) {
 		/* the outage shows now, not after the check below has retried too */
 		mw_mutex_lock(&e->mu);
 		outage_begin_locked(e, g, rc);
@@ -747,7 +759,16 @@ static int commit_group(struct engine *e, struct group *g)
 		int rc = commit_once(e, g);
 
 		mw_mutex_lock(&e->mu);
-		if (rc == 0 || err_permanent(rc)) {
+		if (rc == 0 || commit_err_final(e, rc)) {
+			if (rc && !err_permanent(rc)) {
+				log_err("engine: group %" PRIu64
+				        " not committed: the store refuses "
+				        "it (%s), and no retry would change that (its line above "
+				        "says where); the writer stops, none of it was "
+				        "acknowledged",
+				        g->position, strerror(-rc));
+				rc = -EIO;
+			}
 			if (e->stats.outage_since) {
 				log_warn("engine: the store takes commits again, after %" PRId64
 				         " s and %" PRIu64 " retries",

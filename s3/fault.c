@@ -449,6 +449,12 @@ static int f_space(struct store *s, struct store_space *out)
 	return store_space(((struct fault_store *)s)->inner, out);
 }
 
+/* The inner store's answer: an injected error is one it could give. */
+static bool f_err_permanent(const struct store *s, int rc)
+{
+	return store_err_permanent(((const struct fault_store *)s)->inner, rc);
+}
+
 static const struct store_ops fault_ops = {
     .put = f_put,
     .put_if_absent = f_put_if_absent,
@@ -462,6 +468,7 @@ static const struct store_ops fault_ops = {
     .cleanup_uploads = f_cleanup,
     .space = f_space,
     .close = f_close,
+    .err_permanent = f_err_permanent,
 };
 
 int fault_store_new(struct store *inner, struct fault_store **out)

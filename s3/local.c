@@ -41,6 +41,20 @@
  * inside the root is never followed, so no key reaches outside it (keys are
  * also validated by store.c: no "..", no ".", no empty segment).
  *
+ * Permissions.  A store holds the bytes of every file whatever their modes,
+ * so it is private to the user who writes it: the root directory and the
+ * directories under it are made 0700, objects 0600 (a mount shares files with
+ * others, with their permissions).  A store opened for writing whose root
+ * others can enter (made by an older version, 0755) gets a warning that says
+ * how to close it; its mode is not changed behind the user's back.
+ *
+ * Errors.  Nothing is retried here (EINTR aside).  Errors that stay until
+ * someone changes the store (local_err_permanent(): a permission, a link or a
+ * file where the store has a directory, a read-only filesystem) are reported
+ * as permanent, so that the engine fails at once instead of waiting for the
+ * store as through an outage; a write that meets a link on its path logs the
+ * link's path.
+ *
  * Concurrency.  The store has no mutable shared state besides atomic counters;
  * every call works on its own file descriptors, so any number of threads may
  * call at once.
@@ -201,7 +215,7 @@ static int open_parent(struct local_store *ls, const char *key, bool create, con
 		seg[n] = '\0';
 		nfd = openat_retry(dfd, seg, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
 		if (nfd == -ENOENT && create) {
-			if (mkdirat(dfd, seg, 0755) < 0 && errno != EEXIST) {
+			if (mkdirat(dfd, seg, 0700) < 0 && errno != EEXIST) {
 				nfd = -errno;
 				goto fail;
 			}
@@ -209,8 +223,16 @@ static int open_parent(struct local_store *ls, const char *key, bool create, con
 			nfd = openat_retry(dfd, seg, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
 		}
 		if (nfd < 0) {
-			if (nfd == -ELOOP)
-				nfd = -ENOTDIR; /* a symlink: never followed */
+			if (nfd == -ELOOP || nfd == -ENOTDIR) {
+				nfd = -ENOTDIR; /* a symlink or a file: never followed */
+				if (create)
+					log_err(
+					    "local store %s: %s/%.*s is a symbolic link or a "
+					    "file, where the store keeps a directory: it is never "
+					    "followed, and nothing can be written under it (move "
+					    "it away)",
+					    ls->root, ls->root, (int)(slash - key), key);
+			}
 			close(dfd);
 			return nfd;
 		}
@@ -243,7 +265,7 @@ static int make_tmp(struct local_store *ls, int dfd, char *tmp)
 	for (int tries = 0; tries < 64 && fd == -EEXIST; tries++) {
 		uint64_t n = atomic_fetch_add_explicit(&tmp_seq, 1, memory_order_relaxed);
 		snprintf(tmp, 64, TMP_PREFIX "%ld.%" PRIu64, (long)getpid(), n);
-		fd = openat_retry(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0644);
+		fd = openat_retry(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0600);
 	}
 	return fd;
 }
@@ -851,6 +873,14 @@ fail:
  * Open / close
  */
 
+/* Errors that stay until someone changes the store (store_err_permanent()). */
+static bool local_err_permanent(const struct store *s, int rc)
+{
+	(void)s;
+	return rc == -EACCES || rc == -EPERM || rc == -EROFS || rc == -ENOTDIR || rc == -ELOOP ||
+	       rc == -EISDIR || rc == -ENAMETOOLONG;
+}
+
 static void local_close(struct store *s)
 {
 	struct local_store *ls = (struct local_store *)s;
@@ -885,7 +915,21 @@ static const struct store_ops local_ops = {
     .cleanup_uploads = local_cleanup_uploads,
     .space = local_space,
     .close = local_close,
+    .err_permanent = local_err_permanent,
 };
+
+/* Warn when others can enter the store's root (then read what they may of it). */
+static void warn_open_to_others(const struct local_store *ls)
+{
+	struct stat st;
+
+	if (fstat(ls->root_fd, &st) == 0 && (st.st_mode & (S_IXGRP | S_IXOTH)))
+		log_warn("local store %s (mode %04o): other users can enter it and read the bytes "
+		         "of files whatever their permissions (stores made before 2026-12-06 have "
+		         "0644 objects); run chmod 700 %s to keep it to yourself (share files "
+		         "through a mount instead)",
+		         ls->root, (unsigned)(st.st_mode & 07777), ls->root);
+}
 
 int store_open_local(const char *dir, struct store **out)
 {
@@ -902,7 +946,7 @@ int store_open_local_flags(const char *dir, int flags, struct store **out)
 		return -EINVAL;
 	if (flags & STORE_OPEN_READ_ONLY)
 		flags |= STORE_OPEN_EXISTING;
-	if (!(flags & STORE_OPEN_EXISTING) && mkdir(dir, 0755) < 0 && errno != EEXIST) {
+	if (!(flags & STORE_OPEN_EXISTING) && mkdir(dir, 0700) < 0 && errno != EEXIST) {
 		rc = -errno;
 		log_err("local open %s: mkdir: %s", dir, strerror(-rc));
 		return rc;
@@ -929,6 +973,7 @@ int store_open_local_flags(const char *dir, int flags, struct store **out)
 	ls->base.read_only = flags & STORE_OPEN_READ_ONLY;
 	if (ls->base.read_only)
 		goto done; /* look only: leave even the temp files of a crash alone */
+	warn_open_to_others(ls);
 	/* Remove the temp files a crashed process left behind. */
 	w = calloc(1, sizeof(*w));
 	if (!w) {

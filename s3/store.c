@@ -207,6 +207,11 @@ int store_space(struct store *s, struct store_space *out)
 	return s->ops->space ? s->ops->space(s, out) : -ENOTSUP;
 }
 
+bool store_err_permanent(const struct store *s, int rc)
+{
+	return rc < 0 && s->ops->err_permanent && s->ops->err_permanent(s, rc);
+}
+
 const struct store_caps *store_caps(struct store *s)
 {
 	return &s->caps;

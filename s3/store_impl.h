@@ -34,6 +34,8 @@ struct store_ops {
 	/* store_space(); NULL: the store has no size of its own (-ENOTSUP) */
 	int (*space)(struct store *s, struct store_space *out);
 	void (*close)(struct store *s);
+	/* store_err_permanent() (NULL: no error is) */
+	bool (*err_permanent)(const struct store *s, int rc);
 };
 
 /* Writer operations; a backend's writer embeds struct store_writer first. */

@@ -25,6 +25,11 @@
  *   -ETIMEDOUT  the operation timed out after retries
  *   -EROFS      a write to a store opened with STORE_OPEN_READ_ONLY
  *
+ * Some errors stay until someone changes the store (a permission, a link or
+ * a file planted in a local store's directory, a read-only filesystem):
+ * store_err_permanent() says which, per backend, so that the engine fails
+ * the operation at once instead of retrying it as an outage.
+ *
  * Keys: 1..STORE_KEY_MAX bytes of printable ASCII except backslash, made of
  * '/'-separated segments; no empty segment (no leading, trailing or double
  * '/'), no segment "." or "..".  store_key_valid() is the one check; every
@@ -204,6 +209,15 @@ struct store_space {
  * store with no size of its own (S3), or -errno.  Sends no request; any thread.
  */
 int store_space(struct store *s, struct store_space *out);
+
+/*
+ * Does rc, returned by an operation on s, stay until someone changes the store, so that
+ * sending the same request again is pointless?  The local store: -EACCES, -EPERM, -EROFS,
+ * -ENOTDIR, -ELOOP, -EISDIR, -ENAMETOOLONG (a permission; a link, file or directory where
+ * the store has its own; a read-only filesystem).  The S3 store: none (a 403 may be a
+ * credential being renewed).  False for 0 and for every other error.  Any thread.
+ */
+bool store_err_permanent(const struct store *s, int rc);
 
 /* Capabilities of this store; valid until store_close(). */
 const struct store_caps *store_caps(struct store *s);

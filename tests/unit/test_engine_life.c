@@ -3,9 +3,11 @@
  * store, continued from test_engine.c: GC when idle, full stores and sync
  * timeouts, queued full groups, waiting for room, fencing, scans over a
  * snapshot, read-only open, corruption, backpressure, freezing, flush and
- * replay, a crash during a flush.  Sections are marked "---- ".
+ * replay, a crash during a flush, a store that refuses a commit for good (a
+ * link planted in the local store).  Sections are marked "---- ".
  */
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
@@ -759,6 +762,47 @@ static void test_replay_bound(void **state)
 	store_close(st);
 }
 
+/*
+ * A link planted where the local store keeps wal/ (issue 36): the commit fails at once with
+ * -EIO and the writer stops (a permanent error of the store: no retry would change it),
+ * instead of retrying it as an outage until the sync times out; nothing is written
+ * through the link, and a reopen has what was acknowledged before, not the refused write.
+ */
+static void test_store_refuses_for_good(void **state)
+{
+	struct store *st = open_store();
+	char wal[PATH_MAX / 2], real[PATH_MAX / 2 + 8], away[PATH_MAX / 2 + 8];
+	uint64_t t = 0;
+	(void)state;
+
+	struct engine *e = open_retrying(st, 20000); /* retried for 20 s by the old code */
+	assert_int_equal(engine_put(e, "before", 6, "1", 1, 0, &t), 0);
+	assert_int_equal(engine_wait(e, t, true), 0);
+	snprintf(wal, sizeof(wal), "%s/wal", g_dir);
+	snprintf(real, sizeof(real), "%s.real", wal);
+	snprintf(away, sizeof(away), "%s/away", g_dir);
+	assert_int_equal(mkdir(away, 0700), 0);
+	assert_int_equal(rename(wal, real), 0);
+	assert_int_equal(symlink(away, wal), 0);
+	uint64_t t0 = now_ms();
+	assert_int_equal(engine_put(e, "after", 5, "2", 1, 0, &t), 0);
+	assert_int_equal(engine_wait(e, t, true), -EIO);
+	assert_true(now_ms() - t0 < 15000);
+	struct engine_stats s = stats_of(e);
+	assert_int_equal(s.sticky_error, -EIO);
+	assert_int_equal(s.outage_since, 0); /* not taken for an outage */
+	assert_int_equal(engine_sync(e), -EIO);
+	assert_int_equal(engine_close(e), -EIO);
+	assert_int_equal(rmdir(away), 0); /* empty: nothing went through the link */
+	assert_int_equal(unlink(wal), 0);
+	assert_int_equal(rename(real, wal), 0);
+	e = open_engine(st, 50);
+	check_value(e, "before", "1", 1);
+	check_absent(e, "after");
+	assert_int_equal(engine_close(e), 0);
+	store_close(st);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -777,6 +821,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_flush_and_reopen, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_crash_during_flush, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_replay_bound, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_store_refuses_for_good, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

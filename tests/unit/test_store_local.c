@@ -4,8 +4,10 @@
  * (never listed, removed at open when their process is gone, removed by age
  * by cleanup_uploads), symlinks planted in the root never followed, keys that
  * are both an object and a prefix, capabilities and counters, the open flags
- * (EXISTING: never creates; READ_ONLY: writes nothing, every write -EROFS).
- * The general store contract is in store_conformance.c.
+ * (EXISTING: never creates; READ_ONLY: writes nothing, every write -EROFS),
+ * a private store (issue 36: 0700 directories, 0600 objects) and the errors
+ * that stay (store_err_permanent: a link where the store keeps a directory,
+ * a permission).  The general store contract is in store_conformance.c.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -428,6 +430,91 @@ static void test_large_puts(void **state)
 	free(buf);
 }
 
+/* The permission bits of dir/rel. */
+static unsigned mode_of(const char *dir, const char *rel)
+{
+	char path[PATH_MAX];
+	struct stat st;
+	snprintf(path, sizeof(path), "%s/%s", dir, rel);
+	assert_int_equal(lstat(path, &st), 0);
+	return (unsigned)(st.st_mode & 07777);
+}
+
+/*
+ * A new store is private (issue 36): its root and every directory in it 0700, objects
+ * 0600, from put, put_if_absent and a streaming writer, even with a umask of 0.
+ */
+static void test_private_modes(void **state)
+{
+	(void)state;
+	char *base = tu_tempdir(), dir[PATH_MAX / 2];
+	struct store_writer *w;
+	struct store *s;
+	mode_t old = umask(0);
+
+	snprintf(dir, sizeof(dir), "%s/store", base);
+	assert_int_equal(store_open_local(dir, &s), 0);
+	assert_int_equal(store_put(s, "wal/1", "x", 1), 0);
+	assert_int_equal(store_put_if_absent(s, "pack/a/b", "y", 1), 0);
+	assert_int_equal(store_writer_open(s, "sst/c", 0, &w), 0);
+	assert_int_equal(store_writer_write(w, "z", 1), 0);
+	assert_int_equal(store_writer_finish(w), 0);
+	umask(old);
+	assert_int_equal(mode_of(base, "store"), 0700);
+	assert_int_equal(mode_of(dir, "wal"), 0700);
+	assert_int_equal(mode_of(dir, "pack"), 0700);
+	assert_int_equal(mode_of(dir, "pack/a"), 0700);
+	assert_int_equal(mode_of(dir, "sst"), 0700);
+	assert_int_equal(mode_of(dir, "wal/1"), 0600);
+	assert_int_equal(mode_of(dir, "pack/a/b"), 0600);
+	assert_int_equal(mode_of(dir, "sst/c"), 0600);
+	store_close(s);
+	assert_int_equal(tu_rmtree(base), 0);
+	free(base);
+}
+
+/*
+ * Errors that stay until someone changes the store are permanent (store_err_permanent):
+ * a link planted where the store keeps a directory (nothing written through it), a
+ * directory the store may not write (not as root: root writes anyway); a full disk, EIO,
+ * a timeout are not.  The fault wrapper answers as the store under it.
+ */
+static void test_permanent_errors(void **state)
+{
+	(void)state;
+	char *out_dir = tu_tempdir(), path[PATH_MAX];
+	struct tu_store *t;
+	int rc;
+
+	assert_int_equal(tu_store_open("fault", &t), 0);
+	snprintf(path, sizeof(path), "%s/wal", t->dir);
+	assert_int_equal(symlink(out_dir, path), 0);
+	rc = store_put_if_absent(t->store, "wal/1", "x", 1);
+	assert_int_equal(rc, -ENOTDIR);
+	assert_true(store_err_permanent(t->store, rc));
+	assert_false(file_exists(out_dir, "1"));
+	rc = store_put(t->store, "wal/2/3", "x", 1);
+	assert_int_equal(rc, -ENOTDIR);
+	assert_true(store_err_permanent(t->store, rc));
+	for (int e = 0; e < 3; e++) {
+		int errs[] = {-ENOSPC, -EIO, -ETIMEDOUT};
+		assert_false(store_err_permanent(t->store, errs[e]));
+	}
+	assert_false(store_err_permanent(t->store, 0));
+	if (geteuid() != 0) {
+		assert_int_equal(chmod(t->dir, 0500), 0);
+		rc = store_put(t->store, "k", "x", 1);
+		assert_int_equal(rc, -EACCES);
+		assert_true(store_err_permanent(t->store, rc));
+		assert_int_equal(chmod(t->dir, 0700), 0);
+	} else {
+		print_message("a directory the store may not write: not checked as root\n");
+	}
+	tu_store_close(t);
+	assert_int_equal(tu_rmtree(out_dir), 0);
+	free(out_dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -436,6 +523,8 @@ int main(void)
 	    cmocka_unit_test(test_open_flags), cmocka_unit_test(test_symlinks_never_followed),
 	    cmocka_unit_test(test_temp_files), cmocka_unit_test(test_foreign_files),
 	    cmocka_unit_test(test_large_puts),
+	    cmocka_unit_test(test_private_modes),
+	    cmocka_unit_test(test_permanent_errors),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
