@@ -50,25 +50,26 @@ static uint64_t now_ms(void)
 #define PROGRESS_TTY_MS 200
 #define PROGRESS_LOG_MS 5000
 
-void progress_init(struct progress *p, const char *what, bool force)
+void prog_init(struct progress *p, const char *what, bool force)
 {
 	p->what = what;
 	p->tty = isatty(2);
 	p->always = force;
 	p->shown = false;
 	p->start_ms = now_ms();
-	/* nothing for a command that ends within a second: the first line after it */
-	p->next_ms = p->start_ms + (p->tty ? 1000 : PROGRESS_LOG_MS);
+	/* on a terminal nothing for a command that ends within a second; asked for elsewhere, a
+	 * first line at once (a log then shows that it started, and how far it got) */
+	p->next_ms = p->tty ? p->start_ms + 1000 : p->start_ms;
 }
 
-bool progress_due(const struct progress *p)
+bool prog_due(const struct progress *p)
 {
 	return (p->tty || p->always) && now_ms() >= p->next_ms;
 }
 
-void progress_show(struct progress *p, const char *fmt, ...)
+void prog_show(struct progress *p, const char *fmt, ...)
 {
-	if (!progress_due(p))
+	if (!prog_due(p))
 		return;
 	char line[256];
 	va_list ap;
@@ -88,7 +89,7 @@ void progress_show(struct progress *p, const char *fmt, ...)
 	fflush(stderr);
 }
 
-void progress_clear(struct progress *p)
+void prog_clear(struct progress *p)
 {
 	if (p->shown) {
 		fputs("\r\033[K", stderr);

@@ -24,33 +24,33 @@ const char *human_secs(uint64_t sec, char *buf);
 
 /*
  * A progress line on stderr for a long command.  On a terminal it is redrawn
- * in place at most 5 times a second (progress_done() clears it); otherwise it
- * prints nothing unless asked (always: one line every 5 s; scripts and logs).
+ * in place at most 5 times a second from the first second on (prog_clear()
+ * clears it); otherwise it prints nothing unless asked (always: a line at the
+ * first prog_show() and then one every 5 s, for scripts and logs).
  * Single-threaded: one command's main loop.
  */
 struct progress {
-	const char *what;   /* "memwalfs fsck" and the like: the start of every line */
-	bool tty;           /* stderr is a terminal: redraw one line */
-	bool always;        /* not a terminal but asked for (--progress): a line every 5 s */
-	bool shown;         /* a line is on the terminal (to clear) */
-	uint64_t next_ms;   /* monotonic ms when the next line may be drawn */
-	uint64_t start_ms;  /* monotonic ms of progress_init() */
+	const char *what;  /* "memwalfs fsck" and the like: the start of every line */
+	bool tty;          /* stderr is a terminal: redraw one line */
+	bool always;       /* not a terminal but asked for (--progress): a line every 5 s */
+	bool shown;        /* a line is on the terminal (to clear) */
+	uint64_t next_ms;  /* monotonic ms when the next line may be drawn */
+	uint64_t start_ms; /* monotonic ms of prog_init() */
 };
 
 /* Start: what prefixes the lines; force: print lines on a non-terminal too. */
-void progress_init(struct progress *p, const char *what, bool force);
+void prog_init(struct progress *p, const char *what, bool force);
 
 /*
  * Show the state (a printf format and its arguments, without the prefix or a
  * newline) if a line is due; the text is formatted only then.
  */
-void progress_show(struct progress *p, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+void prog_show(struct progress *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Is a line due now (so that a caller can skip computing its figures)? */
-bool progress_due(const struct progress *p);
+bool prog_due(const struct progress *p);
 
 /* Clear the line from the terminal (before other output, and at the end).  No-op otherwise. */
-void progress_clear(struct progress *p);
+void prog_clear(struct progress *p);
 
 #endif /* MEMWALFS_HUMAN_H */

@@ -153,7 +153,8 @@ static void print_health(const struct counters *c)
 	for (int i = 0; i < c->n; i++) {
 		const char *nm = c->name[i];
 		if (!strcmp(nm, "sticky_error") || !strcmp(nm, "outage_error") ||
-		    (!strstr(nm, "error") && !strstr(nm, "lost")) || !strtoll(c->value[i], NULL, 10))
+		    (!strstr(nm, "error") && !strstr(nm, "lost")) ||
+		    !strtoll(c->value[i], NULL, 10))
 			continue;
 		const char *h = metrics_stat_help(nm);
 		printf("health:  %s %s%s%s%s\n", nm, c->value[i], h ? " (" : "", h ? h : "",
@@ -175,7 +176,8 @@ static void print_lag(const struct counters *c)
 	}
 	if (val(c, "read_only"))
 		return;
-	printf("lag:     %s written, not yet durable in the store", human_bytes(uval(c, "pending_bytes"), b));
+	printf("lag:     %s written, not yet durable in the store",
+	       human_bytes(uval(c, "pending_bytes"), b));
 	if (val(c, "writers_waiting"))
 		printf("; %" PRId64 " writes waiting for memory", val(c, "writers_waiting"));
 	printf("\n");
@@ -189,7 +191,8 @@ static void print_cache(const struct counters *c)
 	if (val(c, "disk_cache_enabled"))
 		printf("; disk %s of %s (%" PRId64 " entries)",
 		       human_bytes(uval(c, "disk_cache_bytes"), a),
-		       human_bytes(uval(c, "disk_cache_capacity"), b), val(c, "disk_cache_entries"));
+		       human_bytes(uval(c, "disk_cache_capacity"), b),
+		       val(c, "disk_cache_entries"));
 	else
 		printf("; no disk cache");
 	printf("\n");
@@ -210,10 +213,11 @@ static void print_store(const struct counters *c)
 	uint64_t w = uval(c, "store_window_sec");
 	if (w) {
 		double s = (double)w;
-		printf("store:   last %" PRIu64 " s: %.1f requests/s, %s/s sent, %s/s received\n", w,
-		       (double)uval(c, "store_window_requests") / s,
-		       human_bytes((uint64_t)((double)uval(c, "store_window_bytes_sent") / s), a),
-		       human_bytes((uint64_t)((double)uval(c, "store_window_bytes_received") / s), b));
+		printf(
+		    "store:   last %" PRIu64 " s: %.1f requests/s, %s/s sent, %s/s received\n", w,
+		    (double)uval(c, "store_window_requests") / s,
+		    human_bytes((uint64_t)((double)uval(c, "store_window_bytes_sent") / s), a),
+		    human_bytes((uint64_t)((double)uval(c, "store_window_bytes_received") / s), b));
 	}
 	uint64_t req = 0;
 	for (int i = 0; i < c->n; i++)
@@ -283,7 +287,8 @@ int cmd_stats(int argc, char **argv)
 			mnt = argv[i];
 		} else {
 			if (argv[i][0] == '-')
-				fprintf(stderr, "memwalfs stats: unknown option %s (valid: --raw)\n",
+				fprintf(stderr,
+				        "memwalfs stats: unknown option %s (valid: --raw)\n",
 				        argv[i]);
 			else
 				fprintf(stderr, "memwalfs stats: one MOUNTPOINT only\n");

@@ -8,7 +8,10 @@
 #     data in MiB (the same figure as live_bytes_est), and once a GC pass ran, the packs and
 #     the garbage at that pass, the grace and the next pass;
 #  3. a mount fenced by a second writer: the summary says STOPPED, the error in words, and
-#     that another mount took the filesystem over.
+#     that another mount took the filesystem over;
+#  4. inspect says the orphans' size in MiB as well as bytes, why nothing references them and
+#     when GC takes them; fsck --deep, inspect and objects du print progress lines on stderr
+#     with --progress when stderr is no terminal, and nothing without it.
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh" "$1" "${2:-local}"
 mnt=$WORK/mnt
@@ -31,7 +34,7 @@ echo "   ok: $(wc -l <"$WORK/raw") counters"
 echo "-- 2. the summary of a writer"
 head -c 3000000 /dev/urandom >"$mnt/f" && fsync "$mnt/f"
 head -c 3000000 /dev/urandom >"$mnt/f" && fsync "$mnt/f" # the first one's packs are garbage
-cat "$mnt/f" >/dev/null
+dd if="$mnt/f" of=/dev/null bs=1M iflag=direct status=none # through the daemon, not the page cache
 # the first GC pass after the overwrite (it runs every 300 ms)
 p0=$(raw gc_passes)
 for _ in $(seq 600); do [ "$(raw gc_passes)" -gt "$p0" ] && break; sleep 0.1; done
@@ -77,4 +80,32 @@ mw_umount_cmd "$mnt" 2>/dev/null || true # fenced: its final commit fails
 mw_wait_exit "$mnt.pid"
 mw_umount "$mnt2"
 mw_fsck
+
+echo "-- 4. inspect's orphans; progress of fsck --deep, inspect and objects du"
+"$MW" inspect "${STORE_OPTS[@]}" "$STORE" >"$WORK/insp" 2>"$WORK/insp.err"
+[ -s "$WORK/insp.err" ] && { cat "$WORK/insp.err"; fail "inspect printed progress on a non-terminal without --progress"; }
+line=$(grep '^orphans: ' "$WORK/insp") || fail "inspect prints no orphans line"
+n=$(echo "$line" | sed -n 's/^orphans: \([0-9]*\) objects, .*/\1/p')
+bytes=$(echo "$line" | sed -n 's/.* (\([0-9]*\) bytes) that the manifest in use does not reference$/\1/p')
+[ -n "$n" ] && [ -n "$bytes" ] || fail "orphans line: '$line'"
+human=$(awk -v b="$bytes" 'BEGIN { if (b < 1024) printf "%d B", b; else if (b < 1048576) printf "%.1f KiB", b / 1024; else if (b < 1073741824) printf "%.1f MiB", b / 1048576; else printf "%.1f GiB", b / 1073741824 }')
+echo "$line" | grep -qF "orphans: $n objects, $human ($bytes bytes)" || fail "orphans line does not say $human: '$line'"
+if [ "$n" -gt 0 ]; then
+	grep -q "GC deletes each once no kept manifest references it and it is older than the grace" "$WORK/insp" ||
+		fail "inspect does not say when GC takes the orphans"
+	sum=$(awk '/^orphans: /{ o = 1; next } o && /^ +[0-9]+ objects .*: / { s += $1; next } { o = 0 } END { print s + 0 }' "$WORK/insp")
+	[ "$sum" = "$n" ] || fail "the orphans by reason add up to $sum, not $n"
+fi
+echo "   ok: $line"
+"$MW" fsck --deep --progress "${STORE_OPTS[@]}" "$STORE" >/dev/null 2>"$WORK/fsck.err" || { cat "$WORK/fsck.err"; fail "fsck --deep"; }
+grep -Eq '^memwalfs fsck: [0-9]+ objects checked \([0-9]+ packs\), [0-9.]+ [KMG]?i?B \([0-9]+ s\)$' "$WORK/fsck.err" ||
+	{ cat "$WORK/fsck.err"; fail "fsck --deep --progress printed no progress line"; }
+"$MW" fsck --deep "${STORE_OPTS[@]}" "$STORE" >/dev/null 2>"$WORK/fsck.err"
+[ -s "$WORK/fsck.err" ] && { cat "$WORK/fsck.err"; fail "fsck printed progress on a non-terminal without --progress"; }
+"$MW" objects du --progress "${STORE_OPTS[@]}" "$STORE" >"$WORK/du" 2>"$WORK/du.err"
+grep -Eq '^memwalfs objects du: [0-9]+ objects listed, ' "$WORK/du.err" || { cat "$WORK/du.err"; fail "objects du --progress printed no progress line"; }
+total=$(awk '$1 == "total" { print $4 }' "$WORK/du")
+human=$(awk -v b="$total" 'BEGIN { if (b < 1024) printf "%d B", b; else if (b < 1048576) printf "%.1f KiB", b / 1024; else if (b < 1073741824) printf "%.1f MiB", b / 1048576; else printf "%.1f GiB", b / 1073741824 }')
+grep -Eq "^total +[0-9]+ objects +$total bytes +$human$" "$WORK/du" || { cat "$WORK/du"; fail "objects du: no $human beside $total bytes"; }
+echo "   ok: $(head -n 1 "$WORK/du.err") / $(grep total "$WORK/du")"
 echo "stats ($BACKEND): ok"
