@@ -799,7 +799,7 @@ static int check_mountpoint(struct mount_args *a)
 			fprintf(
 			    stderr,
 			    "memwalfs: mount point %s is a dead FUSE mount (its daemon is gone): "
-			    "unmount it first with fusermount3 -u %s\n",
+			    "unmount it first with memwalfs umount %s\n",
 			    a->mountpoint, a->mountpoint);
 		else
 			fprintf(stderr, "memwalfs: mount point %s: %s\n", a->mountpoint,
