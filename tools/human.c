@@ -78,7 +78,8 @@ void prog_show(struct progress *p, const char *fmt, ...)
 	va_end(ap);
 	uint64_t t = now_ms();
 	if (p->tty) {
-		fprintf(stderr, "\r\033[K%s: %s", p->what, line);
+		fprintf(stderr, "\r\033[K%s: %s (%u s)", p->what, line,
+		        (unsigned)((t - p->start_ms) / 1000));
 		p->shown = true;
 		p->next_ms = t + PROGRESS_TTY_MS;
 	} else {
