@@ -684,8 +684,11 @@ void engine_get_stats(struct engine *e, struct engine_stats *out)
 	out->sticky_error = e->sticky;
 	out->batches_lost = writer_lost_locked(e);
 	out->read_only = e->o.read_only;
+	out->gc_grace_sec = e->o.gc_grace_sec == ENGINE_GC_NO_GRACE ? 0 : e->o.gc_grace_sec;
+	if (e->gc_thread.stop || e->sticky)
+		out->gc_next_pass = 0;
 	/* blobs in WAL entries not yet promoted into a flush's pack count too */
-	out->live_bytes_est = e->stats.store_live_pack_bytes +
+	out->live_bytes_est = e->stats.store_live_pack_bytes + e->stats.store_unflushed_pack_bytes +
 	                      (e->stats.pack_bytes - e->gc_pack_mark) +
 	                      (e->stats.wal_blob_bytes > e->wal_blobs_promoted
 	                           ? e->stats.wal_blob_bytes - e->wal_blobs_promoted
@@ -800,6 +803,10 @@ size_t engine_stats_format(struct engine *e, char *buf, size_t len)
 	U64(repacked_bytes);
 	U64(store_pack_bytes);
 	U64(store_live_pack_bytes);
+	U64(store_unflushed_pack_bytes);
+	EMIT("gc_last_pass %" PRId64 "\n", s.gc_last_pass);
+	EMIT("gc_next_pass %" PRId64 "\n", s.gc_next_pass);
+	U64(gc_grace_sec);
 	U64(live_bytes_est);
 	EMIT("outage_since %" PRId64 "\n", s.outage_since);
 	EMIT("outage_seconds %" PRId64 "\n",
@@ -826,6 +833,10 @@ size_t engine_stats_format(struct engine *e, char *buf, size_t len)
 	EMIT("store_errors %" PRIu64 "\n", ss.errors);
 	EMIT("store_bytes_sent %" PRIu64 "\n", ss.bytes_sent);
 	EMIT("store_bytes_received %" PRIu64 "\n", ss.bytes_received);
+	EMIT("store_window_sec %" PRIu64 "\n", ss.window_sec);
+	EMIT("store_window_requests %" PRIu64 "\n", ss.window_requests);
+	EMIT("store_window_bytes_sent %" PRIu64 "\n", ss.window_bytes_sent);
+	EMIT("store_window_bytes_received %" PRIu64 "\n", ss.window_bytes_received);
 #undef U64
 #undef EMIT
 	if (buf && len && n >= len)

@@ -327,6 +327,7 @@ static void pack_summary(const struct gc_plan *plan, uint64_t covered, struct ma
 			old += s->size;
 		}
 	}
+	res->unflushed_pack_bytes = unflushed;
 	log_info("gc: packs %" PRIu64 " KiB: %" PRIu64 " KiB past the WAL floor, %" PRIu64
 	         " KiB live of %" PRIu64 " KiB in packs the newest manifest references, %" PRIu64
 	         " KiB only older manifests or the grace keep; %" PRIu64 " deferred, first due in "
@@ -449,6 +450,8 @@ out:
 		e->stats.gc_passes++;
 		e->stats.store_pack_bytes = res->pack_bytes;
 		e->stats.store_live_pack_bytes = res->live_pack_bytes;
+		e->stats.store_unflushed_pack_bytes = res->unflushed_pack_bytes;
+		e->stats.gc_last_pass = (int64_t)time(NULL);
 		e->gc_pack_mark = pack_mark;
 	}
 	mw_mutex_unlock(&e->mu);
@@ -602,6 +605,7 @@ static void *gc_main(void *arg)
 		ns = (uint64_t)ts.tv_nsec + wait_ms * 1000000u;
 		ts.tv_sec += (time_t)(ns / 1000000000u);
 		ts.tv_nsec = (long)(ns % 1000000000u);
+		e->stats.gc_next_pass = (int64_t)time(NULL) + (int64_t)((wait_ms + 999) / 1000);
 		while (!e->gc_thread.stop && !e->sticky &&
 		       mw_cond_timedwait(&e->gc_cv, &e->mu, &ts) != ETIMEDOUT)
 			;

@@ -40,21 +40,23 @@ int maint_compact_now(struct engine *e);
 
 /* What one GC pass did (also added to the engine's stats). */
 struct maint_gc_result {
-	uint64_t deleted;             /* objects deleted (incl. aborted uploads) */
-	uint64_t deleted_bytes;       /* bytes of the objects deleted */
-	uint64_t pack_bytes;          /* pack bytes that stay in the store */
-	uint64_t live_pack_bytes;     /* of which referenced by the newest manifest */
-	uint64_t repack_packs;        /* packs selected for repack */
-	uint64_t repacked_blobs;      /* blobs rewritten through the write path */
-	uint64_t repacked_bytes;      /* their bytes */
-	uint64_t deferred;            /* objects kept only until they are older than the grace */
-	uint64_t wal_only_pack_bytes; /* bytes of packs past the manifest's covered WAL position */
-	int64_t next_due;             /* wall-clock second the first deferred one comes due (0) */
-	bool repack_budget_spent;     /* the repack stopped at its byte budget (the rest: later) */
-	bool repack_none;             /* packs were selected but none of their blobs could move:
-	                                 every entry that references them is shadowed by a newer
-	                                 version (only a compaction drops those) */
-	bool space_requested;         /* maint_gc_cycle(): a freeze (+ compaction) was asked for */
+	uint64_t deleted;              /* objects deleted (incl. aborted uploads) */
+	uint64_t deleted_bytes;        /* bytes of the objects deleted */
+	uint64_t pack_bytes;           /* pack bytes that stay in the store */
+	uint64_t live_pack_bytes;      /* of which referenced by the newest manifest */
+	uint64_t repack_packs;         /* packs selected for repack */
+	uint64_t repacked_blobs;       /* blobs rewritten through the write path */
+	uint64_t repacked_bytes;       /* their bytes */
+	uint64_t deferred;             /* objects kept only until they are older than the grace */
+	uint64_t wal_only_pack_bytes;  /* bytes of packs past the manifest's covered WAL position */
+	uint64_t unflushed_pack_bytes; /* bytes of packs only the WAL references (not yet flushed:
+	                                  live until a flush says otherwise) */
+	int64_t next_due;              /* wall-clock second the first deferred one comes due (0) */
+	bool repack_budget_spent;      /* the repack stopped at its byte budget (the rest: later) */
+	bool repack_none;              /* packs were selected but none of their blobs could move:
+	                                  every entry that references them is shadowed by a newer
+	                                  version (only a compaction drops those) */
+	bool space_requested;          /* maint_gc_cycle(): a freeze (+ compaction) was asked for */
 	bool writing; /* written since the pass before: repack at half its threshold */
 };
 

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "store_impl.h"
 #include "thread.h"
@@ -36,10 +37,35 @@ bool store_key_valid(const char *key)
 	return true;
 }
 
+/* The second of the monotonic clock. */
+static uint64_t mono_sec(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec;
+}
+
 void store_init(struct store *s, const struct store_ops *ops)
 {
 	memset(s, 0, sizeof(*s));
 	s->ops = ops;
+	s->win_mu = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
+	s->win_open_sec = mono_sec();
+}
+
+void store_count_window(struct store *s, uint64_t sent, uint64_t received)
+{
+	uint64_t now = mono_sec();
+	pthread_mutex_lock(&s->win_mu);
+	size_t i = now % STORE_WINDOW_SEC;
+	if (s->win[i].sec != now) {
+		s->win[i].sec = now;
+		s->win[i].requests = s->win[i].sent = s->win[i].received = 0;
+	}
+	s->win[i].requests++;
+	s->win[i].sent += sent;
+	s->win[i].received += received;
+	pthread_mutex_unlock(&s->win_mu);
 }
 
 /* Record the latency of a call of class op that started at t0 (mw_now_us()); returns rc. */
@@ -225,6 +251,21 @@ void store_get_stats(struct store *s, struct store_stats *out)
 	out->errors = atomic_load_explicit(&s->errors, memory_order_relaxed);
 	out->bytes_sent = atomic_load_explicit(&s->bytes_sent, memory_order_relaxed);
 	out->bytes_received = atomic_load_explicit(&s->bytes_received, memory_order_relaxed);
+	/* the last STORE_WINDOW_SEC seconds, the current one included */
+	uint64_t now = mono_sec();
+	out->window_sec = now - s->win_open_sec + 1;
+	if (out->window_sec > STORE_WINDOW_SEC)
+		out->window_sec = STORE_WINDOW_SEC;
+	out->window_requests = out->window_bytes_sent = out->window_bytes_received = 0;
+	pthread_mutex_lock(&s->win_mu);
+	for (size_t i = 0; i < STORE_WINDOW_SEC; i++)
+		if (s->win[i].sec + STORE_WINDOW_SEC > now && s->win[i].sec <= now &&
+		    (s->win[i].requests || s->win[i].sent || s->win[i].received)) {
+			out->window_requests += s->win[i].requests;
+			out->window_bytes_sent += s->win[i].sent;
+			out->window_bytes_received += s->win[i].received;
+		}
+	pthread_mutex_unlock(&s->win_mu);
 }
 
 void store_get_latency(struct store *s, enum store_op op, struct mw_hist_snap *out)

@@ -10,6 +10,7 @@
 #ifndef MEMWALFS_STORE_IMPL_H
 #define MEMWALFS_STORE_IMPL_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 
 #include "hist.h"
@@ -57,6 +58,15 @@ struct store {
 	                                               class (store_get_latency()) */
 	bool read_only;                             /* STORE_OPEN_READ_ONLY: writes are -EROFS
 	                                               (const after open) */
+	/* requests and bytes per second of the last STORE_WINDOW_SEC seconds
+	 * (store_stats.window_*): slot s % STORE_WINDOW_SEC counts second s of the monotonic clock
+	 * (reset when a later second reuses it); protected by win_mu (static initialiser: never
+	 * destroyed) */
+	pthread_mutex_t win_mu;
+	uint64_t win_open_sec; /* the monotonic second of store_init() (const after it) */
+	struct {
+		uint64_t sec, requests, sent, received;
+	} win[STORE_WINDOW_SEC];
 };
 
 struct store_writer {
@@ -67,9 +77,13 @@ struct store_writer {
 /* Initialise the common part of a new backend (zeroes the counters). */
 void store_init(struct store *s, const struct store_ops *ops);
 
+/* store.c: count one request of sent/received bytes in the window of the last minute. */
+void store_count_window(struct store *s, uint64_t sent, uint64_t received);
+
 /* Count one request of class op carrying sent/received payload bytes. */
 static inline void store_count(struct store *s, enum store_op op, uint64_t sent, uint64_t received)
 {
+	store_count_window(s, sent, received);
 	atomic_fetch_add_explicit(&s->requests[op], 1, memory_order_relaxed);
 	if (sent)
 		atomic_fetch_add_explicit(&s->bytes_sent, sent, memory_order_relaxed);

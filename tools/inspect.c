@@ -27,8 +27,8 @@
 #include "commands.h"
 #include "engine.h"
 #include "fsck.h"
+#include "human.h"
 #include "storeopt.h"
-#include "thread.h"
 
 /* Parsed command line of both commands. */
 struct args {
@@ -36,19 +36,26 @@ struct args {
 	const char *store; /* STORE argument */
 	bool deep;         /* fsck --deep */
 	bool verbose;      /* -v: list every object */
+	bool progress;     /* --progress: progress lines on stderr also when not a terminal */
 };
 
 static void usage(FILE *f, const char *cmd)
 {
 	if (!strcmp(cmd, "fsck"))
-		fprintf(f, "usage: memwalfs fsck [--deep] [options] STORE\n"
-		           "Check the engine objects and the filesystem of STORE (read-only).\n"
-		           "  --deep      also read every pack and verify every blob checksum\n"
-		           "Exit status: 0 clean, 1 problems found, 2 could not run.\n");
+		fprintf(f,
+		        "usage: memwalfs fsck [--deep] [options] STORE\n"
+		        "Check the engine objects and the filesystem of STORE (read-only).\n"
+		        "  --deep      also read every pack and verify every blob checksum\n"
+		        "  --progress  a progress line every 5 s on stderr also when it is not a\n"
+		        "              terminal (on a terminal it is always shown)\n"
+		        "Exit status: 0 clean, 1 problems found, 2 could not run.\n");
 	else
-		fprintf(f, "usage: memwalfs inspect [-v] [options] STORE\n"
-		           "Show what is in STORE: manifest, SSTables, WAL, packs, orphans.\n"
-		           "  -v          list every pack and orphan, not only a summary\n");
+		fprintf(f,
+		        "usage: memwalfs inspect [-v] [options] STORE\n"
+		        "Show what is in STORE: manifest, SSTables, WAL, packs, orphans.\n"
+		        "  -v          list every pack and orphan, not only a summary\n"
+		        "  --progress  a progress line every 5 s on stderr also when it is not a\n"
+		        "              terminal (on a terminal it is always shown)\n");
 	fprintf(f, "STORE is a directory or s3://bucket/prefix.\n");
 	storeopt_usage(f);
 }
@@ -73,9 +80,12 @@ static int parse(int argc, char **argv, struct args *a)
 			a->deep = true;
 		} else if (!strcmp(argv[i], "-v") || !strcmp(argv[i], "--verbose")) {
 			a->verbose = true;
+		} else if (!strcmp(argv[i], "--progress")) {
+			a->progress = true;
 		} else if (argv[i][0] == '-' && argv[i][1]) {
 			fprintf(stderr,
-			        "memwalfs %s: unknown option %s (valid: %s-v, the store options; "
+			        "memwalfs %s: unknown option %s (valid: %s-v, --progress, the "
+			        "store options; "
 			        "memwalfs %s --help)\n",
 			        cmd, argv[i], strcmp(cmd, "fsck") ? "" : "--deep, ", cmd);
 			return 2;
@@ -116,49 +126,58 @@ struct view {
 	bool verbose;
 	bool fsck;      /* print problems only */
 	unsigned nprob; /* problems printed */
-	/* progress on a terminal (stderr), for large stores: objects checked so far */
-	const char *cmd;       /* "inspect" or "fsck" */
-	bool tty;              /* stderr is a terminal: show progress */
-	bool shown;            /* a progress line is on the screen */
+	/* progress on stderr (human.h), for large stores: objects checked so far */
+	struct progress prog;
 	uint64_t objects;      /* SSTables, WAL entries, packs and orphans seen */
 	uint64_t packs, bytes; /* packs seen, bytes of the objects seen */
-	uint64_t last_us;      /* when the line was last drawn */
+	/* the orphans by why nothing references them (check.c's reasons) */
+	struct {
+		const char *why; /* CHECK_ORPHAN's msg (a static string) */
+		uint64_t objects, bytes;
+	} orphan[8];
+	int norphan;
 };
 
 /* Remove the progress line before other output. */
 static void progress_clear(struct view *v)
 {
-	if (v->shown)
-		fprintf(stderr, "\r\033[K");
-	v->shown = false;
+	prog_clear(&v->prog);
 }
 
-/* Count one object checked; redraw the line at most five times a second. */
+/* Count one object checked; show the counts when a line is due. */
 static void progress_tick(struct view *v, uint64_t size, bool pack)
 {
+	char b[HUMAN_LEN];
 	v->objects++;
 	v->packs += pack;
 	v->bytes += size;
-	if (!v->tty)
-		return;
-	uint64_t now = mw_now_us();
-	if (v->shown && now - v->last_us < 200000)
-		return;
-	v->last_us = now;
-	fprintf(stderr,
-	        "\r\033[Kmemwalfs %s: %" PRIu64 " objects checked (%" PRIu64 " packs), %.1f MiB",
-	        v->cmd, v->objects, v->packs, (double)v->bytes / (1 << 20));
-	v->shown = true;
+	if (prog_due(&v->prog))
+		prog_show(&v->prog, "%" PRIu64 " objects checked (%" PRIu64 " packs), %s",
+		          v->objects, v->packs, human_bytes(v->bytes, b));
 }
 
-/* A phase without counts (the filesystem tree), on a terminal. */
+/* A phase without counts (the filesystem tree). */
 static void progress_phase(struct view *v, const char *what)
 {
-	if (!v->tty)
-		return;
-	progress_clear(v);
-	fprintf(stderr, "memwalfs %s: %s...", v->cmd, what);
-	v->shown = true;
+	prog_clear(&v->prog);
+	v->prog.next_ms = 0; /* say it now */
+	prog_show(&v->prog, "%s...", what);
+}
+
+/* Tally an orphan under its reason. */
+static void orphan_count(struct view *v, const char *why, uint64_t size)
+{
+	int i = 0;
+	while (i < v->norphan && strcmp(v->orphan[i].why, why))
+		i++;
+	if (i == v->norphan) {
+		if (i == 8)
+			i = 7; /* check.c has four reasons: never */
+		else
+			v->orphan[v->norphan++].why = why;
+	}
+	v->orphan[i].objects++;
+	v->orphan[i].bytes += size;
 }
 
 static void on_event(void *arg, const struct check_event *ev)
@@ -198,6 +217,7 @@ static void on_event(void *arg, const struct check_event *ev)
 		printf("  pack %s %10" PRIu64 " bytes, live %5.1f%%\n", ev->object, ev->size, pct);
 		break;
 	case CHECK_ORPHAN:
+		orphan_count(v, ev->msg, ev->size);
 		if (!v->fsck && v->verbose)
 			printf("  orphan %s %" PRIu64 " bytes: %s\n", ev->object, ev->size,
 			       ev->msg);
@@ -210,7 +230,30 @@ static void on_event(void *arg, const struct check_event *ev)
 
 static void print_count(const char *what, const struct check_count *c)
 {
-	printf("  %-10s %8" PRIu64 " objects %14" PRIu64 " bytes\n", what, c->objects, c->bytes);
+	char b[HUMAN_LEN];
+	printf("  %-10s %8" PRIu64 " objects %14" PRIu64 " bytes %12s\n", what, c->objects,
+	       c->bytes, human_bytes(c->bytes, b));
+}
+
+/* The orphans: how many, why nothing references them, and when GC takes them. */
+static void print_orphans(const struct view *v, const struct check_report *r)
+{
+	char b[HUMAN_LEN];
+	printf("orphans: %" PRIu64 " objects, %s (%" PRIu64 " bytes) that the manifest in use does "
+	       "not reference\n",
+	       r->orphans.objects, human_bytes(r->orphans.bytes, b), r->orphans.bytes);
+	for (int i = 0; i < v->norphan; i++)
+		printf("  %8" PRIu64 " objects %12s: %s\n", v->orphan[i].objects,
+		       human_bytes(v->orphan[i].bytes, b), v->orphan[i].why);
+	if (r->orphans.objects)
+		printf(
+		    "  (what flushes, compactions and repacks replaced, and overwritten or deleted "
+		    "data: a writer mount's GC deletes each once no kept manifest references it "
+		    "and it is older than the grace, --gc-grace, 600 s by default, at a pass every "
+		    "--gc-interval, 60 s; nothing deletes them while the store is not mounted)\n");
+	printf("awaiting GC: %" PRIu64 " objects the manifest's GC records list (deleted at the "
+	       "next pass once past the grace)\n",
+	       r->awaiting_gc);
 }
 
 static int open_store(const struct args *a, const char *cmd, struct store **st)
@@ -233,8 +276,7 @@ int cmd_inspect(int argc, char **argv)
 	if (open_store(&a, "inspect", &st))
 		return 2;
 	v.verbose = a.verbose;
-	v.cmd = "inspect";
-	v.tty = isatty(2);
+	prog_init(&v.prog, "memwalfs inspect", a.progress);
 	printf("store %s\n", a.store);
 	printf("live SSTables and uncovered WAL entries:\n");
 	rc = check_store(st, &co, &r);
@@ -252,12 +294,13 @@ int cmd_inspect(int argc, char **argv)
 	       r.wal_uncovered, r.wal_old);
 	printf("SSTables: %" PRIu64 " entries; blobs referenced: %" PRIu64 "\n", r.sst_entries,
 	       r.blobs);
-	printf("packs: %" PRIu64 " data bytes, %" PRIu64 " live (%.1f%%)\n", r.pack_data_bytes,
-	       r.pack_live_bytes,
+	char pb[HUMAN_LEN], lb[HUMAN_LEN];
+	printf("packs: %s of data, %s live (%.1f%%; %" PRIu64 " and %" PRIu64 " bytes)\n",
+	       human_bytes(r.pack_data_bytes, pb), human_bytes(r.pack_live_bytes, lb),
 	       r.pack_data_bytes ? 100.0 * (double)r.pack_live_bytes / (double)r.pack_data_bytes
-	                         : 100.0);
-	printf("orphans: %" PRIu64 " objects, %" PRIu64 " bytes; awaiting GC: %" PRIu64 "\n",
-	       r.orphans.objects, r.orphans.bytes, r.awaiting_gc);
+	                         : 100.0,
+	       r.pack_data_bytes, r.pack_live_bytes);
+	print_orphans(&v, &r);
 	printf("sizes per kind:\n");
 	print_count("manifest", &r.manifests);
 	print_count("wal", &r.wal);
@@ -295,8 +338,7 @@ int cmd_fsck(int argc, char **argv)
 	if (open_store(&a, "fsck", &st))
 		return 2;
 	co.deep = a.deep;
-	v.cmd = "fsck";
-	v.tty = isatty(2);
+	prog_init(&v.prog, "memwalfs fsck", a.progress);
 	rc = check_store(st, &co, &r);
 	progress_clear(&v);
 	if (rc && rc != -EUCLEAN) {

@@ -139,6 +139,10 @@ static const struct stat_type stat_types[] = {
     {"repacked_bytes", true, "bytes of repacked blobs"},
     {"store_pack_bytes", false, "pack bytes in the store at the last GC pass"},
     {"store_live_pack_bytes", false, "of which referenced by the newest manifest"},
+    {"store_unflushed_pack_bytes", false, "of which only the WAL references (not yet flushed)"},
+    {"gc_last_pass", false, "unix time the last GC pass ended (0: none yet)"},
+    {"gc_next_pass", false, "unix time the GC thread wakes next (0: no GC thread)"},
+    {"gc_grace_sec", false, "unreferenced objects are kept this long, seconds (--gc-grace)"},
     {"live_bytes_est", false, "estimated live data, bytes (statfs used)"},
     {"outage_since", false, "unix time commits began failing (0: store reachable)"},
     {"outage_seconds", false, "seconds the current outage has lasted"},
@@ -163,6 +167,11 @@ static const struct stat_type stat_types[] = {
     {"store_errors", true, "store operations that failed"},
     {"store_bytes_sent", true, "payload bytes uploaded"},
     {"store_bytes_received", true, "payload bytes downloaded"},
+    {"store_window_sec", false, "seconds the store_window_ gauges cover (60, less after mount)"},
+    {"store_window_requests", false, "store requests sent in the last store_window_sec seconds"},
+    {"store_window_bytes_sent", false, "payload bytes uploaded in the last store_window_sec s"},
+    {"store_window_bytes_received", false,
+     "payload bytes downloaded in the last store_window_sec s"},
     {"fs_readahead_chunks", true, "chunks prefetched by read-ahead"},
     {"fs_read_waits", true, "reads that waited for a prefetch in flight"},
     {"fs_folded_windows", true, "file windows folded into one extent"},
@@ -187,6 +196,12 @@ const char *metrics_stat_type(const char *name)
 {
 	const struct stat_type *t = find_type(name);
 	return t ? (t->counter ? "counter" : "gauge") : NULL;
+}
+
+const char *metrics_stat_help(const char *name)
+{
+	const struct stat_type *t = find_type(name);
+	return t ? t->help : NULL;
 }
 
 /* ---- rendering ---------------------------------------------------------- */

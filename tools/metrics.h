@@ -71,4 +71,7 @@ int metrics_render(struct metrics *m, char **out, size_t *len);
  */
 const char *metrics_stat_type(const char *name);
 
+/* What stats line name means, in a few words (its HELP text), or NULL if unknown. */
+const char *metrics_stat_help(const char *name);
+
 #endif /* MEMWALFS_TOOLS_METRICS_H */

@@ -34,7 +34,7 @@
  *
  * Divisions, in order: usage and option parsing; remount; checks before
  * anything changes; the daemon (fork, open, serve, close); the entry points
- * (cmd_mount, cmd_stats).  Elsewhere: the per-store lock, the status files
+ * (cmd_mount; cmd_stats is in stats.c).  Elsewhere: the per-store lock, the status files
  * and the allocator policy (tools/daemon.c), the metrics endpoint
  * (tools/metrics.c), the store options shared with the other commands
  * (tools/storeopt.c).
@@ -826,7 +826,7 @@ static int check_mountpoint(struct mount_args *a)
 			fprintf(
 			    stderr,
 			    "memwalfs: mount point %s is a dead FUSE mount (its daemon is gone): "
-			    "unmount it first with fusermount3 -u %s\n",
+			    "unmount it first with memwalfs umount %s\n",
 			    a->mountpoint, a->mountpoint);
 		else
 			fprintf(stderr, "memwalfs: mount point %s: %s\n", a->mountpoint,
@@ -1494,8 +1494,6 @@ static int run_mount(struct mount_args *a, int argc, char **argv)
 
 /* Entry points for the command table in tools/memwalfs.c. */
 int cmd_mount(int argc, char **argv);
-int cmd_stats(int argc, char **argv);
-
 /* memwalfs mount: see the file comment.  Returns the exit status. */
 int cmd_mount(int argc, char **argv)
 {
@@ -1512,37 +1510,4 @@ int cmd_mount(int argc, char **argv)
 	for (int i = 0; i < a.n_copies; i++)
 		free(a.o_copies[i]);
 	return status;
-}
-
-/* memwalfs stats MOUNTPOINT: print the root's statistics xattr. */
-int cmd_stats(int argc, char **argv)
-{
-	bool help = argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"));
-	if (argc != 2 || argv[1][0] == '-') {
-		if (argc == 2 && !help)
-			fprintf(stderr, "memwalfs stats: unknown option %s\n", argv[1]);
-		fprintf(help ? stdout : stderr,
-		        "usage: memwalfs stats MOUNTPOINT\n\nPrint the statistics of the memwalfs "
-		        "filesystem mounted at MOUNTPOINT (docs/METRICS.md says what each is; "
-		        "memwalfs mount --metrics-addr serves them to Prometheus).\n");
-		return help ? 0 : 2;
-	}
-	char *buf = NULL;
-	ssize_t n = getxattr(argv[1], MWFS_STATS_XATTR, NULL, 0);
-	if (n >= 0) {
-		buf = malloc((size_t)n + 1024);
-		if (buf)
-			n = getxattr(argv[1], MWFS_STATS_XATTR, buf, (size_t)n + 1024);
-	}
-	if (n < 0 || !buf) {
-		fprintf(stderr, "memwalfs: %s: %s (is it a memwalfs mount point?)\n", argv[1],
-		        strerror(errno));
-		free(buf);
-		return 1;
-	}
-	fwrite(buf, 1, (size_t)n, stdout);
-	if (n && buf[n - 1] != '\n')
-		putchar('\n');
-	free(buf);
-	return 0;
 }

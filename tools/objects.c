@@ -24,14 +24,16 @@
 #include <time.h>
 
 #include "commands.h"
+#include "human.h"
 #include "storeopt.h"
 
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: memwalfs objects ls|du|stat|cat|put|rm|cleanup [options] STORE [ARGS]\n"
 	           "  ls STORE [PREFIX]      list keys and sizes in key order\n"
-	           "  du STORE [PREFIX]      object count and bytes per top-level kind\n"
-	           "  stat STORE KEY         size, entity tag and mtime of an object\n"
+	           "  du STORE [PREFIX]      object count and bytes per top-level kind (on a\n"
+	           "                         terminal with progress; --progress: also elsewhere)\n"
+	           "  stat STORE KEY         size, entity tag and mtime (UTC) of an object\n"
 	           "  cat STORE KEY          write an object to stdout\n"
 	           "  put STORE KEY [FILE]   store FILE (default: stdin) as KEY\n"
 	           "  rm STORE KEY...        delete objects\n"
@@ -53,11 +55,19 @@ struct du {
 	char kind[16][64];
 	uint64_t count[16], bytes[16];
 	int n;
+	struct progress prog; /* objects listed so far, on stderr (a large store lists long) */
+	uint64_t listed, listed_bytes;
 };
 
 static int du_key(void *arg, const char *key, uint64_t size)
 {
 	struct du *d = arg;
+	char b[HUMAN_LEN];
+	d->listed++;
+	d->listed_bytes += size;
+	if (prog_due(&d->prog))
+		prog_show(&d->prog, "%" PRIu64 " objects listed, %s", d->listed,
+		          human_bytes(d->listed_bytes, b));
 	size_t len = strcspn(key, "/");
 	int i;
 	if (len >= sizeof(d->kind[0]))
@@ -114,6 +124,7 @@ int cmd_objects(int argc, char **argv)
 	const char *
 	    *pos; /* the arguments that are no option: STORE, then KEY... (rm: any number) */
 	int npos = 0, rc = 0;
+	bool progress = false; /* --progress: du's progress lines also when not a terminal */
 
 	s3_opts_default(&o);
 	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
@@ -133,11 +144,17 @@ int cmd_objects(int argc, char **argv)
 			goto out;
 		}
 		if (r == 0) {
+			if (!strcmp(argv[i], "--progress")) {
+				progress = true;
+				i++;
+				continue;
+			}
 			if (argv[i][0] == '-' && argv[i][1]) {
-				fprintf(stderr,
-				        "memwalfs objects: unknown option %s (valid: the store "
-				        "options; memwalfs objects --help)\n",
-				        argv[i]);
+				fprintf(
+				    stderr,
+				    "memwalfs objects: unknown option %s (valid: --progress, the "
+				    "store options; memwalfs objects --help)\n",
+				    argv[i]);
 				rc = 2;
 				goto out;
 			}
@@ -163,16 +180,19 @@ int cmd_objects(int argc, char **argv)
 	} else if (!strcmp(sub, "du")) {
 		struct du d = {.n = 0};
 		uint64_t tc = 0, tb = 0;
+		char b[HUMAN_LEN];
+		prog_init(&d.prog, "memwalfs objects du", progress);
 		rc = store_list(st, npos > 1 ? pos[1] : "", NULL, 0, du_key, &d);
+		prog_clear(&d.prog);
 		for (int i = 0; !rc && i < d.n; i++) {
-			printf("%-12s %10" PRIu64 " objects %14" PRIu64 " bytes\n", d.kind[i],
-			       d.count[i], d.bytes[i]);
+			printf("%-12s %10" PRIu64 " objects %14" PRIu64 " bytes %12s\n", d.kind[i],
+			       d.count[i], d.bytes[i], human_bytes(d.bytes[i], b));
 			tc += d.count[i];
 			tb += d.bytes[i];
 		}
 		if (!rc)
-			printf("%-12s %10" PRIu64 " objects %14" PRIu64 " bytes\n", "total", tc,
-			       tb);
+			printf("%-12s %10" PRIu64 " objects %14" PRIu64 " bytes %12s\n", "total",
+			       tc, tb, human_bytes(tb, b));
 	} else if (!strcmp(sub, "stat") && npos == 2) {
 		struct store_stat s;
 		rc = store_head(st, pos[1], &s);

@@ -18,8 +18,12 @@
 #           instance started before this existed gets https at its next restart.
 #           Virtual-hosted addressing: rgw_dns_name is s3.localhost, so
 #           http://BUCKET.s3.localhost:RGWPORT/ works (curl resolves *.localhost to loopback).
-#   stop    stop the daemons that `start` started (pid files), waiting for each to exit.
-#           A server this script did not start is left running.
+#   stop [--remove-state]
+#           stop the daemons that `start` started (pid files), waiting for each to exit.
+#           A server this script did not start is left running.  --remove-state: then
+#           remove CEPH_DIR too (the bucket's objects, the OSD's block file: 1-5 GB after a
+#           test run), only if this script bootstrapped it (CEPH_DIR/.bootstrapped) and
+#           stopped its daemons now.
 #   status  say whether the server answers (exit 0) or not (exit 1).
 #
 # Everything but the export line goes to stderr.
@@ -297,6 +301,7 @@ start() {
 stop() {
 	if [ ! -f "$MARK" ]; then
 		say "no server started by this script in $D; nothing to stop"
+		[ "${1:-}" = --remove-state ] && say "its state (if any) is left as it is"
 		return 0
 	fi
 	for n in client.rgw.a osd.0 mon.a; do
@@ -313,11 +318,21 @@ stop() {
 	done
 	rm -f "$MARK"
 	say "stopped"
+	if [ "${1:-}" = --remove-state ]; then
+		if [ -f "$D/.bootstrapped" ] && [ "$D" != / ]; then
+			say "removing its state in $D ($(du -sh "$D" 2>/dev/null | cut -f1))"
+			rm -rf "$D"
+		else
+			say "$D was not made by this script: left as it is"
+		fi
+	else
+		say "its state stays in $D ($(du -sh "$D" 2>/dev/null | cut -f1)): tools/s3-server.sh stop --remove-state, or rm -rf $D, when done"
+	fi
 }
 
 case "${1:-}" in
 start) start ;;
-stop) stop ;;
+stop) stop "${2:-}" ;;
 status)
 	if answers; then
 		say "answering on $ENDPOINT$([ -f "$MARK" ] && echo ' (started by this script)')"
@@ -327,7 +342,7 @@ status)
 	fi
 	;;
 *)
-	echo "usage: $0 start|stop|status" >&2
+	echo "usage: $0 start|stop [--remove-state]|status" >&2
 	exit 2
 	;;
 esac

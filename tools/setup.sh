@@ -50,5 +50,17 @@ SUDO=
 echo "setup: installing ${missing[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq >&2
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+# Ceph's packages try to start and enable their system services: where policy-rc.d forbids
+# starting services (containers) every one prints "invoke-rc.d: policy-rc.d denied execution
+# of start", and systemd prints a "Created symlink" line per unit. The tests run Ceph from
+# tools/s3-server.sh, never as a system service: those lines are left out (the rest of apt's
+# output and its exit status are kept), and the units are disabled below.
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" 2>&1 |
+	{ grep -Ev 'policy-rc\.d denied execution|^invoke-rc\.d: |^Created symlink .*ceph' || true; } >&2
+if printf '%s\n' "${missing[@]}" | grep -Eq '^(ceph-mon|ceph-osd|radosgw)$' && [ -d /run/systemd/system ]; then
+	# installed here by this script: their services would start at the next boot, unconfigured
+	$SUDO systemctl disable --now --quiet ceph.target ceph-mon.target ceph-osd.target \
+		ceph-radosgw.target ceph-crash.service 2>/dev/null || true
+	echo "setup: Ceph's system services disabled (tools/s3-server.sh runs its own daemons)" >&2
+fi
 echo "setup: done" >&2

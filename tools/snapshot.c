@@ -12,12 +12,15 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 
 #include "commands.h"
 #include "engine.h"
+#include "human.h"
 #include "storeopt.h"
 
 static void usage(FILE *f)
@@ -26,7 +29,9 @@ static void usage(FILE *f)
 	        "usage: memwalfs snapshot create|list|delete [options] STORE [NAME]\n"
 	        "  create STORE NAME   pin the current durable state of STORE as NAME (any\n"
 	        "                      machine, while mounted too; NAME: letters, digits,\n"
-	        "                      '.', '_', '-', at most 100, not starting with '.')\n"
+	        "                      '.', '_', '-', at most 100, not starting with '.');\n"
+	        "                      the time it takes on a terminal (--progress: also\n"
+	        "                      elsewhere, every 5 s)\n"
 	        "  list STORE          the snapshots: name, manifest version, WAL range, time\n"
 	        "  delete STORE NAME   remove NAME; the writer's GC frees what only it kept\n"
 	        "Mount one with: memwalfs mount --snapshot NAME STORE MOUNTPOINT (read-only).\n");
@@ -47,12 +52,69 @@ static int print_snap(void *arg, const struct engine_snapshot *s)
 	return 0;
 }
 
+/* Progress of a snapshot create: the time it has taken, from a thread beside the create. */
+struct create_progress {
+	struct progress prog; /* human.h: used by the thread only while it runs */
+	const char *store;    /* STORE, for the line */
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool done; /* the create returned (protected by mu) */
+};
+
+static void *create_progress_main(void *arg)
+{
+	struct create_progress *c = arg;
+	pthread_mutex_lock(&c->mu);
+	while (!c->done) {
+		/* a line when due: at once when asked for on a non-terminal, else after 1 s */
+		prog_show(&c->prog,
+		          "pinning the state of %s (its manifest, a listing of the WAL)...",
+		          c->store);
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 200 * 1000 * 1000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&c->cv, &c->mu, &ts);
+	}
+	prog_clear(&c->prog);
+	pthread_mutex_unlock(&c->mu);
+	return NULL;
+}
+
+/* engine_snapshot_create() with a progress line (human.h) while it runs. */
+static int create_with_progress(struct store *st, const char *store, const char *name, bool force,
+                                struct engine_snapshot *s)
+{
+	struct create_progress c = {.store = store, .done = false};
+	pthread_t t;
+	prog_init(&c.prog, "memwalfs snapshot create", force);
+	pthread_mutex_init(&c.mu, NULL);
+	pthread_cond_init(&c.cv, NULL);
+	bool thread =
+	    (c.prog.tty || force) && pthread_create(&t, NULL, create_progress_main, &c) == 0;
+	int rc = engine_snapshot_create(st, name, s);
+	if (thread) {
+		pthread_mutex_lock(&c.mu);
+		c.done = true;
+		pthread_cond_signal(&c.cv);
+		pthread_mutex_unlock(&c.mu);
+		pthread_join(t, NULL);
+	}
+	pthread_cond_destroy(&c.cv);
+	pthread_mutex_destroy(&c.mu);
+	return rc;
+}
+
 int cmd_snapshot(int argc, char **argv)
 {
 	struct s3_opts o;
 	struct store *st = NULL;
 	const char *pos[3];
 	int npos = 0, rc;
+	bool progress = false; /* --progress: create's progress also when not a terminal */
 
 	s3_opts_default(&o);
 	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
@@ -73,6 +135,11 @@ int cmd_snapshot(int argc, char **argv)
 			return 2;
 		if (r > 0)
 			continue;
+		if (!strcmp(argv[i], "--progress")) {
+			progress = true;
+			i++;
+			continue;
+		}
 		if ((argv[i][0] == '-' && argv[i][1]) || npos == 3) {
 			fprintf(stderr,
 			        "memwalfs snapshot: unexpected %s (memwalfs snapshot --help)\n",
@@ -94,7 +161,7 @@ int cmd_snapshot(int argc, char **argv)
 	}
 	if (create) {
 		struct engine_snapshot s;
-		rc = engine_snapshot_create(st, pos[1], &s);
+		rc = create_with_progress(st, pos[0], pos[1], progress, &s);
 		if (rc == 0)
 			print_snap(NULL, &s);
 	} else if (del) {

@@ -126,27 +126,30 @@ int storeopt_open(const char *url, const struct s3_opts *o, int flags, const cha
 
 void storeopt_usage(FILE *f)
 {
-	fprintf(f,
-	        "store options (for s3://bucket/prefix stores):\n"
-	        "  --endpoint URL       S3 endpoint, e.g. http://127.0.0.1:7480 (default: AWS)\n"
-	        "  --region R           region (default: AWS_REGION or us-east-1)\n"
-	        "  --profile NAME       AWS profile (~/.aws/config, ~/.aws/credentials; default:\n"
-	        "                       AWS_PROFILE, else the environment keys, else \"default\")\n"
-	        "  --sts-endpoint URL   STS for role credentials (default: AWS_ENDPOINT_URL_STS,\n"
-	        "                       else the --endpoint, else AWS)\n"
-	        "  --ca-file PATH       CA bundle for https (default: AWS_CA_BUNDLE, system)\n"
-	        "  --path-style         path-style addressing (default with --endpoint)\n"
-	        "  --virtual-hosted     virtual-hosted addressing\n"
-	        "  --signed-payload     hash every body (SigV4 payload signing) even over https\n"
-	        "                       or to a loopback endpoint, where UNSIGNED-PAYLOAD is\n"
-	        "                       the default\n"
-	        "  --unsigned-payload   accepted for compatibility: the default where it is safe\n"
-	        "  --conditional yes|no|probe  backend honours If-None-Match: * (default probe)\n"
-	        "  --connections N      keep-alive connections (default 16)\n"
-	        "credentials: the AWS chain, in order: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,\n"
-	        "AWS_SESSION_TOKEN; web identity (AWS_WEB_IDENTITY_TOKEN_FILE, AWS_ROLE_ARN); the\n"
-	        "profile in ~/.aws/config and ~/.aws/credentials (keys, role_arn with\n"
-	        "source_profile, credential_process); container credentials; EC2 instance\n"
-	        "metadata.  Temporary credentials are refreshed before they expire.  Never on\n"
-	        "the command line.\n");
+	fprintf(
+	    f,
+	    "store options (for s3://bucket/prefix stores):\n"
+	    "  --endpoint URL       S3 endpoint, e.g. http://127.0.0.1:7480 (default: AWS)\n"
+	    "  --region R           region (default: AWS_REGION or us-east-1)\n"
+	    "  --profile NAME       use profile NAME of ~/.aws/config and ~/.aws/credentials\n"
+	    "                       and skip the keys in the environment (without it: the\n"
+	    "                       profile AWS_PROFILE names, else \"default\", comes third)\n"
+	    "  --sts-endpoint URL   STS for role credentials (default: AWS_ENDPOINT_URL_STS,\n"
+	    "                       else the --endpoint, else AWS)\n"
+	    "  --ca-file PATH       CA bundle for https (default: AWS_CA_BUNDLE, system)\n"
+	    "  --path-style         path-style addressing (default with --endpoint)\n"
+	    "  --virtual-hosted     virtual-hosted addressing\n"
+	    "  --signed-payload     hash every body (SigV4 payload signing) even over https\n"
+	    "                       or to a loopback endpoint, where UNSIGNED-PAYLOAD is\n"
+	    "                       the default\n"
+	    "  --unsigned-payload   accepted for compatibility: the default where it is safe\n"
+	    "  --conditional yes|no|probe  backend honours If-None-Match: * (default probe)\n"
+	    "  --connections N      keep-alive connections (default 16)\n"
+	    "credentials: the AWS chain, in order: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,\n"
+	    "AWS_SESSION_TOKEN (not with --profile); web identity (AWS_WEB_IDENTITY_TOKEN_FILE,\n"
+	    "AWS_ROLE_ARN); the profile (--profile, AWS_PROFILE, else \"default\") in\n"
+	    "~/.aws/config and ~/.aws/credentials (keys, role_arn with\n"
+	    "source_profile, credential_process); container credentials; EC2 instance\n"
+	    "metadata.  Temporary credentials are refreshed before they expire.  Never on\n"
+	    "the command line.\n");
 }

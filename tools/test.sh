@@ -6,7 +6,9 @@
 # only those (e.g. tools/test.sh unit fault), without the sanitizer pass unless "asan" is named.
 #
 # Environment: BUILD (build dir, default build-test), NO_S3=1 (do not start the S3 server:
-# the s3 suite then reports SKIP), MESON_TEST_ARGS (extra arguments for meson test).
+# the s3 suite then reports SKIP), MESON_TEST_ARGS (extra arguments for meson test),
+# KEEP_S3_STATE=1 (keep the S3 server's state directory even when this run created it: by
+# default a server this run started is stopped, and its state removed if this run made it).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 top=$PWD
@@ -44,10 +46,15 @@ configure "$BUILD" || exit 1
 ninja -C "$BUILD" || exit 1
 
 started_s3=0
+made_state=0 # the state directory did not exist before this run started the server
 cleanup() {
 	if [ $started_s3 = 1 ]; then
 		echo "== stopping the S3 test server"
-		tools/s3-server.sh stop >&2 || true
+		if [ $made_state = 1 ] && [ "${KEEP_S3_STATE:-0}" != 1 ]; then
+			tools/s3-server.sh stop --remove-state >&2 || true
+		else
+			tools/s3-server.sh stop >&2 || true
+		fi
 	fi
 }
 trap cleanup EXIT
@@ -60,6 +67,7 @@ if [ $need_s3 = 1 ] && [ "${NO_S3:-0}" != 1 ]; then
 	# a server that already answers (a developer's) is reused and left running
 	already=0
 	tools/s3-server.sh status >/dev/null 2>&1 && already=1
+	[ -e "${CEPH_DIR:-/tmp/memwalfs-rgw}" ] || made_state=1
 	if out=$(tools/s3-server.sh start); then
 		eval "$out"
 		[ $already = 0 ] && started_s3=1

@@ -219,6 +219,55 @@ static int do_unmount(const char *mnt, double busy_wait)
 	return -1;
 }
 
+/*
+ * The real path of arg when arg is a dead FUSE mount (its daemon gone: realpath() and every
+ * request there fail with ENOTCONN): its parent resolved, its last name kept.  0 or -1.
+ */
+static int dead_path(const char *arg, char *mnt, size_t cap)
+{
+	char copy[PATH_MAX], parent[PATH_MAX];
+	snprintf(copy, sizeof(copy), "%s", arg);
+	size_t n = strlen(copy);
+	while (n > 1 && copy[n - 1] == '/')
+		copy[--n] = 0;
+	char *slash = strrchr(copy, '/');
+	const char *base = slash ? slash + 1 : copy;
+	if (!slash)
+		snprintf(parent, sizeof(parent), ".");
+	else if (slash == copy)
+		snprintf(parent, sizeof(parent), "/");
+	else
+		snprintf(parent, sizeof(parent), "%.*s", (int)(slash - copy), copy);
+	char rp[PATH_MAX];
+	if (!*base || !realpath(parent, rp))
+		return -1;
+	if ((size_t)snprintf(mnt, cap, "%s/%s", strcmp(rp, "/") ? rp : "", base) >= cap)
+		return -1;
+	return 0;
+}
+
+/*
+ * arg is a mount point whose daemon is gone (ENOTCONN): if it is a memwalfs mount, unmount it
+ * and say what that means.  Returns the exit status.
+ */
+static int umount_dead(const char *arg, double busy_wait)
+{
+	char mnt[PATH_MAX], type[64], src[PATH_MAX];
+	if (dead_path(arg, mnt, sizeof(mnt)) ||
+	    !mwd_top_mount(mnt, type, sizeof(type), src, sizeof(src)) ||
+	    strcmp(type, "fuse.memwalfs")) {
+		fprintf(stderr, "memwalfs: %s: %s\n", arg, strerror(ENOTCONN));
+		return 1;
+	}
+	if (do_unmount(mnt, busy_wait))
+		return 1;
+	fprintf(stderr,
+	        "memwalfs: %s: its daemon was gone (killed or crashed): unmounted; what it had not "
+	        "committed is lost, the next mount of %s replays what was\n",
+	        mnt, src);
+	return 1;
+}
+
 static void umount_usage(FILE *f)
 {
 	fprintf(f, "usage: memwalfs umount [--timeout SEC] [--busy-wait SEC] MOUNTPOINT\n\n"
@@ -227,10 +276,12 @@ static void umount_usage(FILE *f)
 	           "seconds (default: wait).  --busy-wait: while MOUNTPOINT is in use (a process\n"
 	           "has a file open there or its working directory in it), try again for up to\n"
 	           "SEC seconds (default 3), then name those processes and fail.\n\n"
+	           "A dead mount (its daemon killed) is unmounted, with a message that says so.\n\n"
 	           "Exit status: 0 the final commit succeeded; 1 it failed, or another mount of\n"
 	           "the same store took the filesystem over while it was mounted here (fenced:\n"
 	           "it says how many changes made here were never committed and are lost),\n"
-	           "or MOUNTPOINT is not a memwalfs mount, or the wait timed out; 2 bad usage.\n");
+	           "or MOUNTPOINT is not a memwalfs mount, or its daemon was gone, or the wait\n"
+	           "timed out; 2 bad usage.\n");
 }
 
 int cmd_umount(int argc, char **argv)
@@ -272,10 +323,14 @@ int cmd_umount(int argc, char **argv)
 	}
 	char mnt[PATH_MAX], info[PATH_MAX + 32], spath[PATH_MAX];
 	if (!realpath(arg, mnt)) {
+		if (errno == ENOTCONN)
+			return umount_dead(arg, busy_wait);
 		fprintf(stderr, "memwalfs: %s: %s\n", arg, strerror(errno));
 		return 1;
 	}
 	ssize_t n = getxattr(mnt, MWFS_DAEMON_XATTR, info, sizeof(info) - 1);
+	if (n < 0 && errno == ENOTCONN)
+		return umount_dead(mnt, busy_wait);
 	long pid = 0;
 	if (n > 0) {
 		info[n] = 0;

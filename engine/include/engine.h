@@ -431,10 +431,15 @@ struct engine_stats {
 	uint64_t repacked_bytes;        /* their bytes */
 	uint64_t store_pack_bytes;      /* pack bytes in the store at the last GC pass */
 	uint64_t store_live_pack_bytes; /* of which referenced by the newest manifest */
+	uint64_t store_unflushed_pack_bytes; /* of which only the WAL references (not flushed) */
+	int64_t gc_last_pass;                /* unix time the last GC pass ended (0: none yet) */
+	int64_t gc_next_pass;                /* unix time the GC thread wakes next (0: no thread) */
+	uint64_t gc_grace_sec; /* unreferenced objects are kept this long (the option) */
 	/*
-	 * Live data, estimated cheaply (statfs): store_live_pack_bytes plus the pack bytes
-	 * written since the last GC pass began; before the first pass of this open, only what
-	 * it wrote. An upper estimate (overwrites count until a pass finds them dead).
+	 * Live data, estimated cheaply (statfs): store_live_pack_bytes and
+	 * store_unflushed_pack_bytes plus the pack bytes written since the last GC pass began;
+	 * before the first pass of this open, only what it wrote. An upper estimate
+	 * (overwrites count until a flush and a pass find them dead).
 	 */
 	uint64_t live_bytes_est;
 	int64_t outage_since;     /* unix time commits began failing (0: store reachable) */

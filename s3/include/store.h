@@ -88,7 +88,15 @@ struct store_stats {
 	uint64_t errors;                    /* operations that returned an error to the caller */
 	uint64_t bytes_sent;                /* payload bytes uploaded */
 	uint64_t bytes_received;            /* payload bytes downloaded */
+	/* the last minute (STORE_WINDOW_SEC seconds, fewer right after the open): */
+	uint64_t window_sec;            /* seconds the window covers (1..60) */
+	uint64_t window_requests;       /* requests sent in it */
+	uint64_t window_bytes_sent;     /* payload bytes uploaded in it */
+	uint64_t window_bytes_received; /* payload bytes downloaded in it */
 };
+
+/* The window of store_stats.window_*: the last minute, in one-second slots. */
+#define STORE_WINDOW_SEC 60
 
 /* Flags of store_writer_open(). */
 #define STORE_W_IF_ABSENT 0x1 /* the finish is a conditional create (-EEXIST if it exists) */

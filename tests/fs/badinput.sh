@@ -202,9 +202,13 @@ echo "   ok: --stack mounts on top; the lower mount is back after its umount"
 # a dead FUSE mount (its daemon killed) is named as such
 kill -9 "$(cat "$mnt.pid")"
 mw_wait_exit "$mnt.pid"
-refused "dead FUSE mount point" 1 "is a dead FUSE mount" "$s" \
+refused "dead FUSE mount point" 1 "is a dead FUSE mount (its daemon is gone): unmount it first with memwalfs umount" "$s" \
 	"$MW" mount "${STORE_OPTS[@]}" "$s" "$mnt"
-fusermount3 -u "$mnt" 2>/dev/null || fusermount3 -uz "$mnt"
+# memwalfs umount, as the message says, unmounts it and says that the daemon was gone
+expect "memwalfs umount of a dead mount" 1 "its daemon was gone (killed or crashed): unmounted" \
+	mw_umount_cmd "$mnt"
+! mountpoint -q "$mnt" 2>/dev/null && ! grep -q " $mnt fuse" /proc/mounts || { echo "FAIL: the dead mount is still there"; exit 1; }
+echo "   ok: $(cat "$WORK/err")"
 
 echo "-- 5. a store of a newer (or, for the filesystem, older) format version is refused before anything is written"
 for kind in wal manifest fs fs-old; do

@@ -78,7 +78,7 @@ writer=$!
 # a loaded machine: the put could come first), then wait until a batch was applied after
 # it and nothing is pending, i.e. the flusher put the chunk and it is durable; only then
 # the crash.  A daemon that never puts it fails here.
-part_stat() { "$MW" stats "$mnt" | awk -v n="$1" '$1 == n { print $2 }'; }
+part_stat() { "$MW" stats --raw "$mnt" | awk -v n="$1" '$1 == n { print $2 }'; }
 part_fail() { kill "$writer" 2>/dev/null; wait "$writer" 2>/dev/null; echo "FAIL: $1"; exit 1; }
 for _ in $(seq 1 1200); do [ -e "$WORK/part.written.created" ] && break; sleep 0.05; done
 [ -e "$WORK/part.written.created" ] || part_fail "the writer did not create its file within 60 s"

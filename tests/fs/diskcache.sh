@@ -19,7 +19,7 @@ DC="$WORK/dc"
 M="$WORK/m"
 
 # stat_of NAME: a counter of memwalfs stats $M
-stat_of() { "$MW" stats "$M" | awk -v n="$1" '$1 == n { print $2 }'; }
+stat_of() { "$MW" stats --raw "$M" | awk -v n="$1" '$1 == n { print $2 }'; }
 
 # write the data set: a 3 MiB file and 120 small files (5-40 KiB: blobs, not inline values)
 mw_mount "$M" --cache-dir "$DC"
@@ -64,7 +64,7 @@ check_all() {
 
 # 1. cold, then a remount that reads warm from the disk cache
 mw_mount "$M" --cache-dir "$DC"
-[ "$(stat_of disk_cache_enabled)" = 1 ] || { echo "FAIL: no disk cache"; "$MW" stats "$M"; exit 1; }
+[ "$(stat_of disk_cache_enabled)" = 1 ] || { echo "FAIL: no disk cache"; "$MW" stats --raw "$M"; exit 1; }
 check_all "cold read"
 cold_gets=$(stat_of blob_fetches)
 echo "   cold read: $cold_gets pack GETs, $(stat_of read_store_bytes) bytes from the store"

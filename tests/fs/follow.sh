@@ -41,9 +41,9 @@ same_within() {
 		sleep 0.05
 	done
 }
-stat_of() { "$MW" stats "$1" | awk -v k="$2" '$1 == k { print $2 }'; }
+stat_of() { "$MW" stats --raw "$1" | awk -v k="$2" '$1 == k { print $2 }'; }
 requests() {
-	"$MW" stats "$1" | awk '$1 ~ /^store_requests_/ { n += $2 } END { print n }'
+	"$MW" stats --raw "$1" | awk '$1 ~ /^store_requests_/ { n += $2 } END { print n }'
 }
 
 echo "-- 1. creates, writes, renames, deletes show on the follower"

@@ -124,7 +124,7 @@ class Campaign:
                            stderr=subprocess.DEVNULL)
 
     def stats(self, mnt):
-        out = subprocess.run([self.mw, "stats", mnt], capture_output=True, text=True).stdout
+        out = subprocess.run([self.mw, "stats", "--raw", mnt], capture_output=True, text=True).stdout
         s = {}
         for line in out.splitlines():
             k, _, v = line.partition(" ")

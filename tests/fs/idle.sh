@@ -15,7 +15,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 fail() {
 	echo "FAIL: $*"
 	if mountpoint -q "$mnt"; then
-		"$MW" stats "$mnt" | grep -E '^(store_requests_|gc_|flush|compact|memtable|man|wal)' | tr '\n' ' '
+		"$MW" stats --raw "$mnt" | grep -E '^(store_requests_|gc_|flush|compact|memtable|man|wal)' | tr '\n' ' '
 		echo
 	fi
 	mw_log_tail "$mnt" 60
@@ -26,9 +26,9 @@ gc_ms=100
 opts=(--gc-interval "$gc_ms" --gc-grace 0 -v)
 
 # stat NAME: one line of "memwalfs stats"
-stat() { "$MW" stats "$mnt" | awk -v k="$1" '$1 == k { print $2; f = 1 } END { if (!f) print 0 }'; }
+stat() { "$MW" stats --raw "$mnt" | awk -v k="$1" '$1 == k { print $2; f = 1 } END { if (!f) print 0 }'; }
 # requests: the sum of store_requests_* (every class: put, get, head, list, delete, mpu)
-requests() { "$MW" stats "$mnt" | awk '$1 ~ /^store_requests_/ { s += $2 } END { print s + 0 }'; }
+requests() { "$MW" stats --raw "$mnt" | awk '$1 ~ /^store_requests_/ { s += $2 } END { print s + 0 }'; }
 
 # quiet: wait (up to 60 s) until the request count has not moved for 2 s, then check it stays
 # put for 40 GC intervals while the GC keeps waking up
@@ -47,7 +47,7 @@ quiet() {
 	sleep "$(awk -v ms="$gc_ms" 'BEGIN { print ms * 40 / 1000 }')"
 	r1=$(requests)
 	k1=$(stat gc_skipped)
-	"$MW" stats "$mnt" | grep '^store_requests_' | tr '\n' ' '
+	"$MW" stats --raw "$mnt" | grep '^store_requests_' | tr '\n' ' '
 	echo
 	[ "$r1" = "$r0" ] || fail "an idle mount sent $((r1 - r0)) requests in 40 GC intervals"
 	[ "$k1" -gt "$k0" ] || fail "the GC did not wake while idle (gc_skipped $k0 -> $k1): the check proves nothing"

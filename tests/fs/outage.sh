@@ -71,7 +71,7 @@ fail() {
 	exit 1
 }
 # stat_of MNT KEY: one value of "memwalfs stats MNT" (empty if the stats did not answer)
-stat_of() { timeout 5 "$MW" stats "$1" 2>/dev/null | awk -v k="$2" '$1 == k {print $2}'; }
+stat_of() { timeout 5 "$MW" stats --raw "$1" 2>/dev/null | awk -v k="$2" '$1 == k {print $2}'; }
 
 LATE_FAILS=() # failures collected on the way (the test goes on), reported at the end
 BGPIDS=()     # background jobs of this test (writers, samplers), stopped at exit
@@ -156,7 +156,7 @@ ofsck() {
 sampler() {
 	(
 		while :; do
-			timeout 5 "$MW" stats "$1" 2>/dev/null | awk -v t="$(now)" '
+			timeout 5 "$MW" stats --raw "$1" 2>/dev/null | awk -v t="$(now)" '
 				{v[$1] = $2}
 				END {print t, v["outage_since"]+0, v["outages"]+0, v["commit_retries"]+0,
 				     v["writers_waiting"]+0, v["pending_bytes"]+0, v["sync_timeouts"]+0,

@@ -858,7 +858,7 @@ run_all() { # STAGE SET
 # mode_probe MODE: does the mount use the kernel writeback cache as asked? Without it, a write
 # from a process that keeps the file open reaches the daemon at once (put by the write-buffer
 # flusher within a cadence); with it, the bytes stay in the page cache.
-stat_puts() { "$MW" stats "$mnt" | awk '$1 == "puts" {print $2}'; }
+stat_puts() { "$MW" stats --raw "$mnt" | awk '$1 == "puts" {print $2}'; }
 mode_probe() {
 	local ctl=$WORK/probe p0 p1
 	: >"$mnt/probe"

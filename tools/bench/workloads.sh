@@ -29,11 +29,11 @@
 
 # -------------------------------------------------------------- step frame
 
-# stats_snap: counters of "memwalfs stats MNT" as "name value" lines (memwalfs
+# stats_snap: counters of "memwalfs stats --raw MNT" as "name value" lines (memwalfs
 # targets only; accepts "name value", "name: value", "name=value" and flat JSON).
 stats_snap() {
 	case "$TGT" in memwalfs-*) ;; *) return 0 ;; esac
-	timeout 20 "$MEMWALFS" stats "$MNT" 2>/dev/null |
+	timeout 20 "$MEMWALFS" stats --raw "$MNT" 2>/dev/null |
 		tr ',{}' '\n\n\n' |
 		sed -n 's/^[[:space:]]*"\{0,1\}\([A-Za-z0-9_./-]*\)"\{0,1\}[[:space:]]*[:=]\{0,1\}[[:space:]]*\(-\{0,1\}[0-9][0-9.]*\)[[:space:]]*$/\1 \2/p'
 }
