@@ -12,16 +12,32 @@
  * A store that does not answer during a scan is retried here with the
  * engine's backoff (engine_backoff()), within the same bounds as a blob
  * read (ext_read()'s wait argument, fs_outage_enter()).
+ *
+ * Allocation.  fallocate allocates the parts of its range that no extent
+ * holds as allocated ranges, 'A' ino end -> start: they read as holes, and
+ * count in the inode's stored bytes (st_blocks) like extents.  Allocated
+ * ranges never overlap each other or an extent: clearing a range for a write,
+ * a truncate, a punch hole or a copy clears the allocated ranges in it too, by
+ * the same scan-and-trim as extents (their bytes counted as removed, the
+ * write's extent then adds its own).  An inode remembers whether it has
+ * allocated ranges (ip->alloc) after one look, so files never fallocated pay
+ * one seek per inode load, not one per write.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "coding.h"
 #include "extent.h"
+#include "grow.h"
 #include "internal.h"
 #include "log.h"
 #include "thread.h"
 
-/* One extent met by a scan: file range [start, end) and its value's reference. */
+/*
+ * One record met by a scan: file range [start, end) and, for an extent, its
+ * value's reference (an allocated range has none).
+ */
 struct ext {
 	uint64_t start, end;
 	struct engine_ref ref;
@@ -29,45 +45,74 @@ struct ext {
 
 typedef int (*ext_fn)(void *arg, const struct ext *x);
 
-/* A scan's iterator over one inode's extents. */
-static int iter_open(struct mwfs *fs, uint64_t ino, struct engine_iter **it)
+/* A scan's iterator over one inode's records of tag (extents or allocated ranges). */
+static int iter_open_tag(struct mwfs *fs, uint8_t tag, uint64_t ino, struct engine_iter **it)
 {
 	uint8_t pfx[SCHEMA_KEY_MAX], end[SCHEMA_KEY_MAX];
-	size_t pn = schema_key_extent_prefix(pfx, ino);
+	size_t pn = tag == SCHEMA_TAG_ALLOC ? schema_key_alloc_prefix(pfx, ino)
+	                                    : schema_key_extent_prefix(pfx, ino);
 	size_t en = schema_prefix_end(pfx, pn, end);
 	return engine_iter_new(fs->e, pfx, pn, en ? end : NULL, en, it);
 }
 
+static int iter_open(struct mwfs *fs, uint64_t ino, struct engine_iter **it)
+{
+	return iter_open_tag(fs, SCHEMA_TAG_EXTENT, ino, it);
+}
+
+/* The key of the record of tag of ino that ends at end. */
+static size_t rec_key(uint8_t *key, uint8_t tag, uint64_t ino, uint64_t end)
+{
+	return tag == SCHEMA_TAG_ALLOC ? schema_key_alloc(key, ino, end)
+	                               : schema_key_extent(key, ino, end);
+}
+
+/* Decode the record of tag under it into x: 0 or -EUCLEAN (logged). */
+static int rec_read(struct engine_iter *it, uint8_t tag, uint64_t ino, struct ext *x)
+{
+	size_t n, vn = 0;
+	const uint8_t *k = engine_iter_key(it, &n);
+	uint64_t len = 0;
+	x->end = schema_key_u64(k, n, 9);
+	if (tag == SCHEMA_TAG_ALLOC) {
+		const void *v = NULL;
+		memset(&x->ref, 0, sizeof(x->ref));
+		if (engine_iter_value(it, &v, &vn) == 0 && vn == SCHEMA_ALLOC_LEN &&
+		    get_be64(v) < x->end)
+			len = x->end - get_be64(v);
+	} else {
+		engine_iter_ref(it, &x->ref);
+		len = engine_ref_len(&x->ref);
+	}
+	if (n != 17 || len == 0 || len > x->end) {
+		log_err("inode %llu: malformed %s record (key %zu bytes, ending at %llu, %llu "
+		        "bytes)",
+		        (unsigned long long)ino, tag == SCHEMA_TAG_ALLOC ? "allocation" : "extent",
+		        n, (unsigned long long)x->end, (unsigned long long)len);
+		return -EUCLEAN;
+	}
+	x->start = x->end - len;
+	return 0;
+}
+
 /*
- * Call fn for every extent of ino overlapping [from, to), in file order, on
- * it (seeked there).  A nonzero return of fn stops the scan and is returned
- * (1: stop, no error).
+ * Call fn for every record of tag of ino overlapping [from, to), in file
+ * order, on it (seeked there).  A nonzero return of fn stops the scan and is
+ * returned (1: stop, no error).
  */
-static int scan_iter(struct engine_iter *it, uint64_t ino, uint64_t from, uint64_t to, ext_fn fn,
-                     void *arg)
+static int scan_iter_tag(struct engine_iter *it, uint8_t tag, uint64_t ino, uint64_t from,
+                         uint64_t to, ext_fn fn, void *arg)
 {
 	uint8_t key[SCHEMA_KEY_MAX];
-	size_t kn = schema_key_extent(key, ino, from == UINT64_MAX ? from : from + 1);
+	size_t kn = rec_key(key, tag, ino, from == UINT64_MAX ? from : from + 1);
 	int rc = 0;
 
 	if (from >= to)
 		return 0;
 	for (engine_iter_seek(it, key, kn); engine_iter_valid(it); engine_iter_next(it)) {
-		size_t n;
-		const uint8_t *k = engine_iter_key(it, &n);
 		struct ext x;
-		engine_iter_ref(it, &x.ref);
-		uint64_t len = engine_ref_len(&x.ref);
-		x.end = schema_key_u64(k, n, 9);
-		if (n != 17 || len == 0 || len > x.end) {
-			log_err(
-			    "inode %llu: malformed extent record (key %zu bytes, ending at %llu, "
-			    "%llu bytes)",
-			    (unsigned long long)ino, n, (unsigned long long)x.end,
-			    (unsigned long long)len);
-			return -EUCLEAN;
-		}
-		x.start = x.end - len;
+		if ((rc = rec_read(it, tag, ino, &x)))
+			return rc;
 		if (x.start >= to)
 			break;
 		if ((rc = fn(arg, &x)))
@@ -76,6 +121,12 @@ static int scan_iter(struct engine_iter *it, uint64_t ino, uint64_t from, uint64
 	if (!rc)
 		rc = engine_iter_status(it);
 	return rc;
+}
+
+static int scan_iter(struct engine_iter *it, uint64_t ino, uint64_t from, uint64_t to, ext_fn fn,
+                     void *arg)
+{
+	return scan_iter_tag(it, SCHEMA_TAG_EXTENT, ino, from, to, fn, arg);
 }
 
 /* scan_iter() of [from, to) on an iterator of its own. */
@@ -219,24 +270,38 @@ int ext_prefetch(struct mwfs *fs, uint64_t ino, uint64_t off, uint64_t n)
  * several of them: it is handled once, when the scan of the first meets it,
  * and what is left of it is every gap between the ranges inside it, each
  * kept by reference under the key of its end.  Its own key is deleted
- * unless its last part survives (then it is overwritten).
+ * unless its last part survives (then it is overwritten).  Then the same for
+ * the inode's allocated ranges, if it has any (a kept part of one is a new
+ * record with its start).
  */
 struct clear_arg {
 	struct mwfs *fs;
 	struct engine_batch *b;
-	uint64_t ino;
+	struct inode *ip;
 	const struct ext_range *r;
 	size_t n;
+	uint8_t tag;      /* the records being cleared: extents, then allocated ranges */
 	size_t cur;       /* the range being scanned: none before it overlaps what the scan meets */
-	uint64_t handled; /* extents ending at or below this were handled */
+	uint64_t handled; /* records ending at or below this were handled */
 	uint64_t removed;
+	uint8_t alloc; /* what the scan learnt of ip->alloc (set once the batch is applied) */
 };
+
+/* Keep [from, to) of record x (of c->tag) as a record ending at to. */
+static int keep_part(struct clear_arg *c, const struct ext *x, uint64_t from, uint64_t to)
+{
+	uint8_t key[SCHEMA_KEY_MAX], v[SCHEMA_ALLOC_LEN];
+	size_t kn = rec_key(key, c->tag, c->ip->ino, to);
+	if (c->tag == SCHEMA_TAG_EXTENT)
+		return engine_batch_put_ref(c->b, key, kn, &x->ref, from - x->start, to - from);
+	put_be64(v, from);
+	return engine_batch_put(c->b, key, kn, v, sizeof(v));
+}
 
 static int clear_one(void *arg, const struct ext *x)
 {
 	struct clear_arg *c = arg;
 	uint8_t key[SCHEMA_KEY_MAX];
-	size_t kn;
 	int rc = 0;
 	if (x->end <= c->handled)
 		return 0; /* met again by the scan of a later range */
@@ -246,34 +311,50 @@ static int clear_one(void *arg, const struct ext *x)
 		uint64_t a = c->r[i].off, z = a + c->r[i].len;
 		if (z <= pos)
 			continue;
-		if (a > pos) { /* keep [pos, a), ending at the range's start */
-			kn = schema_key_extent(key, c->ino, a);
-			rc = engine_batch_put_ref(c->b, key, kn, &x->ref, pos - x->start, a - pos);
-		}
+		if (a > pos) /* keep [pos, a), ending at the range's start */
+			rc = keep_part(c, x, pos, a);
 		uint64_t lo = a > x->start ? a : x->start, hi = z < x->end ? z : x->end;
 		c->removed += hi - lo;
 		pos = z;
 	}
-	kn = schema_key_extent(key, c->ino, x->end);
 	if (!rc && pos < x->end) /* keep the last part, under the same key */
-		rc = engine_batch_put_ref(c->b, key, kn, &x->ref, pos - x->start, x->end - pos);
+		rc = keep_part(c, x, pos, x->end);
 	else if (!rc)
-		rc = engine_batch_delete(c->b, key, kn);
+		rc = engine_batch_delete(c->b, key, rec_key(key, c->tag, c->ip->ino, x->end));
+	return rc;
+}
+
+/* Clear c's ranges of the records of c->tag, on an iterator of its own. */
+static int clear_tag(struct clear_arg *c, uint8_t tag)
+{
+	struct engine_iter *it = NULL;
+	int rc = iter_open_tag(c->fs, tag, c->ip->ino, &it);
+	c->tag = tag;
+	c->handled = 0;
+	if (!rc && tag == SCHEMA_TAG_ALLOC && c->alloc == EXT_ALLOC_UNKNOWN) {
+		/* one look at the whole prefix: has the inode any allocated range? */
+		uint8_t pfx[SCHEMA_KEY_MAX];
+		engine_iter_seek(it, pfx, schema_key_alloc_prefix(pfx, c->ip->ino));
+		rc = engine_iter_status(it);
+		c->alloc = engine_iter_valid(it) ? EXT_ALLOC_SOME : EXT_ALLOC_NONE;
+	}
+	for (size_t i = 0;
+	     i < c->n && !rc && !(tag == SCHEMA_TAG_ALLOC && c->alloc == EXT_ALLOC_NONE); i++) {
+		c->cur = i;
+		uint64_t to =
+		    c->r[i].len > UINT64_MAX - c->r[i].off ? UINT64_MAX : c->r[i].off + c->r[i].len;
+		rc = scan_iter_tag(it, tag, c->ip->ino, c->r[i].off, to, clear_one, c);
+	}
+	engine_iter_free(it);
 	return rc;
 }
 
 static int clear_set_once(void *arg)
 {
 	struct clear_arg *c = arg;
-	struct engine_iter *it = NULL;
-	int rc = iter_open(c->fs, c->ino, &it);
-	for (size_t i = 0; i < c->n && !rc; i++) {
-		c->cur = i;
-		uint64_t to =
-		    c->r[i].len > UINT64_MAX - c->r[i].off ? UINT64_MAX : c->r[i].off + c->r[i].len;
-		rc = scan_iter(it, c->ino, c->r[i].off, to, clear_one, c);
-	}
-	engine_iter_free(it);
+	int rc = clear_tag(c, SCHEMA_TAG_EXTENT);
+	if (!rc && c->alloc != EXT_ALLOC_NONE)
+		rc = clear_tag(c, SCHEMA_TAG_ALLOC);
 	return rc;
 }
 
@@ -281,24 +362,112 @@ static void clear_reset(void *arg)
 {
 	struct clear_arg *c = arg;
 	c->handled = c->removed = 0;
+	c->alloc = c->ip->alloc;
 }
 
-int ext_clear_set(struct mwfs *fs, struct engine_batch *b, uint64_t ino, const struct ext_range *r,
-                  size_t n, uint64_t *removed)
+int ext_clear_set(struct mwfs *fs, struct engine_batch *b, struct inode *ip,
+                  const struct ext_range *r, size_t n, uint64_t *removed)
 {
-	struct clear_arg c = {fs, b, ino, r, n, 0, 0, 0};
+	struct clear_arg c = {fs, b, ip, r, n, SCHEMA_TAG_EXTENT, 0, 0, 0, ip->alloc};
 	/* the bytes being written or cut wait in memory: wait for the store */
 	int rc = retry(fs, clear_set_once, &c, true, b, clear_reset);
-	if (!rc)
+	if (!rc) {
 		*removed += c.removed;
+		ip->alloc = c.alloc; /* NONE stays true whether or not b is applied */
+	}
 	return rc;
 }
 
-int ext_clear(struct mwfs *fs, struct engine_batch *b, uint64_t ino, uint64_t from, uint64_t to,
+int ext_clear(struct mwfs *fs, struct engine_batch *b, struct inode *ip, uint64_t from, uint64_t to,
               uint64_t *removed)
 {
 	struct ext_range r = {from, to - from};
-	return from < to ? ext_clear_set(fs, b, ino, &r, 1, removed) : 0;
+	return from < to ? ext_clear_set(fs, b, ip, &r, 1, removed) : 0;
+}
+
+/*
+ * Allocation: the parts of [off, end) that neither an extent nor an allocated
+ * range holds become allocated ranges.  The records met inside are gathered
+ * (both kinds come in file order; merged by a sort) and the gaps between them
+ * put.
+ */
+struct alloc_arg {
+	struct mwfs *fs;
+	struct engine_batch *b;
+	uint64_t ino, off, end;
+	struct ext_range *held; /* what the records hold inside [off, end) */
+	size_t n, cap;
+	uint64_t added;
+};
+
+static int alloc_held(void *arg, const struct ext *x)
+{
+	struct alloc_arg *a = arg;
+	if (MW_GROW(a->held, a->cap, a->n + 1, 64))
+		return -ENOMEM;
+	uint64_t lo = x->start > a->off ? x->start : a->off, hi = x->end < a->end ? x->end : a->end;
+	a->held[a->n++] = (struct ext_range){lo, hi - lo};
+	return 0;
+}
+
+static int range_cmp(const void *p, const void *q)
+{
+	const struct ext_range *x = p, *y = q;
+	return x->off < y->off ? -1 : x->off > y->off;
+}
+
+static int alloc_once(void *arg)
+{
+	struct alloc_arg *a = arg;
+	uint8_t key[SCHEMA_KEY_MAX], v[SCHEMA_ALLOC_LEN];
+	int rc = 0;
+	for (int pass = 0; pass < 2 && !rc; pass++) {
+		uint8_t tag = pass ? SCHEMA_TAG_ALLOC : SCHEMA_TAG_EXTENT;
+		struct engine_iter *it = NULL;
+		rc = iter_open_tag(a->fs, tag, a->ino, &it);
+		if (!rc)
+			rc = scan_iter_tag(it, tag, a->ino, a->off, a->end, alloc_held, a);
+		engine_iter_free(it);
+	}
+	if (rc)
+		return rc;
+	qsort(a->held, a->n, sizeof(*a->held), range_cmp);
+	uint64_t pos = a->off;
+	for (size_t i = 0; i <= a->n && !rc; i++) {
+		uint64_t next = i < a->n ? a->held[i].off : a->end;
+		if (next > pos) { /* a gap [pos, next) */
+			put_be64(v, pos);
+			rc = engine_batch_put(a->b, key, schema_key_alloc(key, a->ino, next), v,
+			                      sizeof(v));
+			a->added += next - pos;
+		}
+		if (i < a->n && a->held[i].off + a->held[i].len > pos)
+			pos = a->held[i].off + a->held[i].len;
+	}
+	return rc;
+}
+
+static void alloc_reset(void *arg)
+{
+	struct alloc_arg *a = arg;
+	a->n = 0;
+	a->added = 0;
+}
+
+int ext_alloc(struct mwfs *fs, struct engine_batch *b, struct inode *ip, uint64_t off, uint64_t end,
+              uint64_t *added)
+{
+	struct alloc_arg a = {fs, b, ip->ino, off, end, NULL, 0, 0, 0};
+	if (off >= end)
+		return 0;
+	int rc = retry(fs, alloc_once, &a, true, b, alloc_reset);
+	free(a.held);
+	if (!rc) {
+		*added += a.added;
+		if (a.added)
+			ip->alloc = EXT_ALLOC_SOME;
+	}
+	return rc;
 }
 
 int ext_add(struct engine_batch *b, uint64_t ino, uint64_t off, const uint8_t *data, size_t n,

@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 struct mwfs;
+struct inode;
 struct engine_batch;
 
 /*
@@ -35,12 +36,13 @@ int ext_read(struct mwfs *fs, uint64_t ino, uint64_t off, uint8_t *dst, size_t n
 int ext_prefetch(struct mwfs *fs, uint64_t ino, uint64_t off, uint64_t n);
 
 /*
- * Queue into b what removes the stored bytes of [from, to) of ino (to
- * UINT64_MAX: to the end of the file): extents inside are deleted, an extent
- * across an edge keeps its outside part.  *removed (added to) counts the
- * stored bytes that go.
+ * Queue into b what removes the stored bytes of [from, to) of ip (to
+ * UINT64_MAX: to the end of the file): extents and allocated ranges inside
+ * are deleted, one across an edge keeps its outside part.  *removed (added
+ * to) counts the stored bytes that go (the inode's stored counts both).
+ * Sets ip->alloc to EXT_ALLOC_NONE when the inode has no allocated range.
  */
-int ext_clear(struct mwfs *fs, struct engine_batch *b, uint64_t ino, uint64_t from, uint64_t to,
+int ext_clear(struct mwfs *fs, struct engine_batch *b, struct inode *ip, uint64_t from, uint64_t to,
               uint64_t *removed);
 
 /* A file range. */
@@ -52,8 +54,22 @@ struct ext_range {
  * ext_clear() of several ranges at once (sorted by offset, disjoint, none
  * empty), with one iterator: what a write buffer of several runs puts.
  */
-int ext_clear_set(struct mwfs *fs, struct engine_batch *b, uint64_t ino, const struct ext_range *r,
-                  size_t n, uint64_t *removed);
+int ext_clear_set(struct mwfs *fs, struct engine_batch *b, struct inode *ip,
+                  const struct ext_range *r, size_t n, uint64_t *removed);
+
+/* ip->alloc: whether the inode has allocated ranges ('A', docs/SCHEMA.md). */
+#define EXT_ALLOC_UNKNOWN 0 /* not looked for since the inode was loaded */
+#define EXT_ALLOC_NONE 1
+#define EXT_ALLOC_SOME 2
+
+/*
+ * fallocate: queue into b allocated ranges for the parts of [off, end) of ip
+ * that no extent or allocated range holds.  *added (added to): their bytes,
+ * which the inode's stored counts (st_blocks).  They read as holes and
+ * reserve nothing in the store.
+ */
+int ext_alloc(struct mwfs *fs, struct engine_batch *b, struct inode *ip, uint64_t off, uint64_t end,
+              uint64_t *added);
 
 /*
  * Queue into b the bytes data[0, n) as ino's data at [off, off + n), after

@@ -290,7 +290,7 @@ void file_copy_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in, struct fus
 		if (!rc && !b)
 			rc = -ENOMEM;
 		if (!rc)
-			rc = ext_clear(fs, b, dst->ino, dof, dof + n, &removed);
+			rc = ext_clear(fs, b, dst, dof, dof + n, &removed);
 		if (!rc)
 			rc = ext_share(fs, b, src->ino, so, n, dst->ino, dof, &added);
 		if (rc)
@@ -390,7 +390,7 @@ int file_truncate_prepare(struct mwfs *fs, struct inode *ip, uint64_t size, stru
 	mw_mutex_lock(&fs->mu);
 	bool shrink = size < ip->a.size || size < ip->rec_size;
 	mw_mutex_unlock(&fs->mu);
-	return shrink ? ext_clear(fs, *b, ip->ino, size, UINT64_MAX, removed) : 0;
+	return shrink ? ext_clear(fs, *b, ip, size, UINT64_MAX, removed) : 0;
 }
 
 void file_truncate_locked(struct mwfs *fs, struct inode *ip, uint64_t size, uint64_t removed)
@@ -421,44 +421,34 @@ void file_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t l
 		return;
 	}
 	uint64_t end = (uint64_t)off + (uint64_t)len;
-	if (!(mode & FALLOC_FL_PUNCH_HOLE)) {
-		/*
-		 * Nothing is reserved (an object store), but an allocation beyond the free space
-		 * fails as on a disk: the bytes past the end of the file count (holes inside it
-		 * are not looked for).
-		 */
-		struct fs_space sp;
-		uint64_t size;
-		fs_space(fs, &sp);
-		mw_mutex_lock(&fs->mu);
-		size = ip->a.size;
-		mw_mutex_unlock(&fs->mu);
-		uint64_t from = (uint64_t)off > size ? (uint64_t)off : size;
-		if (end > from && end - from > sp.avail) {
-			fuse_reply_err(req, ENOSPC);
-			return;
-		}
-	}
-	if (mode & FALLOC_FL_PUNCH_HOLE) {
-		rc = engine_wait_room(fs->e, FS_META_ROOM);
-		if (rc) {
-			fuse_reply_err(req, fs_err(rc));
-			return;
-		}
+	rc = engine_wait_room(fs->e, FS_META_ROOM);
+	if (rc) {
+		fuse_reply_err(req, fs_err(rc));
+		return;
 	}
 	pthread_rwlock_wrlock(&ip->dlock);
 	rc = wbuf_flush(fs, ip);
 	struct engine_batch *b = rc ? NULL : fs_batch(fs);
-	uint64_t removed = 0;
+	uint64_t removed = 0, added = 0;
 	if (!rc && !b)
 		rc = -ENOMEM;
 	if (!rc && (mode & FALLOC_FL_PUNCH_HOLE)) {
-		/* the extents inside go, those across an edge keep their outside part */
-		mw_mutex_lock(&fs->mu);
-		uint64_t to = end < ip->a.size ? end : ip->a.size;
-		mw_mutex_unlock(&fs->mu);
-		if ((uint64_t)off < to)
-			rc = ext_clear(fs, b, ip->ino, (uint64_t)off, to, &removed);
+		/*
+		 * The extents and allocated ranges inside go (past the end of the file too: a
+		 * KEEP_SIZE allocation), those across an edge keep their outside part.
+		 */
+		rc = ext_clear(fs, b, ip, (uint64_t)off, end, &removed);
+	} else if (!rc) {
+		/*
+		 * What no extent holds becomes allocated ranges: counted in st_blocks, read as
+		 * zeros.  Nothing is reserved (an object store), but an allocation beyond the
+		 * available space fails as on a disk.
+		 */
+		struct fs_space sp;
+		rc = ext_alloc(fs, b, ip, (uint64_t)off, end, &added);
+		fs_space(fs, &sp);
+		if (!rc && added > sp.avail)
+			rc = -ENOSPC;
 	}
 	mw_mutex_lock(&fs->mu);
 	struct inode_tx tx;
@@ -466,15 +456,15 @@ void file_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t l
 		goto out;
 	inode_tx_begin_on(fs, &tx, b);
 	inode_tx_add(&tx, ip);
+	ip->a.stored -= removed < ip->a.stored ? removed : ip->a.stored;
+	ip->a.stored += added;
 	if (mode & FALLOC_FL_PUNCH_HOLE) {
-		ip->a.stored -= removed < ip->a.stored ? removed : ip->a.stored;
 		fs_touch(&ip->a, false, true, true);
 	} else if (!(mode & FALLOC_FL_KEEP_SIZE) && end > ip->a.size) {
-		/* space is not reserved in an object store: only the size grows */
 		ip->a.size = end;
 		ip->rec_size = end;
 		fs_touch(&ip->a, false, false, true);
-	} else {
+	} else if (!added) {
 		goto out; /* nothing to record */
 	}
 	rc = inode_tx_commit(&tx, 0);

@@ -33,7 +33,7 @@ struct ino {
 	uint32_t nlink;        /* recorded link count */
 	uint64_t size;         /* recorded size */
 	uint64_t stored;       /* regular files: recorded stored bytes */
-	uint64_t extent_bytes; /* bytes of its extents found */
+	uint64_t extent_bytes; /* bytes of its extents and allocated ranges found */
 	uint64_t last_end;     /* end of its last extent found (they come in order) */
 	uint64_t parent;       /* directories: recorded parent */
 	uint32_t names;        /* dentries pointing here */
@@ -273,6 +273,27 @@ static int on_extent(struct fck *c, const uint8_t *k, size_t kn, const uint8_t *
 	return 0;
 }
 
+/* An allocated range ('A' ino end -> start): counted in the inode's stored bytes. */
+static int on_alloc(struct fck *c, const uint8_t *k, size_t kn, const uint8_t *v, size_t vn)
+{
+	uint64_t ino = schema_key_u64(k, kn, 1), end = schema_key_u64(k, kn, 9);
+	uint64_t start = vn == SCHEMA_ALLOC_LEN ? schema_key_u64(v, vn, 0) : end;
+	struct ino *e = lookup(c, ino);
+	char what[80];
+
+	snprintf(what, sizeof(what), "allocated range %" PRIu64 "/[%" PRIu64 ",%" PRIu64 ")", ino,
+	         start, end);
+	if (kn != 17 || vn != SCHEMA_ALLOC_LEN || start >= end)
+		problem(c, what, "malformed (key %zu bytes, value %zu bytes)", kn, vn);
+	else if (!e)
+		problem(c, what, "leaked: allocated range of missing inode %" PRIu64, ino);
+	else if (!S_ISREG(e->mode))
+		problem(c, what, "allocated range of a %s", type_name(e->mode));
+	else
+		e->extent_bytes += end - start;
+	return 0;
+}
+
 static int on_xattr(struct fck *c, const uint8_t *k, size_t kn, const uint8_t *v, size_t vn)
 {
 	uint64_t ino = schema_key_u64(k, kn, 1);
@@ -354,7 +375,9 @@ static void final_checks(struct fck *c)
 		}
 		if (S_ISREG(e->mode) && e->stored != e->extent_bytes)
 			problem(c, what,
-			        "records %" PRIu64 " stored bytes, its extents hold %" PRIu64,
+			        "records %" PRIu64
+			        " stored bytes, its extents and allocated ranges "
+			        "hold %" PRIu64,
 			        e->stored, e->extent_bytes);
 	}
 }
@@ -388,6 +411,8 @@ int mwfs_fsck(struct engine *e, mwfs_fsck_fn fn, void *arg, struct mwfs_fsck_rep
 		rc = scan(&c, SCHEMA_TAG_DENTRY, true, on_dentry);
 	if (!rc)
 		rc = scan(&c, SCHEMA_TAG_EXTENT, false, on_extent);
+	if (!rc)
+		rc = scan(&c, SCHEMA_TAG_ALLOC, true, on_alloc);
 	if (!rc)
 		rc = scan(&c, SCHEMA_TAG_XATTR, false, on_xattr);
 	if (rc)

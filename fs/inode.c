@@ -214,8 +214,11 @@ int inode_batch_drop(struct mwfs *fs, struct engine_batch *b, uint64_t ino, bool
 		kn = schema_key_orphan(key, ino);
 		rc = engine_batch_delete(b, key, kn);
 	}
-	for (int pass = data ? 0 : 1; pass < 2 && !rc; pass++) {
-		kn = pass ? schema_key_xattr_prefix(key, ino) : schema_key_extent_prefix(key, ino);
+	/* data: extents (pass 0) and allocated ranges (1); then the xattrs (2) */
+	for (int pass = data ? 0 : 2; pass < 3 && !rc; pass++) {
+		kn = pass == 2   ? schema_key_xattr_prefix(key, ino)
+		     : pass == 1 ? schema_key_alloc_prefix(key, ino)
+		                 : schema_key_extent_prefix(key, ino);
 		size_t en = schema_prefix_end(key, kn, end);
 		struct engine_iter *it = NULL;
 		for (rc = engine_iter_new(fs->e, key, kn, end, en, &it);

@@ -81,6 +81,7 @@ struct inode {
 	uint32_t ra_rand;      /* read-ahead: reads that were not sequential; fs->ra->mu */
 	uint64_t ra_fill;      /* read-ahead: whole-file fill queued below this chunk; fs->ra->mu */
 	bool wb_listed;        /* on the write-buffer flusher's list (wbuf.c); fs->mu */
+	uint8_t alloc;         /* has allocated ranges: EXT_ALLOC_* (extent.h); ip->dlock */
 	pthread_rwlock_t dlock; /* protects wb */
 	struct wbuf wb;         /* write buffer; ip->dlock */
 };
@@ -274,7 +275,8 @@ int inode_new(struct mwfs *fs, struct engine_batch *b, uint32_t mode, struct ino
 int inode_batch_put(struct mwfs *fs, struct engine_batch *b, const struct inode *ip);
 /*
  * Queue into b the deletion of every record of ino: inode, orphan mark, xattrs and, with
- * data, extents (a directory has none).  Scans the store: fs->mu need not be held.
+ * data, extents and allocated ranges (a directory has none).  Scans the store: fs->mu need
+ * not be held.
  */
 int inode_batch_drop(struct mwfs *fs, struct engine_batch *b, uint64_t ino, bool data);
 int inode_commit(struct mwfs *fs, struct engine_batch *b, struct inode **ips, size_t n);

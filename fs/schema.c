@@ -46,16 +46,32 @@ size_t schema_key_dentry_prefix(uint8_t *p, uint64_t parent)
 	return tag_ino(p, SCHEMA_TAG_DENTRY, parent);
 }
 
-size_t schema_key_extent(uint8_t *p, uint64_t ino, uint64_t end)
+/* tag ino:be64 end:be64: an extent or an allocated range, keyed by where it ends. */
+static size_t tag_ino_end(uint8_t *p, uint8_t tag, uint64_t ino, uint64_t end)
 {
-	size_t n = tag_ino(p, SCHEMA_TAG_EXTENT, ino);
+	size_t n = tag_ino(p, tag, ino);
 	put_be64(p + n, end);
 	return n + 8;
+}
+
+size_t schema_key_extent(uint8_t *p, uint64_t ino, uint64_t end)
+{
+	return tag_ino_end(p, SCHEMA_TAG_EXTENT, ino, end);
 }
 
 size_t schema_key_extent_prefix(uint8_t *p, uint64_t ino)
 {
 	return tag_ino(p, SCHEMA_TAG_EXTENT, ino);
+}
+
+size_t schema_key_alloc(uint8_t *p, uint64_t ino, uint64_t end)
+{
+	return tag_ino_end(p, SCHEMA_TAG_ALLOC, ino, end);
+}
+
+size_t schema_key_alloc_prefix(uint8_t *p, uint64_t ino)
+{
+	return tag_ino(p, SCHEMA_TAG_ALLOC, ino);
 }
 
 size_t schema_key_xattr(uint8_t *p, uint64_t ino, const char *name, size_t nlen)

@@ -9,6 +9,8 @@
  *   'I' ino:be64               inode record (attributes; inline symlink target)
  *   'D' parent:be64 name       directory entry -> child ino:be64, type:u8
  *   'E' ino:be64 end:be64      file data extent: the value is bytes [end - len, end)
+ *   'A' ino:be64 end:be64      allocated range [start, end) not written (fallocate):
+ *                              the value is start:be64
  *   'X' ino:be64 name          extended attribute value
  *   'O' ino:be64               orphan: unlinked while open, reclaim later
  *
@@ -32,6 +34,7 @@
 #define SCHEMA_TAG_EXTENT 'E'
 #define SCHEMA_TAG_XATTR 'X'
 #define SCHEMA_TAG_ORPHAN 'O'
+#define SCHEMA_TAG_ALLOC 'A'
 
 /* The format version this code reads and writes. */
 #define SCHEMA_VERSION 2
@@ -70,7 +73,7 @@ struct schema_inode {
 	uint64_t parent;   /* directories: the parent's inode number */
 	int64_t atime_sec, mtime_sec, ctime_sec;
 	uint32_t atime_nsec, mtime_nsec, ctime_nsec;
-	uint64_t stored; /* regular files: bytes of data in extents (st_blocks) */
+	uint64_t stored; /* regular files: bytes in extents and allocated ranges (st_blocks) */
 };
 
 /* Encoded inode record length without the inline symlink target. */
@@ -85,6 +88,10 @@ size_t schema_key_dentry_prefix(uint8_t *p, uint64_t parent);
 /* The extent of ino that ends at byte end (exclusive). */
 size_t schema_key_extent(uint8_t *p, uint64_t ino, uint64_t end);
 size_t schema_key_extent_prefix(uint8_t *p, uint64_t ino);
+/* The allocated range of ino that ends at byte end (exclusive); value: start:be64. */
+size_t schema_key_alloc(uint8_t *p, uint64_t ino, uint64_t end);
+size_t schema_key_alloc_prefix(uint8_t *p, uint64_t ino);
+#define SCHEMA_ALLOC_LEN 8
 size_t schema_key_xattr(uint8_t *p, uint64_t ino, const char *name, size_t nlen);
 size_t schema_key_xattr_prefix(uint8_t *p, uint64_t ino);
 size_t schema_key_orphan(uint8_t *p, uint64_t ino);

@@ -109,7 +109,7 @@ static int data_put_runs(struct mwfs *fs, struct inode *ip, struct put_run *p, s
 	if (!b)
 		return -ENOMEM;
 	/* the scan may read the store: before fs->mu (dlock keeps the extents still) */
-	rc = ext_clear_set(fs, b, ip->ino, ranges, n, &removed);
+	rc = ext_clear_set(fs, b, ip, ranges, n, &removed);
 	for (size_t i = 0; i < n && !rc; i++)
 		rc = ext_add(b, ip->ino, p[i].r.off, p[i].data, (size_t)p[i].r.len, &added);
 	if (rc)

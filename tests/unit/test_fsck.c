@@ -225,7 +225,36 @@ static void test_extent_overlap_and_stored(void **state)
 	uint8_t k[SCHEMA_KEY_MAX];
 	put(fx, k, schema_key_extent(k, 3, 6), "over", 4); /* [2,6) over [0,4) */
 	expect(fx, "extent 3/[2,6)");
-	assert_non_null(strstr(fx->problems, "extents hold 12"));
+	assert_non_null(strstr(fx->problems, "allocated ranges hold 12"));
+}
+
+/* An allocated range ('A', fallocate) counts in the stored bytes; a bad one is reported. */
+static void put_alloc(struct fixture *fx, uint64_t ino, uint64_t start, uint64_t end)
+{
+	uint8_t k[SCHEMA_KEY_MAX], v[SCHEMA_ALLOC_LEN];
+	for (int i = 0; i < 8; i++)
+		v[i] = (uint8_t)(start >> (56 - 8 * i));
+	put(fx, k, schema_key_alloc(k, ino, end), v, sizeof(v));
+}
+
+static void test_alloc_ranges(void **state)
+{
+	struct fixture *fx = *state;
+	uint8_t k[SCHEMA_KEY_MAX];
+	struct mwfs_fsck_report r;
+
+	put_alloc(fx, 3, 4100, 8192); /* 4092 bytes: the inode records 8 */
+	expect(fx, "inode 3");
+	assert_non_null(strstr(fx->problems, "allocated ranges hold 4100"));
+	uint8_t v[SCHEMA_INODE_LEN];
+	struct schema_inode in = {.mode = S_IFREG | 0644, .nlink = 2, .size = 5000, .stored = 4100};
+	put(fx, k, schema_key_inode(k, 3), v, schema_inode_encode(&in, NULL, 0, v));
+	fx->problems[0] = '\0';
+	assert_int_equal(mwfs_fsck(fx->e, collect, fx, &r), 0); /* past the size too (KEEP_SIZE) */
+	put_alloc(fx, 8, 0, 4096);
+	expect(fx, "allocated range 8/[0,4096)");
+	put(fx, k, schema_key_alloc(k, 3, 9000), "bad", 3);
+	expect(fx, "malformed");
 }
 
 static void test_xattr_of_missing_inode(void **state)
@@ -280,6 +309,7 @@ int main(void)
 	    T(test_extent_beyond_size),
 	    T(test_extent_of_missing_inode),
 	    T(test_extent_overlap_and_stored),
+	    T(test_alloc_ranges),
 	    T(test_xattr_of_missing_inode),
 	    T(test_symlink_without_target),
 	    T(test_dir_parent_field),
