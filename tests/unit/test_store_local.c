@@ -518,10 +518,14 @@ static void test_permanent_errors(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_key_valid),  cmocka_unit_test(test_layout_and_caps),
-	    cmocka_unit_test(test_space),      cmocka_unit_test(test_open_errors),
-	    cmocka_unit_test(test_open_flags), cmocka_unit_test(test_symlinks_never_followed),
-	    cmocka_unit_test(test_temp_files), cmocka_unit_test(test_foreign_files),
+	    cmocka_unit_test(test_key_valid),
+	    cmocka_unit_test(test_layout_and_caps),
+	    cmocka_unit_test(test_space),
+	    cmocka_unit_test(test_open_errors),
+	    cmocka_unit_test(test_open_flags),
+	    cmocka_unit_test(test_symlinks_never_followed),
+	    cmocka_unit_test(test_temp_files),
+	    cmocka_unit_test(test_foreign_files),
 	    cmocka_unit_test(test_large_puts),
 	    cmocka_unit_test(test_private_modes),
 	    cmocka_unit_test(test_permanent_errors),
