@@ -66,7 +66,7 @@ echo "   ok: mounted, health, window, cache, live $live, GC: packs $packs, garba
 
 echo "-- 3. a fenced mount says STOPPED"
 mnt2=$WORK/mnt2
-mw_mount "$mnt2" 2>/dev/null
+mw_mount "$mnt2" --takeover 2>/dev/null
 if echo after >"$mnt/after" 2>/dev/null && fsync "$mnt/after" 2>/dev/null; then
 	fail "the fenced mount acknowledged an fsync"
 fi

@@ -26,7 +26,7 @@ a=$WORK/a
 b=$WORK/b
 
 # stat_of MOUNTPOINT NAME: a value of "memwalfs stats"
-stat_of() { "$MW" stats "$1" | awk -v n="$2" '$1 == n { print $2 }'; }
+stat_of() { "$MW" stats --raw "$1" | awk -v n="$2" '$1 == n { print $2 }'; }
 
 echo "-- 1. a second writer mount of a live store is refused; the first is unharmed"
 mw_mount "$a"
