@@ -802,11 +802,11 @@ static int trusted(const char *dir, const char *path, const struct stat *st, boo
 	uid_t uid = geteuid();
 
 	if (st->st_uid != uid && st->st_uid != 0) {
-		log_err("disk cache %s: %s belongs to %s, not to %s or root: another user could "
+		log_err("disk cache %s: %s belongs to %s, not to %s%s: another user could "
 		        "plant links in it to make this mount overwrite or delete files, so the "
 		        "disk cache is not used. %s",
 		        dir, path, user_name(st->st_uid, owner, sizeof(owner)),
-		        user_name(uid, me, sizeof(me)),
+		        user_name(uid, me, sizeof(me)), uid ? " or root" : "",
 		        last ? "Remove that directory (or take it over: chown), or give "
 		               "--cache-dir a directory of your own"
 		             : "Give --cache-dir a directory that is not under it");

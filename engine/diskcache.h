@@ -21,7 +21,8 @@
  *
  * The directory is locked (flock) by one cache at a time: a second
  * diskcache_open() on it fails with -EBUSY.  A directory that cannot be
- * created or locked fails the open; one that fills up or fails a write
+ * created or locked, or that another user could tamper with, fails the
+ * open; one that fills up or fails a write
  * later stops further inserts with one warning (reads go on).
  *
  * Threads: every function may be called from any thread at once, except
@@ -42,7 +43,7 @@ struct diskcache;
 #define DISKCACHE_AUTO_CAP (10ull << 30) /* the default bound is at most 10 GiB */
 
 struct diskcache_opts {
-	const char *dir;    /* the directory (created, with parents, if missing) */
+	const char *dir;    /* the directory (created 0700, with parents, if missing) */
 	uint64_t max_bytes; /* size bound of the files; DISKCACHE_AUTO: half of the free space
 	                       of its filesystem plus what the cache holds, at most 10 GiB */
 	size_t queue_bytes; /* bytes waiting to be written at most (0: 32 MiB) */
@@ -64,9 +65,13 @@ struct diskcache_stats {
 /*
  * Open (creating it if needed) the cache in o->dir, lock it and start its
  * thread, which first indexes the files already there.  On success *out is
- * the cache.  -EBUSY: another cache holds the directory; other negative
- * errno: the directory cannot be created, opened or locked (logged by the
- * caller).
+ * the cache.  -EBUSY: another cache holds the directory; -EPERM: the directory
+ * or one on the way to it belongs to another user than the caller (geteuid())
+ * or root, or others may write into it (one on the way may if it is sticky),
+ * or a link on the way was made by another user (diskcache.c, "Safety";
+ * logged here, with what to do); -ELOOP: its lock file is a link (logged);
+ * other negative errno: the directory cannot be created, opened or locked
+ * (logged by the caller).
  */
 int diskcache_open(const struct diskcache_opts *o, struct diskcache **out);
 

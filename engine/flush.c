@@ -374,6 +374,18 @@ static void *flusher_main(void *arg)
 				e->failed_pos = e->durable_upto;
 			}
 			pthread_cond_broadcast(&e->durable_cv);
+		} else if (store_err_permanent(e->st, rc)) {
+			/* retrying would only fill the frozen MemTables until writers hang */
+			log_err(
+			    "flush: the store refuses it for good (%s; its line above says where); "
+			    "the writer stops, nothing more is acknowledged (what was is in the "
+			    "WAL)",
+			    strerror(-rc));
+			if (!e->sticky) {
+				e->sticky = -EIO;
+				e->failed_pos = e->durable_upto;
+			}
+			pthread_cond_broadcast(&e->durable_cv);
 		} else {
 			log_warn("flush: failed (%s); retrying in %d s", strerror(-rc),
 			         FLUSH_RETRY_SEC);

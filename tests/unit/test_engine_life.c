@@ -25,6 +25,7 @@
 
 #include "engine.h"
 #include "fault.h"
+#include "maint.h"
 #include "store.h"
 
 #include "engine_fixture.h"
@@ -803,6 +804,39 @@ static void test_store_refuses_for_good(void **state)
 	store_close(st);
 }
 
+/*
+ * The same for a MemTable flush (a link planted where the store keeps sst/): the writer stops
+ * with -EIO at once, instead of retrying the flush every few seconds while the frozen
+ * MemTables grow until writers wait for good; what was acknowledged stays (in the WAL).
+ */
+static void test_flush_refused_for_good(void **state)
+{
+	struct store *st = open_store();
+	char sst[PATH_MAX / 2], away[PATH_MAX / 2 + 8];
+	uint64_t t = 0;
+	(void)state;
+
+	struct engine *e = open_retrying(st, 20000);
+	snprintf(sst, sizeof(sst), "%s/sst", g_dir);
+	snprintf(away, sizeof(away), "%s/away", g_dir);
+	assert_int_equal(mkdir(away, 0700), 0);
+	assert_int_equal(symlink(away, sst), 0); /* before the first flush makes sst/ */
+	assert_int_equal(engine_put(e, "before", 6, "1", 1, 0, &t), 0);
+	assert_int_equal(engine_wait(e, t, true), 0);
+	assert_int_equal(maint_flush_now(e), -EIO);
+	assert_int_equal(stats_of(e).sticky_error, -EIO);
+	assert_int_equal(engine_put(e, "after", 5, "2", 1, 0, &t), -EIO);
+	assert_int_equal(engine_sync(e), -EIO);
+	engine_close(e);
+	assert_int_equal(rmdir(away), 0); /* empty: nothing went through the link */
+	assert_int_equal(unlink(sst), 0);
+	e = open_engine(st, 50);
+	check_value(e, "before", "1", 1);
+	check_absent(e, "after");
+	assert_int_equal(engine_close(e), 0);
+	store_close(st);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -822,6 +856,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_crash_during_flush, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_replay_bound, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_store_refuses_for_good, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_flush_refused_for_good, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
