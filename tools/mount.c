@@ -13,7 +13,12 @@
  * every buffer, commits (engine_close) and exits 0.  "memwalfs umount"
  * (tools/umount.c) waits for that and reports the final status; a writer
  * daemon holds a per-store lock until engine_close() has returned, so that
- * a new mount of the store waits for it instead of fencing it.
+ * a new mount of the store waits for it instead of fencing it, and a second
+ * writer mount of a live one is refused.  --takeover fences the live one on
+ * purpose, in three steps that lose nothing it acknowledged: it hands over
+ * (commits what it took and takes nothing more), the new mount claims the
+ * store, the old one is told and stays fenced (takeover_sync(),
+ * takeover_tell()).
  *
  * The mount helper (tools/mount.fuse.memwalfs, installed as
  * /sbin/mount.fuse.memwalfs) turns "mount -t fuse.memwalfs STORE DIR -o
@@ -176,8 +181,8 @@ static void usage(FILE *f)
 	    "                         mount hides it)\n"
 	    "  --takeover             fence the writer mount of STORE that is live on this\n"
 	    "                         machine (without it such a mount is refused): that mount\n"
-	    "                         first commits what it holds, then learns that it was\n"
-	    "                         fenced and fails every change with EIO; -o takeover\n"
+	    "                         commits what it took and takes no more (EIO), then learns\n"
+	    "                         that it was fenced; -o takeover\n"
 	    "  --pidfile FILE         write the id of the serving process to FILE\n"
 	    "  --metrics-addr HOST:PORT  serve Prometheus metrics at http://HOST:PORT/metrics\n"
 	    "                         (e.g. 127.0.0.1:9108; docs/METRICS.md)\n"
