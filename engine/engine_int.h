@@ -94,7 +94,9 @@ struct engine {
 	int sticky;                /* 0 or the error that fenced the writer [mu] */
 	uint64_t failed_pos;       /* position of the group that failed [mu] */
 	_Atomic uint64_t lease_from_us; /* when the last epoch check that passed was sent */
-	struct mw_thread committer;     /* the first pipeline thread (writer.c) */
+	uint64_t
+	    handover_until_us; /* engine_handover(): writes refused until then (0: none) [mu] */
+	struct mw_thread committer;                       /* the first pipeline thread (writer.c) */
 	struct mw_thread uploaders[WRITER_MAX_UPLOADERS]; /* the other pipeline threads */
 	unsigned nuploaders;                              /* started (const while running) */
 	bool pipeline_stop;                               /* writer_stop(): drain, then exit [mu] */

@@ -368,6 +368,13 @@ int engine_wait_room(struct engine *e, size_t bytes)
 	return rc;
 }
 
+/* Does an engine_handover() hold writes now?  (e->mu held) */
+static bool handover_locked(struct engine *e)
+{
+	mw_mutex_assert_held(&e->mu);
+	return e->handover_until_us && mw_now_us() < e->handover_until_us;
+}
+
 int writer_write_if(struct engine *e, struct engine_batch *b, int flags, uint64_t *ticket,
                     writer_cond_fn cond, void *arg)
 {
@@ -381,8 +388,8 @@ int writer_write_if(struct engine *e, struct engine_batch *b, int flags, uint64_
 		return -EROFS;
 	mw_mutex_lock(&e->mu);
 	room_wait_locked(e, b->bytes, &waited);
-	if (e->sticky) {
-		rc = e->sticky;
+	if (e->sticky || handover_locked(e)) {
+		rc = e->sticky ? e->sticky : -ESTALE; /* a takeover is under way: as if fenced */
 		goto out;
 	}
 	if (still_full_locked(e)) {
@@ -610,9 +617,27 @@ int engine_write_error(struct engine *e)
 	if (!e || e->o.read_only)
 		return 0;
 	mw_mutex_lock(&e->mu);
-	int rc = e->sticky;
+	int rc = e->sticky ? e->sticky : handover_locked(e) ? -ESTALE : 0;
 	mw_mutex_unlock(&e->mu);
 	return rc;
+}
+
+int engine_handover(struct engine *e, unsigned hold_ms)
+{
+	if (!e)
+		return -EINVAL;
+	if (e->o.read_only)
+		return -EROFS;
+	mw_mutex_lock(&e->mu);
+	e->handover_until_us = hold_ms ? mw_now_us() + (uint64_t)hold_ms * 1000u : 0;
+	mw_mutex_unlock(&e->mu);
+	if (!hold_ms)
+		return 0;
+	log_warn("engine: a takeover is under way: writes are refused for up to %u s while "
+	         "what was written is committed",
+	         hold_ms / 1000);
+	/* every write applied before the hold is in a group at or before the open one */
+	return engine_sync(e);
 }
 
 /*

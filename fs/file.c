@@ -257,15 +257,13 @@ void file_copy_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in, struct fus
 	struct mwfs *fs = fuse_req_userdata(req);
 	struct inode *src = fh_inode(fi_in), *dst = fh_inode(fi_out);
 	uint64_t copied = 0;
-	int rc = 0;
 	(void)ino_in;
 	(void)ino_out;
-	if ((rc = fs_writable(fs)) != 0)
-		;
-	else if (flags)
+	int rc = fs_writable(fs); /* -EROFS, or EIO once fenced */
+	if (!rc && flags)
 		rc = -EINVAL;
-	else if (off_in < 0 || off_out < 0 || (uint64_t)off_out + len < (uint64_t)off_out ||
-	         (uint64_t)off_in + len < (uint64_t)off_in)
+	else if (!rc && (off_in < 0 || off_out < 0 || (uint64_t)off_out + len < (uint64_t)off_out ||
+	                 (uint64_t)off_in + len < (uint64_t)off_in))
 		rc = -EINVAL;
 	if (rc) {
 		fuse_reply_err(req, fs_err(rc));
@@ -407,14 +405,12 @@ void file_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t l
 	struct mwfs *fs = fuse_req_userdata(req);
 	struct inode *ip = fh_inode(fi);
 	(void)ino;
-	int rc = fs_writable(fs);
-	if (rc)
-		;
-	else if (off < 0 || len <= 0)
+	int rc = fs_writable(fs); /* -EROFS, or EIO once fenced */
+	if (!rc && (off < 0 || len <= 0))
 		rc = -EINVAL;
-	else if (mode & ~(FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE))
+	else if (!rc && (mode & ~(FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE)))
 		rc = -EOPNOTSUPP;
-	else if ((mode & FALLOC_FL_PUNCH_HOLE) && !(mode & FALLOC_FL_KEEP_SIZE))
+	else if (!rc && (mode & FALLOC_FL_PUNCH_HOLE) && !(mode & FALLOC_FL_KEEP_SIZE))
 		rc = -EOPNOTSUPP;
 	if (rc) {
 		fuse_reply_err(req, fs_err(rc));

@@ -132,13 +132,20 @@ void mwfs_get_fsync_latency(struct mwfs *fs, struct mw_hist_snap *out);
  */
 #define MWFS_SYNC_XATTR "user.memwalfs.sync"
 /*
- * getxattr of this name on the root makes the daemon check now whether a
- * newer writer claimed the store (engine_check_epoch()) and answers
- * "fenced\n" (then, and from then on, every change at this mount fails
- * with EIO) or "current\n"; the store's error otherwise.  A mount that
- * takes the store over on the same machine asks the old mount this once it
- * has claimed the store (tools/mount.c, --takeover).
+ * The two steps of a takeover on the same machine (tools/mount.c,
+ * --takeover), asked of the old mount by the new one.  Before its claim,
+ * getxattr of MWFS_HANDOVER_XATTR on the root puts every write buffer into
+ * the engine, then refuses every change with EIO (engine_handover(), for up
+ * to MWFS_HANDOVER_MS) and commits everything taken before, and answers
+ * "durable\n" once it is (the error otherwise).  After the claim (or its
+ * failure), getxattr of MWFS_FENCE_XATTR makes the daemon check now whether
+ * a newer writer claimed the store (engine_check_epoch()) and answers
+ * "fenced\n" (from then on every change fails with EIO) or "current\n" (the
+ * takeover did not happen: the hold ends, changes are taken again); the
+ * store's error otherwise.
  */
+#define MWFS_HANDOVER_XATTR "user.memwalfs.handover"
 #define MWFS_FENCE_XATTR "user.memwalfs.fence-check"
+#define MWFS_HANDOVER_MS 120000u
 
 #endif /* MEMWALFS_FS_H */

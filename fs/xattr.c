@@ -42,7 +42,8 @@ static bool is_stats(fuse_ino_t ino, const char *name)
 {
 	return ino == SCHEMA_ROOT_INO &&
 	       (!strcmp(name, MWFS_STATS_XATTR) || !strcmp(name, MWFS_DAEMON_XATTR) ||
-	        !strcmp(name, MWFS_SYNC_XATTR) || !strcmp(name, MWFS_FENCE_XATTR));
+	        !strcmp(name, MWFS_SYNC_XATTR) || !strcmp(name, MWFS_FENCE_XATTR) ||
+	        !strcmp(name, MWFS_HANDOVER_XATTR));
 }
 
 static void reply_value(fuse_req_t req, const void *val, size_t vn, size_t size)
@@ -170,8 +171,21 @@ void xattr_get(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 			reply_value(req, "durable\n", 8, size);
 		return;
 	}
+	if (is_stats(ino, name) && !strcmp(name, MWFS_HANDOVER_XATTR)) {
+		/* buffers first: the hold refuses their later flush too */
+		int rc = fs->o.read_only ? -EROFS : wbuf_flush_all(fs);
+		if (!rc)
+			rc = engine_handover(fs->e, MWFS_HANDOVER_MS);
+		if (rc)
+			fuse_reply_err(req, fs_err(rc));
+		else
+			reply_value(req, "durable\n", 8, size);
+		return;
+	}
 	if (is_stats(ino, name) && !strcmp(name, MWFS_FENCE_XATTR)) {
 		int rc = fs->o.read_only ? -EROFS : engine_check_epoch(fs->e);
+		if (rc == 0)
+			rc = engine_handover(fs->e, 0); /* still ours: take changes again */
 		if (rc == -ESTALE)
 			reply_value(req, "fenced\n", 7, size);
 		else if (rc == 0)

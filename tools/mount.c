@@ -13,7 +13,12 @@
  * every buffer, commits (engine_close) and exits 0.  "memwalfs umount"
  * (tools/umount.c) waits for that and reports the final status; a writer
  * daemon holds a per-store lock until engine_close() has returned, so that
- * a new mount of the store waits for it instead of fencing it.
+ * a new mount of the store waits for it instead of fencing it, and a second
+ * writer mount of a live one is refused.  --takeover fences the live one on
+ * purpose, in three steps that lose nothing it acknowledged: it hands over
+ * (commits what it took and takes nothing more), the new mount claims the
+ * store, the old one is told and stays fenced (takeover_sync(),
+ * takeover_tell()).
  *
  * The mount helper (tools/mount.fuse.memwalfs, installed as
  * /sbin/mount.fuse.memwalfs) turns "mount -t fuse.memwalfs STORE DIR -o
@@ -184,8 +189,8 @@ static void usage(FILE *f)
 	    "                         mount hides it)\n"
 	    "  --takeover             fence the writer mount of STORE that is live on this\n"
 	    "                         machine (without it such a mount is refused): that mount\n"
-	    "                         first commits what it holds, then learns that it was\n"
-	    "                         fenced and fails every change with EIO; -o takeover\n"
+	    "                         commits what it took and takes no more (EIO), then learns\n"
+	    "                         that it was fenced; -o takeover\n"
 	    "  --pidfile FILE         write the id of the serving process to FILE\n"
 	    "  --dumpable             let the daemon dump core and be traced by its user, for\n"
 	    "                         debugging (default: not dumpable, because its memory\n"
@@ -1147,8 +1152,9 @@ static void read_tiers(struct mount_args *a)
 
 /*
  * --takeover, before the claim: the old mount (on this machine, where this
- * process sees it) commits what it holds, as "memwalfs sync" would, so that
- * only what is written there while the takeover runs is lost.
+ * process sees it) gets the kernel's dirty pages (syncfs), stops taking
+ * changes (EIO) and commits everything it took (MWFS_HANDOVER_XATTR), so
+ * that nothing it acknowledged is lost.
  */
 static void takeover_sync(const struct mwd_holder *old)
 {
@@ -1160,29 +1166,41 @@ static void takeover_sync(const struct mwd_holder *old)
 		        (long)old->pid);
 		return;
 	}
-	int rc = mwd_ask_mount(old->mnt, true, MWFS_SYNC_XATTR, val, sizeof(val), TAKEOVER_SYNC_MS);
+	int rc =
+	    mwd_ask_mount(old->mnt, true, MWFS_HANDOVER_XATTR, val, sizeof(val), TAKEOVER_SYNC_MS);
 	if (rc)
 		fprintf(stderr,
 		        "memwalfs: --takeover: the mount at %s did not commit what it holds (%s): "
 		        "what it has not committed yet is lost\n",
 		        old->mnt, rc == -ETIMEDOUT ? "no answer within 30 s" : strerror(-rc));
 	else
-		fprintf(stderr, "memwalfs: --takeover: the mount at %s committed what it held\n",
+		fprintf(stderr,
+		        "memwalfs: --takeover: the mount at %s committed what it held and takes no "
+		        "more changes\n",
 		        old->mnt);
 }
 
 /*
- * --takeover, once the engine claimed the store: tell the old mount, which
- * then checks the epoch and fails every change with EIO (fs/xattr.c,
- * MWFS_FENCE_XATTR); without this it learns only at its next commit, after
+ * --takeover, once the engine claimed the store (claimed), or failed to:
+ * tell the old mount, which then checks the epoch and fails every change
+ * with EIO for good (fs/xattr.c, MWFS_FENCE_XATTR), or, not fenced, takes
+ * changes again.  Untold, it learns only at its next commit, after
  * acknowledging a write that is then lost (README.md, "One writer").
  */
-static void takeover_tell(const struct mwd_holder *old)
+static void takeover_tell(const struct mwd_holder *old, bool claimed)
 {
 	char val[64] = "";
 	int rc = old->mnt[0] ? mwd_ask_mount(old->mnt, false, MWFS_FENCE_XATTR, val, sizeof(val),
 	                                     TAKEOVER_TELL_MS)
 	                     : -ENOENT;
+	if (!claimed) {
+		if (!rc && !strncmp(val, "current", 7))
+			fprintf(
+			    stderr,
+			    "memwalfs: --takeover failed: the mount at %s takes changes again\n",
+			    old->mnt);
+		return;
+	}
 	if (!rc && !strncmp(val, "fenced", 6))
 		fprintf(stderr,
 		        "memwalfs: --takeover: the mount at %s knows it was fenced: every change "
@@ -1253,6 +1271,8 @@ static int serve(struct mount_args *a, int report_fd)
 	a->eo.progress_arg = a->metrics;
 	read_tiers(a);
 	rc = engine_open(st, &a->eo, &e);
+	if (old.pid)
+		takeover_tell(&old, rc == 0);
 	struct engine_snapshot snap;
 	if (rc == -ENOENT && a->snapshot &&
 	    engine_snapshot_get(st, a->snapshot, &snap) == -ENOENT) {
@@ -1268,8 +1288,6 @@ static int serve(struct mount_args *a, int report_fd)
 		        strerror(-rc));
 		goto out;
 	}
-	if (old.pid)
-		takeover_tell(&old);
 	rc = mwfs_open(e, &a->fo, &fs);
 	if (rc) {
 		fprintf(stderr, "memwalfs: cannot open the filesystem on %s: %s\n", a->store,

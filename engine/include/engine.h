@@ -258,10 +258,25 @@ int engine_check_epoch(struct engine *e);
 
 /*
  * The writer's sticky error (0: it writes; -ESTALE: fenced by a newer
- * writer; -EIO: a commit failed for good), without I/O: the filesystem
- * refuses every change at once once it is set.  0 on a read-only engine.
+ * writer, or an engine_handover() holds writes; -EIO: a commit failed for
+ * good), without I/O: the filesystem refuses every change at once while it
+ * is set.  0 on a read-only engine.
  */
 int engine_write_error(struct engine *e);
+
+/*
+ * A takeover is about to claim the store (tools/mount.c, --takeover; the
+ * filesystem's MWFS_HANDOVER_XATTR): refuse every write from now on with
+ * -ESTALE, as a fenced writer does, for hold_ms, then commit everything
+ * applied before and wait until it is durable (engine_sync()), so that
+ * nothing acknowledged is lost when the newer writer claims the store.  A
+ * later engine_check_epoch() that finds a newer writer makes the refusal
+ * sticky; hold_ms 0 ends the hold (the takeover did not happen: writes are
+ * taken again), and so does the end of hold_ms.  Returns the sync's result
+ * (0, or the error: the hold stays), -EROFS on a read-only engine.  Any
+ * thread.
+ */
+int engine_handover(struct engine *e, unsigned hold_ms);
 
 /*
  * Point read of the newest value of key.  On success *val is a malloc()ed

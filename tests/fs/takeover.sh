@@ -7,9 +7,13 @@
 #     refusal (closed, never fsynced) included.  (Before issue 36 the second mount returned 0
 #     and fenced A: the file written at A just before it and the next one written after it,
 #     both acknowledged by close(), were lost.)
-#  2. "-o ro" beside A is allowed: a follower, which sees A's files.
-#  3. "--takeover" (and -o takeover) fences A on purpose: A first commits what it holds (the
-#     file written just before, never fsynced, is at B), then is told: at A, at once, every
+#  2. "-o ro" beside A is allowed: a follower, which sees A's files.  The takeover's two
+#     requests by hand: the hold (user.memwalfs.handover) refuses changes with EIO, and the
+#     check (user.memwalfs.fence-check) that finds A still the writer ends it.
+#  3. "--takeover" (and -o takeover) fences A on purpose: A first commits what it holds and
+#     stops taking changes (the file written just before, never fsynced, is at B, and so is
+#     every file a writer busy at A during the takeover closed without error; its first
+#     refusal is EIO), then is told it was fenced: at A, at once, every
 #     change fails with EIO (create, write to a new descriptor, append, truncate, mkdir,
 #     rename, unlink, rmdir, link, symlink, chmod, utimes, setxattr, removexattr), and so do
 #     fallocate, fsync and close of a descriptor opened before the takeover whose write the
@@ -65,6 +69,17 @@ for _ in $(seq 300); do [ "$(cat "$b/late" 2>/dev/null)" = late ] && break; slee
 [ "$(cat "$b/late")" = late ] || { echo "FAIL: the follower did not see the writer's file"; exit 1; }
 mw_umount "$b"
 echo "   mounted read-only beside it and followed it"
+# the two requests of a takeover, by hand: the hold (A commits and takes no more changes) ends
+# when the check finds A still the writer (a takeover that failed before its claim)
+getfattr --absolute-names --only-values -n user.memwalfs.handover "$a" | grep -qx durable
+rc=0
+(echo held >"$a/held-out") 2>"$WORK/held.err" || rc=$?
+[ "$rc" != 0 ] && grep -q "Input/output error" "$WORK/held.err" ||
+	{ cat "$WORK/held.err"; echo "FAIL: a change during the hold was not refused with EIO"; exit 1; }
+getfattr --absolute-names --only-values -n user.memwalfs.fence-check "$a" | grep -qx current
+echo back >"$a/back" && [ "$(cat "$a/back")" = back ] && [ ! -e "$a/held-out" ]
+[ "$(stat_of "$a" sticky_error)" = 0 ]
+echo "   a hold refuses changes with EIO; the check that finds A still the writer ends it"
 
 echo "-- 3. --takeover fences the live mount on purpose"
 head -c 250000 /dev/urandom >"$WORK/w3"
@@ -77,14 +92,40 @@ mode=$(stat -c %a "$a/keep")
 MOUNTS+=("$b")
 # a descriptor opened before the takeover, written after it (python3: errno of each call)
 python3 - "$a" "$MW" "$b" "${STORE_OPTS[@]}" "$STORE" <<'EOF' >"$WORK/ops.out" 2>&1 || { cat "$WORK/ops.out"; exit 1; }
-import errno, os, subprocess, sys
+import errno, os, subprocess, sys, threading
 a, mw, b, store_args = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
 held = os.open(a + "/held", os.O_WRONLY | os.O_CREAT, 0o644)
 os.write(held, b"before\n")
+os.mkdir(a + "/busy")
+# a writer that keeps creating files at A while the takeover runs: every file whose close()
+# returned 0 must be at B (the old mount commits what it took, then takes nothing more)
+acked, refused = [], []
+def busy_writer():
+    i = 0
+    while not refused:
+        try:
+            fd = os.open("%s/busy/%06d" % (a, i), os.O_WRONLY | os.O_CREAT, 0o644)
+            os.write(fd, b"%06d\n" % i)
+            os.close(fd)
+            acked.append(i)
+        except OSError as e:
+            refused.append((i, e.errno))
+        i += 1
+writer = threading.Thread(target=busy_writer)
+writer.start()
+while len(acked) < 20 and not refused:
+    os.sched_yield()
 cache = ["--cache-dir", b + ".diskcache"] if store_args[-1].startswith("s3://") else []
 r = subprocess.run([mw, "mount", *store_args[:-1], *cache, "-o", "allow_other,takeover",
                     "--pidfile", b + ".pid", store_args[-1], b], stderr=subprocess.PIPE, text=True)
+writer.join()
 sys.stdout.write(r.stderr)
+with open(b + ".acked", "w") as f:
+    f.write("".join("%06d\n" % i for i in acked))
+print("   the busy writer: %d files closed before the takeover stopped it, then %s" %
+      (len(acked), os.strerror(refused[0][1]) if refused else "-"))
+if not refused or refused[0][1] != errno.EIO:
+    sys.exit("FAIL: the busy writer at A was not refused with EIO: %s" % refused)
 if r.returncode != 0:
     sys.exit("FAIL: mount --takeover exited %d" % r.returncode)
 if "fences it" not in r.stderr or "knows it was fenced" not in r.stderr:
@@ -144,6 +185,12 @@ mountpoint -q "$b"
 # at B: everything A had written before the takeover, the never-fsynced w3 included
 cmp "$WORK/w1" "$b/w1" && cmp "$WORK/w2" "$b/w2" && cmp "$WORK/w3" "$b/w3"
 [ "$(cat "$b/keep")" = keep ] && [ "$(cat "$b/held")" = before ]
+lost=0
+while read -r i; do
+	[ "$(cat "$b/busy/$i" 2>/dev/null)" = "$i" ] || lost=$((lost + 1))
+done <"$b.acked"
+[ "$lost" = 0 ] || { echo "FAIL: $lost of the $(wc -l <"$b.acked") files closed at A are not at B"; exit 1; }
+echo "   all $(wc -l <"$b.acked") files the busy writer closed at A are at B"
 rc=0
 "$MW" umount "$a" 2>"$WORK/umount.err" || rc=$?
 cat "$WORK/umount.err"
@@ -172,8 +219,7 @@ done
 [ -n "$lock" ] || { echo "FAIL: no lock file of daemon $(cat "$a.pid") in $rundir"; exit 1; }
 rm "$lock"
 mw_mount "$b" 2>"$WORK/elsewhere.err" || { cat "$WORK/elsewhere.err"; exit 1; }
-[ "$(stat_of "$a" sticky_error)" = 0 ] # it does not know yet
-echo lost >"$a/lost" # acknowledged by close(); its commit meets B's fence
+echo lost >"$a/lost" # acknowledged by close() (A is not told); its commit meets B's fence
 for _ in $(seq 600); do [ "$(stat_of "$a" sticky_error)" = -116 ] && break; sleep 0.1; done
 [ "$(stat_of "$a" sticky_error)" = -116 ] || { echo "FAIL: A did not learn it was fenced"; exit 1; }
 rc=0
