@@ -321,12 +321,15 @@ fi
 "$MW" snapshot delete "${STORE_OPTS[@]}" "$s" gone
 refused "mount of a deleted snapshot" 1 "has no snapshot named gone" "$s" \
 	"$MW" mount "${STORE_OPTS[@]}" --snapshot gone "$s" "$mnt"
-# objects rm of 100 keys (it took 63 at most, and exited 2 silently beyond)
+# objects rm of 100 keys (it took 63 at most, and exited 2 silently beyond). The limit was the
+# command line's, not a store's: checked on a local store (100 puts to S3 took a minute)
+r=$WORK/rm-store
+mkdir -p "$r"
 keys=()
-for i in $(seq 100); do keys+=("scratch/k$i"); echo "$i" | "$MW" objects put "${STORE_OPTS[@]}" "$s" "scratch/k$i"; done
-[ "$("$MW" objects ls "${STORE_OPTS[@]}" "$s" scratch/ | wc -l)" = 100 ]
-"$MW" objects rm "${STORE_OPTS[@]}" "$s" "${keys[@]}" || { echo "FAIL: objects rm of 100 keys"; exit 1; }
-[ "$("$MW" objects ls "${STORE_OPTS[@]}" "$s" scratch/ | wc -l)" = 0 ] || { echo "FAIL: objects rm left keys"; exit 1; }
+for i in $(seq 100); do keys+=("scratch/k$i"); echo "$i" | "$MW" objects put "$r" "scratch/k$i"; done
+[ "$("$MW" objects ls "$r" scratch/ | wc -l)" = 100 ]
+"$MW" objects rm "$r" "${keys[@]}" || { echo "FAIL: objects rm of 100 keys"; exit 1; }
+[ "$("$MW" objects ls "$r" scratch/ | wc -l)" = 0 ] || { echo "FAIL: objects rm left keys"; exit 1; }
 echo "   ok: objects rm of 100 keys removed them all"
 echo x | "$MW" objects put "${STORE_OPTS[@]}" "$s" scratch/t
 st=$("$MW" objects stat "${STORE_OPTS[@]}" "$s" scratch/t)

@@ -144,6 +144,7 @@ mw_rundir() {
 # mw_s3_remove: delete what this test stored on the S3 server: every key of $STORE and of the
 # stores named after it ($STORE-NAME). Without it every run of the suite left its stores in the
 # shared bucket (6,600 objects after a few runs; the server's state grew to 4.3 GB).
+# MW_KEEP_S3=1 keeps them (to look at a failed test's store).
 mw_s3_remove() {
 	[ "$BACKEND" = s3 ] || return 0
 	local rest=${STORE#s3://} bucket p

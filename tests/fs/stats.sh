@@ -10,8 +10,8 @@
 #  3. a mount fenced by a second writer: the summary says STOPPED, the error in words, and
 #     that another mount took the filesystem over;
 #  4. inspect says the orphans' size in MiB as well as bytes, why nothing references them and
-#     when GC takes them; fsck --deep, inspect and objects du print progress lines on stderr
-#     with --progress when stderr is no terminal, and nothing without it.
+#     when GC takes them; fsck --deep, objects du and snapshot create print progress lines on
+#     stderr with --progress when stderr is no terminal, and nothing without it.
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh" "$1" "${2:-local}"
 mnt=$WORK/mnt
@@ -108,4 +108,10 @@ total=$(awk '$1 == "total" { print $4 }' "$WORK/du")
 human=$(awk -v b="$total" 'BEGIN { if (b < 1024) printf "%d B", b; else if (b < 1048576) printf "%.1f KiB", b / 1024; else if (b < 1073741824) printf "%.1f MiB", b / 1048576; else printf "%.1f GiB", b / 1073741824 }')
 grep -Eq "^total +[0-9]+ objects +$total bytes +$human$" "$WORK/du" || { cat "$WORK/du"; fail "objects du: no $human beside $total bytes"; }
 echo "   ok: $(head -n 1 "$WORK/du.err") / $(grep total "$WORK/du")"
+"$MW" snapshot create --progress "${STORE_OPTS[@]}" "$STORE" s1 >/dev/null 2>"$WORK/snap.err" || { cat "$WORK/snap.err"; fail "snapshot create"; }
+grep -q "^memwalfs snapshot create: pinning the state of $STORE (its manifest, a listing of the WAL)... ([0-9]* s)$" "$WORK/snap.err" ||
+	{ cat "$WORK/snap.err"; fail "snapshot create --progress printed no progress line"; }
+"$MW" snapshot create "${STORE_OPTS[@]}" "$STORE" s2 >/dev/null 2>"$WORK/snap.err"
+[ -s "$WORK/snap.err" ] && { cat "$WORK/snap.err"; fail "snapshot create printed progress without --progress"; }
+echo "   ok: snapshot create --progress printed its line; without --progress nothing"
 echo "stats ($BACKEND): ok"
