@@ -432,11 +432,28 @@ static int alloc_once(void *arg)
 	if (rc)
 		return rc;
 	qsort(a->held, a->n, sizeof(*a->held), range_cmp);
+	/*
+	 * A gap at off continues an allocated range that ends there (a file extended by
+	 * fallocate a piece at a time): that record grows instead of a second one starting.
+	 */
+	uint64_t first = a->off;
+	if (a->off > 0 && (a->n == 0 || a->held[0].off > a->off)) {
+		void *val = NULL;
+		size_t vn = 0, kn = schema_key_alloc(key, a->ino, a->off);
+		rc = engine_get(a->fs->e, key, kn, &val, &vn);
+		if (!rc && vn == SCHEMA_ALLOC_LEN && get_be64(val) < a->off) {
+			first = get_be64(val);
+			rc = engine_batch_delete(a->b, key, kn);
+		}
+		free(val);
+		if (rc == -ENOENT)
+			rc = 0;
+	}
 	uint64_t pos = a->off;
 	for (size_t i = 0; i <= a->n && !rc; i++) {
 		uint64_t next = i < a->n ? a->held[i].off : a->end;
 		if (next > pos) { /* a gap [pos, next) */
-			put_be64(v, pos);
+			put_be64(v, pos == a->off ? first : pos);
 			rc = engine_batch_put(a->b, key, schema_key_alloc(key, a->ino, next), v,
 			                      sizeof(v));
 			a->added += next - pos;

@@ -281,6 +281,7 @@ static int on_alloc(struct fck *c, const uint8_t *k, size_t kn, const uint8_t *v
 	struct ino *e = lookup(c, ino);
 	char what[80];
 
+	c->r->allocs++;
 	snprintf(what, sizeof(what), "allocated range %" PRIu64 "/[%" PRIu64 ",%" PRIu64 ")", ino,
 	         start, end);
 	if (kn != 17 || vn != SCHEMA_ALLOC_LEN || start >= end)

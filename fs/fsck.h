@@ -39,6 +39,7 @@ struct mwfs_fsck_report {
 	uint64_t inodes;   /* inode records */
 	uint64_t dentries; /* directory entries */
 	uint64_t extents;  /* data extents */
+	uint64_t allocs;   /* allocated ranges (fallocate) */
 	uint64_t xattrs;   /* extended attributes */
 	uint64_t orphans;  /* orphan records */
 	uint64_t problems; /* problems reported */

@@ -31,6 +31,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "extent.h"
 #include "grow.h"
 #include "internal.h"
 #include "log.h"
@@ -372,6 +373,7 @@ int inode_new(struct mwfs *fs, struct engine_batch *b, uint32_t mode, struct ino
 	}
 	fs->next_ino++;
 	ip->refs = 1;
+	ip->alloc = EXT_ALLOC_NONE; /* a new inode has no allocated range to look for */
 	ip->a.mode = mode;
 	ip->a.nlink = S_ISDIR(mode) ? 2 : 1;
 	fs_touch(&ip->a, true, true, true);

@@ -362,8 +362,9 @@ int cmd_fsck(int argc, char **argv)
 		return 2;
 	}
 	printf("filesystem: %" PRIu64 " inodes, %" PRIu64 " directory entries, %" PRIu64
-	       " extents, %" PRIu64 " xattrs, %" PRIu64 " orphan records: %" PRIu64 " problems\n",
-	       fr.inodes, fr.dentries, fr.extents, fr.xattrs, fr.orphans, fr.problems);
+	       " extents, %" PRIu64 " allocated ranges, %" PRIu64 " xattrs, %" PRIu64
+	       " orphan records: %" PRIu64 " problems\n",
+	       fr.inodes, fr.dentries, fr.extents, fr.allocs, fr.xattrs, fr.orphans, fr.problems);
 	store_close(st);
 	if (rc || frc) {
 		printf("memwalfs fsck: %s: problems found\n", a.store);
