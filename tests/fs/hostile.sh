@@ -25,7 +25,7 @@ NOGROUP=$(id -g nobody)
 # as_nobody CMD...: run CMD as the other user
 as_nobody() { setpriv --reuid="$NOBODY" --regid="$NOGROUP" --clear-groups -- "$@"; }
 M="$WORK/m"
-stat_of() { "$MW" stats "$M" | awk -v n="$1" '$1 == n { print $2 }'; }
+stat_of() { "$MW" stats --raw "$M" | awk -v n="$1" '$1 == n { print $2 }'; }
 
 # what root owns and the links point at
 VICTIM="$WORK/victim"
