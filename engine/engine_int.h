@@ -157,6 +157,15 @@ struct engine {
 	size_t frozen_cap;         /* allocated entries [mem_mu] */
 	struct sst_reader **ssts;  /* live SSTables, manifest order (oldest first) [mem_mu] */
 	size_t nssts;              /* entries in ssts [mem_mu] */
+	/*
+	 * Read-only engines: reads of an earlier state (engine_get_at(), engine_iter_new_at())
+	 * are exact from this sequence on with the tables and MemTables above; the follower's
+	 * installs (follow.c install()) raise it and keep what they replaced in old_views,
+	 * newest last, which serve the states below it (read.c) [mem_mu]
+	 */
+	uint64_t floor_seq;
+	struct old_view *old_views; /* ENGINE_OLD_VIEWS entries once one was kept [mem_mu] */
+	size_t nold_views;          /* entries of old_views in use [mem_mu] */
 
 	/* Followers (read-only engines with opts.follow; follow.c) */
 	struct mw_thread follower;         /* the follower thread; .stop: asked to exit [mu] */
@@ -252,6 +261,21 @@ int writer_write_if(struct engine *e, struct engine_batch *b, int flags, uint64_
  * Caller destroys it with kv_iter_destroy().  -ENOMEM...
  */
 int read_merged_iter(struct engine *e, struct kv_iter **out, uint64_t *gen);
+
+/*
+ * Views a follower's installs replaced, kept for reads of the states they held
+ * (engine_get_at(), engine_iter_new_at()): at most this many, the oldest dropped first.
+ * Each keeps its MemTables (at most memtable_max_bytes each) and SSTables referenced.
+ */
+#define ENGINE_OLD_VIEWS 4
+/*
+ * read.c: keep what reads see now (the MemTables and SSTables, with references) as the
+ * view of the states from e->floor_seq to below floor, and raise e->floor_seq to floor;
+ * e->mem_mu held, before the install changes them.  Without memory nothing is kept (reads
+ * of those states fail with -ESTALE).  read_old_views_free(): drop them all (close).
+ */
+void read_keep_view(struct engine *e, uint64_t floor);
+void read_old_views_free(struct engine *e);
 
 /*
  * engine.c: the sequence of the newest version (of any type) of key,

@@ -238,6 +238,8 @@ static int install(struct engine *e, struct follow *f, struct manifest *m, bool 
 		reset = true;
 	}
 	pthread_mutex_lock(&e->mem_mu);
+	/* the states before now are in the tables and MemTables replaced here: keep them */
+	read_keep_view(e, atomic_load_explicit(&e->visible_seq, memory_order_acquire));
 	oldv = e->ssts;
 	oldn = e->nssts;
 	e->ssts = v;

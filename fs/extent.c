@@ -29,12 +29,14 @@ struct ext {
 
 typedef int (*ext_fn)(void *arg, const struct ext *x);
 
-/* A scan's iterator over one inode's extents. */
-static int iter_open(struct mwfs *fs, uint64_t ino, struct engine_iter **it)
+/* A scan's iterator over one inode's extents (at: 0, or the state at engine_seq() at). */
+static int iter_open(struct mwfs *fs, uint64_t ino, uint64_t at, struct engine_iter **it)
 {
 	uint8_t pfx[SCHEMA_KEY_MAX], end[SCHEMA_KEY_MAX];
 	size_t pn = schema_key_extent_prefix(pfx, ino);
 	size_t en = schema_prefix_end(pfx, pn, end);
+	if (at)
+		return engine_iter_new_at(fs->e, at, pfx, pn, en ? end : NULL, en, it);
 	return engine_iter_new(fs->e, pfx, pn, en ? end : NULL, en, it);
 }
 
@@ -78,14 +80,14 @@ static int scan_iter(struct engine_iter *it, uint64_t ino, uint64_t from, uint64
 	return rc;
 }
 
-/* scan_iter() of [from, to) on an iterator of its own. */
-static int scan_once(struct mwfs *fs, uint64_t ino, uint64_t from, uint64_t to, ext_fn fn,
-                     void *arg)
+/* scan_iter() of [from, to) on an iterator of its own (at: iter_open()). */
+static int scan_once(struct mwfs *fs, uint64_t ino, uint64_t at, uint64_t from, uint64_t to,
+                     ext_fn fn, void *arg)
 {
 	struct engine_iter *it = NULL;
 	if (from >= to)
 		return 0;
-	int rc = iter_open(fs, ino, &it);
+	int rc = iter_open(fs, ino, at, &it);
 	if (!rc)
 		rc = scan_iter(it, ino, from, to, fn, arg);
 	engine_iter_free(it);
@@ -123,7 +125,7 @@ static int retry(struct mwfs *fs, int (*once)(void *), void *arg, bool wait, str
 /* One scan_once() as retry() runs it. */
 struct scan_job {
 	struct mwfs *fs;
-	uint64_t ino, from, to;
+	uint64_t ino, at, from, to;
 	ext_fn fn;
 	void *arg;
 	void (*reset)(void *);
@@ -132,7 +134,7 @@ struct scan_job {
 static int scan_job_once(void *arg)
 {
 	struct scan_job *j = arg;
-	return scan_once(j->fs, j->ino, j->from, j->to, j->fn, j->arg);
+	return scan_once(j->fs, j->ino, j->at, j->from, j->to, j->fn, j->arg);
 }
 
 static void scan_job_reset(void *arg)
@@ -141,11 +143,11 @@ static void scan_job_reset(void *arg)
 	j->reset(j->arg);
 }
 
-/* scan_once(), retried by retry() (b, reset: as there). */
+/* scan_once() of the current state, retried by retry() (b, reset: as there). */
 static int scan(struct mwfs *fs, uint64_t ino, uint64_t from, uint64_t to, ext_fn fn, void *arg,
                 bool wait, struct engine_batch *b, void (*reset)(void *))
 {
-	struct scan_job j = {fs, ino, from, to, fn, arg, reset};
+	struct scan_job j = {fs, ino, 0, from, to, fn, arg, reset};
 	return retry(fs, scan_job_once, &j, wait, b, scan_job_reset);
 }
 
@@ -180,12 +182,14 @@ static void read_reset(void *arg)
 	r->wait = true; /* a blob read failed: wait for the store from now on */
 }
 
-int ext_read(struct mwfs *fs, uint64_t ino, uint64_t off, uint8_t *dst, size_t n, bool wait)
+int ext_read(struct mwfs *fs, uint64_t ino, uint64_t at, uint64_t off, uint8_t *dst, size_t n,
+             bool wait)
 {
 	struct read_arg r = {fs, off, n, dst, off, wait};
 	if (n == 0)
 		return 0;
-	int rc = scan(fs, ino, off, off + n, read_one, &r, wait, NULL, read_reset);
+	struct scan_job j = {fs, ino, at, off, off + n, read_one, &r, read_reset};
+	int rc = retry(fs, scan_job_once, &j, wait, NULL, scan_job_reset);
 	if (rc)
 		return rc;
 	if (r.filled < off + n)
@@ -209,7 +213,7 @@ static int prefetch_one(void *arg, const struct ext *x)
 int ext_prefetch(struct mwfs *fs, uint64_t ino, uint64_t off, uint64_t n)
 {
 	struct prefetch_arg p = {fs, off, n};
-	return scan_once(fs, ino, off, off + n, prefetch_one, &p);
+	return scan_once(fs, ino, 0, off, off + n, prefetch_one, &p);
 }
 
 /* ---- changes ---------------------------------------------------------- */
@@ -266,7 +270,7 @@ static int clear_set_once(void *arg)
 {
 	struct clear_arg *c = arg;
 	struct engine_iter *it = NULL;
-	int rc = iter_open(c->fs, c->ino, &it);
+	int rc = iter_open(c->fs, c->ino, 0, &it);
 	for (size_t i = 0; i < c->n && !rc; i++) {
 		c->cur = i;
 		uint64_t to =
@@ -410,7 +414,7 @@ int ext_count(struct mwfs *fs, uint64_t ino, uint64_t from, uint64_t to, unsigne
               unsigned *count)
 {
 	struct count_arg c = {0, limit};
-	int rc = scan_once(fs, ino, from, to, count_one, &c);
+	int rc = scan_once(fs, ino, 0, from, to, count_one, &c);
 	*count = c.n;
 	return rc;
 }

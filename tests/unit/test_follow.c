@@ -28,6 +28,7 @@
 #include <cmocka.h>
 
 #include "engine.h"
+#include "engine_int.h"
 #include "follow.h"
 #include "maint.h"
 #include "store.h"
@@ -143,15 +144,19 @@ static void check_key(struct engine *e, int i, int gen)
 	free(got);
 }
 
-/* A scan of the whole follower: exactly keys [0, n) with generation gen(i), others absent. */
-static void check_scan(struct engine *e, int n, int (*gen)(int i))
+/*
+ * A scan of the whole follower in the state at seq at (0: the current one): exactly keys
+ * [0, n) with generation gen(i), others absent.
+ */
+static void check_scan_at(struct engine *e, uint64_t at, int n, int (*gen)(int i))
 {
 	struct engine_iter *it = NULL;
 	int want = 0, rc;
 	for (; want < n && gen(want) < 0; want++)
 		;
-	for (rc = engine_iter_new(e, NULL, 0, NULL, 0, &it); !rc && engine_iter_valid(it);
-	     engine_iter_next(it)) {
+	for (rc = at ? engine_iter_new_at(e, at, NULL, 0, NULL, 0, &it)
+	             : engine_iter_new(e, NULL, 0, NULL, 0, &it);
+	     !rc && engine_iter_valid(it); engine_iter_next(it)) {
 		size_t kn;
 		const char *k = engine_iter_key(it, &kn);
 		char ek[32];
@@ -174,6 +179,32 @@ static void check_scan(struct engine *e, int n, int (*gen)(int i))
 	assert_int_equal(engine_iter_status(it), 0);
 	engine_iter_free(it);
 	assert_int_equal(want, n);
+}
+
+static void check_scan(struct engine *e, int n, int (*gen)(int i))
+{
+	check_scan_at(e, 0, n, gen);
+}
+
+/* Key i holds generation gen (< 0: absent) in the state at seq at (engine_get_at()). */
+static void check_key_at(struct engine *e, uint64_t at, int i, int gen)
+{
+	char k[32], v[4096];
+	void *got = NULL;
+	size_t n = 0;
+	key_of(i, k);
+	int rc = engine_get_at(e, at, k, strlen(k), &got, &n);
+	if (gen < 0) {
+		if (rc != -ENOENT)
+			fail_msg("%s at %" PRIu64 ": expected absent, got rc %d", k, at, rc);
+		return;
+	}
+	if (rc != 0)
+		fail_msg("%s at %" PRIu64 ": expected generation %d, got rc %d", k, at, gen, rc);
+	size_t want = make_value(i, gen, v, sizeof(v));
+	assert_int_equal(n, want);
+	assert_memory_equal(got, v, want);
+	free(got);
 }
 
 static int g_gen_all0(int i)
@@ -367,6 +398,97 @@ static void test_follow_flush_compact_gc(void **state)
 	assert_int_equal(s.frozen_count, 0);
 	assert_int_equal(s.follow_errors, 0);
 	check_scan(f, 2400, g_gen_all0);
+	assert_int_equal(engine_close(f), 0);
+	assert_int_equal(engine_close(w), 0);
+	store_close(ws);
+	store_close(fst);
+}
+
+/*
+ * Earlier states (engine_seq(), engine_get_at(), engine_iter_new_at()): a follower reads the
+ * state at a sequence it saw, exactly, while it applies newer entries and after it installed
+ * the writer's next manifests (the views they replaced are kept), until ENGINE_OLD_VIEWS
+ * newer installs dropped it: then -ESTALE.  A writer's engine refuses them (-EINVAL).
+ */
+static void test_follow_earlier_states(void **state)
+{
+	(void)state;
+	struct store *ws = open_store(), *fst = open_store();
+	struct engine *w = open_writer(ws);
+	struct engine *f = open_follower(fst, 3600000);
+	void *v = NULL;
+	size_t vn = 0;
+	put_range(w, 0, 300, 0);
+	assert_int_equal(follow_poll_now(f), 0);
+	uint64_t s0 = engine_seq(f);
+	assert_int_equal(engine_get_at(w, engine_seq(w), "key000001", 9, &v, &vn), -EINVAL);
+	/* second state: odd keys deleted, keys divisible by 4 rewritten */
+	struct engine_batch *b = NULL;
+	assert_int_equal(engine_batch_new(&b), 0);
+	for (int i = 0; i < 300; i++) {
+		char k[32], val[4096];
+		key_of(i, k);
+		if (i % 2) {
+			assert_int_equal(engine_batch_delete(b, k, strlen(k)), 0);
+		} else if (i % 4 == 0) {
+			size_t n = make_value(i, 1, val, sizeof(val));
+			assert_int_equal(engine_batch_put(b, k, strlen(k), val, n), 0);
+		}
+	}
+	assert_int_equal(engine_write(w, b, ENGINE_WAIT | ENGINE_URGENT, NULL), 0);
+	engine_batch_free(b);
+	assert_int_equal(follow_poll_now(f), 0);
+	uint64_t s1 = engine_seq(f);
+	assert_true(s1 > s0);
+	check_scan_at(f, s0, 300, g_gen_all0);
+	check_scan_at(f, s1, 300, g_gen_mixed);
+	check_key_at(f, s0, 1, 0);
+	check_key_at(f, s1, 1, -1);
+	check_key_at(f, s0, 4, 0);
+	check_key_at(f, s1, 4, 1);
+	/* the writer flushes: the follower installs its manifest and keeps the view it replaced */
+	struct engine_stats st;
+	engine_get_stats(f, &st);
+	uint64_t mans = st.follow_manifests;
+	assert_int_equal(maint_flush_now(w), 0);
+	assert_int_equal(follow_poll_now(f), 0);
+	assert_int_equal(follow_poll_now(f), 0);
+	engine_get_stats(f, &st);
+	assert_true(st.follow_manifests > mans);
+	check_scan_at(f, s0, 300, g_gen_all0);
+	check_scan_at(f, s1, 300, g_gen_mixed);
+	check_scan(f, 300, g_gen_mixed);
+	/* each further install (after an entry) keeps one more view; the oldest go */
+	int installs = 1;
+	for (int round = 0; round < 3 * ENGINE_OLD_VIEWS; round++) {
+		put_range(w, 1000 + round, 1001 + round, 0);
+		assert_int_equal(follow_poll_now(f), 0);
+		engine_get_stats(f, &st);
+		mans = st.follow_manifests;
+		assert_int_equal(maint_flush_now(w), 0);
+		assert_int_equal(follow_poll_now(f), 0);
+		assert_int_equal(follow_poll_now(f), 0);
+		engine_get_stats(f, &st);
+		if (st.follow_manifests > mans)
+			installs++;
+		int rc = engine_get_at(f, s0, "key000001", 9, &v, &vn);
+		free(v);
+		v = NULL;
+		if (installs <= ENGINE_OLD_VIEWS) {
+			assert_int_equal(rc, 0); /* still held */
+		} else {
+			assert_int_equal(rc, -ESTALE);
+			struct engine_iter *it = NULL;
+			assert_int_equal(engine_iter_new_at(f, s0, NULL, 0, NULL, 0, &it), -ESTALE);
+			break;
+		}
+	}
+	print_message("%d installs; the state before them: -ESTALE after %d\n", installs,
+	              ENGINE_OLD_VIEWS);
+	assert_true(installs > ENGINE_OLD_VIEWS);
+	check_key(f, 1, -1); /* the current state is whole */
+	check_key(f, 4, 1);
+	check_key(f, 1000, 0);
 	assert_int_equal(engine_close(f), 0);
 	assert_int_equal(engine_close(w), 0);
 	store_close(ws);
@@ -613,6 +735,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_follow_basic, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_follow_gate, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_follow_flush_compact_gc, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_follow_earlier_states, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_follow_behind, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_follow_gap, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_follow_thread, setup, teardown),
