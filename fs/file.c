@@ -94,7 +94,7 @@ void file_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	fi->fh = (uintptr_t)ip;
-	if (fs->ff) {
+	if (fs->ff && !fs->o.follow_page_cache) {
 		/*
 		 * A follower: every read() reaches us and is answered whole from one state
 		 * of the writer (file_read()).  Through the page cache the kernel would cut

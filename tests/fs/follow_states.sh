@@ -8,7 +8,8 @@
 #     never show an empty file, its reads one whole version (the one fstat describes);
 #  2. truncate: the writer truncates a file and rewrites it in place; the follower's single
 #     read() calls return the empty file or one whole version, never a version padded with
-#     zeros to an older length, cut short or mixed.
+#     zeros to an older length, cut short or mixed;
+#  3. shared mmap of a follower's file: ENODEV (direct I/O), works with -o follow_page_cache.
 # FOLLOW_STATES_SECONDS (4) per step.  The seed is printed; MEMWALFS_SEED=N replays the
 # writer's versions.
 here=$(cd "$(dirname "$0")" && pwd)
@@ -33,6 +34,27 @@ if [ $rc != 0 ]; then
 	exit 1
 fi
 echo "   follower: $("$MW" stats "$f" | awk '$1 ~ /^follow_(entries|manifests|jumps|errors)$/ { printf "%s %s ", $1, $2 }')"
+
+echo "-- 3. shared mmap: refused with direct I/O (ENODEV), works with -o follow_page_cache"
+# mmapcat FILE: print the first 16 bytes of FILE through a shared mapping, or the errno name
+mmapcat() {
+	python3 -c 'import errno, mmap, os, sys
+fd = os.open(sys.argv[1], os.O_RDONLY)
+try:
+    m = mmap.mmap(fd, 0, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ)
+    print(m[:16].hex())
+except OSError as e:
+    print(errno.errorcode[e.errno])' "$1"
+}
+want=$(head -c 16 "$w/t" | od -An -tx1 | tr -d ' \n')
+got=$(mmapcat "$f/t")
+[ "$got" = ENODEV ] || { echo "FAIL: shared mmap on a direct I/O follower gave $got, not ENODEV"; exit 1; }
+pc=$WORK/pc
+mw_mount "$pc" -o ro,follow_interval=20,follow_page_cache
+got=$(mmapcat "$pc/t")
+[ "$got" = "$want" ] || { echo "FAIL: shared mmap with follow_page_cache gave $got, the file starts $want"; exit 1; }
+echo "   ENODEV without it; with it the mapping reads the writer's bytes"
+mw_umount "$pc"
 mw_umount "$f"
 mw_umount "$w"
 mw_fsck
