@@ -44,18 +44,26 @@ struct old_view {
 
 static void view_put(struct view *v);
 
-/* References on what reads see now ([mem_mu]); -ENOMEM. */
-static int view_take(struct engine *e, struct view *v)
+/* Room in v for nmems MemTables and nssts SSTables (nothing referenced yet); -ENOMEM. */
+static int view_alloc(struct view *v, size_t nmems, size_t nssts)
 {
-	size_t k = 0;
-
-	v->mems = malloc((e->nfrozen + 1) * sizeof(*v->mems));
-	v->ssts = malloc((e->nssts + 1) * sizeof(*v->ssts));
+	v->mems = malloc((nmems + 1) * sizeof(*v->mems));
+	v->ssts = malloc((nssts + 1) * sizeof(*v->ssts));
 	if (!v->mems || !v->ssts) {
 		free(v->mems);
 		free(v->ssts);
 		return -ENOMEM;
 	}
+	return 0;
+}
+
+/* References on what reads see now ([mem_mu]); -ENOMEM. */
+static int view_take(struct engine *e, struct view *v)
+{
+	size_t k = 0;
+
+	if (view_alloc(v, e->nfrozen + 1, e->nssts))
+		return -ENOMEM;
 	v->mems[k++] = e->mem;
 	memtable_ref(e->mem);
 	for (size_t i = e->nfrozen; i-- > 0;) {
@@ -74,13 +82,8 @@ static int view_take(struct engine *e, struct view *v)
 /* Another set of references on the view v ([mem_mu]); -ENOMEM. */
 static int view_copy(const struct view *v, struct view *out)
 {
-	out->mems = malloc((v->nmems + 1) * sizeof(*out->mems));
-	out->ssts = malloc((v->nssts + 1) * sizeof(*out->ssts));
-	if (!out->mems || !out->ssts) {
-		free(out->mems);
-		free(out->ssts);
+	if (view_alloc(out, v->nmems, v->nssts))
 		return -ENOMEM;
-	}
 	for (size_t i = 0; i < v->nmems; i++)
 		memtable_ref(out->mems[i] = v->mems[i]);
 	for (size_t i = 0; i < v->nssts; i++)
