@@ -264,8 +264,11 @@ int read_merged_iter(struct engine *e, struct kv_iter **out, uint64_t *gen);
 
 /*
  * Views a follower's installs replaced, kept for reads of the states they held
- * (engine_get_at(), engine_iter_new_at()): at most this many, the oldest dropped first.
- * Each keeps its MemTables (at most memtable_max_bytes each) and SSTables referenced.
+ * (engine_get_at(), engine_iter_new_at()): at most ENGINE_OLD_VIEWS, and the MemTables
+ * that only they hold (the installs dropped them) at most half of max_frozen_bytes
+ * together (128 MiB by default: about what the writer flushed in those installs); the
+ * oldest are dropped first.  They keep their SSTables referenced too (readers: index and
+ * filter in memory).
  */
 #define ENGINE_OLD_VIEWS 4
 /*
@@ -275,6 +278,12 @@ int read_merged_iter(struct engine *e, struct kv_iter **out, uint64_t *gen);
  * of those states fail with -ESTALE).  read_old_views_free(): drop them all (close).
  */
 void read_keep_view(struct engine *e, uint64_t floor);
+/*
+ * read.c: the install that kept the view below floor dropped MemTables of bytes
+ * (memtable_bytes()) that only the view holds now: the kept views are held to their
+ * budget, the oldest dropped first (e->mem_mu held).
+ */
+void read_keep_bytes(struct engine *e, uint64_t floor, size_t bytes);
 void read_old_views_free(struct engine *e);
 
 /*

@@ -239,7 +239,8 @@ static int install(struct engine *e, struct follow *f, struct manifest *m, bool 
 	}
 	pthread_mutex_lock(&e->mem_mu);
 	/* the states before now are in the tables and MemTables replaced here: keep them */
-	read_keep_view(e, atomic_load_explicit(&e->visible_seq, memory_order_acquire));
+	uint64_t floor = atomic_load_explicit(&e->visible_seq, memory_order_acquire);
+	read_keep_view(e, floor);
 	oldv = e->ssts;
 	oldn = e->nssts;
 	e->ssts = v;
@@ -266,6 +267,10 @@ static int install(struct engine *e, struct follow *f, struct manifest *m, bool 
 		e->freeze_pos = covered;
 		f->r.next = covered;
 	}
+	size_t dropped = 0;
+	for (size_t i = 0; i < ndrop; i++)
+		dropped += memtable_bytes(drop[i]);
+	read_keep_bytes(e, floor, dropped);
 	pthread_mutex_unlock(&e->mem_mu);
 	manifest_clear(&e->man);
 	e->man = *m;

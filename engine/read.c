@@ -39,6 +39,7 @@ struct view {
 /* A view a follower's install replaced (read_keep_view()): the states [lo, hi). */
 struct old_view {
 	uint64_t lo, hi;
+	size_t bytes; /* memtable_bytes() of the MemTables only it holds (read_keep_bytes()) */
 	struct view v;
 };
 
@@ -93,6 +94,14 @@ static int view_copy(const struct view *v, struct view *out)
 	return 0;
 }
 
+/* Drop the oldest kept view ([mem_mu]; its last references: memory, no I/O). */
+static void drop_oldest(struct engine *e)
+{
+	view_put(&e->old_views[0].v);
+	memmove(e->old_views, e->old_views + 1, (ENGINE_OLD_VIEWS - 1) * sizeof(*e->old_views));
+	e->nold_views--;
+}
+
 void read_keep_view(struct engine *e, uint64_t floor)
 {
 	struct old_view o = {.lo = e->floor_seq, .hi = floor};
@@ -104,14 +113,24 @@ void read_keep_view(struct engine *e, uint64_t floor)
 		return;
 	if (view_take(e, &o.v))
 		return;
-	if (e->nold_views == ENGINE_OLD_VIEWS) {
-		/* the oldest goes (the last reference may be dropped under mem_mu: no I/O) */
-		view_put(&e->old_views[0].v);
-		memmove(e->old_views, e->old_views + 1,
-		        (ENGINE_OLD_VIEWS - 1) * sizeof(*e->old_views));
-		e->nold_views--;
-	}
+	if (e->nold_views == ENGINE_OLD_VIEWS)
+		drop_oldest(e);
 	e->old_views[e->nold_views++] = o;
+}
+
+void read_keep_bytes(struct engine *e, uint64_t floor, size_t bytes)
+{
+	size_t budget = e->o.max_frozen_bytes / 2, total = bytes;
+
+	if (!e->nold_views || e->old_views[e->nold_views - 1].hi != floor)
+		return; /* nothing was kept */
+	e->old_views[e->nold_views - 1].bytes = bytes;
+	for (size_t i = 0; i + 1 < e->nold_views; i++)
+		total += e->old_views[i].bytes;
+	while (e->nold_views && total > budget) {
+		total -= e->old_views[0].bytes;
+		drop_oldest(e); /* alone over the budget, the newest too: reads get -ESTALE */
+	}
 }
 
 void read_old_views_free(struct engine *e)

@@ -82,11 +82,23 @@ static struct engine *open_writer(struct store *st)
 	return e;
 }
 
+static struct engine *open_follower_frozen(struct store *st, unsigned interval_ms,
+                                           uint64_t max_frozen_bytes);
+
 static struct engine *open_follower(struct store *st, unsigned interval_ms)
+{
+	return open_follower_frozen(st, interval_ms, 0);
+}
+
+/* max_frozen_bytes: 0 for the default */
+static struct engine *open_follower_frozen(struct store *st, unsigned interval_ms,
+                                           uint64_t max_frozen_bytes)
 {
 	struct engine_opts o;
 	struct engine *e = NULL;
 	engine_opts_default(&o);
+	if (max_frozen_bytes)
+		o.max_frozen_bytes = max_frozen_bytes;
 	o.read_only = true;
 	o.follow = true;
 	o.follow_interval_ms = interval_ms;
@@ -416,11 +428,16 @@ static void test_follow_earlier_states(void **state)
 	struct store *ws = open_store(), *fst = open_store();
 	struct engine *w = open_writer(ws);
 	struct engine *f = open_follower(fst, 3600000);
+	/* a follower whose budget for kept views (half of max_frozen_bytes) holds none */
+	struct store *fst2 = open_store();
+	struct engine *f2 = open_follower_frozen(fst2, 3600000, 64 << 10);
 	void *v = NULL;
 	size_t vn = 0;
 	put_range(w, 0, 300, 0);
 	assert_int_equal(follow_poll_now(f), 0);
-	uint64_t s0 = engine_seq(f);
+	assert_int_equal(follow_poll_now(f2), 0);
+	uint64_t s0 = engine_seq(f), s0b = engine_seq(f2);
+	check_key_at(f2, s0b, 1, 0);
 	assert_int_equal(engine_get_at(w, engine_seq(w), "key000001", 9, &v, &vn), -EINVAL);
 	/* second state: odd keys deleted, keys divisible by 4 rewritten */
 	struct engine_batch *b = NULL;
@@ -456,6 +473,16 @@ static void test_follow_earlier_states(void **state)
 	engine_get_stats(f, &st);
 	assert_true(st.follow_manifests > mans);
 	check_scan_at(f, s0, 300, g_gen_all0);
+	engine_get_stats(f2, &st);
+	mans = st.follow_manifests;
+	assert_int_equal(follow_poll_now(f2), 0);
+	assert_int_equal(follow_poll_now(f2), 0);
+	engine_get_stats(f2, &st);
+	assert_true(st.follow_manifests > mans);
+	assert_int_equal(engine_get_at(f2, s0b, "key000001", 9, &v, &vn), -ESTALE);
+	check_key(f2, 4, 1);
+	assert_int_equal(engine_close(f2), 0);
+	store_close(fst2);
 	check_scan_at(f, s1, 300, g_gen_mixed);
 	check_scan(f, 300, g_gen_mixed);
 	/* each further install (after an entry) keeps one more view; the oldest go */
