@@ -162,7 +162,9 @@ void file_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fu
 		rc = read_locked(fs, ip, (uint64_t)off, size, buf, &len);
 		pthread_rwlock_unlock(&ip->dlock);
 	} while (!fsfollow_read_done(fs, &fr));
-	if (rc)
+	if (rc == -ESTALE && fs->ff)
+		fuse_reply_err(req, ESTALE); /* a removed file's last state is no longer held */
+	else if (rc)
 		fuse_reply_err(req, fs_err(rc));
 	else
 		fuse_reply_buf(req, (const char *)buf, len);

@@ -26,6 +26,11 @@
  * each), and only names in directories it holds can be in its dentry cache,
  * so nothing else is sent.
  *
+ * A file the writer removed keeps its last state while the kernel holds it (an
+ * open file, a cached name): attributes with nlink 0, and its bytes read at the
+ * engine sequence of that state (refresh(), file.c read_locked();
+ * docs/FOLLOWERS.md "Reads").
+ *
  * "Everything changed" (the follower jumped to a newer manifest, or the queue
  * overflowed its bounds): every inode of the table is refreshed and
  * invalidated; names the kernel caches in directories expire by the entry

@@ -19,15 +19,23 @@ random body, 2-300 KiB in all (under one chunk: a write and its fsync are one ba
             return an empty file (the truncated state) or one whole version: never a version
             padded with zeros to an older length, cut short, or mixed with another.
 
+  removed   (not timed; SECONDS is ignored) a file held open on the follower while the writer
+            removes it: reads return its last state (not an empty file), also by a name the
+            kernel still caches, until the follower installed more manifests than it keeps
+            views of (the writer flushes: MEMWALFS is the memwalfs binary, for its stats),
+            then reads fail with ESTALE.
+
 Each bad read is reported (what it held: a prefix of which version, padded with zeros, ...).
 Exit 0 when no read was bad and the readers saw at least 2 versions (a follower that never
 changed proves nothing), 1 otherwise.  SEED makes the writer's versions (lengths, bodies)
 reproducible; the interleaving with the follower is not.
 """
+import errno
 import hashlib
 import os
 import random
 import struct
+import subprocess
 import sys
 import threading
 import time
@@ -253,9 +261,99 @@ class Run:
         return 0 if ok else 1
 
 
+def follow_manifests(fmnt):
+    out = subprocess.run([os.environ["MEMWALFS"], "stats", fmnt], check=True,
+                         capture_output=True, text=True).stdout
+    for line in out.splitlines():
+        k, _, v = line.partition(" ")
+        if k == "follow_manifests":
+            return int(v.split()[0])
+    raise SystemExit("FAIL: memwalfs stats %s shows no follow_manifests" % fmnt)
+
+
+def removed(wmnt, fmnt, seed):
+    """The removed mode (see the top): 0 or 1."""
+    rnd = random.Random(seed)
+    data = make_version(rnd, 1)
+    with open(os.path.join(wmnt, "gone"), "wb") as f:
+        f.write(data)
+        os.fsync(f.fileno())
+    name = os.path.join(fmnt, "gone")
+    deadline = time.monotonic() + 60
+    while not os.path.exists(name):
+        if time.monotonic() > deadline:
+            raise SystemExit("FAIL: the follower did not show gone within 60 s")
+        time.sleep(0.05)
+    fd = os.open(name, os.O_RDONLY)
+    try:
+        if os.pread(fd, READ_ROOM, 0) != data:
+            print("FAIL: gone does not read as written before its removal")
+            return 1
+        os.unlink(os.path.join(wmnt, "gone"))
+        d = os.open(wmnt, os.O_RDONLY)
+        os.fsync(d)
+        os.close(d)
+        while os.fstat(fd).st_nlink != 0:  # the follower applied the removal
+            if time.monotonic() > deadline:
+                raise SystemExit("FAIL: the follower did not apply the removal within 60 s")
+            time.sleep(0.02)
+        st = os.fstat(fd)
+        got = os.pread(fd, READ_ROOM, 0)
+        if st.st_size != len(data) or got != data:
+            print("FAIL: the removed file, open on the follower: fstat %d bytes, read %s"
+                  % (st.st_size, judge(got, {1: data}) or "a whole version"))
+            return 1
+        print("   removed: the open file keeps its last state (%d bytes, nlink 0)" % len(data))
+        # the writer flushes (128 KiB MemTables, files written 10 at a time): the last state
+        # stays readable across the follower's next installs (each keeps the view it
+        # replaced), and reads fail with ESTALE once more installs than it keeps views of
+        # came (an install with no entry before it keeps none and drops none: at most 30)
+        m0 = follow_manifests(fmnt)
+        i = 0
+        kept = None  # installs after which the last state still read whole
+        while True:
+            n = follow_manifests(fmnt) - m0
+            try:
+                got = os.pread(fd, READ_ROOM, 0)
+            except OSError as e:
+                if e.errno != errno.ESTALE:
+                    print("FAIL: after %d installs, a read of the removed file: %s (not ESTALE)"
+                          % (n, e))
+                    return 1
+                break
+            if got != data:
+                print("FAIL: after %d installs the removed file reads %s" % (
+                    n, judge(got, {1: data}) or "another version"))
+                return 1
+            if 1 <= n <= 3:
+                kept = n
+            if n > 30 or time.monotonic() > deadline + 120:
+                print("FAIL: the removed file still reads after %d installs (docs/FOLLOWERS.md: "
+                      "the follower keeps 4 views)" % n)
+                return 1
+            for _ in range(10):
+                with open(os.path.join(wmnt, "fill%d" % i), "wb") as f:
+                    f.write(b"x" * 100)
+                i += 1
+            dfd = os.open(wmnt, os.O_RDONLY)
+            os.fsync(dfd)
+            os.close(dfd)
+            time.sleep(0.05)  # pace the writer: the follower polls every 20 ms
+        if kept is None:
+            print("FAIL: no read of the removed file came 1-3 installs after its removal")
+            return 1
+        print("   removed: its last state read whole after %d installs; ESTALE after %d "
+              "(%d files written)" % (kept, n, i))
+        return 0
+    finally:
+        os.close(fd)
+
+
 if __name__ == "__main__":
-    if len(sys.argv) != 6 or sys.argv[1] not in ("rename", "truncate"):
+    if len(sys.argv) != 6 or sys.argv[1] not in ("rename", "truncate", "removed"):
         sys.exit(__doc__)
+    if sys.argv[1] == "removed":
+        sys.exit(removed(sys.argv[2], sys.argv[3], int(sys.argv[4])))
     mode, wmnt, fmnt, seed, secs = sys.argv[1:]
     print("   %s: seed %s" % (mode, seed), flush=True)
     sys.exit(Run(mode, wmnt, fmnt, int(seed), float(secs)).main())

@@ -9,7 +9,10 @@
 #  2. truncate: the writer truncates a file and rewrites it in place; the follower's single
 #     read() calls return the empty file or one whole version, never a version padded with
 #     zeros to an older length, cut short or mixed;
-#  3. shared mmap of a follower's file: ENODEV (direct I/O), works with -o follow_page_cache.
+#  3. removed: a file open on the follower when the writer removes it reads as its last state
+#     (not empty), then, once the follower installed 5 manifests (it keeps 4 views), fails
+#     with ESTALE;
+#  4. shared mmap of a follower's file: ENODEV (direct I/O), works with -o follow_page_cache.
 # FOLLOW_STATES_SECONDS (4) per step.  The seed is printed; MEMWALFS_SEED=N replays the
 # writer's versions.
 here=$(cd "$(dirname "$0")" && pwd)
@@ -24,7 +27,8 @@ echo init >"$w/init"
 "$MW" sync "$w" >/dev/null
 mw_mount_logged "$f" -o ro,follow_interval=20
 rc=0
-for mode in rename truncate; do
+export MEMWALFS=$MW
+for mode in rename truncate removed; do
 	echo "-- $mode"
 	python3 "$here/follow_states.py" "$mode" "$w" "$f" "$seed" "$secs" || rc=1
 done
@@ -35,7 +39,7 @@ if [ $rc != 0 ]; then
 fi
 echo "   follower: $("$MW" stats "$f" | awk '$1 ~ /^follow_(entries|manifests|jumps|errors)$/ { printf "%s %s ", $1, $2 }')"
 
-echo "-- 3. shared mmap: refused with direct I/O (ENODEV), works with -o follow_page_cache"
+echo "-- 4. shared mmap: refused with direct I/O (ENODEV), works with -o follow_page_cache"
 # mmapcat FILE: print the first 16 bytes of FILE through a shared mapping, or the errno name
 mmapcat() {
 	python3 -c 'import errno, mmap, os, sys
