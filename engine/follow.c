@@ -320,11 +320,16 @@ static int probe_manifest(struct engine *e, struct follow *f, bool *changed, boo
 		return 0; /* collected meanwhile: the next probe finds a newer one */
 	if (rc)
 		return rc;
-	if (m.wal_covered > f->r.next) {
+	if (m.wal_covered >= f->r.next) {
 		/*
 		 * The writer flushed past what we applied: apply the WAL up to there first, so
 		 * that installing m changes nothing readers see (no jump), unless the entries
-		 * are gone (collected: we fell behind, and jump).
+		 * are gone (collected: we fell behind, and jump).  The entry at wal_covered
+		 * too: its group may be partly in m's tables (frozen while it was open, and
+		 * durable before m was written: writer.c), and installing those ops without
+		 * the rest of the group would show readers a state the writer never had
+		 * (issue 36: a file's new bytes under its old size, with no publish the
+		 * mount could see).  When no entry is there, the tables hold none of it.
 		 */
 		uint64_t applied;
 		f->catching_up = true;

@@ -275,9 +275,11 @@ def removed(wmnt, fmnt, seed):
     """The removed mode (see the top): 0 or 1."""
     rnd = random.Random(seed)
     data = make_version(rnd, 1)
-    with open(os.path.join(wmnt, "gone"), "wb") as f:
+    tmp = os.path.join(wmnt, ".gone.tmp")
+    with open(tmp, "wb") as f:  # the name shows only with its bytes
         f.write(data)
         os.fsync(f.fileno())
+    os.rename(tmp, os.path.join(wmnt, "gone"))
     name = os.path.join(fmnt, "gone")
     deadline = time.monotonic() + 60
     while not os.path.exists(name):
