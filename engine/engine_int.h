@@ -176,10 +176,11 @@ struct engine {
 	bool follow_in_cb;                 /* the follower is calling follow_fn (durable_cv) [mu] */
 	uint64_t follow_kick;              /* polls asked for by follow_poll_now() [mu] */
 	uint64_t follow_done;              /* the last of them served (durable_cv) [mu] */
-	uint64_t follow_max_epoch;         /* highest epoch applied (replay rule) [mu] */
-	uint64_t follow_current_us;        /* start of the last poll that found us current [mu] */
-	bool from_snapshot;                /* opened from a snapshot (const) */
-	uint64_t snapshot_wal_end;         /* then replay stops at this WAL position (const) */
+	bool follow_only_manifest;  /* the next poll probes the manifest only (follow.h) [mu] */
+	uint64_t follow_max_epoch;  /* highest epoch applied (replay rule) [mu] */
+	uint64_t follow_current_us; /* start of the last poll that found us current [mu] */
+	bool from_snapshot;         /* opened from a snapshot (const) */
+	uint64_t snapshot_wal_end;  /* then replay stops at this WAL position (const) */
 };
 
 /*

@@ -619,6 +619,120 @@ static void test_follow_gap(void **state)
 	store_close(fst);
 }
 
+/*
+ * A group partly in the writer's table: the MemTable freezes at its size in the middle of
+ * a group (the writer's next puts may still join the group before its committer closes
+ * it), and the flush covers the WAL up to that group, whose ops before the freeze are in
+ * the table.  A follower that installs the manifest by an idle poll (the manifest probe
+ * alone) must not show those ops without the rest of their group: the keys it shows end
+ * where a WAL entry ends.  The entry ends come from a second follower applying the WAL
+ * entry by entry (its callback).  Each round writes 180 KB (one freeze at 128 KiB); whether
+ * puts join the group after the freeze races the committer (the first entry's end, printed).
+ */
+struct pg_ends {
+	int round;    /* keys counted are those of this round ("pgRR-...") */
+	int seen;     /* keys of the round applied so far */
+	int ends[64]; /* seen at the end of each entry of the round */
+	int n;
+};
+
+static void pg_cb(void *arg, const struct engine_key *keys, size_t n, bool all)
+{
+	struct pg_ends *p = arg;
+	char pfx[16];
+	int pn = snprintf(pfx, sizeof(pfx), "pg%02d-", p->round);
+	(void)all;
+	for (size_t i = 0; i < n; i++)
+		if (keys[i].n > (size_t)pn && !memcmp(keys[i].p, pfx, (size_t)pn))
+			p->seen++;
+	if (p->n < 64)
+		p->ends[p->n++] = p->seen;
+}
+
+static struct engine *open_writer_slow(struct store *st)
+{
+	struct engine_opts o;
+	struct engine *e = NULL;
+	engine_opts_default(&o);
+	o.cadence_ms = 500; /* groups stay open while the keys go in */
+	o.inline_max = 4096;
+	o.cache_bytes = 1 << 20;
+	o.memtable_max_bytes = 128 << 10;
+	o.gc_interval_ms = ENGINE_GC_OFF;
+	o.gc_grace_sec = ENGINE_GC_NO_GRACE;
+	assert_int_equal(engine_open(st, &o, &e), 0);
+	return e;
+}
+
+static void test_follow_partial_group(void **state)
+{
+	(void)state;
+	struct store *ws = open_store(), *fst = open_store(), *rst = open_store();
+	struct engine *w = open_writer_slow(ws);
+	struct engine *f = open_follower(fst, 3600000);
+	struct engine *r = open_follower(rst, 3600000);
+	struct pg_ends ends = {0};
+	engine_follow_set_fn(r, pg_cb, NULL, &ends);
+	char v[3000];
+	memset(v, 'v', sizeof(v));
+	const int nkeys = 60;
+	for (int round = 0; round < 8; round++) {
+		struct engine_stats st;
+		assert_int_equal(follow_poll_now(f), 0);
+		assert_int_equal(follow_poll_now(r), 0);
+		engine_get_stats(w, &st);
+		uint64_t flushes = st.flushes;
+		for (int i = 0; i < nkeys; i++) {
+			char k[32];
+			snprintf(k, sizeof(k), "pg%02d-%04d", round, i);
+			assert_int_equal(engine_put(w, k, strlen(k), v, sizeof(v), 0, NULL), 0);
+		}
+		assert_int_equal(engine_sync(w), 0);
+		/* the flusher thread writes the frozen MemTable: wait for its manifest */
+		uint64_t t0 = now_ms();
+		do {
+			engine_get_stats(w, &st);
+			if (st.flushes > flushes && st.frozen_count == 0)
+				break;
+			struct timespec ts = {0, 2000000};
+			nanosleep(&ts, NULL);
+		} while (now_ms() - t0 < 30000);
+		assert_true(st.flushes > flushes);
+		assert_int_equal(follow_poll_manifest_now(f), 0);
+		int shown = 0;
+		for (int i = 0; i < nkeys; i++) {
+			char k[32];
+			void *got = NULL;
+			size_t n = 0;
+			snprintf(k, sizeof(k), "pg%02d-%04d", round, i);
+			if (engine_get(f, k, strlen(k), &got, &n) == 0)
+				shown = i + 1;
+			free(got);
+		}
+		ends = (struct pg_ends){.round = round};
+		assert_int_equal(follow_poll_now(r), 0);
+		assert_int_equal(ends.seen, nkeys);
+		bool at_end = shown == 0;
+		for (int i = 0; i < ends.n; i++)
+			at_end = at_end || ends.ends[i] == shown;
+		print_message("round %d: %d entries, the first ends after key %d; the follower "
+		              "showed %d keys after the manifest\n",
+		              round, ends.n, ends.ends[0], shown);
+		if (!at_end)
+			fail_msg(
+			    "round %d: after installing the manifest the follower shows the first "
+			    "%d keys, inside a WAL entry (the first ends after %d)",
+			    round, shown, ends.ends[0]);
+	}
+	engine_follow_set_fn(r, NULL, NULL, NULL);
+	assert_int_equal(engine_close(r), 0);
+	assert_int_equal(engine_close(f), 0);
+	assert_int_equal(engine_close(w), 0);
+	store_close(ws);
+	store_close(fst);
+	store_close(rst);
+}
+
 /* ---- the thread by itself, idle requests ---- */
 
 static void test_follow_thread(void **state)
@@ -763,6 +877,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_follow_gate, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_follow_flush_compact_gc, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_follow_earlier_states, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_follow_partial_group, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_follow_behind, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_follow_gap, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_follow_thread, setup, teardown),
