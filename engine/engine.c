@@ -484,6 +484,7 @@ static void engine_free(struct engine *e)
 	for (size_t i = 0; i < e->nssts; i++)
 		sst_reader_unref(e->ssts[i]);
 	free(e->ssts);
+	read_old_views_free(e);
 	readcache_close(e);
 	gc_free(e->gc);
 	manifest_clear(&e->man);

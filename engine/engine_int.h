@@ -159,6 +159,15 @@ struct engine {
 	size_t frozen_cap;         /* allocated entries [mem_mu] */
 	struct sst_reader **ssts;  /* live SSTables, manifest order (oldest first) [mem_mu] */
 	size_t nssts;              /* entries in ssts [mem_mu] */
+	/*
+	 * Read-only engines: reads of an earlier state (engine_get_at(), engine_iter_new_at())
+	 * are exact from this sequence on with the tables and MemTables above; the follower's
+	 * installs (follow.c install()) raise it and keep what they replaced in old_views,
+	 * newest last, which serve the states below it (read.c) [mem_mu]
+	 */
+	uint64_t floor_seq;
+	struct old_view *old_views; /* ENGINE_OLD_VIEWS entries once one was kept [mem_mu] */
+	size_t nold_views;          /* entries of old_views in use [mem_mu] */
 
 	/* Followers (read-only engines with opts.follow; follow.c) */
 	struct mw_thread follower;         /* the follower thread; .stop: asked to exit [mu] */
@@ -169,10 +178,11 @@ struct engine {
 	bool follow_in_cb;                 /* the follower is calling follow_fn (durable_cv) [mu] */
 	uint64_t follow_kick;              /* polls asked for by follow_poll_now() [mu] */
 	uint64_t follow_done;              /* the last of them served (durable_cv) [mu] */
-	uint64_t follow_max_epoch;         /* highest epoch applied (replay rule) [mu] */
-	uint64_t follow_current_us;        /* start of the last poll that found us current [mu] */
-	bool from_snapshot;                /* opened from a snapshot (const) */
-	uint64_t snapshot_wal_end;         /* then replay stops at this WAL position (const) */
+	bool follow_only_manifest;  /* the next poll probes the manifest only (follow.h) [mu] */
+	uint64_t follow_max_epoch;  /* highest epoch applied (replay rule) [mu] */
+	uint64_t follow_current_us; /* start of the last poll that found us current [mu] */
+	bool from_snapshot;         /* opened from a snapshot (const) */
+	uint64_t snapshot_wal_end;  /* then replay stops at this WAL position (const) */
 };
 
 /*
@@ -261,6 +271,30 @@ int writer_write_if(struct engine *e, struct engine_batch *b, int flags, uint64_
  * Caller destroys it with kv_iter_destroy().  -ENOMEM...
  */
 int read_merged_iter(struct engine *e, struct kv_iter **out, uint64_t *gen);
+
+/*
+ * Views a follower's installs replaced, kept for reads of the states they held
+ * (engine_get_at(), engine_iter_new_at()): at most ENGINE_OLD_VIEWS, and the MemTables
+ * that only they hold (the installs dropped them) at most half of max_frozen_bytes
+ * together (128 MiB by default: about what the writer flushed in those installs); the
+ * oldest are dropped first.  They keep their SSTables referenced too (readers: index and
+ * filter in memory).
+ */
+#define ENGINE_OLD_VIEWS 4
+/*
+ * read.c: keep what reads see now (the MemTables and SSTables, with references) as the
+ * view of the states from e->floor_seq to below floor, and raise e->floor_seq to floor;
+ * e->mem_mu held, before the install changes them.  Without memory nothing is kept (reads
+ * of those states fail with -ESTALE).  read_old_views_free(): drop them all (close).
+ */
+void read_keep_view(struct engine *e, uint64_t floor);
+/*
+ * read.c: the install that kept the view below floor dropped MemTables of bytes
+ * (memtable_bytes()) that only the view holds now: the kept views are held to their
+ * budget, the oldest dropped first (e->mem_mu held).
+ */
+void read_keep_bytes(struct engine *e, uint64_t floor, size_t bytes);
+void read_old_views_free(struct engine *e);
 
 /*
  * engine.c: the sequence of the newest version (of any type) of key,

@@ -238,6 +238,9 @@ static int install(struct engine *e, struct follow *f, struct manifest *m, bool 
 		reset = true;
 	}
 	pthread_mutex_lock(&e->mem_mu);
+	/* the states before now are in the tables and MemTables replaced here: keep them */
+	uint64_t floor = atomic_load_explicit(&e->visible_seq, memory_order_acquire);
+	read_keep_view(e, floor);
 	oldv = e->ssts;
 	oldn = e->nssts;
 	e->ssts = v;
@@ -264,6 +267,10 @@ static int install(struct engine *e, struct follow *f, struct manifest *m, bool 
 		e->freeze_pos = covered;
 		f->r.next = covered;
 	}
+	size_t dropped = 0;
+	for (size_t i = 0; i < ndrop; i++)
+		dropped += memtable_bytes(drop[i]);
+	read_keep_bytes(e, floor, dropped);
 	pthread_mutex_unlock(&e->mem_mu);
 	manifest_clear(&e->man);
 	e->man = *m;
@@ -313,11 +320,16 @@ static int probe_manifest(struct engine *e, struct follow *f, bool *changed, boo
 		return 0; /* collected meanwhile: the next probe finds a newer one */
 	if (rc)
 		return rc;
-	if (m.wal_covered > f->r.next) {
+	if (m.wal_covered >= f->r.next) {
 		/*
 		 * The writer flushed past what we applied: apply the WAL up to there first, so
 		 * that installing m changes nothing readers see (no jump), unless the entries
-		 * are gone (collected: we fell behind, and jump).
+		 * are gone (collected: we fell behind, and jump).  The entry at wal_covered
+		 * too: its group may be partly in m's tables (frozen while it was open, and
+		 * durable before m was written: writer.c), and installing those ops without
+		 * the rest of the group would show readers a state the writer never had
+		 * (issue 36: a file's new bytes under its old size, with no publish the
+		 * mount could see).  When no entry is there, the tables hold none of it.
 		 */
 		uint64_t applied;
 		f->catching_up = true;
@@ -577,8 +589,11 @@ out:
 /* The thread                                                          */
 /* ------------------------------------------------------------------ */
 
-/* One poll; no lock held.  *progress: something changed. */
-static int poll_once(struct engine *e, struct follow *f, bool *progress)
+/*
+ * One poll; no lock held.  *progress: something changed.  manifest_only: the manifest
+ * probe alone, as an idle poll (follow_poll_manifest_now()).
+ */
+static int poll_once(struct engine *e, struct follow *f, bool manifest_only, bool *progress)
 {
 	bool changed = false, all = false, idle = f->idle_polls > 0;
 	uint64_t applied = 0, more = 0;
@@ -595,7 +610,8 @@ static int poll_once(struct engine *e, struct follow *f, bool *progress)
 	bool probe_m = f->want_manifest || full || (frozen && !idle) ||
 	               f->since_manifest >= (idle ? FOLLOW_MANIFEST_EVERY : FOLLOW_MANIFEST_ACTIVE);
 	/* idle and nothing waits for a manifest: this poll's one request is the manifest probe */
-	bool only_m = probe_m && idle && !f->want_manifest && !full;
+	bool only_m = (probe_m && idle && !f->want_manifest && !full) || manifest_only;
+	probe_m = probe_m || manifest_only;
 	if (!only_m && !full) {
 		rc = probe_wal(e, f, &applied);
 		if (rc)
@@ -645,9 +661,11 @@ static void *follow_main(void *arg)
 		if (e->follower.stop)
 			break;
 		uint64_t kick = e->follow_kick;
+		bool manifest_only = e->follow_only_manifest;
+		e->follow_only_manifest = false;
 		mw_mutex_unlock(&e->mu);
 		bool progress = false;
-		int rc = poll_once(e, &f, &progress);
+		int rc = poll_once(e, &f, manifest_only, &progress);
 		mw_mutex_lock(&e->mu);
 		e->follow_done = kick;
 		pthread_cond_broadcast(&e->durable_cv);
@@ -681,17 +699,32 @@ static void *follow_main(void *arg)
 	return NULL;
 }
 
-int follow_poll_now(struct engine *e)
+/* follow_poll_now(), follow_poll_manifest_now() */
+static int poll_now(struct engine *e, bool manifest_only)
 {
 	if (!e || !e->follower.running)
 		return -EINVAL;
 	mw_mutex_lock(&e->mu);
+	/* after the poll in progress, if any: the next one serves this request */
+	while (manifest_only && e->follow_kick != e->follow_done && !e->follower.stop)
+		mw_cond_wait(&e->durable_cv, &e->mu);
+	e->follow_only_manifest = manifest_only;
 	uint64_t req = ++e->follow_kick;
 	pthread_cond_signal(&e->follow_cv);
 	while (e->follow_done < req && !e->follower.stop)
 		mw_cond_wait(&e->durable_cv, &e->mu);
 	mw_mutex_unlock(&e->mu);
 	return 0;
+}
+
+int follow_poll_now(struct engine *e)
+{
+	return poll_now(e, false);
+}
+
+int follow_poll_manifest_now(struct engine *e)
+{
+	return poll_now(e, true);
 }
 
 int follow_start(struct engine *e)

@@ -14,4 +14,11 @@ struct engine;
  */
 int follow_poll_now(struct engine *e);
 
+/*
+ * follow_poll_now(), but the poll probes the manifest only, as an idle follower's poll
+ * does every FOLLOW_MANIFEST_EVERY polls (it still applies the WAL a newer manifest
+ * covers first).  Same returns and threads.
+ */
+int follow_poll_manifest_now(struct engine *e);
+
 #endif /* MEMWALFS_FOLLOW_H */

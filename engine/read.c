@@ -37,19 +37,35 @@ struct view {
 	size_t nssts;
 };
 
-static int view_get(struct engine *e, struct view *v)
-{
-	size_t k = 0;
+/* A view a follower's install replaced (read_keep_view()): the states [lo, hi). */
+struct old_view {
+	uint64_t lo, hi;
+	size_t bytes; /* memtable_bytes() of the MemTables only it holds (read_keep_bytes()) */
+	struct view v;
+};
 
-	pthread_mutex_lock(&e->mem_mu);
-	v->mems = malloc((e->nfrozen + 1) * sizeof(*v->mems));
-	v->ssts = malloc((e->nssts + 1) * sizeof(*v->ssts));
+static void view_put(struct view *v);
+
+/* Room in v for nmems MemTables and nssts SSTables (nothing referenced yet); -ENOMEM. */
+static int view_alloc(struct view *v, size_t nmems, size_t nssts)
+{
+	v->mems = malloc((nmems + 1) * sizeof(*v->mems));
+	v->ssts = malloc((nssts + 1) * sizeof(*v->ssts));
 	if (!v->mems || !v->ssts) {
-		pthread_mutex_unlock(&e->mem_mu);
 		free(v->mems);
 		free(v->ssts);
 		return -ENOMEM;
 	}
+	return 0;
+}
+
+/* References on what reads see now ([mem_mu]); -ENOMEM. */
+static int view_take(struct engine *e, struct view *v)
+{
+	size_t k = 0;
+
+	if (view_alloc(v, e->nfrozen + 1, e->nssts))
+		return -ENOMEM;
 	v->mems[k++] = e->mem;
 	memtable_ref(e->mem);
 	for (size_t i = e->nfrozen; i-- > 0;) {
@@ -62,8 +78,94 @@ static int view_get(struct engine *e, struct view *v)
 		sst_reader_ref(e->ssts[i]);
 	}
 	v->nssts = e->nssts;
-	pthread_mutex_unlock(&e->mem_mu);
 	return 0;
+}
+
+/* Another set of references on the view v ([mem_mu]); -ENOMEM. */
+static int view_copy(const struct view *v, struct view *out)
+{
+	if (view_alloc(out, v->nmems, v->nssts))
+		return -ENOMEM;
+	for (size_t i = 0; i < v->nmems; i++)
+		memtable_ref(out->mems[i] = v->mems[i]);
+	for (size_t i = 0; i < v->nssts; i++)
+		sst_reader_ref(out->ssts[i] = v->ssts[i]);
+	out->nmems = v->nmems;
+	out->nssts = v->nssts;
+	return 0;
+}
+
+/* Drop the oldest kept view ([mem_mu]; its last references: memory, no I/O). */
+static void drop_oldest(struct engine *e)
+{
+	view_put(&e->old_views[0].v);
+	memmove(e->old_views, e->old_views + 1, (ENGINE_OLD_VIEWS - 1) * sizeof(*e->old_views));
+	e->nold_views--;
+}
+
+void read_keep_view(struct engine *e, uint64_t floor)
+{
+	struct old_view o = {.lo = e->floor_seq, .hi = floor};
+
+	e->floor_seq = floor;
+	if (o.lo >= o.hi)
+		return; /* no state in between */
+	if (!e->old_views && !(e->old_views = calloc(ENGINE_OLD_VIEWS, sizeof(*e->old_views))))
+		return;
+	if (view_take(e, &o.v))
+		return;
+	if (e->nold_views == ENGINE_OLD_VIEWS)
+		drop_oldest(e);
+	e->old_views[e->nold_views++] = o;
+}
+
+void read_keep_bytes(struct engine *e, uint64_t floor, size_t bytes)
+{
+	size_t budget = e->o.max_frozen_bytes / 2, total = bytes;
+
+	if (!e->nold_views || e->old_views[e->nold_views - 1].hi != floor)
+		return; /* nothing was kept */
+	e->old_views[e->nold_views - 1].bytes = bytes;
+	for (size_t i = 0; i + 1 < e->nold_views; i++)
+		total += e->old_views[i].bytes;
+	while (e->nold_views && total > budget) {
+		total -= e->old_views[0].bytes;
+		drop_oldest(e); /* alone over the budget, the newest too: reads get -ESTALE */
+	}
+}
+
+void read_old_views_free(struct engine *e)
+{
+	for (size_t i = 0; i < e->nold_views; i++)
+		view_put(&e->old_views[i].v);
+	free(e->old_views);
+	e->old_views = NULL;
+	e->nold_views = 0;
+}
+
+/* Current readers' snapshot (no earlier state asked for: view_get() checks no floor). */
+#define SNAP_NOW UINT64_MAX
+
+/*
+ * References on what a read consults.  at: the sequence of an earlier state the read is
+ * of (engine_get_at()), or SNAP_NOW; -ESTALE when the view no longer holds that state.
+ */
+static int view_get(struct engine *e, struct view *v, uint64_t at)
+{
+	int rc;
+
+	pthread_mutex_lock(&e->mem_mu);
+	if (at == SNAP_NOW || at >= e->floor_seq) {
+		rc = view_take(e, v);
+	} else {
+		/* an earlier state: in a view an install replaced, if it is still kept */
+		rc = -ESTALE;
+		for (size_t i = 0; i < e->nold_views; i++)
+			if (at >= e->old_views[i].lo && at < e->old_views[i].hi)
+				rc = view_copy(&e->old_views[i].v, v);
+	}
+	pthread_mutex_unlock(&e->mem_mu);
+	return rc;
 }
 
 static void view_put(struct view *v)
@@ -110,22 +212,23 @@ static int view_merged_iter(const struct view *v, struct kv_iter **out)
 /* ------------------------------------------------------------------ */
 
 /*
- * Find the newest visible entry of key.  Returns 0 with a malloc()ed copy of
- * the stored value in *val (*vlen bytes): the value itself, or for a blob
- * its descriptor (*is_blob), decoded into *d (whose hashes point into *val);
- * or -ENOENT.
+ * Find the newest entry of key visible at at (SNAP_NOW: e->visible_seq).  Returns 0 with a
+ * malloc()ed copy of the stored value in *val (*vlen bytes): the value itself, or for a
+ * blob its descriptor (*is_blob), decoded into *d (whose hashes point into *val); or
+ * -ENOENT, -ESTALE (view_get()).
  */
-static int lookup(struct engine *e, const void *key, size_t klen, void **val, size_t *vlen,
-                  bool *is_blob, struct blob_desc *d)
+static int lookup(struct engine *e, uint64_t at, const void *key, size_t klen, void **val,
+                  size_t *vlen, bool *is_blob, struct blob_desc *d)
 {
-	uint64_t snap = atomic_load_explicit(&e->visible_seq, memory_order_acquire);
+	uint64_t snap =
+	    at != SNAP_NOW ? at : atomic_load_explicit(&e->visible_seq, memory_order_acquire);
 	struct view w;
 	enum kv_type type = KV_DELETE;
 	const void *v = NULL;
 	void *owned = NULL;
 	size_t vn = 0;
 	uint64_t seq;
-	int found = 0, rc = view_get(e, &w);
+	int found = 0, rc = view_get(e, &w, at);
 
 	if (rc)
 		return rc;
@@ -156,7 +259,9 @@ static int lookup(struct engine *e, const void *key, size_t klen, void **val, si
 	return rc;
 }
 
-int engine_get(struct engine *e, const void *key, size_t klen, void **val, size_t *vlen)
+/* engine_get() of the state at at (SNAP_NOW: the current one). */
+static int get_at(struct engine *e, uint64_t at, const void *key, size_t klen, void **val,
+                  size_t *vlen)
 {
 	struct blob_desc d;
 	bool is_blob = false;
@@ -166,7 +271,7 @@ int engine_get(struct engine *e, const void *key, size_t klen, void **val, size_
 
 	if (!e || !key || !val || !vlen)
 		return -EINVAL;
-	rc = lookup(e, key, klen, &v, &n, &is_blob, &d);
+	rc = lookup(e, at, key, klen, &v, &n, &is_blob, &d);
 	if (rc)
 		return rc;
 	if (is_blob) {
@@ -182,6 +287,24 @@ int engine_get(struct engine *e, const void *key, size_t klen, void **val, size_
 	return 0;
 }
 
+int engine_get(struct engine *e, const void *key, size_t klen, void **val, size_t *vlen)
+{
+	return get_at(e, SNAP_NOW, key, klen, val, vlen);
+}
+
+uint64_t engine_seq(struct engine *e)
+{
+	return atomic_load_explicit(&e->visible_seq, memory_order_acquire);
+}
+
+int engine_get_at(struct engine *e, uint64_t seq, const void *key, size_t klen, void **val,
+                  size_t *vlen)
+{
+	if (!e || !e->o.read_only || seq == SNAP_NOW)
+		return -EINVAL;
+	return get_at(e, seq, key, klen, val, vlen);
+}
+
 int engine_get_range(struct engine *e, const void *key, size_t klen, uint64_t off, void *buf,
                      size_t len, size_t *got)
 {
@@ -193,7 +316,7 @@ int engine_get_range(struct engine *e, const void *key, size_t klen, uint64_t of
 
 	if (!e || !key || (!buf && len) || !got)
 		return -EINVAL;
-	rc = lookup(e, key, klen, &v, &n, &is_blob, &d);
+	rc = lookup(e, SNAP_NOW, key, klen, &v, &n, &is_blob, &d);
 	if (rc)
 		return rc;
 	*got = 0;
@@ -353,7 +476,7 @@ int read_merged_iter(struct engine *e, struct kv_iter **out, uint64_t *gen)
 
 	mw_mutex_lock(&e->mu);
 	*gen = e->sst_gen;
-	rc = view_get(e, &w);
+	rc = view_get(e, &w, SNAP_NOW);
 	mw_mutex_unlock(&e->mu);
 	if (rc)
 		return rc;
@@ -403,10 +526,12 @@ struct engine_iter {
 	int status;       /* 0, or the error that ended the scan */
 };
 
-int engine_iter_new(struct engine *e, const void *start, size_t slen, const void *end, size_t elen,
-                    struct engine_iter **out)
+/* engine_iter_new() over the state at at (SNAP_NOW: the current one). */
+static int iter_new_at(struct engine *e, uint64_t at, const void *start, size_t slen,
+                       const void *end, size_t elen, struct engine_iter **out)
 {
-	uint64_t snap = atomic_load_explicit(&e->visible_seq, memory_order_acquire);
+	uint64_t snap =
+	    at != SNAP_NOW ? at : atomic_load_explicit(&e->visible_seq, memory_order_acquire);
 	struct view w = {0};
 	struct kv_iter *mi = NULL;
 	struct engine_iter *it;
@@ -416,7 +541,7 @@ int engine_iter_new(struct engine *e, const void *start, size_t slen, const void
 	if (!it)
 		return -ENOMEM;
 	it->e = e;
-	if ((rc = view_get(e, &w)))
+	if ((rc = view_get(e, &w, at)))
 		goto fail;
 	rc = view_merged_iter(&w, &mi);
 	view_put(&w);
@@ -434,6 +559,20 @@ fail:
 	kv_iter_destroy(mi);
 	free(it);
 	return rc;
+}
+
+int engine_iter_new(struct engine *e, const void *start, size_t slen, const void *end, size_t elen,
+                    struct engine_iter **out)
+{
+	return iter_new_at(e, SNAP_NOW, start, slen, end, elen, out);
+}
+
+int engine_iter_new_at(struct engine *e, uint64_t seq, const void *start, size_t slen,
+                       const void *end, size_t elen, struct engine_iter **out)
+{
+	if (!e || !e->o.read_only || seq == SNAP_NOW)
+		return -EINVAL;
+	return iter_new_at(e, seq, start, slen, end, elen, out);
 }
 
 static void drop_blob(struct engine_iter *it)

@@ -45,19 +45,25 @@ struct ext {
 
 typedef int (*ext_fn)(void *arg, const struct ext *x);
 
-/* A scan's iterator over one inode's records of tag (extents or allocated ranges). */
-static int iter_open_tag(struct mwfs *fs, uint8_t tag, uint64_t ino, struct engine_iter **it)
+/*
+ * A scan's iterator over one inode's records of tag (extents or allocated ranges);
+ * at: 0, or the state at engine_seq() at.
+ */
+static int iter_open_tag(struct mwfs *fs, uint8_t tag, uint64_t ino, uint64_t at,
+                         struct engine_iter **it)
 {
 	uint8_t pfx[SCHEMA_KEY_MAX], end[SCHEMA_KEY_MAX];
 	size_t pn = tag == SCHEMA_TAG_ALLOC ? schema_key_alloc_prefix(pfx, ino)
 	                                    : schema_key_extent_prefix(pfx, ino);
 	size_t en = schema_prefix_end(pfx, pn, end);
+	if (at)
+		return engine_iter_new_at(fs->e, at, pfx, pn, en ? end : NULL, en, it);
 	return engine_iter_new(fs->e, pfx, pn, en ? end : NULL, en, it);
 }
 
-static int iter_open(struct mwfs *fs, uint64_t ino, struct engine_iter **it)
+static int iter_open(struct mwfs *fs, uint64_t ino, uint64_t at, struct engine_iter **it)
 {
-	return iter_open_tag(fs, SCHEMA_TAG_EXTENT, ino, it);
+	return iter_open_tag(fs, SCHEMA_TAG_EXTENT, ino, at, it);
 }
 
 /* The key of the record of tag of ino that ends at end. */
@@ -129,14 +135,14 @@ static int scan_iter(struct engine_iter *it, uint64_t ino, uint64_t from, uint64
 	return scan_iter_tag(it, SCHEMA_TAG_EXTENT, ino, from, to, fn, arg);
 }
 
-/* scan_iter() of [from, to) on an iterator of its own. */
-static int scan_once(struct mwfs *fs, uint64_t ino, uint64_t from, uint64_t to, ext_fn fn,
-                     void *arg)
+/* scan_iter() of [from, to) on an iterator of its own (at: iter_open()). */
+static int scan_once(struct mwfs *fs, uint64_t ino, uint64_t at, uint64_t from, uint64_t to,
+                     ext_fn fn, void *arg)
 {
 	struct engine_iter *it = NULL;
 	if (from >= to)
 		return 0;
-	int rc = iter_open(fs, ino, &it);
+	int rc = iter_open(fs, ino, at, &it);
 	if (!rc)
 		rc = scan_iter(it, ino, from, to, fn, arg);
 	engine_iter_free(it);
@@ -174,7 +180,7 @@ static int retry(struct mwfs *fs, int (*once)(void *), void *arg, bool wait, str
 /* One scan_once() as retry() runs it. */
 struct scan_job {
 	struct mwfs *fs;
-	uint64_t ino, from, to;
+	uint64_t ino, at, from, to;
 	ext_fn fn;
 	void *arg;
 	void (*reset)(void *);
@@ -183,7 +189,7 @@ struct scan_job {
 static int scan_job_once(void *arg)
 {
 	struct scan_job *j = arg;
-	return scan_once(j->fs, j->ino, j->from, j->to, j->fn, j->arg);
+	return scan_once(j->fs, j->ino, j->at, j->from, j->to, j->fn, j->arg);
 }
 
 static void scan_job_reset(void *arg)
@@ -192,11 +198,11 @@ static void scan_job_reset(void *arg)
 	j->reset(j->arg);
 }
 
-/* scan_once(), retried by retry() (b, reset: as there). */
+/* scan_once() of the current state, retried by retry() (b, reset: as there). */
 static int scan(struct mwfs *fs, uint64_t ino, uint64_t from, uint64_t to, ext_fn fn, void *arg,
                 bool wait, struct engine_batch *b, void (*reset)(void *))
 {
-	struct scan_job j = {fs, ino, from, to, fn, arg, reset};
+	struct scan_job j = {fs, ino, 0, from, to, fn, arg, reset};
 	return retry(fs, scan_job_once, &j, wait, b, scan_job_reset);
 }
 
@@ -231,12 +237,14 @@ static void read_reset(void *arg)
 	r->wait = true; /* a blob read failed: wait for the store from now on */
 }
 
-int ext_read(struct mwfs *fs, uint64_t ino, uint64_t off, uint8_t *dst, size_t n, bool wait)
+int ext_read(struct mwfs *fs, uint64_t ino, uint64_t at, uint64_t off, uint8_t *dst, size_t n,
+             bool wait)
 {
 	struct read_arg r = {fs, off, n, dst, off, wait};
 	if (n == 0)
 		return 0;
-	int rc = scan(fs, ino, off, off + n, read_one, &r, wait, NULL, read_reset);
+	struct scan_job j = {fs, ino, at, off, off + n, read_one, &r, read_reset};
+	int rc = retry(fs, scan_job_once, &j, wait, NULL, scan_job_reset);
 	if (rc)
 		return rc;
 	if (r.filled < off + n)
@@ -260,7 +268,7 @@ static int prefetch_one(void *arg, const struct ext *x)
 int ext_prefetch(struct mwfs *fs, uint64_t ino, uint64_t off, uint64_t n)
 {
 	struct prefetch_arg p = {fs, off, n};
-	return scan_once(fs, ino, off, off + n, prefetch_one, &p);
+	return scan_once(fs, ino, 0, off, off + n, prefetch_one, &p);
 }
 
 /* ---- changes ---------------------------------------------------------- */
@@ -328,7 +336,7 @@ static int clear_one(void *arg, const struct ext *x)
 static int clear_tag(struct clear_arg *c, uint8_t tag)
 {
 	struct engine_iter *it = NULL;
-	int rc = iter_open_tag(c->fs, tag, c->ip->ino, &it);
+	int rc = iter_open_tag(c->fs, tag, c->ip->ino, 0, &it);
 	c->tag = tag;
 	c->handled = 0;
 	if (!rc && tag == SCHEMA_TAG_ALLOC && c->alloc == EXT_ALLOC_UNKNOWN) {
@@ -424,7 +432,7 @@ static int alloc_once(void *arg)
 	for (int pass = 0; pass < 2 && !rc; pass++) {
 		uint8_t tag = pass ? SCHEMA_TAG_ALLOC : SCHEMA_TAG_EXTENT;
 		struct engine_iter *it = NULL;
-		rc = iter_open_tag(a->fs, tag, a->ino, &it);
+		rc = iter_open_tag(a->fs, tag, a->ino, 0, &it);
 		if (!rc)
 			rc = scan_iter_tag(it, tag, a->ino, a->off, a->end, alloc_held, a);
 		engine_iter_free(it);
@@ -596,7 +604,7 @@ int ext_count(struct mwfs *fs, uint64_t ino, uint64_t from, uint64_t to, unsigne
               unsigned *count)
 {
 	struct count_arg c = {0, limit};
-	int rc = scan_once(fs, ino, from, to, count_one, &c);
+	int rc = scan_once(fs, ino, 0, from, to, count_one, &c);
 	*count = c.n;
 	return rc;
 }

@@ -25,12 +25,15 @@ struct inode;
 struct engine_batch;
 
 /*
- * Read n bytes at off of inode ino into dst; holes read as zeros.  A store
- * that does not answer is waited for: always when wait is set (a write
- * depends on the bytes), else while fewer than half the request threads wait
- * so (fs_outage_enter()), then the error.
+ * Read n bytes at off of inode ino into dst; holes read as zeros.  at: 0 for
+ * the current state, or an engine_seq() of an earlier one (a follower's
+ * removed file, file.c; -ESTALE once the engine no longer holds it).  A
+ * store that does not answer is waited for: always when wait is set (a
+ * write depends on the bytes), else while fewer than half the request
+ * threads wait so (fs_outage_enter()), then the error.
  */
-int ext_read(struct mwfs *fs, uint64_t ino, uint64_t off, uint8_t *dst, size_t n, bool wait);
+int ext_read(struct mwfs *fs, uint64_t ino, uint64_t at, uint64_t off, uint8_t *dst, size_t n,
+             bool wait);
 
 /* Bring the stored bytes of [off, off + n) of ino into the engine's cache (read-ahead). */
 int ext_prefetch(struct mwfs *fs, uint64_t ino, uint64_t off, uint64_t n);

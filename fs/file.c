@@ -73,7 +73,8 @@ void file_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct inode *ip = NULL;
 	bool trunc = fi->flags & O_TRUNC;
 	mw_mutex_lock(&fs->mu);
-	int rc = inode_get(fs, ino, &ip); /* holds a reference until inode_put */
+	/* holds a reference until inode_put; a follower's removed file keeps its last state */
+	int rc = fs->ff ? inode_get_removed(fs, ino, &ip) : inode_get(fs, ino, &ip);
 	if (rc)
 		ip = NULL;
 	else if (S_ISDIR(ip->a.mode))
@@ -95,14 +96,26 @@ void file_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	fi->fh = fs_fh(ip, fi->flags);
-	fi->keep_cache = 1; /* one writer: the page cache stays valid */
+	if (fs->ff && !fs->o.follow_page_cache) {
+		/*
+		 * A follower: every read() reaches us and is answered whole from one state
+		 * of the writer (file_read()).  Through the page cache the kernel would cut
+		 * or pad our bytes to the size it fetched before them, which the writer may
+		 * have changed in between (docs/FOLLOWERS.md, "Reads").
+		 */
+		fi->direct_io = 1;
+	} else {
+		fi->keep_cache = 1; /* one writer: the page cache stays valid */
+	}
 	fuse_reply_open(req, fi);
 }
 
 /*
  * Read up to size bytes at off of ip into buf (ip->dlock held, shared or
  * exclusive; fs->mu not held); *len gets the count (short at the end of the
- * file).  Bytes still in the write buffer are laid over the stored ones.
+ * file).  Bytes still in the write buffer are laid over the stored ones.  A
+ * file a follower's writer removed is read in its last state (ip->seq,
+ * follow.c refresh()).
  */
 static int read_locked(struct mwfs *fs, struct inode *ip, uint64_t off, size_t size, uint8_t *buf,
                        size_t *len)
@@ -110,6 +123,7 @@ static int read_locked(struct mwfs *fs, struct inode *ip, uint64_t off, size_t s
 	int rc = 0;
 	mw_mutex_lock(&fs->mu);
 	uint64_t fsize = ip->a.size;
+	uint64_t at = fs->ff && ip->gone ? ip->seq : 0;
 	mw_mutex_unlock(&fs->mu);
 	*len = 0;
 	if (off < fsize)
@@ -122,7 +136,7 @@ static int read_locked(struct mwfs *fs, struct inode *ip, uint64_t off, size_t s
 		uint64_t idx = o / fs->cs;
 		size_t n = fs->cs - o % fs->cs < *len - pos ? fs->cs - o % fs->cs : *len - pos;
 		int slot = ra_begin(fs->ra, ip->ino, idx);
-		rc = ext_read(fs, ip->ino, o, buf + pos, n, false);
+		rc = ext_read(fs, ip->ino, at, o, buf + pos, n, false);
 		ra_end(fs->ra, slot);
 		pos += n;
 	}
@@ -150,7 +164,9 @@ void file_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fu
 		rc = read_locked(fs, ip, (uint64_t)off, size, buf, &len);
 		pthread_rwlock_unlock(&ip->dlock);
 	} while (!fsfollow_read_done(fs, &fr));
-	if (rc)
+	if (rc == -ESTALE && fs->ff)
+		fuse_reply_err(req, ESTALE); /* a removed file's last state is no longer held */
+	else if (rc)
 		fuse_reply_err(req, fs_err(rc));
 	else
 		fuse_reply_buf(req, (const char *)buf, len);

@@ -26,6 +26,11 @@
  * each), and only names in directories it holds can be in its dentry cache,
  * so nothing else is sent.
  *
+ * A file the writer removed keeps its last state while the kernel holds it (an
+ * open file, a cached name): attributes with nlink 0, and its bytes read at the
+ * engine sequence of that state (refresh(), file.c read_locked();
+ * docs/FOLLOWERS.md "Reads").
+ *
  * "Everything changed" (the follower jumped to a newer manifest, or the queue
  * overflowed its bounds): every inode of the table is refreshed and
  * invalidated; names the kernel caches in directories expire by the entry
@@ -51,6 +56,7 @@ struct fsfollow {
 	struct mw_mutex pub_mu;  /* with pub_cv: readers wait for a publish to end */
 	pthread_cond_t pub_cv;   /* broadcast when pubs turns even */
 	_Atomic uint64_t redone; /* reads done again because a publish overlapped them */
+	uint64_t before;         /* engine_seq() before the entry being published (follower) */
 	/*
 	 * Held exclusive by the follower thread during a publish; shared by the last try of
 	 * a read that publishes overlapped FSFOLLOW_READ_TRIES times (the follower waits for
@@ -67,6 +73,7 @@ static void follow_gate(void *arg, bool hold)
 	if (hold) {
 		pthread_rwlock_wrlock(&ff->gate);
 		atomic_fetch_add(&ff->pubs, 1);
+		ff->before = engine_seq(ff->fs->e); /* the entry is not applied yet */
 		return;
 	}
 	atomic_fetch_add(&ff->pubs, 1);
@@ -122,6 +129,8 @@ bool fsfollow_read_done(struct mwfs *fs, struct fsfollow_read *r)
 	return false;
 }
 
+static int refresh(struct mwfs *fs, uint64_t ino, uint64_t before);
+
 /*
  * The engine's follow callback (engine follower thread, no engine lock held, the gate held
  * for a single entry): refresh the inodes whose records changed and tell the kernel their
@@ -156,7 +165,7 @@ static void follow_keys(void *arg, const struct engine_key *keys, size_t n, bool
 			continue;
 		uint64_t ino = schema_key_u64(k, kn, 1);
 		/* within the gate: the kernel hears of the new size before any read of the bytes */
-		if (k[0] == SCHEMA_TAG_INODE && kn == 9 && follow_refresh(ff->fs, ino))
+		if (k[0] == SCHEMA_TAG_INODE && kn == 9 && refresh(ff->fs, ino, ff->before))
 			fsnotify_attr_now(nf, ino);
 		if (k[0] == SCHEMA_TAG_DENTRY)
 			/* the parent's record changes in the same batch: it is refreshed then */
@@ -166,12 +175,43 @@ static void follow_keys(void *arg, const struct engine_key *keys, size_t n, bool
 	}
 }
 
-int follow_refresh(struct mwfs *fs, uint64_t ino)
+/* Put the record val (vn bytes, read at seq) in ip (fs->mu held); false: corrupt, ip kept. */
+static bool record_set(struct inode *ip, const void *val, size_t vn, uint64_t seq)
+{
+	struct schema_inode a;
+	const uint8_t *tgt = NULL;
+	size_t tlen = 0;
+	if (schema_inode_decode(val, vn, &a, &tgt, &tlen) != 0) {
+		log_warn("follow: inode %llu: corrupt record (%zu bytes); kept the old one",
+		         (unsigned long long)ip->ino, vn);
+		return false;
+	}
+	char *t = NULL;
+	if (S_ISLNK(a.mode) && (t = malloc(tlen + 1))) {
+		memcpy(t, tgt, tlen);
+		t[tlen] = '\0';
+	}
+	ip->a = a;
+	ip->rec_size = a.size;
+	ip->seq = seq;
+	if (t || !S_ISLNK(a.mode)) {
+		free(ip->target);
+		ip->target = t;
+	}
+	return true;
+}
+
+/*
+ * follow_refresh(); before: engine_seq() just before the entry being published (the
+ * follower's callback), or 0 (the notify thread: not known).
+ */
+static int refresh(struct mwfs *fs, uint64_t ino, uint64_t before)
 {
 	uint8_t key[SCHEMA_KEY_MAX];
 	size_t kn = schema_key_inode(key, ino);
-	void *val = NULL;
-	size_t vn = 0;
+	void *val = NULL, *last = NULL;
+	size_t vn = 0, ln = 0;
+	uint64_t seq = 0;
 	int held;
 
 	/*
@@ -189,45 +229,41 @@ int follow_refresh(struct mwfs *fs, uint64_t ino)
 		mw_mutex_unlock(&fs->refresh_mu);
 		return 0;
 	}
-	int rc = engine_get(fs->e, key, kn, &val, &vn);
+	int rc = inode_record_get(fs, ino, &val, &vn, &seq);
+	/*
+	 * Removed by the entry being published: its last state is the one just before it
+	 * (the table may hold an older one if the record was not refreshed since).
+	 */
+	bool have_last =
+	    rc == -ENOENT && before && engine_get_at(fs->e, before, key, kn, &last, &ln) == 0;
 	mw_mutex_lock(&fs->mu);
 	struct inode *ip = inode_find(fs, ino);
 	if (ip && rc == 0) {
-		struct schema_inode a;
-		const uint8_t *tgt = NULL;
-		size_t tlen = 0;
-		if (schema_inode_decode(val, vn, &a, &tgt, &tlen) == 0) {
-			char *t = NULL;
-			if (S_ISLNK(a.mode) && (t = malloc(tlen + 1))) {
-				memcpy(t, tgt, tlen);
-				t[tlen] = '\0';
-			}
-			ip->a = a;
-			ip->rec_size = a.size;
+		if (record_set(ip, val, vn, seq))
 			ip->gone = false;
-			if (t || !S_ISLNK(a.mode)) {
-				free(ip->target);
-				ip->target = t;
-			}
-		} else {
-			log_warn("follow: inode %llu: corrupt record (%zu bytes); kept the old one",
-			         (unsigned long long)ino, vn);
-		}
 	} else if (ip && rc == -ENOENT) {
 		/*
 		 * Removed by the writer, which does not know that this mount still has it open
-		 * (its data goes with it): fstat shows nlink 0, and reads end at once rather
-		 * than returning zeros where the deleted bytes were.
+		 * or cached (an open file, a name the kernel has not dropped yet): it keeps its
+		 * last state, with nlink 0, and its data is read at the sequence of that state
+		 * (ip->seq; file.c read_locked()) for as long as the engine holds that state;
+		 * then reads fail with ESTALE.  Never an empty file the writer did not have.
 		 */
+		if (have_last && (!ip->gone || ip->seq < before))
+			record_set(ip, last, ln, before);
 		ip->gone = true;
 		ip->a.nlink = 0;
-		if (S_ISREG(ip->a.mode))
-			ip->a.size = ip->rec_size = 0;
 	}
 	mw_mutex_unlock(&fs->mu);
 	mw_mutex_unlock(&fs->refresh_mu);
 	free(val);
+	free(last);
 	return ip != NULL;
+}
+
+int follow_refresh(struct mwfs *fs, uint64_t ino)
+{
+	return refresh(fs, ino, 0);
 }
 
 int fsfollow_start(struct mwfs *fs, struct fsfollow **out)

@@ -40,6 +40,8 @@ struct mwfs_opts {
 	double attr_timeout;        /* kernel attribute cache time in seconds (default 10) */
 	bool read_only;             /* the engine was opened read-only */
 	bool writeback;             /* ask for the kernel writeback cache (default true) */
+	bool follow_page_cache;     /* a follower's files through the kernel's page cache
+	                               (default false: direct I/O, docs/FOLLOWERS.md "Reads") */
 	unsigned max_threads;       /* FUSE worker threads (default FS_DEFAULT_THREADS) */
 	unsigned readahead_threads; /* threads prefetching for sequential readers (default 8) */
 	uint64_t readahead_bytes;   /* how far ahead they fetch at most (default 16 MiB; 0: off) */

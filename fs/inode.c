@@ -135,6 +135,23 @@ int inode_warm(struct mwfs *fs, uint64_t ino)
 	return fs_warm_key(fs, key, kn);
 }
 
+int inode_record_get(struct mwfs *fs, uint64_t ino, void **val, size_t *vn, uint64_t *seq)
+{
+	uint8_t key[SCHEMA_KEY_MAX];
+	size_t kn = schema_key_inode(key, ino);
+	int rc;
+
+	*seq = 0;
+	if (!fs->o.read_only)
+		return engine_get(fs->e, key, kn, val, vn);
+	/* -ESTALE: a follower installed a manifest between the two calls; the next is newer */
+	do {
+		*seq = engine_seq(fs->e);
+		rc = engine_get_at(fs->e, *seq, key, kn, val, vn);
+	} while (rc == -ESTALE);
+	return rc;
+}
+
 /*
  * Take a reference on inode ino, loading its record if needed (fs->mu
  * held).  -ENOENT if it has no record, -EUCLEAN if the record is corrupt.
@@ -164,11 +181,10 @@ int inode_get_removed(struct mwfs *fs, uint64_t ino, struct inode **out)
 		*out = ip;
 		return 0;
 	}
-	uint8_t key[SCHEMA_KEY_MAX];
-	size_t kn = schema_key_inode(key, ino);
 	void *val = NULL;
 	size_t vn = 0;
-	int rc = engine_get(fs->e, key, kn, &val, &vn);
+	uint64_t seq = 0;
+	int rc = inode_record_get(fs, ino, &val, &vn, &seq);
 	if (rc)
 		return rc;
 	const uint8_t *tgt = NULL;
@@ -193,6 +209,7 @@ int inode_get_removed(struct mwfs *fs, uint64_t ino, struct inode **out)
 		ip->target[tlen] = 0;
 	}
 	ip->rec_size = ip->a.size;
+	ip->seq = seq;
 	rc = table_insert(fs, ip);
 	if (rc)
 		goto fail;

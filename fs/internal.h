@@ -73,15 +73,21 @@ struct inode {
 	struct schema_inode a; /* attributes as the kernel sees them; fs->mu */
 	uint64_t rec_size;     /* size written in records (data durable order); fs->mu */
 	bool gone;             /* records deleted (rmdir, reclaimed); fs->mu */
-	char *target;          /* symlink target (NUL-terminated) or NULL; fs->mu */
-	uint64_t ticket;       /* ticket of the last write touching it; fs->mu */
-	uint64_t ra_next;      /* read-ahead: where the last read ended; fs->ra->mu */
-	uint64_t ra_hi;        /* read-ahead: chunks below this are queued; fs->ra->mu */
-	uint32_t ra_streak;    /* read-ahead: sequential reads in a row; fs->ra->mu */
-	uint32_t ra_rand;      /* read-ahead: reads that were not sequential; fs->ra->mu */
-	uint64_t ra_fill;      /* read-ahead: whole-file fill queued below this chunk; fs->ra->mu */
-	bool wb_listed;        /* on the write-buffer flusher's list (wbuf.c); fs->mu */
-	uint8_t alloc;         /* has allocated ranges: EXT_ALLOC_* (extent.h); ip->dlock */
+	/*
+	 * Read-only mounts: engine_seq() of the state a was read at (inode_record_get()).
+	 * A follower keeps a removed inode's last state (gone, nlink 0): its data is read
+	 * at this sequence (file.c, docs/FOLLOWERS.md "Removed files"); fs->mu
+	 */
+	uint64_t seq;
+	char *target;       /* symlink target (NUL-terminated) or NULL; fs->mu */
+	uint64_t ticket;    /* ticket of the last write touching it; fs->mu */
+	uint64_t ra_next;   /* read-ahead: where the last read ended; fs->ra->mu */
+	uint64_t ra_hi;     /* read-ahead: chunks below this are queued; fs->ra->mu */
+	uint32_t ra_streak; /* read-ahead: sequential reads in a row; fs->ra->mu */
+	uint32_t ra_rand;   /* read-ahead: reads that were not sequential; fs->ra->mu */
+	uint64_t ra_fill;   /* read-ahead: whole-file fill queued below this chunk; fs->ra->mu */
+	bool wb_listed;     /* on the write-buffer flusher's list (wbuf.c); fs->mu */
+	uint8_t alloc;      /* has allocated ranges: EXT_ALLOC_* (extent.h); ip->dlock */
 	pthread_rwlock_t dlock; /* protects wb */
 	struct wbuf wb;         /* write buffer; ip->dlock */
 };
@@ -255,6 +261,12 @@ bool fsfollow_read_done(struct mwfs *fs, struct fsfollow_read *r);
  * Returns 1 when the table holds it (the kernel may cache it), else 0.
  */
 int follow_refresh(struct mwfs *fs, uint64_t ino);
+
+/*
+ * The record of ino (malloc()ed into *val, *vn bytes), as engine_get(); on a read-only
+ * mount read at one engine_seq(), which *seq gets (0 on a writable mount).  Any lock.
+ */
+int inode_record_get(struct mwfs *fs, uint64_t ino, void **val, size_t *vn, uint64_t *seq);
 
 /* inode.c (all with fs->mu held) */
 int inode_get(struct mwfs *fs, uint64_t ino, struct inode **out);

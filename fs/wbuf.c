@@ -351,7 +351,7 @@ static int fold_window(struct mwfs *fs, struct inode *ip, uint64_t window, uint8
 	if (rc || gone || w0 >= size)
 		return rc;
 	uint64_t n = size - w0 < fs->cs ? size - w0 : fs->cs;
-	rc = ext_read(fs, ip->ino, w0, buf, (size_t)n, true);
+	rc = ext_read(fs, ip->ino, 0, w0, buf, (size_t)n, true);
 	if (!rc)
 		rc = data_put(fs, ip, w0, buf, (size_t)n);
 	return rc;

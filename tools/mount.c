@@ -132,7 +132,7 @@ static void usage(FILE *f)
 	    "                         ...; memwalfs settings as endpoint=, region=, cadence=,\n"
 	    "                         cache=, cache_dir=, disk_cache_size=, memtable=, chunk=,\n"
 	    "                         readahead=, readahead_threads=, kernel_readahead=,\n"
-	    "                         fsync_timeout=,\n"
+	    "                         fsync_timeout=, follow_page_cache,\n"
 	    "                         capacity=, metrics_addr=, profile=, sts_endpoint=,\n"
 	    "                         single_writer, format, stack, takeover, nonempty (no\n"
 	    "                         warning for a mount point that holds files) (for fstab); "
@@ -145,6 +145,11 @@ static void usage(FILE *f)
 	    "  --follow-interval MS   a read-only (ro) mount follows the writer, polling the\n"
 	    "                         store this often (default 1000; backs off to 4x when\n"
 	    "                         idle; 0: keep the state of the mount); -o follow_interval=\n"
+	    "  --follow-page-cache    a following mount reads files through the kernel's page\n"
+	    "                         cache: faster small reads and shared mmap, but a read\n"
+	    "                         racing the writer's change can be cut or zero-padded to\n"
+	    "                         the old size (default: direct I/O, every read() up to\n"
+	    "                         1 MiB is one state of the writer); -o follow_page_cache\n"
 	    "  --snapshot NAME        mount snapshot NAME (memwalfs snapshot create), read-only\n"
 	    "  --gc-grace SEC         keep objects nothing references this long for followers\n"
 	    "                         and readers (default 600); -o gc_grace=\n"
@@ -375,6 +380,8 @@ static int set_option(struct mount_args *a, const char *name, const char *val)
 		a->eo.single_writer_ok = true;
 	} else if (!strcmp(name, "no_writeback_cache")) {
 		a->fo.writeback = false;
+	} else if (!strcmp(name, "follow_page_cache") && !val) {
+		a->fo.follow_page_cache = true;
 	} else if (!strcmp(name, "format") && !val) {
 		a->format = true;
 	} else if (!strcmp(name, "stack") && !val) {
@@ -530,6 +537,8 @@ static int parse_args(struct mount_args *a, int argc, char **argv)
 			a->eo.single_writer_ok = true;
 		} else if (!strcmp(s, "--no-writeback-cache")) {
 			a->fo.writeback = false;
+		} else if (!strcmp(s, "--follow-page-cache")) {
+			a->fo.follow_page_cache = true;
 		} else if (!strcmp(s, "--format")) {
 			a->format = true;
 		} else if (!strcmp(s, "--stack")) {

@@ -287,6 +287,19 @@ int engine_handover(struct engine *e, unsigned hold_ms);
 int engine_get(struct engine *e, const void *key, size_t klen, void **val, size_t *vlen);
 
 /*
+ * Earlier states of a read-only engine (a follower's, docs/FOLLOWERS.md).  engine_seq():
+ * the sequence number of the state readers see now; reads at it see that state for as long
+ * as the engine holds it, however far the follower applies the writer's entries meanwhile.
+ * engine_get_at() and engine_iter_new_at() are engine_get() and engine_iter_new() of the
+ * state at seq (a value engine_seq() returned).  -ESTALE: the engine no longer holds that
+ * state (a follower installed a newer manifest since: its tables replaced the MemTables
+ * that held it); -EINVAL on an engine that writes.  Any thread.
+ */
+uint64_t engine_seq(struct engine *e);
+int engine_get_at(struct engine *e, uint64_t seq, const void *key, size_t klen, void **val,
+                  size_t *vlen);
+
+/*
  * Like engine_get() but copies at most len bytes of the value starting at
  * off into buf; *got receives the number copied (0 past the end).  Lets the
  * filesystem read part of a chunk without an extra copy.
@@ -381,6 +394,9 @@ int engine_batch_put_ref(struct engine_batch *b, const void *key, size_t klen,
  */
 int engine_iter_new(struct engine *e, const void *start, size_t slen, const void *end, size_t elen,
                     struct engine_iter **out);
+/* engine_iter_new() over the state at seq (see engine_get_at(): -ESTALE, -EINVAL). */
+int engine_iter_new_at(struct engine *e, uint64_t seq, const void *start, size_t slen,
+                       const void *end, size_t elen, struct engine_iter **out);
 /* Position at the first key >= key (within the range). */
 void engine_iter_seek(struct engine_iter *it, const void *key, size_t klen);
 bool engine_iter_valid(const struct engine_iter *it);

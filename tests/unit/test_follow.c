@@ -28,6 +28,7 @@
 #include <cmocka.h>
 
 #include "engine.h"
+#include "engine_int.h"
 #include "follow.h"
 #include "maint.h"
 #include "store.h"
@@ -81,11 +82,23 @@ static struct engine *open_writer(struct store *st)
 	return e;
 }
 
+static struct engine *open_follower_frozen(struct store *st, unsigned interval_ms,
+                                           uint64_t max_frozen_bytes);
+
 static struct engine *open_follower(struct store *st, unsigned interval_ms)
+{
+	return open_follower_frozen(st, interval_ms, 0);
+}
+
+/* max_frozen_bytes: 0 for the default */
+static struct engine *open_follower_frozen(struct store *st, unsigned interval_ms,
+                                           uint64_t max_frozen_bytes)
 {
 	struct engine_opts o;
 	struct engine *e = NULL;
 	engine_opts_default(&o);
+	if (max_frozen_bytes)
+		o.max_frozen_bytes = max_frozen_bytes;
 	o.read_only = true;
 	o.follow = true;
 	o.follow_interval_ms = interval_ms;
@@ -143,15 +156,19 @@ static void check_key(struct engine *e, int i, int gen)
 	free(got);
 }
 
-/* A scan of the whole follower: exactly keys [0, n) with generation gen(i), others absent. */
-static void check_scan(struct engine *e, int n, int (*gen)(int i))
+/*
+ * A scan of the whole follower in the state at seq at (0: the current one): exactly keys
+ * [0, n) with generation gen(i), others absent.
+ */
+static void check_scan_at(struct engine *e, uint64_t at, int n, int (*gen)(int i))
 {
 	struct engine_iter *it = NULL;
 	int want = 0, rc;
 	for (; want < n && gen(want) < 0; want++)
 		;
-	for (rc = engine_iter_new(e, NULL, 0, NULL, 0, &it); !rc && engine_iter_valid(it);
-	     engine_iter_next(it)) {
+	for (rc = at ? engine_iter_new_at(e, at, NULL, 0, NULL, 0, &it)
+	             : engine_iter_new(e, NULL, 0, NULL, 0, &it);
+	     !rc && engine_iter_valid(it); engine_iter_next(it)) {
 		size_t kn;
 		const char *k = engine_iter_key(it, &kn);
 		char ek[32];
@@ -174,6 +191,32 @@ static void check_scan(struct engine *e, int n, int (*gen)(int i))
 	assert_int_equal(engine_iter_status(it), 0);
 	engine_iter_free(it);
 	assert_int_equal(want, n);
+}
+
+static void check_scan(struct engine *e, int n, int (*gen)(int i))
+{
+	check_scan_at(e, 0, n, gen);
+}
+
+/* Key i holds generation gen (< 0: absent) in the state at seq at (engine_get_at()). */
+static void check_key_at(struct engine *e, uint64_t at, int i, int gen)
+{
+	char k[32], v[4096];
+	void *got = NULL;
+	size_t n = 0;
+	key_of(i, k);
+	int rc = engine_get_at(e, at, k, strlen(k), &got, &n);
+	if (gen < 0) {
+		if (rc != -ENOENT)
+			fail_msg("%s at %" PRIu64 ": expected absent, got rc %d", k, at, rc);
+		return;
+	}
+	if (rc != 0)
+		fail_msg("%s at %" PRIu64 ": expected generation %d, got rc %d", k, at, gen, rc);
+	size_t want = make_value(i, gen, v, sizeof(v));
+	assert_int_equal(n, want);
+	assert_memory_equal(got, v, want);
+	free(got);
 }
 
 static int g_gen_all0(int i)
@@ -373,6 +416,112 @@ static void test_follow_flush_compact_gc(void **state)
 	store_close(fst);
 }
 
+/*
+ * Earlier states (engine_seq(), engine_get_at(), engine_iter_new_at()): a follower reads the
+ * state at a sequence it saw, exactly, while it applies newer entries and after it installed
+ * the writer's next manifests (the views they replaced are kept), until ENGINE_OLD_VIEWS
+ * newer installs dropped it: then -ESTALE.  A writer's engine refuses them (-EINVAL).
+ */
+static void test_follow_earlier_states(void **state)
+{
+	(void)state;
+	struct store *ws = open_store(), *fst = open_store();
+	struct engine *w = open_writer(ws);
+	struct engine *f = open_follower(fst, 3600000);
+	/* a follower whose budget for kept views (half of max_frozen_bytes) holds none */
+	struct store *fst2 = open_store();
+	struct engine *f2 = open_follower_frozen(fst2, 3600000, 64 << 10);
+	void *v = NULL;
+	size_t vn = 0;
+	put_range(w, 0, 300, 0);
+	assert_int_equal(follow_poll_now(f), 0);
+	assert_int_equal(follow_poll_now(f2), 0);
+	uint64_t s0 = engine_seq(f), s0b = engine_seq(f2);
+	check_key_at(f2, s0b, 1, 0);
+	assert_int_equal(engine_get_at(w, engine_seq(w), "key000001", 9, &v, &vn), -EINVAL);
+	/* second state: odd keys deleted, keys divisible by 4 rewritten */
+	struct engine_batch *b = NULL;
+	assert_int_equal(engine_batch_new(&b), 0);
+	for (int i = 0; i < 300; i++) {
+		char k[32], val[4096];
+		key_of(i, k);
+		if (i % 2) {
+			assert_int_equal(engine_batch_delete(b, k, strlen(k)), 0);
+		} else if (i % 4 == 0) {
+			size_t n = make_value(i, 1, val, sizeof(val));
+			assert_int_equal(engine_batch_put(b, k, strlen(k), val, n), 0);
+		}
+	}
+	assert_int_equal(engine_write(w, b, ENGINE_WAIT | ENGINE_URGENT, NULL), 0);
+	engine_batch_free(b);
+	assert_int_equal(follow_poll_now(f), 0);
+	uint64_t s1 = engine_seq(f);
+	assert_true(s1 > s0);
+	check_scan_at(f, s0, 300, g_gen_all0);
+	check_scan_at(f, s1, 300, g_gen_mixed);
+	check_key_at(f, s0, 1, 0);
+	check_key_at(f, s1, 1, -1);
+	check_key_at(f, s0, 4, 0);
+	check_key_at(f, s1, 4, 1);
+	/* the writer flushes: the follower installs its manifest and keeps the view it replaced */
+	struct engine_stats st;
+	engine_get_stats(f, &st);
+	uint64_t mans = st.follow_manifests;
+	assert_int_equal(maint_flush_now(w), 0);
+	assert_int_equal(follow_poll_now(f), 0);
+	assert_int_equal(follow_poll_now(f), 0);
+	engine_get_stats(f, &st);
+	assert_true(st.follow_manifests > mans);
+	check_scan_at(f, s0, 300, g_gen_all0);
+	engine_get_stats(f2, &st);
+	mans = st.follow_manifests;
+	assert_int_equal(follow_poll_now(f2), 0);
+	assert_int_equal(follow_poll_now(f2), 0);
+	engine_get_stats(f2, &st);
+	assert_true(st.follow_manifests > mans);
+	assert_int_equal(engine_get_at(f2, s0b, "key000001", 9, &v, &vn), -ESTALE);
+	check_key(f2, 4, 1);
+	assert_int_equal(engine_close(f2), 0);
+	store_close(fst2);
+	check_scan_at(f, s1, 300, g_gen_mixed);
+	check_scan(f, 300, g_gen_mixed);
+	/* each further install (after an entry) keeps one more view; the oldest go */
+	int installs = 1;
+	for (int round = 0; round < 3 * ENGINE_OLD_VIEWS; round++) {
+		put_range(w, 1000 + round, 1001 + round, 0);
+		assert_int_equal(follow_poll_now(f), 0);
+		engine_get_stats(f, &st);
+		mans = st.follow_manifests;
+		assert_int_equal(maint_flush_now(w), 0);
+		assert_int_equal(follow_poll_now(f), 0);
+		assert_int_equal(follow_poll_now(f), 0);
+		engine_get_stats(f, &st);
+		if (st.follow_manifests > mans)
+			installs++;
+		int rc = engine_get_at(f, s0, "key000001", 9, &v, &vn);
+		free(v);
+		v = NULL;
+		if (installs <= ENGINE_OLD_VIEWS) {
+			assert_int_equal(rc, 0); /* still held */
+		} else {
+			assert_int_equal(rc, -ESTALE);
+			struct engine_iter *it = NULL;
+			assert_int_equal(engine_iter_new_at(f, s0, NULL, 0, NULL, 0, &it), -ESTALE);
+			break;
+		}
+	}
+	print_message("%d installs; the state before them: -ESTALE after %d\n", installs,
+	              ENGINE_OLD_VIEWS);
+	assert_true(installs > ENGINE_OLD_VIEWS);
+	check_key(f, 1, -1); /* the current state is whole */
+	check_key(f, 4, 1);
+	check_key(f, 1000, 0);
+	assert_int_equal(engine_close(f), 0);
+	assert_int_equal(engine_close(w), 0);
+	store_close(ws);
+	store_close(fst);
+}
+
 /* ---- a follower that fell behind the collected WAL jumps ---- */
 
 static void test_follow_behind(void **state)
@@ -468,6 +617,120 @@ static void test_follow_gap(void **state)
 	store_close(ws);
 	store_close(w2s);
 	store_close(fst);
+}
+
+/*
+ * A group partly in the writer's table: the MemTable freezes at its size in the middle of
+ * a group (the writer's next puts may still join the group before its committer closes
+ * it), and the flush covers the WAL up to that group, whose ops before the freeze are in
+ * the table.  A follower that installs the manifest by an idle poll (the manifest probe
+ * alone) must not show those ops without the rest of their group: the keys it shows end
+ * where a WAL entry ends.  The entry ends come from a second follower applying the WAL
+ * entry by entry (its callback).  Each round writes 180 KB (one freeze at 128 KiB); whether
+ * puts join the group after the freeze races the committer (the first entry's end, printed).
+ */
+struct pg_ends {
+	int round;    /* keys counted are those of this round ("pgRR-...") */
+	int seen;     /* keys of the round applied so far */
+	int ends[64]; /* seen at the end of each entry of the round */
+	int n;
+};
+
+static void pg_cb(void *arg, const struct engine_key *keys, size_t n, bool all)
+{
+	struct pg_ends *p = arg;
+	char pfx[16];
+	int pn = snprintf(pfx, sizeof(pfx), "pg%02d-", p->round);
+	(void)all;
+	for (size_t i = 0; i < n; i++)
+		if (keys[i].n > (size_t)pn && !memcmp(keys[i].p, pfx, (size_t)pn))
+			p->seen++;
+	if (p->n < 64)
+		p->ends[p->n++] = p->seen;
+}
+
+static struct engine *open_writer_slow(struct store *st)
+{
+	struct engine_opts o;
+	struct engine *e = NULL;
+	engine_opts_default(&o);
+	o.cadence_ms = 500; /* groups stay open while the keys go in */
+	o.inline_max = 4096;
+	o.cache_bytes = 1 << 20;
+	o.memtable_max_bytes = 128 << 10;
+	o.gc_interval_ms = ENGINE_GC_OFF;
+	o.gc_grace_sec = ENGINE_GC_NO_GRACE;
+	assert_int_equal(engine_open(st, &o, &e), 0);
+	return e;
+}
+
+static void test_follow_partial_group(void **state)
+{
+	(void)state;
+	struct store *ws = open_store(), *fst = open_store(), *rst = open_store();
+	struct engine *w = open_writer_slow(ws);
+	struct engine *f = open_follower(fst, 3600000);
+	struct engine *r = open_follower(rst, 3600000);
+	struct pg_ends ends = {0};
+	engine_follow_set_fn(r, pg_cb, NULL, &ends);
+	char v[3000];
+	memset(v, 'v', sizeof(v));
+	const int nkeys = 60;
+	for (int round = 0; round < 8; round++) {
+		struct engine_stats st;
+		assert_int_equal(follow_poll_now(f), 0);
+		assert_int_equal(follow_poll_now(r), 0);
+		engine_get_stats(w, &st);
+		uint64_t flushes = st.flushes;
+		for (int i = 0; i < nkeys; i++) {
+			char k[32];
+			snprintf(k, sizeof(k), "pg%02d-%04d", round, i);
+			assert_int_equal(engine_put(w, k, strlen(k), v, sizeof(v), 0, NULL), 0);
+		}
+		assert_int_equal(engine_sync(w), 0);
+		/* the flusher thread writes the frozen MemTable: wait for its manifest */
+		uint64_t t0 = now_ms();
+		do {
+			engine_get_stats(w, &st);
+			if (st.flushes > flushes && st.frozen_count == 0)
+				break;
+			struct timespec ts = {0, 2000000};
+			nanosleep(&ts, NULL);
+		} while (now_ms() - t0 < 30000);
+		assert_true(st.flushes > flushes);
+		assert_int_equal(follow_poll_manifest_now(f), 0);
+		int shown = 0;
+		for (int i = 0; i < nkeys; i++) {
+			char k[32];
+			void *got = NULL;
+			size_t n = 0;
+			snprintf(k, sizeof(k), "pg%02d-%04d", round, i);
+			if (engine_get(f, k, strlen(k), &got, &n) == 0)
+				shown = i + 1;
+			free(got);
+		}
+		ends = (struct pg_ends){.round = round};
+		assert_int_equal(follow_poll_now(r), 0);
+		assert_int_equal(ends.seen, nkeys);
+		bool at_end = shown == 0;
+		for (int i = 0; i < ends.n; i++)
+			at_end = at_end || ends.ends[i] == shown;
+		print_message("round %d: %d entries, the first ends after key %d; the follower "
+		              "showed %d keys after the manifest\n",
+		              round, ends.n, ends.ends[0], shown);
+		if (!at_end)
+			fail_msg(
+			    "round %d: after installing the manifest the follower shows the first "
+			    "%d keys, inside a WAL entry (the first ends after %d)",
+			    round, shown, ends.ends[0]);
+	}
+	engine_follow_set_fn(r, NULL, NULL, NULL);
+	assert_int_equal(engine_close(r), 0);
+	assert_int_equal(engine_close(f), 0);
+	assert_int_equal(engine_close(w), 0);
+	store_close(ws);
+	store_close(fst);
+	store_close(rst);
 }
 
 /* ---- the thread by itself, idle requests ---- */
@@ -613,6 +876,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_follow_basic, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_follow_gate, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_follow_flush_compact_gc, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_follow_earlier_states, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_follow_partial_group, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_follow_behind, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_follow_gap, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_follow_thread, setup, teardown),
