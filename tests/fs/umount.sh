@@ -36,9 +36,13 @@ fi
 # the daemon's lock file and status file are gone with it (the run directory keeps nothing)
 rundir=$(mw_rundir)
 [ ! -e "$rundir/daemon-$pid.status" ] || { echo "FAIL: $rundir/daemon-$pid.status left behind"; exit 1; }
+# (a lock file holds the daemon's pid and mount point: a daemon killed by kill -9 elsewhere
+# leaves its lock for an hour, and its pid may be this daemon's now: both must match)
 for l in "$rundir"/store-*.lock; do
 	[ -e "$l" ] || continue
-	if [ "$(head -n 1 "$l" 2>/dev/null)" = "$pid" ]; then echo "FAIL: $l of daemon $pid left behind"; exit 1; fi
+	if [ "$(head -n 1 "$l" 2>/dev/null)" = "$pid" ] && [ "$(sed -n 2p "$l" 2>/dev/null)" = "$mnt" ]; then
+		echo "FAIL: $l of daemon $pid left behind"; exit 1
+	fi
 done
 echo "   the run directory holds no lock or status file of daemon $pid"
 mw_mount "$mnt"
