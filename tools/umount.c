@@ -33,26 +33,36 @@
 
 /* ---- memwalfs umount ---------------------------------------------------- */
 
+/*
+ * /proc/PID/stat of pid, from its field 3 (the state) on, into buf (cap bytes): the command
+ * name before it may hold spaces and parentheses.  Returns the text, or NULL if pid is gone.
+ */
+static const char *proc_stat(long pid, char *buf, size_t cap)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	ssize_t r = read(fd, buf, cap - 1);
+	close(fd);
+	if (r <= 0)
+		return NULL;
+	buf[r] = 0;
+	char *p = strrchr(buf, ')');
+	return p && p[1] == ' ' ? p + 2 : NULL;
+}
+
 /* Start time of process pid (field 22 of /proc/PID/stat), 0 if gone; *zombie set. */
 static unsigned long long proc_start(long pid, bool *zombie)
 {
-	char path[64], buf[1024];
-	snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+	char buf[1024];
+	const char *p = proc_stat(pid, buf, sizeof(buf));
 	*zombie = false;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (!p)
 		return 0;
-	ssize_t r = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (r <= 0)
-		return 0;
-	buf[r] = 0;
-	char *p = strrchr(buf, ')'); /* the command name may hold spaces */
-	if (!p || p[1] != ' ')
-		return 0;
-	*zombie = p[2] == 'Z' || p[2] == 'X';
-	/* after ") ": state is field 3; starttime is field 22 */
-	p += 2;
+	*zombie = p[0] == 'Z' || p[0] == 'X';
+	/* p is field 3; starttime is field 22 */
 	for (int f = 3; f < 22 && p; f++) {
 		p = strchr(p, ' ');
 		if (p)
@@ -77,19 +87,10 @@ static int link_under(const char *link, const char *mnt, char *target, size_t ca
 /* The parent of process pid (field 4 of /proc/PID/stat), 0 if unknown. */
 static long parent_of(long pid)
 {
-	char path[64], buf[1024];
-	snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	ssize_t r = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (r <= 0)
-		return 0;
-	buf[r] = 0;
-	char *p = strrchr(buf, ')');
+	char buf[1024];
+	const char *p = proc_stat(pid, buf, sizeof(buf));
 	long ppid = 0;
-	return p && sscanf(p + 1, " %*c %ld", &ppid) == 1 ? ppid : 0;
+	return p && sscanf(p, "%*c %ld", &ppid) == 1 ? ppid : 0;
 }
 
 /* Is pid this process's parent, or its parent's parent, ... (a shell that ran us)? */
