@@ -209,7 +209,7 @@ static void print_cache(const struct counters *c)
 
 static void print_store(const struct counters *c)
 {
-	char a[HUMAN_LEN], b[HUMAN_LEN], d[HUMAN_LEN];
+	char a[HUMAN_LEN], b[HUMAN_LEN];
 	uint64_t w = uval(c, "store_window_sec");
 	if (w) {
 		double s = (double)w;
@@ -228,7 +228,6 @@ static void print_store(const struct counters *c)
 	       req, val(c, "store_requests_put") + val(c, "store_requests_mpu"),
 	       val(c, "store_requests_get"), human_bytes(uval(c, "store_bytes_sent"), a),
 	       human_bytes(uval(c, "store_bytes_received"), b), val(c, "store_retries"));
-	(void)d;
 }
 
 static void print_space(const struct counters *c)

@@ -33,26 +33,36 @@
 
 /* ---- memwalfs umount ---------------------------------------------------- */
 
+/*
+ * /proc/PID/stat of pid, from its field 3 (the state) on, into buf (cap bytes): the command
+ * name before it may hold spaces and parentheses.  Returns the text, or NULL if pid is gone.
+ */
+static const char *proc_stat(long pid, char *buf, size_t cap)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	ssize_t r = read(fd, buf, cap - 1);
+	close(fd);
+	if (r <= 0)
+		return NULL;
+	buf[r] = 0;
+	char *p = strrchr(buf, ')');
+	return p && p[1] == ' ' ? p + 2 : NULL;
+}
+
 /* Start time of process pid (field 22 of /proc/PID/stat), 0 if gone; *zombie set. */
 static unsigned long long proc_start(long pid, bool *zombie)
 {
-	char path[64], buf[1024];
-	snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+	char buf[1024];
+	const char *p = proc_stat(pid, buf, sizeof(buf));
 	*zombie = false;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (!p)
 		return 0;
-	ssize_t r = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (r <= 0)
-		return 0;
-	buf[r] = 0;
-	char *p = strrchr(buf, ')'); /* the command name may hold spaces */
-	if (!p || p[1] != ' ')
-		return 0;
-	*zombie = p[2] == 'Z' || p[2] == 'X';
-	/* after ") ": state is field 3; starttime is field 22 */
-	p += 2;
+	*zombie = p[0] == 'Z' || p[0] == 'X';
+	/* p is field 3; starttime is field 22 */
 	for (int f = 3; f < 22 && p; f++) {
 		p = strchr(p, ' ');
 		if (p)
@@ -74,13 +84,34 @@ static int link_under(const char *link, const char *mnt, char *target, size_t ca
 	return !strncmp(target, mnt, m) && (target[m] == 0 || target[m] == '/');
 }
 
+/* The parent of process pid (field 4 of /proc/PID/stat), 0 if unknown. */
+static long parent_of(long pid)
+{
+	char buf[1024];
+	const char *p = proc_stat(pid, buf, sizeof(buf));
+	long ppid = 0;
+	return p && sscanf(p, "%*c %ld", &ppid) == 1 ? ppid : 0;
+}
+
+/* Is pid this process's parent, or its parent's parent, ... (a shell that ran us)? */
+static bool is_ancestor(long pid)
+{
+	long a = (long)getppid();
+	for (int depth = 0; a > 1 && depth < 64; depth++, a = parent_of(a))
+		if (a == pid)
+			return true;
+	return false;
+}
+
 /*
- * Print to stderr, one line each, up to 8 processes that hold mnt (their working directory, root
- * or an open file below it; a process of another mount namespace or one this user may not inspect
- * is not seen), after the line "memwalfs: unmounting MNT: busy: ...".  Reads /proc links only
- * (no request reaches the daemon, which may be stuck).  Returns how many were found.
+ * Find up to 8 processes that hold mnt (their working directory, root or an open file below it;
+ * a process of another mount namespace or one this user may not inspect is not seen); print
+ * each to stderr on one line if print, after the line "memwalfs: unmounting MNT: busy: ...".
+ * *ancestor: one of them is a shell (or other ancestor) of this process, which cannot let go
+ * while it waits for us.  Reads /proc links only (no request reaches the daemon, which may be
+ * stuck).  Returns how many were found.
  */
-static int print_holders(const char *mnt)
+static int find_holders(const char *mnt, bool print, bool *ancestor)
 {
 	DIR *d = opendir("/proc");
 	if (!d)
@@ -125,7 +156,11 @@ static int print_holders(const char *mnt)
 			fclose(c);
 		}
 		comm[strcspn(comm, "\n")] = 0;
-		fprintf(stderr, "memwalfs:   process %ld (%s) holds it: %s\n", pid, comm, what);
+		bool anc = is_ancestor(pid);
+		*ancestor = *ancestor || anc;
+		if (print)
+			fprintf(stderr, "memwalfs:   process %ld (%s%s) holds it: %s\n", pid, comm,
+			        anc ? ", which ran this command" : "", what);
 		found++;
 	}
 	closedir(d);
@@ -187,14 +222,15 @@ static int unmount_once(const char *mnt, char *msg, size_t cap)
 
 /*
  * Unmount mnt.  While the mount point is busy, try again every 50 ms for up to busy_wait seconds
- * (a process that is exiting or a short-lived reader lets go); then name the processes that hold
- * it.  0 or -1 (message printed).
+ * (a process that is exiting or a short-lived reader lets go), at once when a holder is a shell
+ * that ran this command; then name the processes that hold it.  0 or -1 (message printed).
  */
 static int do_unmount(const char *mnt, double busy_wait)
 {
 	struct timespec t0, now, ts = {0, 50 * 1000 * 1000};
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	char msg[1024];
+	bool checked = false, ancestor = false;
 	for (;;) {
 		int r = unmount_once(mnt, msg, sizeof(msg));
 		if (r == 0)
@@ -205,15 +241,24 @@ static int do_unmount(const char *mnt, double busy_wait)
 			fprintf(stderr, "memwalfs: unmounting %s: %s\n", mnt, msg);
 			return -1;
 		}
-		if (waited >= busy_wait)
+		/* the shell that ran us, cd'ed in there, will not let go while we wait */
+		if (!checked) {
+			checked = true;
+			find_holders(mnt, false, &ancestor);
+		}
+		if (waited >= busy_wait || ancestor)
 			break;
 		nanosleep(&ts, NULL);
 	}
-	fprintf(stderr,
-	        "memwalfs: unmounting %s: busy (still in use after %g s): close the files open "
-	        "there and cd out of it, then run memwalfs umount again\n",
-	        mnt, busy_wait);
-	if (!print_holders(mnt))
+	char after[64] = "";
+	if (!ancestor)
+		snprintf(after, sizeof(after), " (still in use after %g s)", busy_wait);
+	fprintf(
+	    stderr,
+	    "memwalfs: unmounting %s: busy%s: close the files open there and cd out of it, then "
+	    "run memwalfs umount again\n",
+	    mnt, after);
+	if (!find_holders(mnt, true, &ancestor))
 		fprintf(stderr, "memwalfs:   no process this user can see holds it (one of another "
 		                "mount namespace may)\n");
 	return -1;
@@ -259,6 +304,8 @@ static int umount_dead(const char *arg, double busy_wait)
 		fprintf(stderr, "memwalfs: %s: %s\n", arg, strerror(ENOTCONN));
 		return 1;
 	}
+	if (chdir("/"))
+		fprintf(stderr, "memwalfs: chdir /: %s\n", strerror(errno));
 	if (do_unmount(mnt, busy_wait))
 		return 1;
 	fprintf(stderr,
@@ -347,6 +394,9 @@ int cmd_umount(int argc, char **argv)
 	}
 	bool zombie;
 	unsigned long long start = proc_start(pid, &zombie);
+	/* run from a shell cd'ed in there, this process would hold the mount point itself */
+	if (chdir("/"))
+		fprintf(stderr, "memwalfs: chdir /: %s\n", strerror(errno));
 	if (do_unmount(mnt, busy_wait))
 		return 1;
 	struct timespec t0, now, ts = {0, 20 * 1000 * 1000};

@@ -262,7 +262,7 @@ class Run:
 
 
 def follow_manifests(fmnt):
-    out = subprocess.run([os.environ["MEMWALFS"], "stats", fmnt], check=True,
+    out = subprocess.run([os.environ["MEMWALFS"], "stats", "--raw", fmnt], check=True,
                          capture_output=True, text=True).stdout
     for line in out.splitlines():
         k, _, v = line.partition(" ")

@@ -37,7 +37,7 @@ if [ $rc != 0 ]; then
 	echo "FAIL: (MEMWALFS_SEED=$seed)"
 	exit 1
 fi
-echo "   follower: $("$MW" stats "$f" | awk '$1 ~ /^follow_(entries|manifests|jumps|errors)$/ { printf "%s %s ", $1, $2 }')"
+echo "   follower: $("$MW" stats --raw "$f" | awk '$1 ~ /^follow_(entries|manifests|jumps|errors)$/ { printf "%s %s ", $1, $2 }')"
 
 echo "-- 4. shared mmap: refused with direct I/O (ENODEV), works with -o follow_page_cache"
 # mmapcat FILE: print the first 16 bytes of FILE through a shared mapping, or the errno name

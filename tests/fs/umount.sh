@@ -9,7 +9,8 @@
 #  4. "memwalfs umount" of a non-memwalfs directory fails;
 #  5. a busy mount point: "memwalfs umount" tries again while a process that holds it exits
 #     (no "Device or resource busy" for a holder that lets go within --busy-wait), and names
-#     the process (pid, name, its working directory) when it does not let go;
+#     the process (pid, name, its working directory) when it does not let go; run from a shell
+#     cd'ed into the mount it fails at once and names that shell;
 #  6. SIGTERM and SIGINT end the session while four readers keep requests in flight: the daemon
 #     unmounts, commits and exits within 30 s (fs/pool.c's loop: the signal reaches the thread
 #     that waits for the workers, which cancels those in read()), and everything written
@@ -36,9 +37,13 @@ fi
 # the daemon's lock file and status file are gone with it (the run directory keeps nothing)
 rundir=$(mw_rundir)
 [ ! -e "$rundir/daemon-$pid.status" ] || { echo "FAIL: $rundir/daemon-$pid.status left behind"; exit 1; }
+# (a lock file holds the daemon's pid and mount point: a daemon killed by kill -9 elsewhere
+# leaves its lock for an hour, and its pid may be this daemon's now: both must match)
 for l in "$rundir"/store-*.lock; do
 	[ -e "$l" ] || continue
-	if [ "$(head -n 1 "$l" 2>/dev/null)" = "$pid" ]; then echo "FAIL: $l of daemon $pid left behind"; exit 1; fi
+	if [ "$(head -n 1 "$l" 2>/dev/null)" = "$pid" ] && [ "$(sed -n 2p "$l" 2>/dev/null)" = "$mnt" ]; then
+		echo "FAIL: $l of daemon $pid left behind"; exit 1
+	fi
 done
 echo "   the run directory holds no lock or status file of daemon $pid"
 mw_mount "$mnt"
@@ -82,16 +87,36 @@ mkdir -p "$WORK/plain"
 if "$MW" umount "$WORK/plain" 2>/dev/null; then echo "FAIL: umount of a plain directory"; exit 1; fi
 echo "-- a busy mount point"
 mw_mount "$mnt"
+# busy_fail MESSAGE: end the holders first (a holder left would keep the mount, and the test,
+# waiting), then fail
+holder=
+busy_fail() {
+	[ -n "$holder" ] && kill "$holder" 2>/dev/null && wait "$holder" 2>/dev/null
+	[ -s "$WORK/busy.err" ] && cat "$WORK/busy.err"
+	echo "FAIL: $1"
+	exit 1
+}
+# the shell that runs memwalfs umount is itself cd'ed in there: no use waiting, it says so at once
+mwabs=$(readlink -f "$MW")
+start=$(date +%s)
+# (the "; true" keeps the subshell from exec'ing memwalfs: it stays, the parent, cd'ed there)
+if (cd "$mnt" && "$mwabs" umount --busy-wait 60 "$mnt"; rc=$?; true; exit $rc) 2>"$WORK/busy.err"; then
+	busy_fail "memwalfs umount succeeded from inside the mount"
+fi
+[ $(( $(date +%s) - start )) -lt 30 ] || busy_fail "memwalfs umount waited for the shell that ran it"
+grep -q "(bash, which ran this command) holds it: its working directory is $mnt" "$WORK/busy.err" ||
+	busy_fail "the shell that ran memwalfs umount is not named"
+echo "   from a shell inside it: $(grep "which ran this command" "$WORK/busy.err" | sed "s/^memwalfs: *//")"
 # a holder that stays: its working directory is in the mount
 (cd "$mnt" && touch "$WORK/holder.in" && exec sleep 600) &
 holder=$!
 for _ in $(seq 600); do [ -e "$WORK/holder.in" ] && break; sleep 0.1; done
 if "$MW" umount --busy-wait 0.5 "$mnt" 2>"$WORK/busy.err"; then
-	echo "FAIL: memwalfs umount succeeded while a process had its working directory there"; exit 1
+	busy_fail "memwalfs umount succeeded while a process had its working directory there"
 fi
 grep -q "busy" "$WORK/busy.err" && grep -q "process $holder (sleep) holds it: its working directory is $mnt" "$WORK/busy.err" ||
-	{ cat "$WORK/busy.err"; echo "FAIL: the message does not name the process that holds the mount"; exit 1; }
-mountpoint -q "$mnt" || { echo "FAIL: unmounted although busy"; exit 1; }
+	busy_fail "the message does not name the process that holds the mount"
+mountpoint -q "$mnt" || busy_fail "unmounted although busy"
 echo "   busy: $(head -n 1 "$WORK/busy.err" | cut -c1-90)..."
 echo "         $(sed -n 2p "$WORK/busy.err")"
 # the holder lets go while memwalfs umount waits: it unmounts (the old code failed with EBUSY

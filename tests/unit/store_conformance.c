@@ -388,6 +388,36 @@ static void test_list_1500(void **state)
  * Delete
  */
 
+/* The last minute's window of store_stats: the requests just made and their bytes are in it. */
+static void test_window(void **state)
+{
+	(void)state;
+	struct store_stats st;
+	char buf[1000], key[32];
+
+	memset(buf, 'w', sizeof(buf));
+	for (int i = 0; i < 10; i++) {
+		snprintf(key, sizeof(key), "win/%d", i);
+		put_ok(key, buf, sizeof(buf));
+	}
+	for (int i = 0; i < 10; i++) {
+		snprintf(key, sizeof(key), "win/%d", i);
+		get_eq(key, 0, STORE_TO_END, buf, sizeof(buf));
+	}
+	store_get_stats(T->store, &st);
+	assert_true(st.window_sec >= 1 && st.window_sec <= STORE_WINDOW_SEC);
+	assert_true(st.window_requests >= 20);
+	assert_true(st.window_bytes_sent >= 10 * sizeof(buf));
+	assert_true(st.window_bytes_received >= 10 * sizeof(buf));
+	/* never more than since the open */
+	uint64_t all = 0;
+	for (int i = 0; i < STORE_OP__COUNT; i++)
+		all += st.requests[i];
+	assert_true(st.window_requests <= all);
+	assert_true(st.window_bytes_sent <= st.bytes_sent);
+	assert_true(st.window_bytes_received <= st.bytes_received);
+}
+
 static void test_delete(void **state)
 {
 	(void)state;
@@ -618,6 +648,7 @@ int run_store_conformance(const char *kind)
 	    cmocka_unit_test(test_ranges),
 	    cmocka_unit_test(test_head),
 	    cmocka_unit_test(test_delete),
+	    cmocka_unit_test(test_window),
 	    cmocka_unit_test(test_list_order),
 	    cmocka_unit_test(test_list_1500),
 	    cmocka_unit_test(test_writer),
