@@ -78,6 +78,7 @@ void engine_opts_default(struct engine_opts *o)
 	o->gc_grace_sec = 600;
 	o->repack_below_pct = 50;
 	o->follow_interval_ms = 1000;
+	o->store_check_ms = 5000;
 }
 
 /*
@@ -107,6 +108,7 @@ static void opts_resolve(struct engine_opts *o)
 	DEFAULT_IF_ZERO(gc_grace_sec);
 	DEFAULT_IF_ZERO(repack_below_pct);
 	DEFAULT_IF_ZERO(follow_interval_ms);
+	DEFAULT_IF_ZERO(store_check_ms);
 #undef DEFAULT_IF_ZERO
 	if (o->follow_max_interval_ms < o->follow_interval_ms)
 		o->follow_max_interval_ms =
@@ -489,6 +491,8 @@ static void engine_free(struct engine *e)
 	manifest_clear(&e->man);
 	pthread_cond_destroy(&e->gc_cv);
 	pthread_cond_destroy(&e->follow_cv);
+	pthread_cond_destroy(&e->watch_cv);
+	free(e->watch_packs);
 	pthread_mutex_destroy(&e->gc_mu);
 	pthread_cond_destroy(&e->commit_cv);
 	pthread_cond_destroy(&e->durable_cv);
@@ -529,6 +533,7 @@ int engine_open(struct store *st, const struct engine_opts *o, struct engine **o
 	pthread_cond_init(&e->gc_cv, &ca);
 	pthread_cond_init(&e->durable_cv, &ca);
 	pthread_cond_init(&e->follow_cv, &ca);
+	pthread_cond_init(&e->watch_cv, &ca);
 	pthread_condattr_destroy(&ca);
 	pthread_mutex_init(&e->gc_mu, NULL);
 	e->stats.read_only = e->o.read_only;
@@ -608,8 +613,9 @@ int engine_open(struct store *st, const struct engine_opts *o, struct engine **o
 	e->follow_max_epoch = r.max_epoch;
 	if (e->o.follow && (rc = follow_start(e)))
 		goto fail;
-	if (!e->o.read_only &&
-	    ((rc = writer_start(e)) || (rc = flusher_start(e)) || (rc = gc_thread_start(e)))) {
+	if (!e->o.read_only && ((rc = writer_start(e)) || (rc = flusher_start(e)) ||
+	                        (rc = gc_thread_start(e)) || (rc = watch_start(e)))) {
+		gc_thread_stop(e);
 		flusher_stop(e);
 		writer_stop(e);
 		goto fail;
@@ -642,6 +648,10 @@ int engine_close(struct engine *e)
 	 */
 	follow_stop(e);
 	gc_thread_stop(e);
+	watch_stop(e);
+	/* a store that lost objects must not get a final manifest over them: check first */
+	if (!e->o.read_only && !e->sticky && e->o.store_check_ms != ENGINE_CHECK_OFF)
+		watch_check(e);
 	if (!e->o.read_only && !e->sticky) {
 		rc = maint_flush_now(e);
 		if (rc && rc != e->sticky)
@@ -671,6 +681,8 @@ void engine_get_stats(struct engine *e, struct engine_stats *out)
 	out->frozen_bytes = e->frozen_bytes;
 	out->sticky_error = e->sticky;
 	out->read_only = e->o.read_only;
+	out->store_lost = e->lost;
+	memcpy(out->store_lost_what, e->lost_what, sizeof(out->store_lost_what));
 	/* blobs in WAL entries not yet promoted into a flush's pack count too */
 	out->live_bytes_est = e->stats.store_live_pack_bytes +
 	                      (e->stats.pack_bytes - e->gc_pack_mark) +
@@ -697,6 +709,13 @@ void engine_get_stats(struct engine *e, struct engine_stats *out)
 	out->blob_fetches = atomic_load_explicit(&e->blob_fetches, memory_order_relaxed);
 	out->blob_fetch_bytes = atomic_load_explicit(&e->blob_fetch_bytes, memory_order_relaxed);
 	readcache_get_stats(e, out);
+}
+
+int engine_check_store(struct engine *e)
+{
+	if (!e)
+		return -EINVAL;
+	return watch_check(e);
 }
 
 void engine_get_commit_latency(struct engine *e, struct mw_hist_snap *out)
@@ -806,12 +825,20 @@ size_t engine_stats_format(struct engine *e, char *buf, size_t len)
 	U64(follow_behind);
 	U64(follow_interval_ms);
 	U64(snapshot_wal_end);
+	EMIT("store_lost %d\n", s.store_lost ? 1 : 0);
+	EMIT("store_lost_since %" PRId64 "\n", s.store_lost_since);
+	U64(store_checks);
+	U64(store_check_errors);
 	for (int i = 0; i < STORE_OP__COUNT; i++)
 		EMIT("store_requests_%s %" PRIu64 "\n", op_names[i], ss.requests[i]);
 	EMIT("store_retries %" PRIu64 "\n", ss.retries);
 	EMIT("store_errors %" PRIu64 "\n", ss.errors);
 	EMIT("store_bytes_sent %" PRIu64 "\n", ss.bytes_sent);
 	EMIT("store_bytes_received %" PRIu64 "\n", ss.bytes_received);
+	if (s.store_lost) /* in words, for the person reading `memwalfs stats` */
+		EMIT("# store lost: %s; this mount acknowledges nothing more: unmount, then "
+		     "run memwalfs fsck --salvage STORE\n",
+		     s.store_lost_what);
 #undef U64
 #undef EMIT
 	if (buf && len && n >= len)

@@ -1057,6 +1057,23 @@ static void read_tiers(struct mount_args *a)
 	a->eo.disk_cache_bytes = a->disk_cache == UINT64_MAX ? 0 : a->disk_cache;
 }
 
+/*
+ * Before the final commit: did the store lose objects this filesystem needs (engine/watch.c;
+ * checked now, so that an unmount right after a deletion fails too)?  If so, the final status
+ * "lost: WHAT" into final (umount.c reads it), and the log says what to do.
+ */
+static bool engine_lost(struct engine *e, char *final, size_t len)
+{
+	struct engine_stats es;
+
+	engine_check_store(e);
+	engine_get_stats(e, &es);
+	if (!es.store_lost)
+		return false;
+	snprintf(final, len, "lost: %s", es.store_lost_what);
+	return true;
+}
+
 static int serve(struct mount_args *a, int report_fd)
 {
 	struct store *st = NULL;
@@ -1179,8 +1196,11 @@ out:
 		         strerror(-rc));
 		status = 1;
 	}
+	bool lost = e && engine_lost(e, final, sizeof(final));
 	rc = engine_close(e);
-	if (rc == -ESTALE) {
+	if (lost) {
+		status = 1; /* final says it; the close's error is its consequence */
+	} else if (rc == -ESTALE) {
 		fenced = true;
 	} else if (rc) {
 		log_err("final commit: %s", strerror(-rc));
@@ -1188,7 +1208,7 @@ out:
 			snprintf(final, sizeof(final), "error: final commit: %s", strerror(-rc));
 		status = 1;
 	}
-	if (fenced) {
+	if (fenced && !lost) {
 		/* a newer writer claimed the store (engine.c: fencing); umount.c reads this */
 		log_err("another mount of %s took the filesystem over: this mount was fenced, and "
 		        "the writes made here after that were refused (they are not in the store)",

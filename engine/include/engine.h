@@ -149,7 +149,19 @@ struct engine_opts {
 	const char *disk_cache_dir;
 	uint64_t disk_cache_bytes;
 	size_t read_region_bytes;
+	/*
+	 * The store watch (writers; engine/watch.c): every store_check_ms (default
+	 * 5000) in which groups were committed (an idle engine sends nothing), and at
+	 * close, four listings check that the manifest, the WAL tail, the tables and
+	 * the uncovered packs the state needs are in the store.  A missing one (or
+	 * one a read or a GC pass finds missing) makes the engine sticky -EIO with
+	 * stats.store_lost set: nothing more is acknowledged or deleted.
+	 * ENGINE_CHECK_OFF: no periodic check (reads and GC still detect).
+	 */
+	unsigned store_check_ms;
 };
+
+#define ENGINE_CHECK_OFF 0xFFFFFFFFu /* store_check_ms: no periodic store check */
 
 #define ENGINE_NO_RETRY 0xFFFFFFFFu /* commit_retry_ms: a failed commit stops the writer */
 
@@ -433,9 +445,24 @@ struct engine_stats {
 	uint64_t follow_behind; /* WAL entries listed but not applied yet */
 	uint64_t follow_interval_ms; /* the current poll interval (after back-off) */
 	uint64_t snapshot_wal_end;   /* opened from a snapshot: its WAL end (else 0) */
+	/* the store watch (engine/watch.c) */
+	bool store_lost;             /* the store lost objects this state needs: sticky -EIO */
+	int64_t store_lost_since;    /* unix time that was found (0: not lost) */
+	char store_lost_what[160];   /* the first missing object, in words ("" when not lost) */
+	uint64_t store_checks;       /* checks of the store made */
+	uint64_t store_check_errors; /* checks whose listing failed (tried again later) */
 };
 
 void engine_get_stats(struct engine *e, struct engine_stats *out);
+
+/*
+ * Check now that the store holds what this writer's state needs (engine/watch.c:
+ * four listings).  0 (all there, or a read-only engine), -EIO when objects are
+ * missing (the engine is then sticky, stats.store_lost set, the log names the first),
+ * the sticky error of an engine stopped before, or a listing's error (nothing
+ * decided).  Any thread.
+ */
+int engine_check_store(struct engine *e);
 
 /* A key handed to a follow callback: borrowed, valid during the call only. */
 struct engine_key {

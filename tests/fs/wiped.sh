@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# tests/fs/wiped.sh MEMWALFS BACKEND - a store that loses its objects under a live mount
+# (issue 36, part 2; engine/watch.c): the mount notices within a bound, stops acknowledging,
+# says so, and what remains is salvaged.
+#
+# A writer (wiped_writer.py) creates files and fsyncs each one every 0.2 s, logging which
+# fsyncs were acknowledged; meanwhile another process deletes objects of the store the way
+# `aws s3 rm --recursive` does (list, then delete what was listed) with memwalfs objects:
+#  1. every object: the first failed fsync comes at most BOUND s after the deletion ended,
+#     no fsync after it is acknowledged, `memwalfs stats` says store_lost 1 with a line in
+#     words, the Prometheus endpoint memwalfs_store_lost 1, the log names the missing object,
+#     `memwalfs sync` and `memwalfs umount` exit non-zero with a message; then
+#     `memwalfs fsck --salvage` makes a store that mounts, and every file whose write started
+#     after the deletion's listing and whose fsync was acknowledged is byte-exact;
+#  2. only pack/ (of a mount that wrote files with packs): the same detection and refusals;
+#  3. only sst/ (of a store whose first mount flushed at unmount): the same.
+# BOUND (20 s) is the watch's interval (5 s, opts.store_check_ms) plus its listings, with
+# room for a loaded machine.  The seed of the writer's file contents is printed;
+# MEMWALFS_SEED=N replays them.
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib.sh" "$1" "${2:-local}"
+BOUND=20
+seed=${MEMWALFS_SEED:-$RANDOM}
+echo "seed $seed (MEMWALFS_SEED=$seed replays the file contents)"
+BASE=$STORE
+m=$WORK/m
+fail() {
+	echo "FAIL: $*"
+	mw_log_tail "$m" 30
+	exit 1
+}
+port=$(/usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+
+# wipe [PREFIX]: list the objects (under PREFIX), then delete what was listed; prints the
+# time the listing ended
+wipe() {
+	"$MW" objects ls "${STORE_OPTS[@]}" "$STORE" ${1:+"$1"} | awk '{print $2}' >"$WORK/keys"
+	date +%s.%N
+	[ -s "$WORK/keys" ] || { echo "FAIL: nothing to delete under '${1:-}'" >&2; return 1; }
+	xargs -n 200 "$MW" objects rm "${STORE_OPTS[@]}" "$STORE" <"$WORK/keys" >/dev/null
+}
+
+# wait_acks LOG N: wait (up to 60 s) until the writer's log holds N acknowledged fsyncs
+wait_acks() {
+	local n
+	for _ in $(seq 600); do
+		n=$(grep -c '^ack ' "$1" 2>/dev/null) || n=0
+		[ "$n" -ge "$2" ] && return 0
+		sleep 0.1
+	done
+	fail "the writer did not get $2 fsyncs acknowledged within 60 s"
+}
+
+# detect CASE PREFIX: run the writer, delete (PREFIX), check the detection and the refusals
+detect() {
+	local name=$1 prefix=$2 log=$WORK/log-$1 listed ended first pid
+	rm -f "$log" "$m.log"
+	mw_mount_logged "$m" --metrics-addr "127.0.0.1:$port"
+	python3 "$here/wiped_writer.py" "$m" "$log" "$seed" 0.2 &
+	pid=$!
+	wait_acks "$log" 8
+	listed=$(wipe "$prefix") || fail "$name: deleting failed"
+	ended=$(date +%s.%N)
+	echo "$listed" >"$WORK/listed-$name"
+	for _ in $(seq $((BOUND * 10 + 100))); do
+		grep -q '^fail ' "$log" && break
+		sleep 0.1
+	done
+	first=$(awk '$1 == "fail" {print $3; exit}' "$log")
+	[ -n "$first" ] || fail "$name: no fsync failed within $((BOUND + 10)) s of the deletion"
+	wait "$pid" || fail "$name: the writer failed"
+	local delay
+	delay=$(echo "$first - $ended" | bc)
+	echo "   $name: deleted $(wc -l <"$WORK/keys") objects; the first fsync failed $delay s after" \
+		"(bound $BOUND s); $(grep -c '^ack ' "$log") acknowledged before"
+	(($(echo "$delay <= $BOUND" | bc))) || fail "$name: the loss was noticed after $delay s"
+	# nothing acknowledged after the first failure
+	awk '$1 == "fail" {f = 1} $1 == "ack" && f {print; bad = 1} END {exit bad}' "$log" ||
+		fail "$name: an fsync after the first failure was acknowledged"
+	"$MW" stats "$m" >"$WORK/stats" || fail "$name: memwalfs stats failed"
+	grep -q '^store_lost 1$' "$WORK/stats" || fail "$name: stats do not say store_lost 1"
+	grep '^# store lost: ' "$WORK/stats" >"$WORK/words" || fail "$name: stats do not say it in words"
+	echo "   stats: $(cat "$WORK/words")"
+	curl -sf "http://127.0.0.1:$port/metrics" >"$WORK/metrics" || fail "$name: no metrics"
+	grep -q '^memwalfs_store_lost 1$' "$WORK/metrics" || fail "$name: metrics lack memwalfs_store_lost 1"
+	grep -q 'THE STORE LOST OBJECTS' "$m.log" || fail "$name: the log does not say it"
+	if "$MW" sync "$m" 2>"$WORK/err"; then fail "$name: memwalfs sync succeeded"; fi
+	grep -q 'lost objects' "$WORK/err" || fail "$name: memwalfs sync said: $(cat "$WORK/err")"
+	if "$MW" umount "$m" 2>"$WORK/err"; then fail "$name: memwalfs umount succeeded"; fi
+	grep -q 'lost objects' "$WORK/err" || fail "$name: memwalfs umount said: $(cat "$WORK/err")"
+	echo "   umount: $(head -c 200 "$WORK/err")..."
+	mw_wait_exit "$m.pid"
+}
+
+echo "-- 1. every object deleted under a writer"
+STORE=$BASE-all
+detect all ""
+
+echo "-- 2. only pack/ deleted"
+STORE=$BASE-pack
+detect pack pack/
+
+echo "-- 3. only sst/ deleted (the first mount flushed at unmount)"
+STORE=$BASE-sst
+mw_mount "$m"
+head -c 100000 /dev/urandom >"$m/before"
+mw_umount "$m"
+detect sst sst/
+
+echo "wiped ($BACKEND): ok"
