@@ -328,9 +328,29 @@ static int replay_wal(struct engine *e, struct replay *r, uint64_t *tip)
 			continue;
 		if (e->from_snapshot && pl.v[i] >= e->snapshot_wal_end)
 			break; /* past the snapshot */
+		if (pl.v[i] != r->next && e->o.salvage) {
+			/* salvage (salvage.c): what remains after the missing positions counts */
+			log_warn("engine: salvage: WAL positions %" PRIu64 "..%" PRIu64
+			         " are missing: what they held is lost",
+			         r->next, pl.v[i] - 1);
+			e->stats.salvage_wal_missing += pl.v[i] - r->next;
+			r->next = pl.v[i];
+		}
 		if (pl.v[i] != r->next)
 			break; /* a gap */
 		rc = replay_one(e, r, pl.v[i]);
+		if (e->o.salvage &&
+		    (rc == -EUCLEAN || rc == -EBADMSG || rc == -EPROTONOSUPPORT || rc == -ENOENT)) {
+			log_warn("engine: salvage: WAL entry %" PRIu64
+			         " skipped (%s): what it held "
+			         "is lost",
+			         pl.v[i], strerror(-rc));
+			e->stats.salvage_wal_bad++;
+			r->next = pl.v[i] + 1;
+			e->next_pos = r->next;
+			rc = 0;
+			continue;
+		}
 		if (rc == -ENOENT)
 			break; /* listed, then gone: treat as the end */
 		if (rc)
@@ -579,7 +599,7 @@ int engine_open(struct store *st, const struct engine_opts *o, struct engine **o
 			goto fail;
 		}
 		uint64_t claim_us = mw_now_us();
-		rc = manifest_claim(st, e->conditional, &e->man);
+		rc = e->o.salvage ? salvage_claim(e) : manifest_claim(st, e->conditional, &e->man);
 		if (rc)
 			goto fail;
 		e->epoch = e->man.epoch;
@@ -658,6 +678,9 @@ int engine_close(struct engine *e)
 			log_warn("engine: close: final flush failed (%s); the next open replays "
 			         "the WAL",
 			         strerror(-rc));
+		/* salvage: the deletes of what was lost drop the versions they shadow */
+		if (!rc && e->o.salvage && (rc = maint_compact_now(e)) != 0)
+			log_warn("engine: close: salvage compaction failed (%s)", strerror(-rc));
 	}
 	flusher_stop(e);
 	writer_stop(e);
@@ -829,6 +852,14 @@ size_t engine_stats_format(struct engine *e, char *buf, size_t len)
 	EMIT("store_lost_since %" PRId64 "\n", s.store_lost_since);
 	U64(store_checks);
 	U64(store_check_errors);
+	if (s.salvage_manifests_bad || s.salvage_tables_lost || s.salvage_wal_missing ||
+	    s.salvage_wal_bad) {
+		U64(salvage_manifests_bad);
+		U64(salvage_tables_lost);
+		U64(salvage_table_bytes_lost);
+		U64(salvage_wal_missing);
+		U64(salvage_wal_bad);
+	}
 	for (int i = 0; i < STORE_OP__COUNT; i++)
 		EMIT("store_requests_%s %" PRIu64 "\n", op_names[i], ss.requests[i]);
 	EMIT("store_retries %" PRIu64 "\n", ss.retries);

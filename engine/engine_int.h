@@ -238,6 +238,29 @@ void watch_note_commit_locked(struct engine *e);
 /* watch.c: remember that our group at position put a pack (e->mu held).  -ENOMEM. */
 int watch_record_pack_locked(struct engine *e, uint64_t position);
 
+/* The names of a listing, in key order (watch.c; salvage.c uses them too). */
+struct keylist {
+	char **v;      /* names (malloc()ed, each too) */
+	size_t n, cap; /* names, allocated */
+	size_t max;    /* fetch stops after this many (0: all) */
+};
+/*
+ * List prefix after start_after (NULL: from the start), at most max names (0:
+ * all), into *l (keylist_clear() it).  0 or the listing's error (*l empty).
+ */
+int keylist_fetch(struct store *st, const char *prefix, const char *start_after, size_t max,
+                  struct keylist *l);
+/* Is name in l (a binary search)? */
+bool keylist_has(const struct keylist *l, const char *name);
+void keylist_clear(struct keylist *l);
+
+/*
+ * salvage.c: the claim of an opts.salvage open: e->man becomes a new manifest over
+ * what remains, of an epoch above every one in the store (docs in salvage.c).
+ * 0, -EEXIST (another writer), the store's errors.
+ */
+int salvage_claim(struct engine *e);
+
 /* follow.c: start / stop the follower thread (read-only engines with opts.follow). */
 int follow_start(struct engine *e);
 void follow_stop(struct engine *e);

@@ -155,14 +155,9 @@ nomem:
 	return -ENOMEM;
 }
 
-/* A listing's names, in order. */
-struct names {
-	char **v;
-	size_t n, cap;
-	size_t max; /* stop after this many (0: all) */
-};
+/* ---- listings of names (also salvage.c) ---- */
 
-static void names_clear(struct names *l)
+void keylist_clear(struct keylist *l)
 {
 	for (size_t i = 0; i < l->n; i++)
 		free(l->v[i]);
@@ -170,9 +165,9 @@ static void names_clear(struct names *l)
 	memset(l, 0, sizeof(*l));
 }
 
-static int names_cb(void *arg, const char *key, uint64_t size)
+static int keylist_cb(void *arg, const char *key, uint64_t size)
 {
-	struct names *l = arg;
+	struct keylist *l = arg;
 
 	(void)size;
 	if (MW_GROW(l->v, l->cap, l->n + 1, 64))
@@ -183,24 +178,22 @@ static int names_cb(void *arg, const char *key, uint64_t size)
 	return l->max && l->n >= l->max ? 1 : 0;
 }
 
-/* List prefix after start_after (NULL: all), at most max names (0: all), into *l. */
-static int list_names(struct store *st, const char *prefix, const char *start_after, size_t max,
-                      struct names *l)
+int keylist_fetch(struct store *st, const char *prefix, const char *start_after, size_t max,
+                  struct keylist *l)
 {
 	int rc;
 
 	memset(l, 0, sizeof(*l));
 	l->max = max;
-	rc = store_list(st, prefix, start_after, max, names_cb, l);
+	rc = store_list(st, prefix, start_after, max, keylist_cb, l);
 	if (rc == 1)
 		rc = 0;
 	if (rc)
-		names_clear(l);
+		keylist_clear(l);
 	return rc;
 }
 
-/* Is name in the sorted listing l? */
-static bool listed(const struct names *l, const char *name)
+bool keylist_has(const struct keylist *l, const char *name)
 {
 	size_t lo = 0, hi = l->n;
 
@@ -225,7 +218,7 @@ static bool listed(const struct names *l, const char *name)
 static int compare(struct engine *e, const struct want *w, char *missing)
 {
 	char name[FMT_NAME_MAX], after[FMT_NAME_MAX];
-	struct names l;
+	struct keylist l;
 	uint64_t v;
 	int rc;
 
@@ -233,13 +226,13 @@ static int compare(struct engine *e, const struct want *w, char *missing)
 	fmt_manifest_name(name, w->version);
 	if (w->version > 0)
 		fmt_manifest_name(after, w->version - 1);
-	rc = list_names(e->st, FMT_MANIFEST_PREFIX, w->version > 0 ? after : NULL, 2, &l);
+	rc = keylist_fetch(e->st, FMT_MANIFEST_PREFIX, w->version > 0 ? after : NULL, 2, &l);
 	if (rc)
 		return rc;
 	bool ours = l.n >= 1 && !strcmp(l.v[0], name);
 	bool newer = l.n > (ours ? 1u : 0u) && fmt_parse_manifest_name(l.v[l.n - 1], &v) == 0 &&
 	             v > w->version;
-	names_clear(&l);
+	keylist_clear(&l);
 	if (newer)
 		return 0; /* a commit in motion, or a newer writer (the lease check fences) */
 	if (!ours) {
@@ -250,8 +243,8 @@ static int compare(struct engine *e, const struct want *w, char *missing)
 	if (w->durable > w->covered) {
 		if (w->covered > 0)
 			fmt_wal_name(after, w->covered - 1);
-		rc = list_names(e->st, FMT_WAL_PREFIX, w->covered > 0 ? after : NULL,
-		                (size_t)(w->durable - w->covered), &l);
+		rc = keylist_fetch(e->st, FMT_WAL_PREFIX, w->covered > 0 ? after : NULL,
+		                   (size_t)(w->durable - w->covered), &l);
 		if (rc)
 			return rc;
 		uint64_t p = w->covered;
@@ -261,7 +254,7 @@ static int compare(struct engine *e, const struct want *w, char *missing)
 				break;
 			p++;
 		}
-		names_clear(&l);
+		keylist_clear(&l);
 		if (p < w->durable) {
 			fmt_wal_name(missing, p);
 			return 1;
@@ -269,33 +262,33 @@ static int compare(struct engine *e, const struct want *w, char *missing)
 	}
 	/* sst/: every table of the manifest */
 	if (w->nssts) {
-		rc = list_names(e->st, SST_PREFIX, NULL, 0, &l);
+		rc = keylist_fetch(e->st, SST_PREFIX, NULL, 0, &l);
 		if (rc)
 			return rc;
 		for (size_t i = 0; i < w->nssts; i++)
-			if (!listed(&l, w->ssts[i])) {
+			if (!keylist_has(&l, w->ssts[i])) {
 				snprintf(missing, FMT_NAME_MAX, "%s", w->ssts[i]);
-				names_clear(&l);
+				keylist_clear(&l);
 				return 1;
 			}
-		names_clear(&l);
+		keylist_clear(&l);
 	}
 	/* pack/: our group packs not yet covered */
 	if (w->npacks) {
 		fmt_pack_name(name, w->epoch, w->packs[0]);
 		snprintf(after, sizeof(after), "%.*s", (int)(strlen(name) - 1), name);
-		rc = list_names(e->st, FMT_PACK_PREFIX, after, 0, &l);
+		rc = keylist_fetch(e->st, FMT_PACK_PREFIX, after, 0, &l);
 		if (rc)
 			return rc;
 		for (size_t i = 0; i < w->npacks; i++) {
 			fmt_pack_name(name, w->epoch, w->packs[i]);
-			if (!listed(&l, name)) {
+			if (!keylist_has(&l, name)) {
 				snprintf(missing, FMT_NAME_MAX, "%s", name);
-				names_clear(&l);
+				keylist_clear(&l);
 				return 1;
 			}
 		}
-		names_clear(&l);
+		keylist_clear(&l);
 	}
 	return 0;
 }

@@ -159,6 +159,15 @@ struct engine_opts {
 	 * ENGINE_CHECK_OFF: no periodic check (reads and GC still detect).
 	 */
 	unsigned store_check_ms;
+	/*
+	 * salvage (writers; engine/salvage.c, `memwalfs fsck --salvage`): open a store
+	 * that lost objects.  A new manifest version over the newest manifest that
+	 * loads, minus its missing tables, of an epoch above every one in the store;
+	 * the WAL after it replayed across missing positions and undecodable entries.
+	 * Deletes or rewrites nothing; what was dropped is in the salvage_* stats and
+	 * the log.  The clean close then leaves a consistent store.
+	 */
+	bool salvage;
 };
 
 #define ENGINE_CHECK_OFF 0xFFFFFFFFu /* store_check_ms: no periodic store check */
@@ -451,6 +460,12 @@ struct engine_stats {
 	char store_lost_what[160];   /* the first missing object, in words ("" when not lost) */
 	uint64_t store_checks;       /* checks of the store made */
 	uint64_t store_check_errors; /* checks whose listing failed (tried again later) */
+	/* an opts.salvage open (engine/salvage.c): what it could not keep */
+	uint64_t salvage_manifests_bad;    /* newest manifests that did not load (skipped) */
+	uint64_t salvage_tables_lost;      /* tables of the manifest missing from the store */
+	uint64_t salvage_table_bytes_lost; /* their bytes */
+	uint64_t salvage_wal_missing;      /* WAL positions missing inside the replayed range */
+	uint64_t salvage_wal_bad;          /* WAL entries that did not decode (skipped) */
 };
 
 void engine_get_stats(struct engine *e, struct engine_stats *out);
