@@ -14,8 +14,9 @@
  *   - a dentry whose inode is gone is deleted (a name lost); one under an
  *     inode that is not a directory too;
  *   - an inode that is gone but still has extents becomes a regular file
- *     (0644, root), one that still has dentries under it a directory (0755),
- *     and the root is made again when it is gone;
+ *     (0644, root), one that still has dentries under it a directory (0755;
+ *     found by a first scan of the dentries' keys, so that the name naming it
+ *     stays), and the root is made again when it is gone;
  *   - an inode no name reaches (and not an orphan, unlinked while open) is
  *     linked into /lost+found as "#<ino>" (only the top of an unreachable
  *     subtree: a directory keeps its children);
@@ -304,14 +305,8 @@ static int on_dentry(struct salv *s, const uint8_t *k, size_t kn, const void *v,
 		s->r->names_lost++;
 		return del(s, k, kn);
 	}
-	struct sino *p = find(s, parent);
-	if (!p) {
-		if (!(p = make(s, parent, S_IFDIR | 0755)))
-			return -ENOMEM;
-		c = find(s, child); /* make() moved the array */
-		say(s, what, "its directory %" PRIu64 " was gone: made again", parent);
-	}
-	if (!S_ISDIR(p->in.mode) || child == SCHEMA_ROOT_INO || child == parent ||
+	struct sino *p = find(s, parent); /* on_parent() made the gone ones */
+	if (!p || !S_ISDIR(p->in.mode) || child == SCHEMA_ROOT_INO || child == parent ||
 	    (S_ISDIR(c->in.mode) && c->dparent)) {
 		say(s, what, "dropped (%s)",
 		    !S_ISDIR(p->in.mode) ? "under a non-directory"
@@ -334,6 +329,24 @@ static int on_dentry(struct salv *s, const uint8_t *k, size_t kn, const void *v,
 	if (MW_GROW(s->edges, s->capedges, s->nedges + 1, 256))
 		return -ENOMEM;
 	s->edges[s->nedges++] = (struct sedge){parent, child};
+	return 0;
+}
+
+/* Before the dentries: a gone inode that still has names under it becomes a directory. */
+static int on_parent(struct salv *s, const uint8_t *k, size_t kn, const void *v, size_t vn, int vrc)
+{
+	uint64_t parent = schema_key_u64(k, kn, 1);
+	char what[48];
+
+	(void)v;
+	(void)vn;
+	(void)vrc;
+	if (kn <= 9 || find(s, parent))
+		return 0;
+	if (!make(s, parent, S_IFDIR | 0755))
+		return -ENOMEM;
+	snprintf(what, sizeof(what), "inode %" PRIu64, parent);
+	say(s, what, "a directory whose record was gone, with names inside: made again");
 	return 0;
 }
 
@@ -548,7 +561,8 @@ int mwfs_salvage(struct engine *e, mwfs_fsck_fn fn, void *arg, struct mwfs_salva
 			goto out;
 		}
 	}
-	if ((rc = scan(&s, SCHEMA_TAG_DENTRY, true, on_dentry)) ||
+	if ((rc = scan(&s, SCHEMA_TAG_DENTRY, false, on_parent)) ||
+	    (rc = scan(&s, SCHEMA_TAG_DENTRY, true, on_dentry)) ||
 	    (rc = scan(&s, SCHEMA_TAG_XATTR, false, on_xattr)))
 		goto out;
 	for (size_t n = 0; n < s.ninos; n++)
