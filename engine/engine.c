@@ -669,8 +669,11 @@ int engine_close(struct engine *e)
 	follow_stop(e);
 	gc_thread_stop(e);
 	watch_stop(e);
-	/* a store that lost objects must not get a final manifest over them: check first */
-	if (!e->o.read_only && !e->sticky && e->o.store_check_ms != ENGINE_CHECK_OFF)
+	/*
+	 * a store that lost objects must not get a final manifest over them: check first
+	 * (also with no periodic check; not in a salvage, whose WAL has its gaps)
+	 */
+	if (!e->o.read_only && !e->sticky && !e->o.salvage)
 		watch_check(e);
 	if (!e->o.read_only && !e->sticky) {
 		rc = maint_flush_now(e);

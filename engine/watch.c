@@ -69,7 +69,8 @@ void engine_store_lost(struct engine *e, const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(what, sizeof(what), fmt, ap);
+	if (vsnprintf(what, sizeof(what), fmt, ap) < 0)
+		snprintf(what, sizeof(what), "an object is missing");
 	va_end(ap);
 	mw_mutex_lock(&e->mu);
 	if (e->lost) {

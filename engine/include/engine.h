@@ -156,7 +156,7 @@ struct engine_opts {
 	 * the uncovered packs the state needs are in the store.  A missing one (or
 	 * one a read or a GC pass finds missing) makes the engine sticky -EIO with
 	 * stats.store_lost set: nothing more is acknowledged or deleted.
-	 * ENGINE_CHECK_OFF: no periodic check (reads and GC still detect).
+	 * ENGINE_CHECK_OFF: no periodic check (reads, GC and the close still detect).
 	 */
 	unsigned store_check_ms;
 	/*
