@@ -148,7 +148,8 @@ static int want_take_locked(struct engine *e, struct want *w)
 		if (!(w->ssts[w->nssts] = strdup(e->man.ssts[w->nssts].name)))
 			goto nomem;
 	qsort(w->ssts, w->nssts, sizeof(*w->ssts), str_cmp);
-	memcpy(w->packs, e->watch_packs, k * sizeof(*w->packs));
+	if (k)
+		memcpy(w->packs, e->watch_packs, k * sizeof(*w->packs));
 	w->npacks = k;
 	return 0;
 nomem:
