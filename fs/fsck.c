@@ -371,7 +371,9 @@ int mwfs_fsck(struct engine *e, mwfs_fsck_fn fn, void *arg, struct mwfs_fsck_rep
 	memset(c.r, 0, sizeof(*c.r));
 	rc = engine_get(e, key, schema_key_super(key), &val, &vlen);
 	if (rc == -ENOENT) {
-		problem(&c, "superblock", "missing: not a memwalfs filesystem (or never mounted)");
+		problem(&c, "superblock",
+		        "missing: not a memwalfs filesystem, never mounted, or its objects were "
+		        "deleted (memwalfs fsck --salvage keeps what remains)");
 	} else if (rc) {
 		goto out;
 	} else if ((rc = schema_super_decode(val, vlen, &c.sb)) != 0) {

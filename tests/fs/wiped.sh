@@ -15,7 +15,10 @@
 #  2. only pack/ (of a mount that wrote files with packs): the same detection, refusals and
 #     salvage, which names the files whose data went with the packs;
 #  3. only sst/ (of a store whose first mount flushed at unmount): the same; the salvage says
-#     the table is lost.
+#     the table is lost;
+#  4. every object, then kill -9 of the daemon before it noticed (3 fsyncs acknowledged after
+#     the deletion): a plain mount is refused with a pointer to the salvage (it would fence
+#     over what remains), and the salvage recovers the files as in 1.
 # BOUND (20 s) is the watch's interval (5 s, opts.store_check_ms) plus its listings, with
 # room for a loaded machine.  The seed of the writer's file contents is printed;
 # MEMWALFS_SEED=N replays them.
@@ -159,5 +162,27 @@ mw_umount "$m"
 detect sst sst/
 salvaged sst
 grep -q '^LOST engine: 1 SSTables' "$WORK/salvage" || fail "sst: the salvage did not say a table was lost"
+
+echo "-- 4. every object deleted, then kill -9 of the daemon before it noticed"
+STORE=$BASE-kill
+rm -f "$WORK/log-kill" "$m.log"
+mw_mount_logged "$m"
+python3 "$here/wiped_writer.py" "$m" "$WORK/log-kill" "$seed" 0.2 &
+pid=$!
+wait_acks "$WORK/log-kill" 8
+wipe "" >"$WORK/listed-kill" || fail "kill: deleting failed"
+n0=$(grep -c '^ack ' "$WORK/log-kill")
+wait_acks "$WORK/log-kill" $((n0 + 3)) # acknowledged after the deletion, before any check
+kill -9 "$(cat "$m.pid")"
+mw_wait_exit "$m.pid"
+wait "$pid" || true
+fusermount3 -uz "$m" 2>/dev/null || true
+# a plain mount would fence over what remains (and GC delete it): refused, pointing at salvage
+if "$MW" mount "${STORE_OPTS[@]}" "$STORE" "$m" 2>"$WORK/err"; then
+	fail "kill: a plain mount of the damaged store succeeded"
+fi
+grep -q 'fsck --salvage' "$WORK/err" || fail "kill: the refusal said: $(cat "$WORK/err")"
+echo "   mount refused: $(head -c 200 "$WORK/err")..."
+salvaged kill
 
 echo "wiped ($BACKEND): ok"
