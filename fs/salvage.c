@@ -174,35 +174,24 @@ static struct sino *make(struct salv *s, uint64_t ino, uint32_t mode)
 	return i;
 }
 
-/* Iterate the keys with one-byte prefix tag (values read when want_value). */
+/* fs_scan_tag() with salvage's callbacks. */
+struct salv_scan {
+	struct salv *s;
+	int (*fn)(struct salv *s, const uint8_t *k, size_t kn, const void *v, size_t vn, int vrc);
+};
+
+static int salv_scan_cb(void *arg, const uint8_t *k, size_t kn, const void *v, size_t vn, int vrc)
+{
+	struct salv_scan *ss = arg;
+	return ss->fn(ss->s, k, kn, v, vn, vrc);
+}
+
 static int scan(struct salv *s, uint8_t tag, bool want_value,
                 int (*fn)(struct salv *s, const uint8_t *k, size_t kn, const void *v, size_t vn,
                           int vrc))
 {
-	uint8_t end = (uint8_t)(tag + 1);
-	struct engine_iter *it = NULL;
-	int rc = engine_iter_new(s->e, &tag, 1, &end, 1, &it);
-
-	for (; !rc && engine_iter_valid(it); engine_iter_next(it)) {
-		size_t kn, vn = 0;
-		const void *v = NULL;
-		const uint8_t *k = engine_iter_key(it, &kn);
-		struct engine_ref ref;
-		int vrc = 0;
-		engine_iter_ref(it, &ref);
-		vn = (size_t)engine_ref_len(&ref);
-		if (want_value)
-			vrc = engine_iter_value(it, &v, &vn);
-		if (vrc == -ENOMEM) {
-			rc = vrc;
-			break;
-		}
-		rc = fn(s, k, kn, v, vn, vrc);
-	}
-	if (!rc && it)
-		rc = engine_iter_status(it);
-	engine_iter_free(it);
-	return rc;
+	struct salv_scan ss = {s, fn};
+	return fs_scan_tag(s->e, tag, want_value, salv_scan_cb, &ss);
 }
 
 static int on_super(struct salv *s, const uint8_t *k, size_t kn, const void *v, size_t vn, int vrc)
