@@ -76,8 +76,11 @@ detect() {
 	wait "$pid" || fail "$name: the writer failed"
 	local delay
 	delay=$(echo "$first - $ended" | bc)
+	local late
+	late=$(awk -v t="$ended" '$1 == "ack" && $3 > t' "$log" | wc -l)
 	echo "   $name: deleted $(wc -l <"$WORK/keys") objects; the first fsync failed $delay s after" \
-		"(bound $BOUND s); $(grep -c '^ack ' "$log") acknowledged before"
+		"(bound $BOUND s); $(grep -c '^ack ' "$log") acknowledged before it, $late of them" \
+		"after the deletion ended"
 	(($(echo "$delay <= $BOUND" | bc))) || fail "$name: the loss was noticed after $delay s"
 	# nothing acknowledged after the first failure
 	awk '$1 == "fail" {f = 1} $1 == "ack" && f {print; bad = 1} END {exit bad}' "$log" ||
