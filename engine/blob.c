@@ -749,6 +749,7 @@ static int fetch_run(struct engine *e, const struct blob_desc *d, uint64_t b0, u
 		log_err("blob: pack %s is missing (blob at %" PRIu64 "+%" PRIu64 ")", name,
 		        d->offset, d->blob_len);
 		rc = -EUCLEAN;
+		watch_kick(e); /* the store may have lost it: the watch checks now */
 	} else if (rc) {
 		log_err("blob: get %s [%" PRIu64 "+%" PRIu64 "] failed: %s", name, g, gend - g,
 		        strerror(-rc));

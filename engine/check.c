@@ -528,7 +528,9 @@ int check_store(struct store *st, const struct check_opts *o, struct check_repor
 			continue;
 		switch (ob->kind) {
 		case K_WAL:
-			why = "WAL entry after a gap: never replayed";
+			why = "WAL entry after a gap: never replayed (a writer stopped with it in "
+			      "flight, or the entries before it were deleted: memwalfs fsck "
+			      "--salvage keeps it)";
 			break;
 		case K_PACK:
 			why = "pack no table or uncovered WAL entry references";

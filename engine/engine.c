@@ -78,6 +78,7 @@ void engine_opts_default(struct engine_opts *o)
 	o->gc_grace_sec = 600;
 	o->repack_below_pct = 50;
 	o->follow_interval_ms = 1000;
+	o->store_check_ms = 5000;
 }
 
 /*
@@ -107,6 +108,7 @@ static void opts_resolve(struct engine_opts *o)
 	DEFAULT_IF_ZERO(gc_grace_sec);
 	DEFAULT_IF_ZERO(repack_below_pct);
 	DEFAULT_IF_ZERO(follow_interval_ms);
+	DEFAULT_IF_ZERO(store_check_ms);
 #undef DEFAULT_IF_ZERO
 	if (o->follow_max_interval_ms < o->follow_interval_ms)
 		o->follow_max_interval_ms =
@@ -326,9 +328,29 @@ static int replay_wal(struct engine *e, struct replay *r, uint64_t *tip)
 			continue;
 		if (e->from_snapshot && pl.v[i] >= e->snapshot_wal_end)
 			break; /* past the snapshot */
+		if (pl.v[i] != r->next && e->o.salvage) {
+			/* salvage (salvage.c): what remains after the missing positions counts */
+			log_warn("engine: salvage: WAL positions %" PRIu64 "..%" PRIu64
+			         " are missing: what they held is lost",
+			         r->next, pl.v[i] - 1);
+			e->stats.salvage_wal_missing += pl.v[i] - r->next;
+			r->next = pl.v[i];
+		}
 		if (pl.v[i] != r->next)
 			break; /* a gap */
 		rc = replay_one(e, r, pl.v[i]);
+		if (e->o.salvage &&
+		    (rc == -EUCLEAN || rc == -EBADMSG || rc == -EPROTONOSUPPORT || rc == -ENOENT)) {
+			log_warn("engine: salvage: WAL entry %" PRIu64
+			         " skipped (%s): what it held "
+			         "is lost",
+			         pl.v[i], strerror(-rc));
+			e->stats.salvage_wal_bad++;
+			r->next = pl.v[i] + 1;
+			e->next_pos = r->next;
+			rc = 0;
+			continue;
+		}
 		if (rc == -ENOENT)
 			break; /* listed, then gone: treat as the end */
 		if (rc)
@@ -490,6 +512,8 @@ static void engine_free(struct engine *e)
 	manifest_clear(&e->man);
 	pthread_cond_destroy(&e->gc_cv);
 	pthread_cond_destroy(&e->follow_cv);
+	pthread_cond_destroy(&e->watch_cv);
+	free(e->watch_packs);
 	pthread_mutex_destroy(&e->gc_mu);
 	pthread_cond_destroy(&e->commit_cv);
 	pthread_cond_destroy(&e->durable_cv);
@@ -530,6 +554,7 @@ int engine_open(struct store *st, const struct engine_opts *o, struct engine **o
 	pthread_cond_init(&e->gc_cv, &ca);
 	pthread_cond_init(&e->durable_cv, &ca);
 	pthread_cond_init(&e->follow_cv, &ca);
+	pthread_cond_init(&e->watch_cv, &ca);
 	pthread_condattr_destroy(&ca);
 	pthread_mutex_init(&e->gc_mu, NULL);
 	e->stats.read_only = e->o.read_only;
@@ -575,7 +600,7 @@ int engine_open(struct store *st, const struct engine_opts *o, struct engine **o
 			goto fail;
 		}
 		uint64_t claim_us = mw_now_us();
-		rc = manifest_claim(st, e->conditional, &e->man);
+		rc = e->o.salvage ? salvage_claim(e) : manifest_claim(st, e->conditional, &e->man);
 		if (rc)
 			goto fail;
 		e->epoch = e->man.epoch;
@@ -609,8 +634,9 @@ int engine_open(struct store *st, const struct engine_opts *o, struct engine **o
 	e->follow_max_epoch = r.max_epoch;
 	if (e->o.follow && (rc = follow_start(e)))
 		goto fail;
-	if (!e->o.read_only &&
-	    ((rc = writer_start(e)) || (rc = flusher_start(e)) || (rc = gc_thread_start(e)))) {
+	if (!e->o.read_only && ((rc = writer_start(e)) || (rc = flusher_start(e)) ||
+	                        (rc = gc_thread_start(e)) || (rc = watch_start(e)))) {
+		gc_thread_stop(e);
 		flusher_stop(e);
 		writer_stop(e);
 		goto fail;
@@ -643,12 +669,22 @@ int engine_close(struct engine *e)
 	 */
 	follow_stop(e);
 	gc_thread_stop(e);
+	watch_stop(e);
+	/*
+	 * a store that lost objects must not get a final manifest over them: check first
+	 * (also with no periodic check; not in a salvage, whose WAL has its gaps)
+	 */
+	if (!e->o.read_only && !e->sticky && !e->o.salvage)
+		watch_check(e);
 	if (!e->o.read_only && !e->sticky) {
 		rc = maint_flush_now(e);
 		if (rc && rc != e->sticky)
 			log_warn("engine: close: final flush failed (%s); the next open replays "
 			         "the WAL",
 			         strerror(-rc));
+		/* salvage: the deletes of what was lost drop the versions they shadow */
+		if (!rc && e->o.salvage && (rc = maint_compact_now(e)) != 0)
+			log_warn("engine: close: salvage compaction failed (%s)", strerror(-rc));
 	}
 	flusher_stop(e);
 	writer_stop(e);
@@ -688,6 +724,8 @@ void engine_get_stats(struct engine *e, struct engine_stats *out)
 	out->gc_grace_sec = e->o.gc_grace_sec == ENGINE_GC_NO_GRACE ? 0 : e->o.gc_grace_sec;
 	if (e->gc_thread.stop || e->sticky)
 		out->gc_next_pass = 0;
+	out->store_lost = e->lost;
+	memcpy(out->store_lost_what, e->lost_what, sizeof(out->store_lost_what));
 	/* blobs in WAL entries not yet promoted into a flush's pack count too */
 	out->live_bytes_est = e->stats.store_live_pack_bytes + e->stats.store_unflushed_pack_bytes +
 	                      (e->stats.pack_bytes - e->gc_pack_mark) +
@@ -714,6 +752,13 @@ void engine_get_stats(struct engine *e, struct engine_stats *out)
 	out->blob_fetches = atomic_load_explicit(&e->blob_fetches, memory_order_relaxed);
 	out->blob_fetch_bytes = atomic_load_explicit(&e->blob_fetch_bytes, memory_order_relaxed);
 	readcache_get_stats(e, out);
+}
+
+int engine_check_store(struct engine *e)
+{
+	if (!e)
+		return -EINVAL;
+	return watch_check(e);
 }
 
 void engine_get_commit_latency(struct engine *e, struct mw_hist_snap *out)
@@ -828,6 +873,18 @@ size_t engine_stats_format(struct engine *e, char *buf, size_t len)
 	U64(follow_behind);
 	U64(follow_interval_ms);
 	U64(snapshot_wal_end);
+	EMIT("store_lost %d\n", s.store_lost ? 1 : 0);
+	EMIT("store_lost_since %" PRId64 "\n", s.store_lost_since);
+	U64(store_checks);
+	U64(store_check_errors);
+	if (s.salvage_manifests_bad || s.salvage_tables_lost || s.salvage_wal_missing ||
+	    s.salvage_wal_bad) {
+		U64(salvage_manifests_bad);
+		U64(salvage_tables_lost);
+		U64(salvage_table_bytes_lost);
+		U64(salvage_wal_missing);
+		U64(salvage_wal_bad);
+	}
 	for (int i = 0; i < STORE_OP__COUNT; i++)
 		EMIT("store_requests_%s %" PRIu64 "\n", op_names[i], ss.requests[i]);
 	EMIT("store_retries %" PRIu64 "\n", ss.retries);
@@ -838,6 +895,10 @@ size_t engine_stats_format(struct engine *e, char *buf, size_t len)
 	EMIT("store_window_requests %" PRIu64 "\n", ss.window_requests);
 	EMIT("store_window_bytes_sent %" PRIu64 "\n", ss.window_bytes_sent);
 	EMIT("store_window_bytes_received %" PRIu64 "\n", ss.window_bytes_received);
+	if (s.store_lost) /* in words, for the person reading `memwalfs stats` */
+		EMIT("# store lost: %s; this mount acknowledges nothing more: unmount, then "
+		     "run memwalfs fsck --salvage STORE\n",
+		     s.store_lost_what);
 #undef U64
 #undef EMIT
 	if (buf && len && n >= len)

@@ -183,6 +183,17 @@ struct engine {
 	uint64_t follow_current_us; /* start of the last poll that found us current [mu] */
 	bool from_snapshot;         /* opened from a snapshot (const) */
 	uint64_t snapshot_wal_end;  /* then replay stops at this WAL position (const) */
+
+	/* The store watch (writers; watch.c): objects the state needs gone from the store */
+	bool lost;               /* the store lost objects we need: sticky (watch.c) [mu] */
+	char lost_what[160];     /* which, in words, once lost [mu] */
+	struct mw_thread watch;  /* the watch thread; .stop: asked to exit [mu] */
+	pthread_cond_t watch_cv; /* wakes the watch thread [mu] */
+	bool watch_kicked;       /* a read or GC asked for a check now [mu] */
+	bool watch_dirty;        /* groups were committed since the last check began [mu] */
+	uint64_t *watch_packs;   /* positions of our committed group packs (watch.c) [mu] */
+	size_t nwatch_packs;     /* entries in watch_packs [mu] */
+	size_t watch_packs_cap;  /* allocated entries [mu] */
 };
 
 /*
@@ -216,6 +227,51 @@ int replay_list_wal(void *arg, const char *key, uint64_t size);
  */
 int replay_fetch(struct engine *e, uint64_t pos, void **buf, size_t *len);
 int replay_entry(struct engine *e, struct replay *r, uint64_t pos, const void *buf, size_t len);
+
+/*
+ * watch.c: the store lost objects the state needs (what, printf-style, names the
+ * first): make the writer sticky -EIO at its durable position, stop GC and the
+ * flusher, log it once.  Any thread, without e->mu.
+ */
+void engine_store_lost(struct engine *e, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/*
+ * watch.c: check now that the store holds what the state needs (docs in watch.c):
+ * 0, -EIO once lost (declared), the sticky error, or a listing's error.  Without e->mu.
+ */
+int watch_check(struct engine *e);
+/* watch.c: ask the watch thread for a check now (a read found an object missing). */
+void watch_kick(struct engine *e);
+/* watch.c: start / stop the watch thread (writers, unless opts.store_check_ms is off). */
+int watch_start(struct engine *e);
+void watch_stop(struct engine *e);
+/* watch.c: a group was acknowledged: the watch checks soon (e->mu held). */
+void watch_note_commit_locked(struct engine *e);
+/* watch.c: remember that our group at position put a pack (e->mu held).  -ENOMEM. */
+int watch_record_pack_locked(struct engine *e, uint64_t position);
+
+/* The names of a listing, in key order (watch.c; salvage.c uses them too). */
+struct keylist {
+	char **v;      /* names (malloc()ed, each too) */
+	size_t n, cap; /* names, allocated */
+	size_t max;    /* fetch stops after this many (0: all) */
+};
+/*
+ * List prefix after start_after (NULL: from the start), at most max names (0:
+ * all), into *l (keylist_clear() it).  0 or the listing's error (*l empty).
+ */
+int keylist_fetch(struct store *st, const char *prefix, const char *start_after, size_t max,
+                  struct keylist *l);
+/* Is name in l (a binary search)? */
+bool keylist_has(const struct keylist *l, const char *name);
+void keylist_clear(struct keylist *l);
+
+/*
+ * salvage.c: the claim of an opts.salvage open: e->man becomes a new manifest over
+ * what remains, of an epoch above every one in the store (docs in salvage.c).
+ * 0, -EEXIST (another writer), the store's errors.
+ */
+int salvage_claim(struct engine *e);
 
 /* follow.c: start / stop the follower thread (read-only engines with opts.follow). */
 int follow_start(struct engine *e);

@@ -56,8 +56,10 @@ struct man_entry {
 };
 
 struct gc {
-	struct store *st;       /* borrowed */
-	struct sst_refs *cache; /* sorted by name */
+	struct store *st;           /* borrowed */
+	char missing[FMT_NAME_MAX]; /* an object the newest manifest needs that the last
+	                               pass found missing ("" if none) */
+	struct sst_refs *cache;     /* sorted by name */
 	size_t ncache, capcache;
 	struct man_entry *mans; /* sorted by version: [oldest kept, newest] of the last pass */
 	size_t nmans, capmans;
@@ -74,6 +76,7 @@ struct listing {
 struct pref {
 	struct gc_pack_id id;
 	uint64_t live; /* bytes referenced by the newest manifest */
+	bool listed;   /* found in the pack/ listing */
 };
 
 struct prefs {
@@ -280,6 +283,7 @@ static int prefs_add(struct prefs *s, const struct gc_pack_id *id, uint64_t live
 		return -ENOMEM;
 	s->p[s->n].id = *id;
 	s->p[s->n].live = live;
+	s->p[s->n].listed = false;
 	s->n++;
 	return 0;
 }
@@ -659,6 +663,9 @@ static int add_tables(struct pass *ps, const struct manifest *m, bool live)
 
 		ps->live_ssts[ps->nlive_ssts++] = m->ssts[s].name; /* borrowed */
 		rc = get_refs(ps->g, &m->ssts[s], &r);
+		if (rc == -ENOENT &&
+		    live) /* the newest manifest's table is gone: the store lost it */
+			snprintf(ps->g->missing, sizeof(ps->g->missing), "%s", m->ssts[s].name);
 		if (rc)
 			return rc;
 		for (size_t k = 0; k < r->n; k++) {
@@ -893,6 +900,8 @@ static int plan_packs(struct pass *ps, struct gc_plan *plan)
 		}
 		s = &plan->packs[plan->npacks++];
 		s->id = id;
+		if (r)
+			r->listed = true;
 		s->size = l.sizes[i];
 		s->data_bytes = s->size > PACK_HEADER_SIZE + PACK_TRAILER_SIZE
 		                    ? s->size - PACK_HEADER_SIZE - PACK_TRAILER_SIZE
@@ -910,7 +919,22 @@ static int plan_packs(struct pass *ps, struct gc_plan *plan)
 			plan->repack[plan->nrepack++] = id;
 	}
 	listing_free(&l);
+	/* a pack the newest manifest's tables use and the listing lacks: the store lost it */
+	for (size_t i = 0; !rc && i < ps->refs.n; i++)
+		if (ps->refs.p[i].live && !ps->refs.p[i].listed) {
+			fmt_pack_name(ps->g->missing, ps->refs.p[i].id.epoch,
+			              ps->refs.p[i].id.position);
+			log_err("gc: %s is missing, though the newest manifest's tables use it; "
+			        "nothing is collected",
+			        ps->g->missing);
+			rc = -ENOENT;
+		}
 	return rc;
+}
+
+const char *gc_missing(const struct gc *g)
+{
+	return g->missing[0] ? g->missing : NULL;
 }
 
 int gc_plan_make(struct gc *g, const struct gc_opts *o, struct gc_plan *out)
@@ -921,6 +945,7 @@ int gc_plan_make(struct gc *g, const struct gc_opts *o, struct gc_plan *out)
 	int rc;
 
 	ps.now = o->now ? o->now : (int64_t)time(NULL);
+	g->missing[0] = '\0';
 	rc = manifest_find_latest(g->st, &latest);
 	if (rc)
 		return rc;

@@ -134,6 +134,13 @@ void gc_free(struct gc *g);
  * On success *plan is filled (gc_plan_clear() it).  -EUCLEAN, -EIO, -ENOMEM...
  */
 int gc_plan_make(struct gc *g, const struct gc_opts *o, struct gc_plan *plan);
+/*
+ * After a plan that failed with -ENOENT: the name of an object the newest
+ * manifest needs (one of its tables, or a pack its tables use) that the store
+ * does not hold, or NULL (the failure had another cause).  Valid until the next
+ * gc_plan_make() on g.
+ */
+const char *gc_missing(const struct gc *g);
 
 /*
  * Delete what the plan lists (manifests, WAL, tables, packs, in that

@@ -414,6 +414,9 @@ static int gc_pass(struct engine *e, struct maint_gc_result *res)
 	if (rc)
 		return rc;
 	rc = gc_plan_make(e->gc, &o, &plan);
+	if (rc == -ENOENT && gc_missing(e->gc))
+		engine_store_lost(e, "%s is missing (the newest manifest needs it; found by GC)",
+		                  gc_missing(e->gc));
 	if (rc)
 		goto out;
 	rc = gc_plan_execute(e->gc, &o, &plan, &deleted);

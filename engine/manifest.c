@@ -559,3 +559,12 @@ int manifest_claim(struct store *st, bool conditional, struct manifest *out)
 	log_err("manifest: could not claim an epoch after %d tries", CLAIM_TRIES);
 	return rc;
 }
+
+int manifest_claim_at(struct store *st, bool conditional, struct manifest *m, uint64_t latest,
+                      uint64_t min_epoch)
+{
+	m->version = latest + 1;
+	m->epoch = m->epoch + 1 > min_epoch ? m->epoch + 1 : min_epoch;
+	m->claim = claim_nonce();
+	return manifest_commit(st, m, conditional);
+}

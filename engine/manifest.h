@@ -108,4 +108,13 @@ int manifest_commit_ours(struct store *st, struct manifest *m, bool conditional)
  */
 int manifest_claim(struct store *st, bool conditional, struct manifest *m);
 
+/*
+ * The salvage's claim (engine/salvage.c): write *m (prepared by the caller: what
+ * survives of the latest readable manifest) as version latest + 1 with an epoch
+ * above both its own and min_epoch - 1, by put_if_absent.  0 (m is then the
+ * manifest written), -EEXIST (another writer claimed that version), the put's error.
+ */
+int manifest_claim_at(struct store *st, bool conditional, struct manifest *m, uint64_t latest,
+                      uint64_t min_epoch);
+
 #endif /* MEMWALFS_MANIFEST_H */

@@ -240,6 +240,8 @@ static int lookup(struct engine *e, uint64_t at, const void *key, size_t klen, v
 	}
 	if (found < 0) {
 		rc = found;
+		if (rc == -EIO && atomic_load(&e->sst_counters.missing))
+			watch_kick(e); /* a table may be gone from the store: check it now */
 	} else if (!found || type == KV_DELETE) {
 		rc = -ENOENT;
 	} else {

@@ -152,6 +152,7 @@ struct sst_counters {
 	_Atomic uint64_t disk_bytes;      /* their bytes (sealed) */
 	_Atomic uint64_t cache_hit_bytes; /* bytes of the block cache hits (decoded) */
 	_Atomic uint64_t blocks_around;   /* data blocks brought by the GET of another */
+	_Atomic uint64_t missing;         /* block reads that found the object missing (404) */
 };
 
 /* Plain snapshot of struct sst_counters. */

@@ -313,6 +313,8 @@ static int read_block_from(struct sst_reader *r, const struct sst_block_iter *ix
 	if (rc) {
 		log_err("sst: %s: reading block at %llu: %s", r->key, (unsigned long long)h->off,
 		        strerror(-rc));
+		if (rc == -ENOENT)
+			COUNT(r, missing, 1); /* the engine's store watch checks (watch.c) */
 		rc = rc == -ENOENT ? -EIO : rc;
 		goto out;
 	}

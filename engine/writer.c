@@ -985,6 +985,7 @@ static void retire_locked(struct engine *e, struct group **freed)
 			if (g->pack_bytes) { /* a group without a pack wrote none */
 				e->stats.packs_written++;
 				e->stats.pack_bytes += g->pack_bytes;
+				watch_record_pack_locked(e, g->position); /* the store watch */
 			}
 		}
 		g->next = *freed;
@@ -992,6 +993,7 @@ static void retire_locked(struct engine *e, struct group **freed)
 		any = true;
 	}
 	if (any) {
+		watch_note_commit_locked(e); /* the store watch checks soon (watch.c) */
 		pthread_cond_broadcast(&e->durable_cv);
 		pthread_cond_broadcast(&e->commit_cv); /* room in the pipeline */
 	}

@@ -24,6 +24,7 @@
 #include "engine.h"
 #include "fsck.h"
 #include "grow.h"
+#include "internal.h"
 #include "schema.h"
 
 /* What the check knows of one inode. */
@@ -86,36 +87,48 @@ static struct ino *lookup(struct fck *c, uint64_t ino)
 	return c->ninos ? bsearch(&ino, c->inos, c->ninos, sizeof(*c->inos), ino_cmp) : NULL;
 }
 
-/*
- * Iterate the keys with one-byte prefix tag, calling fn for each.  Values
- * are fetched only when want_value.  Returns 0 or the scan's error.
- */
-static int scan(struct fck *c, uint8_t tag, bool want_value,
-                int (*fn)(struct fck *c, const uint8_t *k, size_t kn, const uint8_t *v, size_t vn))
+int fs_scan_tag(struct engine *e, uint8_t tag, bool want_value, fs_scan_fn fn, void *arg)
 {
 	uint8_t end = (uint8_t)(tag + 1);
 	struct engine_iter *it = NULL;
-	int rc = engine_iter_new(c->e, &tag, 1, &end, 1, &it);
+	int rc = engine_iter_new(e, &tag, 1, &end, 1, &it);
 
 	for (; !rc && engine_iter_valid(it); engine_iter_next(it)) {
 		size_t kn, vn = 0;
 		const void *v = NULL;
 		const uint8_t *k = engine_iter_key(it, &kn);
-		if (want_value) {
-			rc = engine_iter_value(it, &v, &vn);
-			if (rc)
-				break;
-		} else {
-			struct engine_ref ref; /* the value's length, without its bytes */
-			engine_iter_ref(it, &ref);
-			vn = (size_t)engine_ref_len(&ref);
-		}
-		rc = fn(c, k, kn, v, vn);
+		struct engine_ref ref; /* the value's length, without its bytes */
+		int vrc = 0;
+		engine_iter_ref(it, &ref);
+		vn = (size_t)engine_ref_len(&ref);
+		if (want_value)
+			vrc = engine_iter_value(it, &v, &vn);
+		rc = vrc == -ENOMEM ? vrc : fn(arg, k, kn, v, vn, vrc);
 	}
 	if (!rc && it)
 		rc = engine_iter_status(it);
 	engine_iter_free(it);
 	return rc;
+}
+
+/* fsck's callbacks, behind fs_scan_tag(): a value that cannot be read ends the check. */
+struct fck_scan {
+	struct fck *c;
+	int (*fn)(struct fck *c, const uint8_t *k, size_t kn, const uint8_t *v, size_t vn);
+};
+
+static int fck_scan_cb(void *arg, const uint8_t *k, size_t kn, const void *v, size_t vn, int vrc)
+{
+	struct fck_scan *fs = arg;
+	return vrc ? vrc : fs->fn(fs->c, k, kn, v, vn);
+}
+
+/* Iterate the keys with one-byte prefix tag (values fetched when want_value). */
+static int scan(struct fck *c, uint8_t tag, bool want_value,
+                int (*fn)(struct fck *c, const uint8_t *k, size_t kn, const uint8_t *v, size_t vn))
+{
+	struct fck_scan fs = {c, fn};
+	return fs_scan_tag(c->e, tag, want_value, fck_scan_cb, &fs);
 }
 
 static const char *type_name(uint32_t mode)
@@ -395,7 +408,9 @@ int mwfs_fsck(struct engine *e, mwfs_fsck_fn fn, void *arg, struct mwfs_fsck_rep
 	memset(c.r, 0, sizeof(*c.r));
 	rc = engine_get(e, key, schema_key_super(key), &val, &vlen);
 	if (rc == -ENOENT) {
-		problem(&c, "superblock", "missing: not a memwalfs filesystem (or never mounted)");
+		problem(&c, "superblock",
+		        "missing: not a memwalfs filesystem, never mounted, or its objects were "
+		        "deleted (memwalfs fsck --salvage keeps what remains)");
 	} else if (rc) {
 		goto out;
 	} else if ((rc = schema_super_decode(val, vlen, &c.sb)) != 0) {

@@ -22,6 +22,7 @@
 #ifndef MEMWALFS_FS_FSCK_H
 #define MEMWALFS_FS_FSCK_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 struct engine;
@@ -59,5 +60,34 @@ int mwfs_fsck(struct engine *e, mwfs_fsck_fn fn, void *arg, struct mwfs_fsck_rep
  * error of engine_open().
  */
 int mwfs_fsck_store(struct store *st, mwfs_fsck_fn fn, void *arg, struct mwfs_fsck_report *r);
+
+/* What mwfs_salvage() kept and what it could not. */
+struct mwfs_salvage_report {
+	uint64_t files;           /* regular files reachable afterwards */
+	uint64_t extents;         /* extents kept (their bytes read back) */
+	uint64_t extents_lost;    /* extents dropped: their bytes could not be read */
+	uint64_t bytes_lost;      /* their bytes (now holes) */
+	uint64_t files_damaged;   /* files that lost bytes that way */
+	uint64_t names_lost;      /* dentries dropped (their inode was gone, or damaged) */
+	uint64_t inodes_made;     /* gone inodes made again (their data or names remained) */
+	uint64_t relinked;        /* inodes linked into /lost+found */
+	uint64_t records_fixed;   /* inode records rewritten (counts, sizes, parents) */
+	uint64_t records_dropped; /* inode records that did not decode */
+	bool superblock_written;  /* the superblock was written again */
+};
+
+/*
+ * Make the tree held by e (a writer engine, normally opened with
+ * engine_opts.salvage over a store that lost objects) consistent again over
+ * what remains: unreadable extents become holes, names of gone inodes go,
+ * gone inodes that still have data or names are made again, unreachable
+ * ones are linked into /lost+found as "#<ino>", counts and sizes are set
+ * from what remains, a gone superblock is written again (fs/salvage.c has
+ * the rules).  Every loss is reported through fn (may be NULL) in words;
+ * *r (may be NULL) gets the totals.  Writes through the engine and waits
+ * until durable.  Returns 0 or the engine's error.  mwfs_fsck() of the
+ * result is clean.  One thread; nothing else may write the engine meanwhile.
+ */
+int mwfs_salvage(struct engine *e, mwfs_fsck_fn fn, void *arg, struct mwfs_salvage_report *r);
 
 #endif /* MEMWALFS_FS_FSCK_H */

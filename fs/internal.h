@@ -140,6 +140,15 @@ void fs_tls_free(void *tls); /* the destructor of fs->tkey */
 struct tls *fs_tls(struct mwfs *fs);
 uint8_t *fs_tls_buf(struct mwfs *fs, size_t n);
 struct engine_batch *fs_batch(struct mwfs *fs);
+/*
+ * fsck.c: iterate the engine keys with one-byte prefix tag, calling fn(arg, key, klen,
+ * value, vlen, vrc) for each: the value is read only when want_value (vrc: that read's
+ * error, value NULL; else 0), vlen is always its length.  A nonzero return of fn stops the
+ * scan and is returned; else 0 or the scan's (or -ENOMEM) error.  fsck.c, salvage.c.
+ */
+typedef int (*fs_scan_fn)(void *arg, const uint8_t *k, size_t kn, const void *v, size_t vn,
+                          int vrc);
+int fs_scan_tag(struct engine *e, uint8_t tag, bool want_value, fs_scan_fn fn, void *arg);
 int fs_err(int rc);
 
 /*

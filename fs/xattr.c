@@ -164,6 +164,9 @@ void xattr_get(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 			rc = wbuf_flush_all(fs);
 			if (!rc)
 				rc = engine_sync(fs->e);
+			/* durable, and still in the store: not after it lost objects */
+			if (!rc)
+				rc = engine_check_store(fs->e);
 		}
 		if (rc)
 			fuse_reply_err(req, fs_err(rc));

@@ -35,6 +35,7 @@ struct args {
 	struct s3_opts so; /* store options */
 	const char *store; /* STORE argument */
 	bool deep;         /* fsck --deep */
+	bool salvage;      /* fsck --salvage */
 	bool verbose;      /* -v: list every object */
 	bool progress;     /* --progress: progress lines on stderr also when not a terminal */
 };
@@ -43,9 +44,15 @@ static void usage(FILE *f, const char *cmd)
 {
 	if (!strcmp(cmd, "fsck"))
 		fprintf(f,
-		        "usage: memwalfs fsck [--deep] [options] STORE\n"
+		        "usage: memwalfs fsck [--deep] [--salvage] [options] STORE\n"
 		        "Check the engine objects and the filesystem of STORE (read-only).\n"
 		        "  --deep      also read every pack and verify every blob checksum\n"
+		        "  --salvage   STORE lost objects (memwalfs stats said store_lost, or a\n"
+		        "              mount is refused for a missing object): first write a new\n"
+		        "              consistent state over what remains (a new manifest; no\n"
+		        "              object is deleted or rewritten), listing what was lost;\n"
+		        "              unmount STORE everywhere first (the salvage fences any\n"
+		        "              writer left).  Then the check, of the salvaged state.\n"
 		        "  --progress  a progress line every 5 s on stderr also when it is not a\n"
 		        "              terminal (on a terminal it is always shown)\n"
 		        "Exit status: 0 clean, 1 problems found, 2 could not run.\n");
@@ -78,6 +85,8 @@ static int parse(int argc, char **argv, struct args *a)
 			return -1;
 		} else if (!strcmp(argv[i], "--deep") && !strcmp(cmd, "fsck")) {
 			a->deep = true;
+		} else if (!strcmp(argv[i], "--salvage") && !strcmp(cmd, "fsck")) {
+			a->salvage = true;
 		} else if (!strcmp(argv[i], "-v") || !strcmp(argv[i], "--verbose")) {
 			a->verbose = true;
 		} else if (!strcmp(argv[i], "--progress")) {
@@ -87,7 +96,8 @@ static int parse(int argc, char **argv, struct args *a)
 			        "memwalfs %s: unknown option %s (valid: %s-v, --progress, the "
 			        "store options; "
 			        "memwalfs %s --help)\n",
-			        cmd, argv[i], strcmp(cmd, "fsck") ? "" : "--deep, ", cmd);
+			        cmd, argv[i], strcmp(cmd, "fsck") ? "" : "--deep, --salvage, ",
+			        cmd);
 			return 2;
 		} else if (!a->store) {
 			a->store = argv[i];
@@ -323,6 +333,83 @@ static void fs_problem(void *arg, const char *what, const char *msg)
 	fflush(stdout);
 }
 
+/* A loss the salvage reports (arg: unused). */
+static void fs_lost(void *arg, const char *what, const char *msg)
+{
+	(void)arg;
+	printf("LOST fs %s: %s\n", what, msg);
+	fflush(stdout);
+}
+
+/*
+ * fsck --salvage: a writer engine with opts.salvage over what remains of STORE
+ * (engine/salvage.c), the tree repaired (fs/salvage.c), a clean close.  0, or
+ * the exit status after a message.
+ */
+static int salvage(const struct args *a)
+{
+	struct store *st = NULL;
+	struct engine *e = NULL;
+	struct engine_opts o;
+	struct engine_stats es;
+	struct mwfs_salvage_report sr;
+	int rc;
+
+	if (storeopt_open(a->store, &a->so, STORE_OPEN_EXISTING, "fsck --salvage", &st))
+		return 2;
+	engine_opts_default(&o);
+	o.salvage = true;
+	o.gc_interval_ms = ENGINE_GC_OFF;    /* nothing is deleted */
+	o.store_check_ms = ENGINE_CHECK_OFF; /* what is gone is known */
+	rc = engine_open(st, &o, &e);
+	if (rc) {
+		fprintf(stderr, "memwalfs fsck --salvage: %s: cannot open what remains: %s\n",
+		        a->store, strerror(-rc));
+		store_close(st);
+		return 2;
+	}
+	engine_get_stats(e, &es);
+	printf("salvage: manifest epoch %" PRIu64 ", WAL replayed: %" PRIu64 " entries\n", es.epoch,
+	       es.replay_entries);
+	if (es.salvage_manifests_bad)
+		printf("LOST engine: %" PRIu64 " newest manifests did not load (skipped)\n",
+		       es.salvage_manifests_bad);
+	if (es.salvage_tables_lost)
+		printf("LOST engine: %" PRIu64 " SSTables (%" PRIu64 " bytes) were missing: what "
+		       "only they held is gone\n",
+		       es.salvage_tables_lost, es.salvage_table_bytes_lost);
+	if (es.salvage_wal_missing)
+		printf("LOST engine: %" PRIu64 " WAL positions were missing: what they held is "
+		       "gone\n",
+		       es.salvage_wal_missing);
+	if (es.salvage_wal_bad)
+		printf("LOST engine: %" PRIu64 " WAL entries did not decode (skipped)\n",
+		       es.salvage_wal_bad);
+	rc = mwfs_salvage(e, fs_lost, NULL, &sr);
+	if (rc) {
+		fprintf(stderr, "memwalfs fsck --salvage: %s: repairing the tree failed: %s\n",
+		        a->store, strerror(-rc));
+		engine_close(e);
+		store_close(st);
+		return 2;
+	}
+	printf("salvage: %" PRIu64 " files kept (%" PRIu64 " extents); lost: %" PRIu64
+	       " names, %" PRIu64 " extents (%" PRIu64 " bytes) in %" PRIu64 " files; %" PRIu64
+	       " inodes made again, %" PRIu64 " linked into /lost+found, "
+	       "%" PRIu64 " records fixed%s\n",
+	       sr.files, sr.extents, sr.names_lost, sr.extents_lost, sr.bytes_lost,
+	       sr.files_damaged, sr.inodes_made, sr.relinked, sr.records_fixed,
+	       sr.superblock_written ? ", superblock written" : "");
+	rc = engine_close(e);
+	store_close(st);
+	if (rc) {
+		fprintf(stderr, "memwalfs fsck --salvage: %s: the final commit failed: %s\n",
+		        a->store, strerror(-rc));
+		return 2;
+	}
+	return 0;
+}
+
 int cmd_fsck(int argc, char **argv)
 {
 	struct args a;
@@ -335,6 +422,8 @@ int cmd_fsck(int argc, char **argv)
 
 	if (rc)
 		return rc < 0 ? 0 : rc;
+	if (a.salvage && (rc = salvage(&a)) != 0)
+		return rc;
 	if (open_store(&a, "fsck", &st))
 		return 2;
 	co.deep = a.deep;

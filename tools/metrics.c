@@ -130,6 +130,12 @@ static const struct stat_type stat_types[] = {
     {"replay_entries_per_sec", false, "replay speed at open"},
     {"sticky_error", false, "errno that stopped the writer (0: none)"},
     {"batches_lost", false, "writes applied here whose commit never succeeded (fenced, failed)"},
+    {"store_lost", false,
+     "1 once the store lost objects this filesystem needs: the mount acknowledges nothing "
+     "more (docs/DESIGN.md)"},
+    {"store_lost_since", false, "unix time the loss was found (0: not lost)"},
+    {"store_checks", true, "checks that the store holds what the filesystem needs"},
+    {"store_check_errors", true, "store checks whose listings failed (tried again)"},
     {"read_only", false, "1 if the engine is read-only"},
     {"gc_passes", true, "GC passes completed"},
     {"gc_skipped", true, "GC wake-ups with nothing to collect"},
@@ -259,8 +265,8 @@ static void stats_metrics(FILE *f, char *text)
 	for (char *save = NULL, *line = strtok_r(text, "\n", &save); line;
 	     line = strtok_r(NULL, "\n", &save)) {
 		char *sp = strchr(line, ' ');
-		if (!sp)
-			continue;
+		if (!sp || line[0] == '#')
+			continue; /* "# ..." lines are words for `memwalfs stats` readers */
 		*sp = 0;
 		const char *name = line, *value = sp + 1;
 		if (!strncmp(name, "store_requests_", 15)) {

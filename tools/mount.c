@@ -1042,6 +1042,21 @@ static int check_store_kind(struct mount_args *a, struct store *st)
 	}
 	if (ours || !other)
 		return 0;
+	/* WAL entries, packs or tables without a manifest: a memwalfs store that lost objects */
+	bool remains = false;
+	for (int i = 0; i < 3 && !remains; i++)
+		store_list(st, (const char *[]){"wal/", "pack/", "sst/"}[i], NULL, 1, any_key,
+		           &remains); /* a failed listing: the refusal below says less */
+	if (remains) {
+		fprintf(
+		    stderr,
+		    "memwalfs: refusing to mount %s: it holds memwalfs objects (WAL entries, "
+		    "packs or tables) but no manifest: objects of the store were deleted; nothing "
+		    "was changed.  Recover what remains with: memwalfs fsck --salvage %s (not "
+		    "--format, which would bury them)\n",
+		    a->store, a->store);
+		return -1;
+	}
 	if (a->format && !a->eo.read_only) {
 		fprintf(stderr,
 		        "memwalfs: %s is not empty and holds no memwalfs filesystem: "
@@ -1068,13 +1083,19 @@ static void progress_check(void *arg, const char *phase, uint64_t done, uint64_t
 		progress(arg, "checking the WAL (read-only)", done, total);
 }
 
+/* WAL entries a crash may leave in flight after a missing position (engine/wal.h WAL_WINDOW). */
+#define MOUNT_WAL_WINDOW 4
+
 /*
  * Before a writer open claims an epoch (which writes a manifest, a fence
  * entry and, at close, an SSTable): open the engine read-only, which reads
  * and checks the manifest, every SSTable it lists and every WAL entry to
  * replay, and read the filesystem's superblock.  A newer format version or
- * a damaged object is refused here, with the store untouched.  0 or -1.
+ * a damaged object is refused here, with the store untouched; so is a store
+ * that lost objects (more entries after a WAL gap than a crash leaves, data
+ * without a superblock).  0 or -1.
  */
+
 static int check_formats(struct mount_args *a, struct store *st)
 {
 	struct engine_opts o = a->eo;
@@ -1084,6 +1105,7 @@ static int check_formats(struct mount_args *a, struct store *st)
 	o.read_only = true;
 	o.progress = progress_check;
 	o.disk_cache_dir = NULL; /* the check reads tails only: no need to index the cache */
+	struct engine_stats es;
 	int rc = engine_open(st, &o, &e);
 	if (rc) {
 		fprintf(stderr, "memwalfs: refusing to mount %s: %s%s; nothing was changed\n",
@@ -1092,11 +1114,34 @@ static int check_formats(struct mount_args *a, struct store *st)
 		        : rc == -EPROTONOSUPPORT
 		            ? " (an object has a format version newer than this memwalfs reads, "
 		              "written by a newer memwalfs?: see above)"
+		        : rc == -ENOENT || rc == -EIO
+		            ? " (an object the filesystem needs is missing: were objects of the "
+		              "store deleted?  memwalfs fsck --salvage STORE recovers what remains)"
 		            : "");
 		return -1;
 	}
+	engine_get_stats(e, &es);
 	rc = mwfs_check_format(e, &version);
 	engine_close(e);
+	/*
+	 * More entries after a missing WAL position than a crash leaves in flight (the
+	 * window, docs/WAL.md), or engine data with no superblock: objects were deleted
+	 * (README "When the store lost objects").  A writer would fence over them, and GC
+	 * then delete them: refuse, and point at the salvage.
+	 */
+	if (es.replay_gap_entries > MOUNT_WAL_WINDOW ||
+	    (rc == -ENOENT && (es.replay_entries || es.replay_gap_entries || es.sst_count))) {
+		fprintf(stderr,
+		        "memwalfs: refusing to mount %s: %s: objects of the store were deleted; "
+		        "nothing was changed.  Recover what remains with: memwalfs fsck --salvage "
+		        "%s\n",
+		        a->store,
+		        es.replay_gap_entries > MOUNT_WAL_WINDOW
+		            ? "WAL entries lie after a missing position, more than a crash leaves"
+		            : "it holds data but no filesystem superblock",
+		        a->store);
+		return -1;
+	}
 	if (rc == 0 || rc == -ENOENT)
 		return 0; /* a filesystem this code reads, or none yet (formatted next) */
 	if (rc == -EPROTONOSUPPORT)
@@ -1222,6 +1267,23 @@ static void takeover_tell(const struct mwd_holder *old, bool claimed)
 		        "then are lost\n",
 		        old->mnt[0] ? " at " : "", old->mnt,
 		        rc ? strerror(-rc) : "it answered that the store is still its own");
+}
+
+/*
+ * Before the final commit: did the store lose objects this filesystem needs (engine/watch.c;
+ * checked now, so that an unmount right after a deletion fails too)?  If so, the final status
+ * "lost: WHAT" into final (umount.c reads it), and the log says what to do.
+ */
+static bool engine_lost(struct engine *e, char *final, size_t len)
+{
+	struct engine_stats es;
+
+	engine_check_store(e);
+	engine_get_stats(e, &es);
+	if (!es.store_lost)
+		return false;
+	snprintf(final, len, "lost: %s", es.store_lost_what);
+	return true;
 }
 
 static int serve(struct mount_args *a, int report_fd)
@@ -1364,15 +1426,18 @@ out:
 		         strerror(-rc));
 		status = 1;
 	}
-	uint64_t lost = 0;
+	uint64_t changes_lost = 0;
 	if (e) {
 		struct engine_stats es;
 		engine_get_stats(e, &es);
-		lost =
-		    es.batches_lost; /* final once the writer stopped: nothing is applied after */
+		/* final once the writer stopped: nothing is applied after */
+		changes_lost = es.batches_lost;
 	}
+	bool store_lost = e && engine_lost(e, final, sizeof(final));
 	rc = engine_close(e);
-	if (rc == -ESTALE) {
+	if (store_lost) {
+		status = 1; /* final says it; the close's error is its consequence */
+	} else if (rc == -ESTALE) {
 		fenced = true;
 	} else if (rc) {
 		log_err("final commit: %s", strerror(-rc));
@@ -1380,18 +1445,18 @@ out:
 			snprintf(final, sizeof(final), "error: final commit: %s", strerror(-rc));
 		status = 1;
 	}
-	if (fenced) {
+	if (fenced && !store_lost) {
 		/* a newer writer claimed the store (engine.c: fencing); umount.c reads this */
 		char what[256];
-		if (lost)
+		if (changes_lost)
 			snprintf(
 			    what, sizeof(what),
 			    "%llu change%s made here (each a write, create, rename... that was "
 			    "readable here and that close() may have acknowledged) %s never "
 			    "committed and %s lost; every change after this mount learned it was "
 			    "fenced failed with EIO",
-			    (unsigned long long)lost, lost == 1 ? "" : "s",
-			    lost == 1 ? "was" : "were", lost == 1 ? "is" : "are");
+			    (unsigned long long)changes_lost, changes_lost == 1 ? "" : "s",
+			    changes_lost == 1 ? "was" : "were", changes_lost == 1 ? "is" : "are");
 		else
 			snprintf(
 			    what, sizeof(what),

@@ -131,6 +131,16 @@ static void print_health(const struct counters *c)
 	char b[HUMAN_LEN], t[64];
 	bool ok = true;
 	int64_t sticky = val(c, "sticky_error");
+	if (val(c, "store_lost")) {
+		/* the engine's line "# store lost: WHAT; ...", cut at the name "#" */
+		const char *what = "objects this filesystem needs are missing";
+		for (int i = 0; i < c->n; i++)
+			if (!strcmp(c->name[i], "#") && !strncmp(c->value[i], "store lost: ", 12))
+				what = c->value[i] + 12;
+		printf("health:  STOPPED: the store lost objects (%s)\n", what);
+		ok = false;
+		sticky = 0; /* its consequence: said above */
+	}
 	if (sticky) {
 		int e = sticky < 0 ? (int)-sticky : (int)sticky;
 		printf("health:  STOPPED: %s (sticky_error %" PRId64 "): %s\n", strerror(e), sticky,
@@ -153,7 +163,7 @@ static void print_health(const struct counters *c)
 	for (int i = 0; i < c->n; i++) {
 		const char *nm = c->name[i];
 		if (!strcmp(nm, "sticky_error") || !strcmp(nm, "outage_error") ||
-		    (!strstr(nm, "error") && !strstr(nm, "lost")) ||
+		    !strcmp(nm, "store_lost") || (!strstr(nm, "error") && !strstr(nm, "lost")) ||
 		    !strtoll(c->value[i], NULL, 10))
 			continue;
 		const char *h = metrics_stat_help(nm);

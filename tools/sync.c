@@ -34,6 +34,17 @@ static void sync_usage(FILE *f)
 	           "timeout of the mount (--fsync-timeout) bounds the wait.\n");
 }
 
+/* Do the mount's stats say that its store lost objects (engine/watch.c)? */
+static bool store_lost(const char *mnt)
+{
+	char buf[65536];
+	ssize_t n = getxattr(mnt, MWFS_STATS_XATTR, buf, sizeof(buf) - 1);
+	if (n <= 0)
+		return false;
+	buf[n] = 0;
+	return strstr(buf, "\nstore_lost 1\n") != NULL;
+}
+
 /* Sync one mount point: 0, or 1 after a message. */
 static int sync_one(const char *arg)
 {
@@ -59,6 +70,14 @@ static int sync_one(const char *arg)
 		err = errno;
 		if (err == ENODATA || err == ENOTSUP)
 			fprintf(stderr, "memwalfs: %s: not a memwalfs mount point\n", mnt);
+		else if (store_lost(mnt))
+			fprintf(
+			    stderr,
+			    "memwalfs: %s: the store lost objects this filesystem needs (see "
+			    "`memwalfs stats %s`): the mount acknowledges no write any more.  "
+			    "Unmount it, then recover what remains with memwalfs fsck --salvage "
+			    "STORE (README.md, \"When the store lost objects\")\n",
+			    mnt, mnt);
 		else
 			fprintf(stderr, "memwalfs: %s: the commit failed: %s\n", mnt,
 			        strerror(err));

@@ -443,6 +443,17 @@ int cmd_umount(int argc, char **argv)
 		            : "writes made here after that were refused with EIO and are not in "
 		              "the store");
 		unlink(spath);
+	} else if (!strncmp(st, "lost: ", 6)) {
+		/* mount.c engine_lost(): engine/watch.c found objects gone from the store */
+		fprintf(
+		    stderr,
+		    "memwalfs: %s: the store lost objects this filesystem needs (%s): they were "
+		    "deleted behind the mount's back.  From the moment that was found the mount "
+		    "acknowledged no write, and it wrote no final state.  Recover what remains "
+		    "with: memwalfs fsck --salvage STORE (README.md, \"When the store lost "
+		    "objects\")\n",
+		    mnt, st + 6);
+		unlink(spath);
 	} else if (!strncmp(st, "error", 5)) {
 		fprintf(stderr, "memwalfs: %s: the daemon's final commit failed: %s\n", mnt, st);
 		unlink(spath);

@@ -149,7 +149,28 @@ struct engine_opts {
 	const char *disk_cache_dir;
 	uint64_t disk_cache_bytes;
 	size_t read_region_bytes;
+	/*
+	 * The store watch (writers; engine/watch.c): every store_check_ms (default
+	 * 5000) in which groups were committed (an idle engine sends nothing), and at
+	 * close, four listings check that the manifest, the WAL tail, the tables and
+	 * the uncovered packs the state needs are in the store.  A missing one (or
+	 * one a read or a GC pass finds missing) makes the engine sticky -EIO with
+	 * stats.store_lost set: nothing more is acknowledged or deleted.
+	 * ENGINE_CHECK_OFF: no periodic check (reads, GC and the close still detect).
+	 */
+	unsigned store_check_ms;
+	/*
+	 * salvage (writers; engine/salvage.c, `memwalfs fsck --salvage`): open a store
+	 * that lost objects.  A new manifest version over the newest manifest that
+	 * loads, minus its missing tables, of an epoch above every one in the store;
+	 * the WAL after it replayed across missing positions and undecodable entries.
+	 * Deletes or rewrites nothing; what was dropped is in the salvage_* stats and
+	 * the log.  The clean close then leaves a consistent store.
+	 */
+	bool salvage;
 };
+
+#define ENGINE_CHECK_OFF 0xFFFFFFFFu /* store_check_ms: no periodic store check */
 
 #define ENGINE_NO_RETRY 0xFFFFFFFFu /* commit_retry_ms: a failed commit stops the writer */
 
@@ -491,6 +512,18 @@ struct engine_stats {
 	uint64_t follow_behind; /* WAL entries listed but not applied yet */
 	uint64_t follow_interval_ms; /* the current poll interval (after back-off) */
 	uint64_t snapshot_wal_end;   /* opened from a snapshot: its WAL end (else 0) */
+	/* the store watch (engine/watch.c) */
+	bool store_lost;             /* the store lost objects this state needs: sticky -EIO */
+	int64_t store_lost_since;    /* unix time that was found (0: not lost) */
+	char store_lost_what[160];   /* the first missing object, in words ("" when not lost) */
+	uint64_t store_checks;       /* checks of the store made */
+	uint64_t store_check_errors; /* checks whose listing failed (tried again later) */
+	/* an opts.salvage open (engine/salvage.c): what it could not keep */
+	uint64_t salvage_manifests_bad;    /* newest manifests that did not load (skipped) */
+	uint64_t salvage_tables_lost;      /* tables of the manifest missing from the store */
+	uint64_t salvage_table_bytes_lost; /* their bytes */
+	uint64_t salvage_wal_missing;      /* WAL positions missing inside the replayed range */
+	uint64_t salvage_wal_bad;          /* WAL entries that did not decode (skipped) */
 };
 
 void engine_get_stats(struct engine *e, struct engine_stats *out);
@@ -508,6 +541,15 @@ struct engine_space {
  * (S3), or -errno.  Sends no request; any thread.
  */
 int engine_store_space(struct engine *e, struct engine_space *out);
+
+/*
+ * Check now that the store holds what this writer's state needs (engine/watch.c:
+ * four listings).  0 (all there, or a read-only engine), -EIO when objects are
+ * missing (the engine is then sticky, stats.store_lost set, the log names the first),
+ * the sticky error of an engine stopped before, or a listing's error (nothing
+ * decided).  Any thread.
+ */
+int engine_check_store(struct engine *e);
 
 /* A key handed to a follow callback: borrowed, valid during the call only. */
 struct engine_key {

@@ -7,6 +7,13 @@
  * clean, then breaks one invariant and expects -EUCLEAN with a problem
  * naming the broken record.  The last case goes through the store
  * (mwfs_fsck_store: a read-only engine beside the writer).
+ *
+ * The test_salvage_* cases break the tree the same ways (several at once)
+ * and expect mwfs_salvage() (fs/salvage.c) to say what it dropped and to
+ * leave a tree the check finds clean: names of gone inodes dropped, wrong
+ * types and counts fixed, a gone superblock, root and directory made again
+ * (the directory keeping its name and its entries), unnamed inodes and data
+ * of gone inodes linked into /lost+found, xattrs of gone inodes dropped.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -294,6 +301,108 @@ static void test_through_store(void **state)
 	assert_non_null(strstr(fx->problems, "dentry 2/'ghost'"));
 }
 
+/* ---- mwfs_salvage() (fs/salvage.c): each break above repaired ---- */
+
+/* Salvage, expect a loss line naming what (NULL: no line needed), then a clean check. */
+static struct mwfs_salvage_report salvage(struct fixture *fx, const char *what)
+{
+	struct mwfs_salvage_report sr;
+	struct mwfs_fsck_report r;
+	fx->problems[0] = '\0';
+	assert_int_equal(mwfs_salvage(fx->e, collect, fx, &sr), 0);
+	if (what && !strstr(fx->problems, what))
+		fail_msg("no salvage line names '%s'; got:\n%s", what, fx->problems);
+	fx->problems[0] = '\0';
+	assert_int_equal(mwfs_fsck(fx->e, collect, fx, &r), 0);
+	assert_int_equal(r.problems, 0);
+	return sr;
+}
+
+/* The value of key k, or -ENOENT. */
+static int get(struct fixture *fx, const uint8_t *k, size_t kn)
+{
+	void *v = NULL;
+	size_t vn = 0;
+	int rc = engine_get(fx->e, k, kn, &v, &vn);
+	free(v);
+	return rc;
+}
+
+static void test_salvage_clean(void **state)
+{
+	struct fixture *fx = *state;
+	struct mwfs_salvage_report sr = salvage(fx, NULL);
+	assert_int_equal(sr.files, 1);
+	assert_int_equal(sr.extents, 2);
+	assert_int_equal(sr.names_lost + sr.inodes_made + sr.relinked + sr.records_fixed, 0);
+	assert_false(sr.superblock_written);
+	assert_string_equal(fx->problems, "");
+}
+
+static void test_salvage_superblock(void **state)
+{
+	struct fixture *fx = *state;
+	uint8_t k[SCHEMA_KEY_MAX];
+	del(fx, k, schema_key_super(k));
+	assert_true(salvage(fx, "superblock").superblock_written);
+}
+
+static void test_salvage_names(void **state)
+{
+	struct fixture *fx = *state;
+	uint8_t k[SCHEMA_KEY_MAX];
+	put_dentry(fx, 2, "ghost", 7, S_IFREG); /* names a gone inode */
+	put_dentry(fx, 1, "l", 4, S_IFREG);     /* the wrong type */
+	del(fx, k, schema_key_dentry(k, 2, "g", 1));
+	struct mwfs_salvage_report sr = salvage(fx, "name 'ghost' in directory 2");
+	assert_int_equal(sr.names_lost, 1);
+	assert_int_equal(get(fx, k, schema_key_dentry(k, 2, "ghost", 5)), -ENOENT);
+	assert_true(sr.records_fixed >= 1); /* the file's nlink 2 -> 1 */
+}
+
+static void test_salvage_lost_found(void **state)
+{
+	struct fixture *fx = *state;
+	uint8_t k[SCHEMA_KEY_MAX];
+	put_inode(fx, 5, S_IFREG | 0644, 1, 0, 0, NULL);   /* no name */
+	put(fx, k, schema_key_extent(k, 8, 4), "lost", 4); /* data of a gone inode */
+	put(fx, k, schema_key_xattr(k, 9, "user.b", 6), "1", 1);
+	struct mwfs_salvage_report sr = salvage(fx, "inode 5");
+	assert_int_equal(sr.relinked, 2);
+	assert_int_equal(sr.inodes_made, 1);
+	uint64_t lf;
+	uint32_t dtype;
+	void *v = NULL;
+	size_t vn = 0;
+	assert_int_equal(engine_get(fx->e, k, schema_key_dentry(k, 1, "lost+found", 10), &v, &vn),
+	                 0);
+	assert_int_equal(schema_dentry_decode(v, vn, &lf, &dtype), 0);
+	free(v);
+	assert_int_equal(get(fx, k, schema_key_dentry(k, lf, "#5", 2)), 0);
+	assert_int_equal(get(fx, k, schema_key_dentry(k, lf, "#8", 2)), 0);
+	assert_int_equal(get(fx, k, schema_key_xattr(k, 9, "user.b", 6)), -ENOENT);
+	/* the superblock's next_ino went past lost+found's new inode */
+	struct schema_super sb;
+	assert_int_equal(engine_get(fx->e, k, schema_key_super(k), &v, &vn), 0);
+	assert_int_equal(schema_super_decode(v, vn, &sb), 0);
+	free(v);
+	assert_true(sb.next_ino > lf);
+}
+
+static void test_salvage_gone_dir_and_root(void **state)
+{
+	struct fixture *fx = *state;
+	uint8_t k[SCHEMA_KEY_MAX];
+	del(fx, k, schema_key_inode(k, 2));                   /* "d", with "g" inside */
+	del(fx, k, schema_key_inode(k, 1));                   /* the root */
+	put(fx, k, schema_key_extent(k, 3, 6000), "tail", 4); /* past the size */
+	struct mwfs_salvage_report sr = salvage(fx, "root directory");
+	assert_int_equal(sr.inodes_made, 2);
+	assert_int_equal(sr.names_lost, 0);
+	assert_int_equal(sr.relinked, 0); /* "d" kept its name, "g" inside it */
+	assert_int_equal(get(fx, k, schema_key_dentry(k, 2, "g", 1)), 0);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -313,6 +422,11 @@ int main(void)
 	    T(test_xattr_of_missing_inode),
 	    T(test_symlink_without_target),
 	    T(test_dir_parent_field),
+	    T(test_salvage_clean),
+	    T(test_salvage_superblock),
+	    T(test_salvage_names),
+	    T(test_salvage_lost_found),
+	    T(test_salvage_gone_dir_and_root),
 	    T(test_through_store),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
