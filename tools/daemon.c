@@ -24,8 +24,18 @@
 
 #include "daemon.h"
 
-/* Status files of exited daemons are removed after this long (nobody asked). */
-#define MWD_STATUS_KEEP_SEC 3600
+/*
+ * The status file of a daemon that is gone is removed once it is this old,
+ * whatever it says.  Its only reader is a "memwalfs umount" that waited for
+ * that daemon's exit and reads the file within 20 ms of it (tools/umount.c);
+ * the daemon writes its final status just before it exits, so a minute is
+ * far more than that reader needs even on a loaded machine.  A "serving"
+ * left by a daemon killed with -9 says no more than a missing file does.
+ */
+#define MWD_STATUS_GONE_SEC 60
+
+/* Lock files of stores nobody has locked are removed after this long. */
+#define MWD_LOCK_KEEP_SEC 3600
 
 /* ---- run directory, names ------------------------------------------------ */
 
@@ -108,9 +118,64 @@ static void stale_lock(DIR *d, const char *name, time_t now)
 		return;
 	if (!flock(fd, LOCK_EX | LOCK_NB) && !fstat(fd, &fst) &&
 	    !fstatat(dirfd(d), name, &st, AT_SYMLINK_NOFOLLOW) && st.st_ino == fst.st_ino &&
-	    st.st_dev == fst.st_dev && now - st.st_mtime > MWD_STATUS_KEEP_SEC)
+	    st.st_dev == fst.st_dev && now - st.st_mtime > MWD_LOCK_KEEP_SEC)
 		unlinkat(dirfd(d), name, 0);
 	close(fd);
+}
+
+/*
+ * Wall-clock second at which process pid started, or 0 when unknown
+ * (/proc/PID/stat field 22 in clock ticks since boot, plus btime of
+ * /proc/stat).  *zombie tells whether it has exited and is not yet reaped.
+ */
+static time_t proc_started(long pid, bool *zombie)
+{
+	char path[64], buf[1024];
+	unsigned long long ticks = 0, btime = 0;
+	*zombie = false;
+	snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return 0;
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	char *p = strrchr(buf, ')'); /* the name (field 2) may hold spaces and ')' */
+	char state;
+	/* fields 3 (state) .. 22 (starttime) after the name */
+	if (!p || sscanf(p + 1,
+	                 " %c %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s "
+	                 "%*s %*s %llu",
+	                 &state, &ticks) != 2)
+		return 0;
+	*zombie = state == 'Z';
+	f = fopen("/proc/stat", "re");
+	if (!f)
+		return 0;
+	while (fgets(buf, sizeof(buf), f))
+		if (sscanf(buf, "btime %llu", &btime) == 1)
+			break;
+	fclose(f);
+	long hz = sysconf(_SC_CLK_TCK);
+	if (!btime || hz <= 0)
+		return 0;
+	return (time_t)(btime + ticks / (unsigned long long)hz);
+}
+
+/*
+ * Is the daemon pid that last wrote its status file at written gone?  It is
+ * when no process has that pid, when that process has exited (a zombie), or
+ * when it started after the file was written (the pid was given to another
+ * process: 32768 pids go round in an hour of tests).  Unknown means running.
+ */
+static bool daemon_gone(long pid, time_t written)
+{
+	if (kill((pid_t)pid, 0) && errno == ESRCH)
+		return true;
+	bool zombie;
+	time_t started = proc_started(pid, &zombie);
+	/* 2 s: btime is whole seconds, and so is the file's time here */
+	return zombie || (started && started > written + 2);
 }
 
 void mwd_status_gc(void)
@@ -133,11 +198,10 @@ void mwd_status_gc(void)
 		    strcmp(tail, "status"))
 			continue;
 		struct stat st;
-		if (pid <= 0 || !kill((pid_t)pid, 0) || errno == EPERM)
-			continue; /* its daemon (or a process with its pid) runs */
-		if (!fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) &&
-		    now - st.st_mtime > MWD_STATUS_KEEP_SEC)
-			unlinkat(dirfd(d), de->d_name, 0);
+		if (pid <= 0 || fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) ||
+		    now - st.st_mtime <= MWD_STATUS_GONE_SEC || !daemon_gone(pid, st.st_mtime))
+			continue;
+		unlinkat(dirfd(d), de->d_name, 0);
 	}
 	closedir(d);
 }

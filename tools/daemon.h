@@ -13,7 +13,10 @@
  *                     Its text is "pid\nmountpoint\nfsname\n" of the holder.
  *   daemon-PID.status one line written by the daemon: "serving" once mounted,
  *                     then "ok", "error: ..." or (fenced by a newer writer)
- *                     "fenced: ..." after its final commit.
+ *                     "fenced: ..." after its final commit.  Removed by the
+ *                     "memwalfs umount" that read it, else by the next
+ *                     mount's mwd_status_gc() a minute after its daemon is
+ *                     gone.
  *
  * The root directory answers getxattr(MWFS_DAEMON_XATTR) with "PID STATUSPATH"
  * so that "memwalfs umount" can find both before it unmounts.
@@ -129,9 +132,13 @@ int mwd_status_path(pid_t pid, char *out, size_t n);
 int mwd_status_write(const char *path, const char *text);
 
 /*
- * Remove the status files of daemons that exited more than an hour ago
- * (nobody ran "memwalfs umount" for them), and the lock files of stores that
- * nobody holds and nobody has locked for an hour.  Best effort.
+ * Remove the status files that nobody will read: those of daemons that are
+ * gone (exited, killed, or their pid now another process's) and that were
+ * last written more than a minute ago, whatever they say ("memwalfs umount"
+ * removes the one it read; this removes those of mounts unmounted by
+ * fusermount3 -u or umount, and of daemons killed with -9).  Also the lock
+ * files of stores that nobody holds and nobody has locked for an hour.
+ * Best effort; run by every mount before it writes its own status file.
  */
 void mwd_status_gc(void);
 

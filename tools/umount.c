@@ -427,11 +427,11 @@ int cmd_umount(int argc, char **argv)
 			st[0] = 0;
 		fclose(f);
 	}
+	/* the daemon is gone: nobody else reads its status (daemon.h) */
+	unlink(spath);
 	st[strcspn(st, "\n")] = 0;
-	if (!strcmp(st, "ok")) {
-		unlink(spath);
+	if (!strcmp(st, "ok"))
 		return 0;
-	}
 	if (!strncmp(st, "fenced", 6)) {
 		/* mount.c: engine_close() or the buffer write-out ended with -ESTALE */
 		fprintf(stderr,
@@ -442,7 +442,6 @@ int cmd_umount(int argc, char **argv)
 		            ? st + 8
 		            : "writes made here after that were refused with EIO and are not in "
 		              "the store");
-		unlink(spath);
 	} else if (!strncmp(st, "lost: ", 6)) {
 		/* mount.c engine_lost(): engine/watch.c found objects gone from the store */
 		fprintf(
@@ -453,10 +452,8 @@ int cmd_umount(int argc, char **argv)
 		    "with: memwalfs fsck --salvage STORE (README.md, \"When the store lost "
 		    "objects\")\n",
 		    mnt, st + 6);
-		unlink(spath);
 	} else if (!strncmp(st, "error", 5)) {
 		fprintf(stderr, "memwalfs: %s: the daemon's final commit failed: %s\n", mnt, st);
-		unlink(spath);
 	} else {
 		fprintf(stderr,
 		        "memwalfs: %s: daemon %ld exited without a final status (killed?)\n", mnt,
