@@ -134,7 +134,7 @@ void mwfs_get_fsync_latency(struct mwfs *fs, struct mw_hist_snap *out);
  */
 #define MWFS_SYNC_XATTR "user.memwalfs.sync"
 /*
- * The two steps of a takeover on the same machine (tools/mount.c,
+ * The two steps of a takeover on the same machine (tools/takeover.c,
  * --takeover), asked of the old mount by the new one.  Before its claim,
  * getxattr of MWFS_HANDOVER_XATTR on the root puts every write buffer into
  * the engine, then refuses every change with EIO (engine_handover(), for up

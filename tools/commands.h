@@ -14,7 +14,7 @@ struct command {
 
 /* The subcommands (each in its own file under tools/). */
 int cmd_mount(int argc, char **argv);    /* tools/mount.c */
-int cmd_stats(int argc, char **argv);    /* tools/mount.c */
+int cmd_stats(int argc, char **argv);    /* tools/stats.c */
 int cmd_umount(int argc, char **argv);   /* tools/umount.c */
 int cmd_sync(int argc, char **argv);     /* tools/sync.c */
 int cmd_objects(int argc, char **argv);  /* tools/objects.c */

@@ -286,7 +286,7 @@ int engine_check_epoch(struct engine *e);
 int engine_write_error(struct engine *e);
 
 /*
- * A takeover is about to claim the store (tools/mount.c, --takeover; the
+ * A takeover is about to claim the store (tools/takeover.c, --takeover; the
  * filesystem's MWFS_HANDOVER_XATTR): refuse every write from now on with
  * -ESTALE, as a fenced writer does, for hold_ms, then commit everything
  * applied before and wait until it is durable (engine_sync()), so that
