@@ -24,7 +24,6 @@ void fs_tls_free(void *p)
 	if (!t)
 		return;
 	free(t->buf);
-	free(t->chunk);
 	engine_batch_free(t->b);
 	free(t);
 }
@@ -38,8 +37,7 @@ struct tls *fs_tls(struct mwfs *fs)
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		return NULL;
-	t->chunk = malloc(fs->cs);
-	if (!t->chunk || engine_batch_new(&t->b)) {
+	if (engine_batch_new(&t->b)) {
 		fs_tls_free(t);
 		return NULL;
 	}

@@ -49,10 +49,13 @@
 #define FS_META_ROOM 4096
 
 /*
- * A file handle (fuse_file_info.fh): the inode's address, with FS_FH_WRITE
- * set when it was opened for writing (inodes are aligned: bit 0 is free),
- * so that a close of a handle opened for writing fails with EIO once the
- * writer was fenced (file_flush()).
+ * A file handle (fuse_file_info.fh of a file opened by file_open() or
+ * dir_create(); a directory's is its struct dirh, dir.c): the inode's
+ * address, with FS_FH_WRITE set when it was opened for writing (inodes are
+ * aligned: bit 0 is free), so that a close of a handle opened for writing
+ * fails with EIO once the writer stopped: fenced, holding writes for a
+ * takeover's handover, or after a commit that failed for good
+ * (file_flush(), engine_write_error()).  fs_fh() builds it; no lock.
  */
 #define FS_FH_WRITE ((uint64_t)1)
 static inline uint64_t fs_fh(const struct inode *ip, int open_flags)
@@ -60,10 +63,13 @@ static inline uint64_t fs_fh(const struct inode *ip, int open_flags)
 	return (uint64_t)(uintptr_t)ip | ((open_flags & O_ACCMODE) != O_RDONLY ? FS_FH_WRITE : 0);
 }
 
-/* Inode numbers are handed out from the superblock in ranges of this many. */
+/* Inode numbers are handed out from the superblock in ranges of this many (inode_new()). */
 #define MWFS_INO_RANGE 1024
 
-/* One open chunk of a file being written (protected by ip->dlock). */
+/*
+ * An in-memory inode: the table entry of one inode number (see the file
+ * comment for its lifetime).  Each field names the lock that protects it.
+ */
 struct inode {
 	uint64_t ino;          /* inode number (immutable) */
 	struct inode *hnext;   /* hash chain; fs->mu */
@@ -131,14 +137,28 @@ struct mwfs {
 struct tls {
 	uint8_t *buf; /* read reply / general buffer */
 	size_t cap;
-	uint8_t *chunk;         /* one chunk, for read-modify-write */
 	struct engine_batch *b; /* reusable batch */
 };
 
-/* common.c */
-void fs_tls_free(void *tls); /* the destructor of fs->tkey */
+/* ---- common.c ------------------------------------------------------------ */
+
+/* The destructor of fs->tkey: frees a struct tls and what it holds.  Accepts NULL. */
+void fs_tls_free(void *tls);
+/*
+ * The calling thread's scratch (struct tls), made at its first call; owned by
+ * the thread (freed by fs_tls_free() when it exits).  NULL on allocation
+ * failure.  No lock.
+ */
 struct tls *fs_tls(struct mwfs *fs);
+/*
+ * The calling thread's buffer, grown to at least n bytes; valid until the
+ * thread's next fs_tls_buf().  NULL on allocation failure.  No lock.
+ */
 uint8_t *fs_tls_buf(struct mwfs *fs, size_t n);
+/*
+ * The calling thread's engine batch, emptied; valid until its next
+ * fs_batch().  NULL on allocation failure.  No lock.
+ */
 struct engine_batch *fs_batch(struct mwfs *fs);
 /*
  * fsck.c: iterate the engine keys with one-byte prefix tag, calling fn(arg, key, klen,
@@ -149,6 +169,12 @@ struct engine_batch *fs_batch(struct mwfs *fs);
 typedef int (*fs_scan_fn)(void *arg, const uint8_t *k, size_t kn, const void *v, size_t vn,
                           int vrc);
 int fs_scan_tag(struct engine *e, uint8_t tag, bool want_value, fs_scan_fn fn, void *arg);
+/*
+ * The positive errno for fuse_reply_err() of an engine or fs/ result rc (0
+ * or negative): -ESTALE (fenced), -EUCLEAN and -EBADMSG (damaged),
+ * -EPROTONOSUPPORT (newer format) and -ETIMEDOUT become EIO, other negative
+ * errnos pass through, anything else is EIO.  No lock.
+ */
 int fs_err(int rc);
 
 /*
@@ -161,7 +187,17 @@ int fs_err(int rc);
  * instead of being taken into memory and lost at the next commit.
  */
 int fs_writable(struct mwfs *fs);
+/*
+ * Now, for every timestamp the daemon sets: the kernel's coarse clock, never
+ * earlier than a time given before nor than one fs_clock_seen() took
+ * (common.c says why).  Lock-free; any thread.
+ */
 void fs_now(int64_t *sec, uint32_t *nsec);
+/*
+ * A time the kernel stamped with its own clock: fs_now() gives nothing
+ * earlier from now on (a time more than 1 s ahead of the clock is ignored).
+ * Lock-free; any thread.
+ */
 void fs_clock_seen(int64_t sec, uint32_t nsec);
 /* The space statfs reports and fallocate checks (common.c), bytes, multiples of 4096. */
 struct fs_space {
@@ -169,7 +205,14 @@ struct fs_space {
 	uint64_t free;  /* free */
 	uint64_t avail; /* free to an unprivileged user (at most free) */
 };
+/*
+ * Fill *sp: the capacity option (or 1 PiB on a store with no size of its
+ * own) less the engine's estimate of live data, or on a local store the
+ * size and free space of the filesystem that holds it.  Takes the engine's
+ * lock briefly, not fs->mu.
+ */
 void fs_space(struct mwfs *fs, struct fs_space *sp);
+/* Set the chosen timestamps of a to fs_now() (a is an inode's: fs->mu held). */
 void fs_touch(struct schema_inode *a, bool atime, bool mtime, bool ctime);
 /*
  * The mode a file of mode mode and group gid keeps when the caller of req changes it (write,
@@ -178,8 +221,11 @@ void fs_touch(struct schema_inode *a, bool atime, bool mtime, bool ctime);
  * the latter, set-group-ID when the caller is not in gid (common.c says why fs/ does it).
  */
 uint32_t fs_kill_suidgid(fuse_req_t req, uint32_t mode, uint32_t gid, bool sgid_only);
+/* The struct stat of ip as the kernel sees it (ip->a; fs->mu held). */
 void fs_fill_stat(struct mwfs *fs, const struct inode *ip, struct stat *st);
+/* The reply to a lookup or create of ip: its stat and the mount's timeouts (fs->mu held). */
 void fs_fill_entry(struct mwfs *fs, const struct inode *ip, struct fuse_entry_param *e);
+/* Are the n bytes at p all zero (true when n is 0)?  No lock. */
 bool fs_all_zero(const uint8_t *p, size_t n);
 /* rc is a failure to reach the store (worth waiting out), not an answer such as -ENOENT. */
 bool fs_store_down(int rc);
@@ -199,21 +245,26 @@ void fs_outage_leave(struct mwfs *fs);
 int fs_warm_key(struct mwfs *fs, const uint8_t *key, size_t kn);
 
 /*
- * notify.c: one thread per mount that tells the kernel to drop what it caches (never from a
- * handler, never with a lock held), from a bounded queue in which the ranges of one inode
- * merge.  refresh (follower mounts, else NULL): called by the thread before an inode is
- * invalidated; returns nonzero when the table holds the inode (only then is the kernel
- * told).  The queue functions take no lock the caller may hold and accept NULL.
- */
-/*
  * pool.c: serve se's requests on up to max_threads workers until it is
  * unmounted or a signal ends it; workers are reused most recently idle
  * first.  0 or a negative errno (a read error of the device).
  */
 int pool_run(struct fuse_session *se, unsigned max_threads);
 
+/*
+ * notify.c: one thread per mount that tells the kernel to drop what it caches (never from a
+ * handler, never with a lock held), from a bounded queue in which the ranges of one inode
+ * merge.  refresh (follower mounts, else NULL): called by the thread before an inode is
+ * invalidated; returns nonzero when the table holds the inode (only then is the kernel
+ * told).  The queue functions take no lock the caller may hold and accept NULL.
+ */
 struct fsnotify;
 typedef int (*fsnotify_refresh_fn)(struct mwfs *fs, uint64_t ino);
+/*
+ * Start the notify thread of fs with hook refresh (may be NULL); *out is
+ * written on success only, freed by fsnotify_stop().  0, -ENOMEM or the
+ * error of starting the thread.  At mount, before the session runs.
+ */
 int fsnotify_start(struct mwfs *fs, fsnotify_refresh_fn refresh, struct fsnotify **out);
 /* The FUSE session to notify, once mounted (before: items are refreshed, nothing sent). */
 void fsnotify_session(struct fsnotify *nf, struct fuse_session *se);
@@ -233,6 +284,7 @@ struct fsnotify_counts {
 	uint64_t refreshed;       /* records refreshed by the hook */
 	uint64_t retries;         /* inode invalidations queued again after -ENOENT */
 };
+/* Copy the counters of nf into *c (zeros when nf is NULL); takes nf's own lock. */
 void fsnotify_counts(struct fsnotify *nf, struct fsnotify_counts *c);
 void fsnotify_stop(struct fsnotify *nf); /* joins the thread; accepts NULL */
 
@@ -277,12 +329,35 @@ int follow_refresh(struct mwfs *fs, uint64_t ino);
  */
 int inode_record_get(struct mwfs *fs, uint64_t ino, void **val, size_t *vn, uint64_t *seq);
 
-/* inode.c (all with fs->mu held) */
+/* ---- inode.c: the inode table (fs->mu held unless said otherwise) --------- */
+
+/*
+ * Take a reference on inode ino into *out, loading its record if needed
+ * (fs->mu held).  0, -ENOENT if it has no record, -EUCLEAN if the record is
+ * corrupt, or the store's error.  Release with inode_put().
+ */
 int inode_get(struct mwfs *fs, uint64_t ino, struct inode **out);
+/*
+ * inode_get(), but an inode whose records are gone while the kernel still
+ * holds it (a removed directory still open or looked up) is returned too,
+ * with nlink 0, for the attribute operations (fstat, fchmod); changes to it
+ * stay in memory.  fs->mu held.
+ */
 int inode_get_removed(struct mwfs *fs, uint64_t ino, struct inode **out);
+/* ino's table entry, or NULL if not loaded; no reference taken (fs->mu held). */
 struct inode *inode_find(struct mwfs *fs, uint64_t ino);
+/*
+ * Release a reference taken by inode_get()/inode_new(); the inode may be
+ * dropped (and, unlinked, queued for reclaim).  fs->mu held unless ip is
+ * NULL (then nothing happens).  Returns 0.
+ */
 int inode_put(struct mwfs *fs, struct inode *ip);
-int inode_check(struct mwfs *fs, uint64_t ino); /* takes fs->mu */
+/*
+ * Does inode ino exist?  fs->mu NOT held: takes it.  0, -ENOENT, or the
+ * error of loading its record.  For handlers that read other records of ino
+ * without the lock.
+ */
+int inode_check(struct mwfs *fs, uint64_t ino);
 /*
  * Bring ino's record into the engine's caches unless the inode is loaded
  * (fs->mu NOT held; takes it only to look).  A handler calls it before it
@@ -291,8 +366,20 @@ int inode_check(struct mwfs *fs, uint64_t ino); /* takes fs->mu */
  * the store's error (the handler then fails without taking fs->mu).
  */
 int inode_warm(struct mwfs *fs, uint64_t ino);
+/* Drop n kernel lookups of ino (FUSE forget); the inode may be dropped.  fs->mu held. */
 void inode_forget(struct mwfs *fs, uint64_t ino, uint64_t n);
+/*
+ * Allocate a new inode number and an in-memory inode of mode with one
+ * reference into *out (fs->mu held); queues a superblock update into b when
+ * a new range of numbers is taken.  The caller fills ip->a and commits b; on
+ * failure it sets ip->gone and calls inode_put().  0 or -errno.
+ */
 int inode_new(struct mwfs *fs, struct engine_batch *b, uint32_t mode, struct inode **out);
+/*
+ * Queue ip's inode record into b (nothing for an inode whose records are
+ * gone).  fs->mu held.  0, -ENAMETOOLONG (a symlink target over 4096
+ * bytes) or engine_batch_put()'s error.
+ */
 int inode_batch_put(struct mwfs *fs, struct engine_batch *b, const struct inode *ip);
 /*
  * Queue into b the deletion of every record of ino: inode, orphan mark, xattrs and, with
@@ -300,6 +387,10 @@ int inode_batch_put(struct mwfs *fs, struct engine_batch *b, const struct inode 
  * not be held.
  */
 int inode_batch_drop(struct mwfs *fs, struct engine_batch *b, uint64_t ino, bool data);
+/*
+ * Apply b (without waiting for durability) and remember its ticket in the n
+ * inodes ips (fs->mu held).  Returns the engine's error unchanged.
+ */
 int inode_commit(struct mwfs *fs, struct engine_batch *b, struct inode **ips, size_t n);
 /*
  * Unlinked inodes: inode_reclaim_queued() deletes the records of those that maybe_evict()
@@ -325,15 +416,44 @@ struct inode_tx {
 	struct schema_inode a[INODE_TX_MAX]; /* ip[i]->a before the change */
 	uint64_t rec_size[INODE_TX_MAX];     /* ip[i]->rec_size before the change */
 };
+/*
+ * Start tx on the thread's batch (fs_batch(); fs->mu held).  0 or -ENOMEM.
+ * Nothing to free: an uncommitted tx is dropped, after inode_tx_undo() if
+ * its inodes were changed.
+ */
 int inode_tx_begin(struct mwfs *fs, struct inode_tx *tx);
 /* inode_tx_begin() on b, a batch (fs_batch()) that already holds data changes. */
 void inode_tx_begin_on(struct mwfs *fs, struct inode_tx *tx, struct engine_batch *b);
+/*
+ * Snapshot ip's attributes and have its record written at commit; call it
+ * before changing ip.  Adding an inode twice, or NULL, does nothing.  fs->mu
+ * held.
+ */
 void inode_tx_add(struct inode_tx *tx, struct inode *ip);
+/*
+ * Finish tx (fs->mu held).  rc is the caller's result so far: when 0 the
+ * records of the added inodes are queued and the batch applied
+ * (inode_commit()); when rc or the commit fails the snapshots are put back.
+ * Returns the first error.
+ */
 int inode_tx_commit(struct inode_tx *tx, int rc);
+/* Put back the attributes of every inode added to tx (fs->mu held). */
 void inode_tx_undo(struct inode_tx *tx);
+/* Free every in-memory inode and the table, at close, once no handler runs. */
 void inode_table_free(struct mwfs *fs);
 
-/* dir.c */
+/*
+ * ---- the FUSE low-level handlers (fs.c's fuse_lowlevel_ops) ---------------
+ *
+ * Each is the handler of the FUSE request of its name, called on a worker
+ * thread of pool.c with no lock held; it replies exactly once (fuse_reply_*)
+ * with a positive errno from fs_err() on failure.  Those that change
+ * anything ask fs_writable() first; they take ip->dlock and fs->mu
+ * themselves, in that order.
+ */
+
+/* dir.c: lookup, mknod, mkdir, symlink, create, unlink, rmdir, rename, link, and open
+ * directories (opendir, readdir, readdirplus, releasedir, fsyncdir). */
 void dir_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);
 void dir_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev);
 void dir_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode);
@@ -352,7 +472,8 @@ void dir_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 void dir_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void dir_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi);
 
-/* file.c */
+/* file.c: open, read, write, flush (close), release, fsync, fallocate, lseek,
+ * copy_file_range. */
 void file_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void file_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi);
 void file_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
@@ -378,7 +499,8 @@ int file_truncate_prepare(struct mwfs *fs, struct inode *ip, uint64_t size, stru
                           uint64_t *removed);
 void file_truncate_locked(struct mwfs *fs, struct inode *ip, uint64_t size, uint64_t removed);
 
-/* xattr.c */
+/* xattr.c: setxattr, getxattr (on the root also the virtual MWFS_*_XATTR names of fs.h),
+ * listxattr, removexattr. */
 void xattr_set(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value, size_t size,
                int flags);
 void xattr_get(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size);

@@ -15,10 +15,11 @@
  * A jump elsewhere resets the streak.  A file read at random long enough is
  * fetched whole when the engine has a disk cache to keep it (fill_some()).
  *
- * A prefetch is engine_get_range() of zero bytes at offset 0: the engine
- * loads the whole blob into its cache (blobs are immutable and cached by
- * descriptor, so a later write can never be shadowed by a stale prefetch;
- * it simply makes a new blob).
+ * A prefetch is ext_prefetch() of one chunk-sized window: for each extent
+ * in it, engine_ref_prefetch() of the range the window covers, which loads
+ * the blob blocks that range touches into the engine's cache (blobs are
+ * immutable and cached by descriptor, so a later write can never be
+ * shadowed by a stale prefetch; it simply makes a new blob).
  *
  * The in-flight table (ra_begin/ra_end) makes a reader that needs a chunk
  * some other thread is loading wait for that load instead of issuing a
