@@ -487,7 +487,7 @@ out:
  *     compaction that leaves them (a deeper level) does not make GC ask
  *     forever.  Such a pass counts as idle: an idle mount sends nothing.
  *
- * Returns true when it asked.
+ * Returns true when it asked.  e->mu held.
  */
 static bool space_request_locked(struct engine *e, const struct maint_gc_result *r)
 {

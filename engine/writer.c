@@ -154,7 +154,7 @@ int writer_freeze_locked(struct engine *e)
 	return 0;
 }
 
-/* Is the write with this ticket settled?  1 durable, <0 failed, 0 not yet. */
+/* Is the write with this ticket settled (e->mu held)?  1 durable, <0 failed, 0 not yet. */
 static int ticket_state_locked(struct engine *e, uint64_t ticket)
 {
 	mw_mutex_assert_held(&e->mu);
@@ -918,7 +918,7 @@ static void close_due_locked(struct engine *e, uint64_t *wake_us)
 	pthread_cond_broadcast(&e->commit_cv);
 }
 
-/* Wait on commit_cv until woken, or until wake_us (monotonic) when not 0. */
+/* Wait on commit_cv (e->mu held) until woken, or until wake_us (monotonic) when not 0. */
 static void pipeline_wait_locked(struct engine *e, uint64_t wake_us)
 {
 	if (!wake_us) {
