@@ -56,9 +56,11 @@ same_within 6 "$w" "$f" || fail "the follower's first view differs"
 cat "$f/d1/a" >/dev/null
 ls -la "$f/d1" >/dev/null # the kernel caches these now
 step() {
-	if ! same_within 6 "$w" "$f"; then
-		# what the follower was doing (seen once in ~20 s3 runs: the 100 files made after GC
-		# missing after 6 s)
+	if ! same_within 20 "$w" "$f"; then
+		# what the follower was doing.  The bound is no latency target (the benchmark has
+		# those): with 6 s, "after GC" failed in ~1 of 8 runs on a loaded machine, the
+		# follower late (its poll interval backed off to 800 ms while idle; sig() reads every
+		# file of the follower, by direct I/O) and caught up a second later
 		"$MW" stats --raw "$f" | grep -E '^(follow_|sticky|read_only|frozen)' | tr '\n' ' '
 		echo
 		local t=$SECONDS
@@ -80,7 +82,7 @@ dd if=/dev/urandom of="$w/d1/d2/renamed" bs=1k count=5 conv=notrunc status=none;
 mkdir "$w/d3"; rmdir "$w/d1/d2" 2>/dev/null || rm -r "$w/d1/d2"; step "mkdir, rm -r"
 ln -s target "$w/link"; ln "$w/d1/nothere" "$w/d3/hard"; step "symlink, link"
 chmod 600 "$w/d3/hard"; touch -d @1000000000 "$w/d1/nothere"; step "chmod, utimes"
-echo "   each step showed on the follower within 6 s"
+echo "   each step showed on the follower within 20 s"
 
 echo "-- 2. through flushes, compactions and GC"
 for round in 1 2 3 4 5; do
