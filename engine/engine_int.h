@@ -204,30 +204,6 @@ struct engine {
  */
 #define FOLLOW_SEQ_BASE (1ull << 62)
 
-/* Replay state (engine.c; the follower keeps one across polls). */
-struct replay {
-	uint64_t next;       /* next position expected */
-	uint64_t max_epoch;  /* highest epoch replayed so far */
-	struct mw_buf *keys; /* NULL, or: every applied key appended (varint len, key) */
-	bool locked;         /* the caller holds e->mu (the follower, readers running) */
-};
-
-/* Positions listed under wal/ (engine.c replay_list_wal(), a store_list_fn). */
-struct poslist {
-	uint64_t *v; /* ascending */
-	size_t n, cap;
-};
-int replay_list_wal(void *arg, const char *key, uint64_t size);
-
-/*
- * engine.c: read wal/<pos> into *buf (malloc()ed) / decode and apply it (in
- * order, the replay rules of docs/WAL.md) into e->mem.  replay_entry() is called by
- * one thread at a time, with e->mu held once the engine is shared (the follower).
- * Returns 0 (applied or ignored), -ENOENT, -ESTALE, -EUCLEAN, -EIO...
- */
-int replay_fetch(struct engine *e, uint64_t pos, void **buf, size_t *len);
-int replay_entry(struct engine *e, struct replay *r, uint64_t pos, const void *buf, size_t len);
-
 /*
  * watch.c: the store lost objects the state needs (what, printf-style, names the
  * first): make the writer sticky -EIO at its durable position, stop GC and the

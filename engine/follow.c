@@ -4,7 +4,7 @@
  *
  * DESIGN
  *
- * After the open's replay (engine.c), one thread polls the store every
+ * After the open's replay (replay.c), one thread polls the store every
  * opts.follow_interval_ms.  A poll is
  *
  *   - a WAL probe: LIST wal/ after the last position applied (one page of up
@@ -12,7 +12,7 @@
  *     GET each), decoded and applied whole under e->mu, then published by
  *     raising e->visible_seq past its last op: readers see the state before
  *     or after the entry, never a part of it (the body is checked whole before
- *     its first op goes in, engine.c replay_apply()).  The replay rules of the
+ *     its first op goes in, replay.c replay_apply()).  The replay rules of the
  *     open hold (docs/WAL.md): an entry of an older epoch after a newer one is
  *     ignored, fence entries carry nothing;
  *   - a manifest probe: LIST manifest/ after the version in use.  A newer
@@ -80,6 +80,7 @@
 #include "follow.h"
 #include "format.h"
 #include "log.h"
+#include "replay.h"
 #include "store.h"
 #include "wal.h"
 

@@ -41,6 +41,7 @@
 #include "engine_int.h"
 #include "format.h"
 #include "log.h"
+#include "replay.h"
 #include "sst_flush.h"
 #include "store.h"
 #include "wal.h"

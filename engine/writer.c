@@ -32,7 +32,7 @@
  * acknowledged only when it and every group before it are durable
  * (retire_locked()), and the first failure stops acknowledgements at its
  * position, whatever landed after it: an entry past a gap is never
- * acknowledged, and the next writer's fence fills the gap (engine.c).
+ * acknowledged, and the next writer's fence fills the gap (replay.c).
  *
  * Commit of a group at position P (the commit point is step 2):
  *   1. if it has a pack and no uploader put it yet, seal it and store_put
