@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "bigbuf.h"
+#include "blobcache.h"
 #include "cache.h"
 #include "coding.h"
 #include "diskcache.h"
@@ -37,165 +38,6 @@
 #include "thread.h"
 #include "pack.h"
 #include "store.h"
-
-/*
- * The buffer of one ranged GET, shared by the cache entries made from it
- * (blocks of a big blob, a coalesced region) instead of copied into each:
- * freed when the fetch and the last entry have let go of it.
- */
-struct getbuf {
-	_Atomic unsigned refs;    /* the fetch while it runs + one per entry */
-	uint8_t *data;            /* the bytes (a GET's body), owned */
-	struct bigbuf_pool *pool; /* data came from bigbuf_get() of this pool */
-	struct engine *e;
-	size_t cap;       /* bytes of data */
-	unsigned regions; /* region cache entries in it; e->share_mu */
-	size_t shared;    /* bytes of the blocks kept in it by share_block(); e->share_mu */
-	size_t pinned;    /* its part of e->region_pinned; e->share_mu */
-};
-
-/* A GET buffer of len bytes from e's pool, one reference held; NULL: no memory. */
-static struct getbuf *getbuf_new(struct engine *e, size_t len)
-{
-	struct getbuf *gb = malloc(sizeof(*gb));
-	if (!gb)
-		return NULL;
-	atomic_init(&gb->refs, 1);
-	gb->pool = e->read_bufs;
-	gb->e = e;
-	gb->cap = len;
-	gb->regions = 0;
-	gb->shared = gb->pinned = 0;
-	if (!(gb->data = bigbuf_get(gb->pool, len))) {
-		free(gb);
-		return NULL;
-	}
-	return gb;
-}
-
-static struct getbuf *getbuf_ref(struct getbuf *gb)
-{
-	if (gb)
-		atomic_fetch_add_explicit(&gb->refs, 1, memory_order_relaxed);
-	return gb;
-}
-
-static void getbuf_unref(struct getbuf *gb)
-{
-	if (gb && atomic_fetch_sub_explicit(&gb->refs, 1, memory_order_acq_rel) == 1) {
-		assert(!gb->pinned);
-		bigbuf_put(gb->pool, gb->data);
-		free(gb);
-	}
-}
-
-/*
- * Region shares.  A block served from a cached region is kept in the blob
- * cache by reference to the region's GET buffer, charged its own length,
- * instead of copied (a cold read of small files copied every byte once more
- * and touched twice the memory).  While a region entry holds the buffer, the
- * region cache charges all of it; once none does, the bytes of it that no
- * shared block covers are charged to no cache: they are counted in
- * e->region_pinned, and no block is shared any more while that count is at
- * its bound (e->region_pin_max, the region cache's size): a scan leaves
- * nothing pinned (its blocks cover their regions), a reader of one small file
- * per region would pin up to a region per file otherwise.
- */
-static void share_account(struct getbuf *gb) /* e->share_mu held */
-{
-	size_t p = !gb->regions && gb->shared ? gb->cap - gb->shared : 0;
-
-	gb->e->region_pinned += p;
-	gb->e->region_pinned -= gb->pinned;
-	gb->pinned = p;
-}
-
-/* A region entry in gb comes (+1) or goes (-1). */
-static void share_region(struct getbuf *gb, int delta)
-{
-	mw_mutex_lock(&gb->e->share_mu);
-	gb->regions += (unsigned)delta;
-	share_account(gb);
-	mw_mutex_unlock(&gb->e->share_mu);
-}
-
-/* May a block of bl bytes inside gb be kept by reference to it?  Counted if so. */
-static bool share_block(struct getbuf *gb, size_t bl)
-{
-	struct engine *e = gb->e;
-
-	mw_mutex_lock(&e->share_mu);
-	bool ok = gb->regions && e->region_pinned < e->region_pin_max;
-	if (ok) {
-		gb->shared += bl;
-		share_account(gb);
-	}
-	mw_mutex_unlock(&e->share_mu);
-	return ok;
-}
-
-static void unshare_block(struct getbuf *gb, size_t bl)
-{
-	mw_mutex_lock(&gb->e->share_mu);
-	gb->shared -= bl;
-	share_account(gb);
-	mw_mutex_unlock(&gb->e->share_mu);
-}
-
-/*
- * A cached block: a range of a sealed pack it holds a reference on, or bytes:
- * its own (data[]) or inside a GET buffer it holds a reference on.
- */
-struct blob_val {
-	size_t len;           /* bytes of the block */
-	struct pack *pack;    /* a sealed pack holding them at off, or NULL */
-	struct getbuf *gb;    /* a GET buffer holding them at bytes, or NULL */
-	bool shared;          /* gb's by share_block() */
-	const uint8_t *bytes; /* the bytes (data or inside gb) when pack == NULL */
-	uint64_t off;         /* object offset in pack */
-	uint8_t data[];       /* the bytes, when pack == NULL and gb == NULL */
-};
-
-static void blob_val_free(const void *key, size_t klen, void *value)
-{
-	struct blob_val *bv = value;
-
-	(void)key;
-	(void)klen;
-	pack_unref(bv->pack);
-	if (bv->shared)
-		unshare_block(bv->gb, bv->len);
-	getbuf_unref(bv->gb);
-	free(bv);
-}
-
-/* A blob_val with room for len bytes of its own (NULL: -ENOMEM). */
-static struct blob_val *blob_val_new(size_t len, uint64_t off)
-{
-	struct blob_val *bv = malloc(sizeof(*bv) + (len ? len : 1));
-
-	if (bv)
-		*bv = (struct blob_val){.len = len, .bytes = bv->data, .off = off};
-	return bv;
-}
-
-/* Copy n bytes at off of a cached block (off + n <= bv->len). */
-static int blob_val_read(const struct blob_val *bv, uint64_t off, void *buf, size_t n)
-{
-	if (!bv->pack) {
-		memcpy(buf, bv->bytes + off, n);
-		return 0;
-	}
-	return pack_read(bv->pack, bv->off + off, buf, n);
-}
-
-/* Cache key of the block of d's blob that starts at blob offset boff. */
-static void cache_key(uint8_t k[24], const struct blob_desc *d, uint64_t boff)
-{
-	put_be64(k, d->epoch);
-	put_be64(k + 8, d->position);
-	put_be64(k + 16, d->offset + boff);
-}
 
 /* The pack of an open or in-flight group holding d, with a reference, or NULL. */
 static struct pack *pending_pack(struct engine *e, const struct blob_desc *d)
@@ -210,14 +52,6 @@ static struct pack *pending_pack(struct engine *e, const struct blob_desc *d)
 	return p;
 }
 
-/* Bytes of block b of d's blob. */
-static size_t block_len(const struct blob_desc *d, uint64_t b)
-{
-	uint64_t off = b * BLOB_BLOCK_SIZE;
-
-	return d->blob_len - off < BLOB_BLOCK_SIZE ? (size_t)(d->blob_len - off) : BLOB_BLOCK_SIZE;
-}
-
 /*
  * The disk cache holds windows, not blocks: window k of a blob is its blocks
  * [k * BLOB_WINDOW_BLOCKS, (k + 1) * BLOB_WINDOW_BLOCKS), clipped to the blocks
@@ -229,7 +63,7 @@ static size_t block_len(const struct blob_desc *d, uint64_t b)
 /* Bytes of blocks [b0, b1] of d's blob. */
 static uint64_t run_bytes(const struct blob_desc *d, uint64_t b0, uint64_t b1)
 {
-	return b1 * BLOB_BLOCK_SIZE + block_len(d, b1) - b0 * BLOB_BLOCK_SIZE;
+	return b1 * BLOB_BLOCK_SIZE + blob_block_len(d, b1) - b0 * BLOB_BLOCK_SIZE;
 }
 
 /* Blocks [*w0, *w1] of the disk window of d that holds block b. */
@@ -284,69 +118,6 @@ static void disk_keep(struct engine *e, const struct blob_desc *d, uint64_t b0, 
 	}
 }
 
-/* Enter bv (taken) into the blob cache as the block at blob offset boff, charged charge. */
-static void cache_block(struct engine *e, const struct blob_desc *d, uint64_t boff,
-                        struct blob_val *bv, size_t charge)
-{
-	uint8_t key[24];
-
-	cache_key(key, d, boff);
-	if (!e->blob_cache ||
-	    cache_insert(e->blob_cache, key, sizeof(key), bv, charge, blob_val_free, NULL) != 0)
-		blob_val_free(NULL, 0, bv);
-}
-
-/*
- * Keep the verified block at blob offset boff (bytes p[0, bl)) in the blob
- * cache: by reference to gb, which holds p, charged charge; without gb a
- * copy, charged bl.
- */
-static void keep_block(struct engine *e, const struct blob_desc *d, uint64_t boff, const uint8_t *p,
-                       size_t bl, struct getbuf *gb, size_t charge)
-{
-	struct blob_val *bv;
-
-	if (!e->blob_cache)
-		return;
-	if (gb) {
-		bv = malloc(sizeof(*bv));
-		if (!bv)
-			return;
-		*bv = (struct blob_val){
-		    .len = bl, .gb = getbuf_ref(gb), .bytes = p, .off = d->offset + boff};
-	} else {
-		bv = blob_val_new(bl, d->offset + boff);
-		if (!bv)
-			return;
-		memcpy(bv->data, p, bl);
-		charge = bl;
-	}
-	cache_block(e, d, boff, bv, charge);
-}
-
-/*
- * Keep the verified block at p (bl bytes, inside gb, which region entries
- * may hold) by reference to gb when share_block() allows, else a copy.  True
- * if shared.
- */
-static bool keep_region_block(struct engine *e, const struct blob_desc *d, uint64_t boff,
-                              const uint8_t *p, size_t bl, struct getbuf *gb)
-{
-	if (!e->blob_cache || !share_block(gb, bl)) {
-		keep_block(e, d, boff, p, bl, NULL, bl);
-		return false;
-	}
-	struct blob_val *bv = malloc(sizeof(*bv));
-	if (!bv) {
-		unshare_block(gb, bl);
-		return false;
-	}
-	*bv = (struct blob_val){
-	    .len = bl, .gb = getbuf_ref(gb), .shared = true, .bytes = p, .off = d->offset + boff};
-	cache_block(e, d, boff, bv, bl);
-	return true;
-}
-
 /* Copy the part of blob range [a, z) that block [boff, boff + bl) holds to dst. */
 static void copy_part(uint8_t *dst, uint64_t a, uint64_t z, const uint8_t *blk, uint64_t boff,
                       size_t bl)
@@ -380,7 +151,7 @@ static void region_free(const void *key, size_t klen, void *value)
 	(void)key;
 	(void)klen;
 	if (rg->gb)
-		share_region(rg->gb, -1);
+		getbuf_share_region(rg->gb, -1);
 	getbuf_unref(rg->gb);
 	free(rg);
 }
@@ -443,7 +214,7 @@ static void region_keep(struct engine *e, const struct blob_desc *d, uint64_t g,
 		if (!rg)
 			return;
 		*rg = (struct region){(size_t)(hi - lo), getbuf_ref(gb), gb->data + (lo - g)};
-		share_region(gb, 1);
+		getbuf_share_region(gb, 1);
 		region_key(key, d, k);
 		if (cache_insert(e->region_cache, key, sizeof(key), rg, rg->len, region_free, NULL))
 			region_free(NULL, 0, rg);
@@ -484,7 +255,7 @@ static bool region_cached(struct engine *e, uint64_t epoch, uint64_t position, u
 /*
  * The window [w0, w1] of d from the one cached region that holds it whole,
  * checked in place: its blocks kept by reference to the region's buffer
- * (keep_region_block()) and queued for the disk, their part of blob range
+ * (blob_keep_region_block()) and queued for the disk, their part of blob range
  * [a, z) copied to dst.  1: served; 0: no such region, or its bytes are wrong;
  * -1: the window spans regions.
  */
@@ -509,9 +280,9 @@ static int region_serve(struct engine *e, const struct blob_desc *d, uint64_t w0
 		bool all = true;
 		for (uint64_t b = w0; b <= w1; b++) {
 			const uint8_t *p = run + (b - w0) * BLOB_BLOCK_SIZE;
-			copy_part(dst, a, z, p, b * BLOB_BLOCK_SIZE, block_len(d, b));
-			all &= keep_region_block(e, d, b * BLOB_BLOCK_SIZE, p, block_len(d, b),
-			                         rg->gb);
+			copy_part(dst, a, z, p, b * BLOB_BLOCK_SIZE, blob_block_len(d, b));
+			all &= blob_keep_region_block(e, d, b * BLOB_BLOCK_SIZE, p,
+			                              blob_block_len(d, b), rg->gb);
 		}
 		disk_keep(e, d, w0, w1, run, rg->gb, all);
 	}
@@ -607,15 +378,16 @@ static uint64_t lower_tiers(struct engine *e, const struct blob_desc *d, uint64_
 		                          memory_order_relaxed);
 	for (uint64_t k = from; gb && k <= to; k++) {
 		const uint8_t *p = gb->data + (k - from) * BLOB_BLOCK_SIZE;
-		copy_part(dst, a, z, p, k * BLOB_BLOCK_SIZE, block_len(d, k));
-		keep_block(e, d, k * BLOB_BLOCK_SIZE, p, block_len(d, k), gb, block_len(d, k));
+		copy_part(dst, a, z, p, k * BLOB_BLOCK_SIZE, blob_block_len(d, k));
+		blob_keep_block(e, d, k * BLOB_BLOCK_SIZE, p, blob_block_len(d, k), gb,
+		                blob_block_len(d, k));
 	}
 	if (gb && !disk)
 		disk_keep(e, d, w0, w1, gb->data, gb, true);
 	getbuf_unref(gb);
 	if (!disk) /* a region served it: a scan of the pack may go on past it */
 		region_ahead(e, d,
-		             (d->offset + w1 * BLOB_BLOCK_SIZE + block_len(d, w1) - 1) /
+		             (d->offset + w1 * BLOB_BLOCK_SIZE + blob_block_len(d, w1) - 1) /
 		                 e->o.read_region_bytes);
 	return (to < b1 ? to : b1) - b + 1;
 }
@@ -647,14 +419,14 @@ static void fetch_end(struct engine *e, int slot)
  * to dst, keep them, and keep the regions gb holds when R.  The blocks are
  * kept by reference to gb when they are most of it (each charged its share
  * of the whole buffer, which lives as long as one of them), else by
- * reference when regions of gb were kept (keep_region_block()), else copied.
+ * reference when regions of gb were kept (blob_keep_region_block()), else copied.
  */
 static int check_keep(struct engine *e, const struct blob_desc *d, uint64_t b0, uint64_t b1,
                       uint64_t a, uint64_t z, uint8_t *dst, const char *name, uint64_t g,
                       uint64_t gend, struct getbuf *gb, size_t n, uint64_t R)
 {
 	uint64_t from = b0 * BLOB_BLOCK_SIZE;
-	uint64_t to = b1 * BLOB_BLOCK_SIZE + block_len(d, b1);
+	uint64_t to = b1 * BLOB_BLOCK_SIZE + blob_block_len(d, b1);
 	uint64_t bad;
 
 	if (n < d->offset + to - g) {
@@ -665,7 +437,7 @@ static int check_keep(struct engine *e, const struct blob_desc *d, uint64_t b0, 
 	const uint8_t *run = gb->data + (d->offset + from - g);
 	if (blob_desc_verify(d, from, run, to - from, &bad)) {
 		log_err("blob: %s [%" PRIu64 "+%zu]: checksum mismatch", name, d->offset + bad,
-		        block_len(d, bad / BLOB_BLOCK_SIZE));
+		        blob_block_len(d, bad / BLOB_BLOCK_SIZE));
 		return -EUCLEAN;
 	}
 	if (dst) {
@@ -674,15 +446,16 @@ static int check_keep(struct engine *e, const struct blob_desc *d, uint64_t b0, 
 	}
 	bool share = 2 * (to - from) >= n, all = true;
 	if (R && (g != d->offset + from || n != to - from))
-		region_keep(e, d, g, gb, n, (size_t)(gend - g)); /* first: keep_region_block() */
+		region_keep(e, d, g, gb, n,
+		            (size_t)(gend - g)); /* first: blob_keep_region_block() */
 	for (uint64_t b = b0; b <= b1; b++) {
-		size_t bl = block_len(d, b);
+		size_t bl = blob_block_len(d, b);
 		const uint8_t *p = run + (b * BLOB_BLOCK_SIZE - from);
 		if (share)
-			keep_block(e, d, b * BLOB_BLOCK_SIZE, p, bl, gb,
-			           (size_t)((uint64_t)bl * n / (to - from)));
+			blob_keep_block(e, d, b * BLOB_BLOCK_SIZE, p, bl, gb,
+			                (size_t)((uint64_t)bl * n / (to - from)));
 		else
-			all &= keep_region_block(e, d, b * BLOB_BLOCK_SIZE, p, bl, gb);
+			all &= blob_keep_region_block(e, d, b * BLOB_BLOCK_SIZE, p, bl, gb);
 	}
 	disk_keep(e, d, b0, b1, run, gb, share || all);
 	return 0;
@@ -727,7 +500,7 @@ static int fetch_run(struct engine *e, const struct blob_desc *d, uint64_t b0, u
 		b1 = w1;
 	}
 	uint64_t from = b0 * BLOB_BLOCK_SIZE;
-	uint64_t to = b1 * BLOB_BLOCK_SIZE + block_len(d, b1);
+	uint64_t to = b1 * BLOB_BLOCK_SIZE + blob_block_len(d, b1);
 	uint64_t g = d->offset + from, gend = d->offset + to; /* object range to GET */
 
 	fmt_pack_name(name, d->epoch, d->position);
@@ -1031,13 +804,13 @@ again: /* after waiting for another thread's GET of some of these blocks */
 	for (uint64_t b = b0; b <= b1 && !rc; b++) {
 		uint64_t last = b; /* the last block this round served */
 		uint64_t boff = b * BLOB_BLOCK_SIZE;
-		size_t bl = block_len(d, b);
+		size_t bl = blob_block_len(d, b);
 		struct cache_handle *h = NULL;
 		uint8_t key[24];
 		bool hit = false;
 
 		if (e->blob_cache) {
-			cache_key(key, d, boff);
+			blob_cache_key(key, d, boff);
 			h = cache_lookup(e->blob_cache, key, sizeof(key));
 		}
 		if (h) {
@@ -1124,33 +897,4 @@ int blob_fetch(struct engine *e, const struct blob_desc *d, void **out)
 	}
 	*out = buf;
 	return 0;
-}
-
-void blob_cache_pack(struct engine *e, struct pack *p)
-{
-	struct blob_desc d = {.epoch = pack_epoch(p), .position = pack_position(p)};
-	uint32_t n = pack_count(p);
-	uint8_t key[24];
-
-	if (!e->blob_cache)
-		return;
-	for (uint32_t i = 0; i < n; i++) {
-		if (pack_blob(p, i, &d.offset, &d.blob_len))
-			return;
-		for (uint64_t b = 0; b * BLOB_BLOCK_SIZE < d.blob_len; b++) {
-			struct blob_val *bv = malloc(sizeof(*bv));
-			if (!bv)
-				return;
-			*bv = (struct blob_val){.len = block_len(&d, b),
-			                        .pack = p,
-			                        .off = d.offset + b * BLOB_BLOCK_SIZE};
-			pack_ref(p);
-			cache_key(key, &d, b * BLOB_BLOCK_SIZE);
-			if (cache_insert(e->blob_cache, key, sizeof(key), bv, bv->len,
-			                 blob_val_free, NULL) != 0) {
-				blob_val_free(NULL, 0, bv);
-				return;
-			}
-		}
-	}
 }

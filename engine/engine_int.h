@@ -347,12 +347,6 @@ int read_newest_seq_locked(struct engine *e, const void *key, size_t klen, bool 
 int blob_fetch(struct engine *e, const struct blob_desc *d, void **out);
 
 /*
- * Enter every blob of p, a pack that was just committed, into the blob
- * cache, each entry holding a reference on p (no copy; p is freed when its
- * last blob leaves the cache).  Best effort: stops quietly on -ENOMEM.
- */
-void blob_cache_pack(struct engine *e, struct pack *p);
-/*
  * Start and stop the pack read-ahead of small blobs (threads that GET the
  * regions after the ones a scan of a pack uses; blob.c "pack read-ahead"):
  * started by readcache_open() when there is a region cache, stopped before

@@ -38,6 +38,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "blobcache.h"
 #include "compact.h"
 #include "engine_int.h"
 #include "flush.h"

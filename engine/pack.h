@@ -10,7 +10,7 @@
  *
  * Reference counted: the group holds one reference, readers that found it in
  * the pending list take their own, and so does each entry of the blob cache
- * made from a committed pack (blob.c, blob_cache_pack()).
+ * made from a committed pack (blobcache.c, blob_cache_pack()).
  */
 #ifndef MEMWALFS_PACK_H
 #define MEMWALFS_PACK_H

@@ -82,6 +82,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "blobcache.h"
 #include "engine_int.h"
 #include "log.h"
 #include "pack.h"
