@@ -103,7 +103,7 @@ static void disk_keep(struct engine *e, const struct blob_desc *d, uint64_t b0, 
 	uint64_t w0, w1;
 	uint8_t key[DISK_KEY];
 
-	for (uint64_t b = b0; e->dcache && b <= b1; b = w1 + 1) {
+	for (uint64_t b = b0; e->rd.dcache && b <= b1; b = w1 + 1) {
 		window_of(d, b, &w0, &w1);
 		if (w0 < b0 || w1 > b1)
 			continue; /* only part of it here */
@@ -111,10 +111,10 @@ static void disk_keep(struct engine *e, const struct blob_desc *d, uint64_t b0, 
 		const uint8_t *p = run + (w0 - b0) * BLOB_BLOCK_SIZE;
 		size_t len = (size_t)run_bytes(d, w0, w1);
 		if (share)
-			diskcache_put_shared(e->dcache, key, sizeof(key), p, len, getbuf_release,
+			diskcache_put_shared(e->rd.dcache, key, sizeof(key), p, len, getbuf_release,
 			                     getbuf_ref(gb));
 		else
-			diskcache_put(e->dcache, key, sizeof(key), p, len);
+			diskcache_put(e->rd.dcache, key, sizeof(key), p, len);
 	}
 }
 
@@ -134,7 +134,7 @@ static void copy_part(uint8_t *dst, uint64_t a, uint64_t z, const uint8_t *blk, 
  * A region is the aligned range [k * R, (k + 1) * R) of a pack object (R =
  * opts.read_region_bytes), or what of it exists before the pack ends.  A
  * fetch that needs less than R bytes GETs the whole region around them and
- * enters its pieces in e->region_cache (key: epoch, position, k), raw and
+ * enters its pieces in e->rd.region_cache (key: epoch, position, k), raw and
  * unverified: a later miss of a block inside takes the block from there,
  * checks it against its own descriptor and only then serves and caches it.
  */
@@ -175,13 +175,13 @@ static bool region_read(struct engine *e, const struct blob_desc *d, uint64_t of
 		uint8_t key[24];
 		bool ok = false;
 		region_key(key, d, k);
-		struct cache_handle *h = cache_lookup(e->region_cache, key, sizeof(key));
+		struct cache_handle *h = cache_lookup(e->rd.region_cache, key, sizeof(key));
 		if (h) {
 			struct region *rg = cache_value(h);
 			ok = in + take <= rg->len;
 			if (ok)
 				memcpy(dst, rg->bytes + in, take);
-			cache_release(e->region_cache, h);
+			cache_release(e->rd.region_cache, h);
 		}
 		if (!ok)
 			return false;
@@ -216,7 +216,8 @@ static void region_keep(struct engine *e, const struct blob_desc *d, uint64_t g,
 		*rg = (struct region){(size_t)(hi - lo), getbuf_ref(gb), gb->data + (lo - g)};
 		getbuf_share_region(gb, 1);
 		region_key(key, d, k);
-		if (cache_insert(e->region_cache, key, sizeof(key), rg, rg->len, region_free, NULL))
+		if (cache_insert(e->rd.region_cache, key, sizeof(key), rg, rg->len, region_free,
+		                 NULL))
 			region_free(NULL, 0, rg);
 	}
 }
@@ -230,7 +231,7 @@ static void region_keep_empty(struct engine *e, const struct blob_desc *d, uint6
 		return;
 	*rg = (struct region){0, NULL, NULL};
 	region_key(key, d, k);
-	if (cache_insert(e->region_cache, key, sizeof(key), rg, sizeof(*rg), region_free, NULL))
+	if (cache_insert(e->rd.region_cache, key, sizeof(key), rg, sizeof(*rg), region_free, NULL))
 		region_free(NULL, 0, rg);
 }
 
@@ -244,11 +245,11 @@ static bool region_cached(struct engine *e, uint64_t epoch, uint64_t position, u
 	struct blob_desc d = {.epoch = epoch, .position = position};
 	uint8_t key[24];
 	region_key(key, &d, k);
-	struct cache_handle *h = cache_lookup(e->region_cache, key, sizeof(key));
+	struct cache_handle *h = cache_lookup(e->rd.region_cache, key, sizeof(key));
 	if (!h)
 		return false;
 	*len = ((struct region *)cache_value(h))->len;
-	cache_release(e->region_cache, h);
+	cache_release(e->rd.region_cache, h);
 	return true;
 }
 
@@ -269,7 +270,7 @@ static int region_serve(struct engine *e, const struct blob_desc *d, uint64_t w0
 	if ((off + total - 1) / R != k)
 		return -1;
 	region_key(key, d, k);
-	struct cache_handle *h = cache_lookup(e->region_cache, key, sizeof(key));
+	struct cache_handle *h = cache_lookup(e->rd.region_cache, key, sizeof(key));
 	if (!h)
 		return 0;
 	struct region *rg = cache_value(h);
@@ -286,7 +287,7 @@ static int region_serve(struct engine *e, const struct blob_desc *d, uint64_t w0
 		}
 		disk_keep(e, d, w0, w1, run, rg->gb, all);
 	}
-	cache_release(e->region_cache, h);
+	cache_release(e->rd.region_cache, h);
 	return ok;
 }
 
@@ -335,11 +336,11 @@ static uint64_t lower_tiers(struct engine *e, const struct blob_desc *d, uint64_
 
 	window_of(d, b, &w0, &w1);
 	*miss_to = w1;
-	if (!e->region_cache && !e->dcache)
+	if (!e->rd.region_cache && !e->rd.dcache)
 		return 0;
 	uint64_t total = run_bytes(d, w0, w1);
 	uint64_t from = w0, to = w1; /* the blocks read */
-	if (e->region_cache && (one = region_serve(e, d, w0, w1, a, z, dst)) < 0 &&
+	if (e->rd.region_cache && (one = region_serve(e, d, w0, w1, a, z, dst)) < 0 &&
 	    (gb = getbuf_new(e, (size_t)total))) {
 		uint64_t off = d->offset + w0 * BLOB_BLOCK_SIZE;
 		ok = region_read(e, d, off, gb->data, (size_t)total) ||
@@ -347,7 +348,7 @@ static uint64_t lower_tiers(struct engine *e, const struct blob_desc *d, uint64_
 		      region_read(e, d, off, gb->data, (size_t)total));
 		ok = ok && blob_desc_verify(d, w0 * BLOB_BLOCK_SIZE, gb->data, total, &bad) == 0;
 	}
-	if (one <= 0 && !ok && e->dcache) {
+	if (one <= 0 && !ok && e->rd.dcache) {
 		from = b;
 		to = b1 < w1 ? b1 : w1;
 		uint64_t len = run_bytes(d, from, to);
@@ -357,12 +358,12 @@ static uint64_t lower_tiers(struct engine *e, const struct blob_desc *d, uint64_
 		if (!(gb = getbuf_new(e, (size_t)len)))
 			return 0;
 		disk_key(key, d, w0, w1);
-		disk = ok = diskcache_get_part(e->dcache, key, sizeof(key), (size_t)total,
+		disk = ok = diskcache_get_part(e->rd.dcache, key, sizeof(key), (size_t)total,
 		                               (size_t)((from - w0) * BLOB_BLOCK_SIZE), gb->data,
 		                               (size_t)len, DISKCACHE_GET_CALLER_CHECKS) == 0;
 		if (ok && blob_desc_verify(d, from * BLOB_BLOCK_SIZE, gb->data, len, &bad)) {
 			/* torn or damaged, or of a pack of the same name in a store made again */
-			diskcache_drop(e->dcache, key, sizeof(key), true);
+			diskcache_drop(e->rd.dcache, key, sizeof(key), true);
 			ok = disk = false;
 		}
 	}
@@ -371,10 +372,10 @@ static uint64_t lower_tiers(struct engine *e, const struct blob_desc *d, uint64_
 		return 0;
 	}
 	uint64_t n = to - from + 1;
-	atomic_fetch_add_explicit(disk ? &e->blob_disk_hits : &e->blob_region_hits, n,
+	atomic_fetch_add_explicit(disk ? &e->rd.blob_disk_hits : &e->rd.blob_region_hits, n,
 	                          memory_order_relaxed);
 	if (disk)
-		atomic_fetch_add_explicit(&e->blob_disk_bytes, run_bytes(d, from, to),
+		atomic_fetch_add_explicit(&e->rd.blob_disk_bytes, run_bytes(d, from, to),
 		                          memory_order_relaxed);
 	for (uint64_t k = from; gb && k <= to; k++) {
 		const uint8_t *p = gb->data + (k - from) * BLOB_BLOCK_SIZE;
@@ -405,12 +406,12 @@ static uint64_t lower_tiers(struct engine *e, const struct blob_desc *d, uint64_
  */
 static int fetch_begin(struct engine *e, const struct blob_desc *d, uint64_t lo, uint64_t hi)
 {
-	return inflight_begin(&e->fetching, d->epoch, d->position, lo, hi);
+	return inflight_begin(&e->rd.fetching, d->epoch, d->position, lo, hi);
 }
 
 static void fetch_end(struct engine *e, int slot)
 {
-	inflight_end(&e->fetching, slot);
+	inflight_end(&e->rd.fetching, slot);
 }
 
 /*
@@ -475,7 +476,7 @@ static int fetch_run(struct engine *e, const struct blob_desc *d, uint64_t b0, u
                      uint64_t a, uint64_t z, uint8_t *dst, bool may_wait)
 {
 	char name[FMT_NAME_MAX];
-	uint64_t R = e->region_cache ? e->o.read_region_bytes : 0;
+	uint64_t R = e->rd.region_cache ? e->o.read_region_bytes : 0;
 	struct getbuf *gb = NULL;
 	size_t n = 0;
 	int rc, slot = -1;
@@ -491,7 +492,7 @@ static int fetch_run(struct engine *e, const struct blob_desc *d, uint64_t b0, u
 		b1 = w1 > b1 ? (w1 < lb ? w1 : lb) : b1;
 		R = 0;
 	}
-	if (e->dcache) {
+	if (e->rd.dcache) {
 		/* whole disk windows, so that every one fetched can go to the disk cache */
 		uint64_t w0, w1;
 		window_of(d, b0, &w0, &w1);
@@ -527,8 +528,8 @@ static int fetch_run(struct engine *e, const struct blob_desc *d, uint64_t b0, u
 		log_err("blob: get %s [%" PRIu64 "+%" PRIu64 "] failed: %s", name, g, gend - g,
 		        strerror(-rc));
 	} else {
-		atomic_fetch_add_explicit(&e->blob_fetches, 1, memory_order_relaxed);
-		atomic_fetch_add_explicit(&e->blob_fetch_bytes, n, memory_order_relaxed);
+		atomic_fetch_add_explicit(&e->rd.blob_fetches, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&e->rd.blob_fetch_bytes, n, memory_order_relaxed);
 		rc = check_keep(e, d, b0, b1, a, z, dst, name, g, gend, gb, n, R);
 	}
 	fetch_end(e, slot);
@@ -611,10 +612,11 @@ static void region_get(struct engine *e, uint64_t epoch, uint64_t position, uint
 	if (rc == -ENOENT && k == 0 && ahead)
 		rc = 0; /* no pack at this position (the next one of a scan): as empty */
 	if (rc == 0) {
-		atomic_fetch_add_explicit(&e->blob_fetches, 1, memory_order_relaxed);
-		atomic_fetch_add_explicit(&e->blob_fetch_bytes, n, memory_order_relaxed);
+		atomic_fetch_add_explicit(&e->rd.blob_fetches, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&e->rd.blob_fetch_bytes, n, memory_order_relaxed);
 		if (ahead)
-			atomic_fetch_add_explicit(&e->blob_region_aheads, 1, memory_order_relaxed);
+			atomic_fetch_add_explicit(&e->rd.blob_region_aheads, 1,
+			                          memory_order_relaxed);
 		if (n)
 			region_keep(e, &d, k * R, gb, n, (size_t)R);
 		else /* at or past the pack's end, or no pack: an empty region, not asked again */
@@ -630,7 +632,7 @@ static void *ahead_main(void *arg)
 {
 	struct ahead_thread *t = arg;
 	struct engine *e = t->e;
-	struct blob_ahead *a = e->ahead;
+	struct blob_ahead *a = e->rd.ahead;
 
 	mw_mutex_lock(&a->mu);
 	for (;;) {
@@ -688,7 +690,7 @@ static bool region_next(struct engine *e, uint64_t epoch, uint64_t first, uint64
  */
 static void region_ahead(struct engine *e, const struct blob_desc *d, uint64_t k)
 {
-	struct blob_ahead *a = e->ahead;
+	struct blob_ahead *a = e->rd.ahead;
 	uint64_t pos = d->position, i = k;
 	size_t len;
 
@@ -722,14 +724,14 @@ static void region_ahead(struct engine *e, const struct blob_desc *d, uint64_t k
 
 int blob_ahead_start(struct engine *e)
 {
-	if (!e->region_cache)
+	if (!e->rd.region_cache)
 		return 0;
 	struct blob_ahead *a = calloc(1, sizeof(*a));
 	if (!a)
 		return -ENOMEM;
 	mw_mutex_init(&a->mu);
 	pthread_cond_init(&a->cv, NULL);
-	e->ahead = a;
+	e->rd.ahead = a;
 	for (; a->nthr < REGION_AHEAD_THREADS; a->nthr++) {
 		struct ahead_thread *t = &a->thr[a->nthr];
 		t->e = e;
@@ -744,7 +746,7 @@ int blob_ahead_start(struct engine *e)
 
 unsigned blob_ahead_pending(struct engine *e)
 {
-	struct blob_ahead *a = e->ahead;
+	struct blob_ahead *a = e->rd.ahead;
 	unsigned n = 0;
 
 	if (!a)
@@ -758,7 +760,7 @@ unsigned blob_ahead_pending(struct engine *e)
 
 void blob_ahead_stop(struct engine *e)
 {
-	struct blob_ahead *a = e->ahead;
+	struct blob_ahead *a = e->rd.ahead;
 	if (!a)
 		return;
 	for (unsigned i = 0; i < a->nthr; i++)
@@ -766,7 +768,7 @@ void blob_ahead_stop(struct engine *e)
 	pthread_cond_destroy(&a->cv);
 	mw_mutex_destroy(&a->mu);
 	free(a);
-	e->ahead = NULL;
+	e->rd.ahead = NULL;
 }
 
 /* ---- reads -------------------------------------------------------------------- */
@@ -809,9 +811,9 @@ again: /* after waiting for another thread's GET of some of these blocks */
 		uint8_t key[24];
 		bool hit = false;
 
-		if (e->blob_cache) {
+		if (e->rd.blob_cache) {
 			blob_cache_key(key, d, boff);
-			h = cache_lookup(e->blob_cache, key, sizeof(key));
+			h = cache_lookup(e->rd.blob_cache, key, sizeof(key));
 		}
 		if (h) {
 			struct blob_val *bv = cache_value(h);
@@ -821,14 +823,15 @@ again: /* after waiting for another thread's GET of some of these blocks */
 				hit = !dst || blob_val_read(bv, lo - boff, dst + (lo - a),
 				                            (size_t)(hi - lo)) == 0;
 				if (hit)
-					atomic_fetch_add_explicit(&e->blob_mem_bytes, hi - lo,
+					atomic_fetch_add_explicit(&e->rd.blob_mem_bytes, hi - lo,
 					                          memory_order_relaxed);
 			}
-			cache_release(e->blob_cache, h);
+			cache_release(e->rd.blob_cache, h);
 		}
-		if (e->blob_cache)
-			atomic_fetch_add_explicit(hit ? &e->blob_mem_hits : &e->blob_mem_misses, 1,
-			                          memory_order_relaxed);
+		if (e->rd.blob_cache)
+			atomic_fetch_add_explicit(hit ? &e->rd.blob_mem_hits
+			                              : &e->rd.blob_mem_misses,
+			                          1, memory_order_relaxed);
 		if (!hit && (lower_miss == UINT64_MAX || b > lower_miss)) {
 			uint64_t k = lower_tiers(e, d, b, b1, a, z, dst, &lower_miss);
 			hit = k > 0;

@@ -24,7 +24,7 @@ struct getbuf *getbuf_new(struct engine *e, size_t len)
 	if (!gb)
 		return NULL;
 	atomic_init(&gb->refs, 1);
-	gb->pool = e->read_bufs;
+	gb->pool = e->rd.read_bufs;
 	gb->e = e;
 	gb->cap = len;
 	gb->regions = 0;
@@ -59,27 +59,27 @@ void getbuf_unref(struct getbuf *gb)
  * and touched twice the memory).  While a region entry holds the buffer, the
  * region cache charges all of it; once none does, the bytes of it that no
  * shared block covers are charged to no cache: they are counted in
- * e->region_pinned, and no block is shared any more while that count is at
- * its bound (e->region_pin_max, the region cache's size): a scan leaves
+ * e->rd.region_pinned, and no block is shared any more while that count is at
+ * its bound (e->rd.region_pin_max, the region cache's size): a scan leaves
  * nothing pinned (its blocks cover their regions), a reader of one small file
  * per region would pin up to a region per file otherwise.
  */
-static void share_account(struct getbuf *gb) /* e->share_mu held */
+static void share_account(struct getbuf *gb) /* e->rd.share_mu held */
 {
 	size_t p = !gb->regions && gb->shared ? gb->cap - gb->shared : 0;
 
-	gb->e->region_pinned += p;
-	gb->e->region_pinned -= gb->pinned;
+	gb->e->rd.region_pinned += p;
+	gb->e->rd.region_pinned -= gb->pinned;
 	gb->pinned = p;
 }
 
 /* A region entry in gb comes (+1) or goes (-1). */
 void getbuf_share_region(struct getbuf *gb, int delta)
 {
-	mw_mutex_lock(&gb->e->share_mu);
+	mw_mutex_lock(&gb->e->rd.share_mu);
 	gb->regions += (unsigned)delta;
 	share_account(gb);
-	mw_mutex_unlock(&gb->e->share_mu);
+	mw_mutex_unlock(&gb->e->rd.share_mu);
 }
 
 /* May a block of bl bytes inside gb be kept by reference to it?  Counted if so. */
@@ -87,22 +87,22 @@ static bool share_block(struct getbuf *gb, size_t bl)
 {
 	struct engine *e = gb->e;
 
-	mw_mutex_lock(&e->share_mu);
-	bool ok = gb->regions && e->region_pinned < e->region_pin_max;
+	mw_mutex_lock(&e->rd.share_mu);
+	bool ok = gb->regions && e->rd.region_pinned < e->rd.region_pin_max;
 	if (ok) {
 		gb->shared += bl;
 		share_account(gb);
 	}
-	mw_mutex_unlock(&e->share_mu);
+	mw_mutex_unlock(&e->rd.share_mu);
 	return ok;
 }
 
 static void unshare_block(struct getbuf *gb, size_t bl)
 {
-	mw_mutex_lock(&gb->e->share_mu);
+	mw_mutex_lock(&gb->e->rd.share_mu);
 	gb->shared -= bl;
 	share_account(gb);
-	mw_mutex_unlock(&gb->e->share_mu);
+	mw_mutex_unlock(&gb->e->rd.share_mu);
 }
 
 void blob_val_free(const void *key, size_t klen, void *value)
@@ -161,8 +161,8 @@ static void cache_block(struct engine *e, const struct blob_desc *d, uint64_t bo
 	uint8_t key[24];
 
 	blob_cache_key(key, d, boff);
-	if (!e->blob_cache ||
-	    cache_insert(e->blob_cache, key, sizeof(key), bv, charge, blob_val_free, NULL) != 0)
+	if (!e->rd.blob_cache ||
+	    cache_insert(e->rd.blob_cache, key, sizeof(key), bv, charge, blob_val_free, NULL) != 0)
 		blob_val_free(NULL, 0, bv);
 }
 
@@ -176,7 +176,7 @@ void blob_keep_block(struct engine *e, const struct blob_desc *d, uint64_t boff,
 {
 	struct blob_val *bv;
 
-	if (!e->blob_cache)
+	if (!e->rd.blob_cache)
 		return;
 	if (gb) {
 		bv = malloc(sizeof(*bv));
@@ -202,7 +202,7 @@ void blob_keep_block(struct engine *e, const struct blob_desc *d, uint64_t boff,
 bool blob_keep_region_block(struct engine *e, const struct blob_desc *d, uint64_t boff,
                             const uint8_t *p, size_t bl, struct getbuf *gb)
 {
-	if (!e->blob_cache || !share_block(gb, bl)) {
+	if (!e->rd.blob_cache || !share_block(gb, bl)) {
 		blob_keep_block(e, d, boff, p, bl, NULL, bl);
 		return false;
 	}
@@ -223,7 +223,7 @@ void blob_cache_pack(struct engine *e, struct pack *p)
 	uint32_t n = pack_count(p);
 	uint8_t key[24];
 
-	if (!e->blob_cache)
+	if (!e->rd.blob_cache)
 		return;
 	for (uint32_t i = 0; i < n; i++) {
 		if (pack_blob(p, i, &d.offset, &d.blob_len))
@@ -237,7 +237,7 @@ void blob_cache_pack(struct engine *e, struct pack *p)
 			                        .off = d.offset + b * BLOB_BLOCK_SIZE};
 			pack_ref(p);
 			blob_cache_key(key, &d, b * BLOB_BLOCK_SIZE);
-			if (cache_insert(e->blob_cache, key, sizeof(key), bv, bv->len,
+			if (cache_insert(e->rd.blob_cache, key, sizeof(key), bv, bv->len,
 			                 blob_val_free, NULL) != 0) {
 				blob_val_free(NULL, 0, bv);
 				return;

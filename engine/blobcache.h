@@ -30,9 +30,9 @@ struct getbuf {
 	struct bigbuf_pool *pool; /* data came from bigbuf_get() of this pool */
 	struct engine *e;
 	size_t cap;       /* bytes of data */
-	unsigned regions; /* region cache entries in it; e->share_mu */
-	size_t shared;    /* bytes of the blocks kept in it by share_block(); e->share_mu */
-	size_t pinned;    /* its part of e->region_pinned; e->share_mu */
+	unsigned regions; /* region cache entries in it; e->rd.share_mu */
+	size_t shared;    /* bytes of the blocks kept in it by share_block(); e->rd.share_mu */
+	size_t pinned;    /* its part of e->rd.region_pinned; e->rd.share_mu */
 };
 
 /*

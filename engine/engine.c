@@ -135,16 +135,16 @@ static void engine_free(struct engine *e)
 	free(e->ssts);
 	read_old_views_free(e);
 	readcache_close(e);
-	gc_free(e->gc);
+	gc_free(e->m.gc);
 	manifest_clear(&e->man);
-	pthread_cond_destroy(&e->gc_cv);
-	pthread_cond_destroy(&e->follow_cv);
-	pthread_cond_destroy(&e->watch_cv);
-	free(e->watch_packs);
-	pthread_mutex_destroy(&e->gc_mu);
-	pthread_cond_destroy(&e->commit_cv);
+	pthread_cond_destroy(&e->m.gc_cv);
+	pthread_cond_destroy(&e->fo.cv);
+	pthread_cond_destroy(&e->wa.cv);
+	free(e->wa.packs);
+	pthread_mutex_destroy(&e->m.gc_mu);
+	pthread_cond_destroy(&e->w.commit_cv);
 	pthread_cond_destroy(&e->durable_cv);
-	pthread_cond_destroy(&e->flush_cv);
+	pthread_cond_destroy(&e->m.flush_cv);
 	mw_mutex_destroy(&e->mu);
 	pthread_mutex_destroy(&e->mem_mu);
 	free(e);
@@ -176,14 +176,14 @@ int engine_open(struct store *st, const struct engine_opts *o, struct engine **o
 	pthread_mutex_init(&e->mem_mu, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&e->commit_cv, &ca);
-	pthread_cond_init(&e->flush_cv, &ca);
-	pthread_cond_init(&e->gc_cv, &ca);
+	pthread_cond_init(&e->w.commit_cv, &ca);
+	pthread_cond_init(&e->m.flush_cv, &ca);
+	pthread_cond_init(&e->m.gc_cv, &ca);
 	pthread_cond_init(&e->durable_cv, &ca);
-	pthread_cond_init(&e->follow_cv, &ca);
-	pthread_cond_init(&e->watch_cv, &ca);
+	pthread_cond_init(&e->fo.cv, &ca);
+	pthread_cond_init(&e->wa.cv, &ca);
 	pthread_condattr_destroy(&ca);
-	pthread_mutex_init(&e->gc_mu, NULL);
+	pthread_mutex_init(&e->m.gc_mu, NULL);
 	e->stats.read_only = e->o.read_only;
 
 	if ((rc = memtable_new(&e->mem)) || (rc = readcache_open(e)))
@@ -231,7 +231,7 @@ int engine_open(struct store *st, const struct engine_opts *o, struct engine **o
 		if (rc)
 			goto fail;
 		e->epoch = e->man.epoch;
-		atomic_store(&e->lease_from_us,
+		atomic_store(&e->w.lease_from_us,
 		             claim_us); /* the claim is the first epoch check (writer.c) */
 	}
 	if (!e->o.read_only)
@@ -256,9 +256,9 @@ int engine_open(struct store *st, const struct engine_opts *o, struct engine **o
 	atomic_store(&e->visible_seq, e->next_seq - 1);
 	if (e->freeze_pos < e->man.wal_covered)
 		e->freeze_pos = e->man.wal_covered;
-	if (!e->o.read_only && (rc = gc_new(st, &e->gc)))
+	if (!e->o.read_only && (rc = gc_new(st, &e->m.gc)))
 		goto fail;
-	e->follow_max_epoch = r.max_epoch;
+	e->fo.max_epoch = r.max_epoch;
 	if (e->o.follow && (rc = follow_start(e)))
 		goto fail;
 	if (!e->o.read_only && ((rc = writer_start(e)) || (rc = flusher_start(e)) ||
@@ -301,11 +301,11 @@ int engine_close(struct engine *e)
 	 * a store that lost objects must not get a final manifest over them: check first
 	 * (also with no periodic check; not in a salvage, whose WAL has its gaps)
 	 */
-	if (!e->o.read_only && !e->sticky && !e->o.salvage)
+	if (!e->o.read_only && !e->w.sticky && !e->o.salvage)
 		watch_check(e);
-	if (!e->o.read_only && !e->sticky) {
+	if (!e->o.read_only && !e->w.sticky) {
 		rc = maint_flush_now(e);
-		if (rc && rc != e->sticky)
+		if (rc && rc != e->w.sticky)
 			log_warn("engine: close: final flush failed (%s); the next open replays "
 			         "the WAL",
 			         strerror(-rc));
@@ -315,7 +315,7 @@ int engine_close(struct engine *e)
 	}
 	flusher_stop(e);
 	writer_stop(e);
-	rc = e->sticky;
+	rc = e->w.sticky;
 	engine_free(e);
 	pack_pool_drain(); /* the mappings its packs left (another engine's refill it) */
 	return rc;
@@ -345,23 +345,23 @@ void engine_get_stats(struct engine *e, struct engine_stats *out)
 	out->wal_next = e->next_pos;
 	out->wal_covered = e->man.wal_covered;
 	out->frozen_bytes = e->frozen_bytes;
-	out->sticky_error = e->sticky;
+	out->sticky_error = e->w.sticky;
 	out->batches_lost = writer_lost_locked(e);
 	out->read_only = e->o.read_only;
 	out->gc_grace_sec = e->o.gc_grace_sec == ENGINE_GC_NO_GRACE ? 0 : e->o.gc_grace_sec;
-	if (e->gc_thread.stop || e->sticky)
+	if (e->m.gc_thread.stop || e->w.sticky)
 		out->gc_next_pass = 0;
-	out->store_lost = e->lost;
-	memcpy(out->store_lost_what, e->lost_what, sizeof(out->store_lost_what));
+	out->store_lost = e->wa.lost;
+	memcpy(out->store_lost_what, e->wa.lost_what, sizeof(out->store_lost_what));
 	/* blobs in WAL entries not yet promoted into a flush's pack count too */
 	out->live_bytes_est = e->stats.store_live_pack_bytes + e->stats.store_unflushed_pack_bytes +
-	                      (e->stats.pack_bytes - e->gc_pack_mark) +
-	                      (e->stats.wal_blob_bytes > e->wal_blobs_promoted
-	                           ? e->stats.wal_blob_bytes - e->wal_blobs_promoted
+	                      (e->stats.pack_bytes - e->m.gc_pack_mark) +
+	                      (e->stats.wal_blob_bytes > e->m.wal_blobs_promoted
+	                           ? e->stats.wal_blob_bytes - e->m.wal_blobs_promoted
 	                           : 0);
-	out->following = e->follower.running;
-	if (out->following && e->follow_current_us)
-		out->follow_lag_ms = (mw_now_us() - e->follow_current_us) / 1000u;
+	out->following = e->fo.thread.running;
+	if (out->following && e->fo.current_us)
+		out->follow_lag_ms = (mw_now_us() - e->fo.current_us) / 1000u;
 	mw_mutex_unlock(&e->mu);
 	pthread_mutex_lock(&e->mem_mu);
 	out->memtable_bytes = memtable_bytes(e->mem);
@@ -369,15 +369,15 @@ void engine_get_stats(struct engine *e, struct engine_stats *out)
 	out->sst_count = e->nssts;
 	pthread_mutex_unlock(&e->mem_mu);
 	struct sst_stats ss;
-	sst_counters_read(&e->sst_counters, &ss);
+	sst_counters_read(&e->rd.sst_counters, &ss);
 	out->bloom_negatives = ss.bloom_negatives;
 	out->block_cache_hits = ss.cache_hits;
 	out->block_cache_misses = ss.blocks_read;
 	out->block_read_arounds = ss.blocks_around;
-	out->blob_cache_hits = atomic_load_explicit(&e->blob_mem_hits, memory_order_relaxed);
-	out->blob_cache_misses = atomic_load_explicit(&e->blob_mem_misses, memory_order_relaxed);
-	out->blob_fetches = atomic_load_explicit(&e->blob_fetches, memory_order_relaxed);
-	out->blob_fetch_bytes = atomic_load_explicit(&e->blob_fetch_bytes, memory_order_relaxed);
+	out->blob_cache_hits = atomic_load_explicit(&e->rd.blob_mem_hits, memory_order_relaxed);
+	out->blob_cache_misses = atomic_load_explicit(&e->rd.blob_mem_misses, memory_order_relaxed);
+	out->blob_fetches = atomic_load_explicit(&e->rd.blob_fetches, memory_order_relaxed);
+	out->blob_fetch_bytes = atomic_load_explicit(&e->rd.blob_fetch_bytes, memory_order_relaxed);
 	readcache_get_stats(e, out);
 }
 
@@ -390,7 +390,7 @@ int engine_check_store(struct engine *e)
 
 void engine_get_commit_latency(struct engine *e, struct mw_hist_snap *out)
 {
-	mw_hist_read(&e->commit_hist, out);
+	mw_hist_read(&e->w.commit_hist, out);
 }
 
 /* snprintf at buf+n (nothing when full); returns the length wanted. */

@@ -10,7 +10,7 @@
  *
  * SSTable names.  Every attempt, a flush or one output of a compaction,
  * writes "sst/<epoch>-<id>" under an id of its own: take_sst_id() hands
- * out e->sst_next_id, which starts at the claimed manifest's next_sst and
+ * out e->m.sst_next_id, which starts at the claimed manifest's next_sst and
  * only grows, so a retry never reuses the name of an earlier attempt, even
  * one whose upload reported failure and may still land (an S3 multipart
  * completion after a timeout).  No other engine can take these names: the
@@ -18,12 +18,12 @@
  * which is also why a reopen needs no margin or listing, whatever the
  * previous process left in flight under its own epoch.  The manifests
  * this thread commits persist the allocator: a flush sets next_sst to
- * e->sst_next_id (past every id handed out so far), a compaction raises it
+ * e->m.sst_next_id (past every id handed out so far), a compaction raises it
  * past its outputs (the newest ids).  Hence e->man.next_sst <=
- * e->sst_next_id always, and:
+ * e->m.sst_next_id always, and:
  *   - GC (maint.c, gc.c plan_ssts) protects every table of our epoch with
  *     id >= e->man.next_sst.  An attempt in flight has such an id: it took
- *     it when e->man.next_sst <= e->sst_next_id, and e->man changes only
+ *     it when e->man.next_sst <= e->m.sst_next_id, and e->man changes only
  *     on this thread, which commits nothing while the attempt runs;
  *   - a table of a failed attempt falls below next_sst at the next flush
  *     commit, is referenced by no manifest, and GC deletes it after the
@@ -53,7 +53,7 @@
 /* A fresh SSTable id, never handed out before in this epoch (flusher thread only). */
 static uint64_t take_sst_id(struct engine *e)
 {
-	return e->sst_next_id++;
+	return e->m.sst_next_id++;
 }
 
 /* compact_alloc_id_fn over take_sst_id(): compaction outputs get fresh ids too. */
@@ -64,9 +64,9 @@ static uint64_t compact_take_id(void *arg)
 
 static int open_reader(struct engine *e, const struct manifest_sst *s, struct sst_reader **out)
 {
-	struct sst_reader_opts ro = {.counters = &e->sst_counters,
-	                             .cache = e->block_cache,
-	                             .dcache = e->dcache,
+	struct sst_reader_opts ro = {.counters = &e->rd.sst_counters,
+	                             .cache = e->rd.block_cache,
+	                             .dcache = e->rd.dcache,
 	                             .read_around = e->o.read_region_bytes ? SST_READ_AROUND : 0};
 	int rc = sst_reader_open(e->st, s->name, s->size, &ro, out);
 
@@ -101,7 +101,7 @@ static void nap_locked(struct engine *e, unsigned sec)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	ts.tv_sec += sec;
-	mw_cond_timedwait(&e->flush_cv, &e->mu, &ts);
+	mw_cond_timedwait(&e->m.flush_cv, &e->mu, &ts);
 }
 
 /* Swap F (frozen[0]) for reader r and next manifest (caller holds e->mu). */
@@ -176,7 +176,7 @@ int flusher_readers_for(struct engine *e, const struct manifest *m, struct sst_r
 static void compact_some_locked(struct engine *e, bool force)
 {
 	mw_mutex_assert_held(&e->mu);
-	struct sst_reader_opts ro = {.counters = &e->sst_counters, .cache = e->block_cache};
+	struct sst_reader_opts ro = {.counters = &e->rd.sst_counters, .cache = e->rd.block_cache};
 	struct compact_opts co;
 
 	compact_opts_default(&co);
@@ -187,7 +187,7 @@ static void compact_some_locked(struct engine *e, bool force)
 	/* forced: compact L0 whatever its size (a full merge when only L0/L1 exist) */
 	if (force)
 		co.l0_trigger = 1;
-	for (int round = 0; round < 8 && !e->flusher.stop && !e->sticky; round++) {
+	for (int round = 0; round < 8 && !e->m.flusher.stop && !e->w.sticky; round++) {
 		struct compact_job *j = NULL;
 		struct manifest next = {0};
 		struct sst_reader **v = NULL, **oldv;
@@ -239,9 +239,9 @@ static void compact_some_locked(struct engine *e, bool force)
 		if (rc == -ESTALE) {
 			/* other failures (an outage) are retried after the next flush */
 			log_err("compact: fenced by a newer writer; writer stops");
-			if (!e->sticky) {
-				e->sticky = rc;
-				e->failed_pos = e->durable_upto;
+			if (!e->w.sticky) {
+				e->w.sticky = rc;
+				e->w.failed_pos = e->durable_upto;
 			}
 			pthread_cond_broadcast(&e->durable_cv);
 		} else {
@@ -259,26 +259,27 @@ static void *flusher_main(void *arg)
 	mw_mutex_lock(&e->mu);
 	compact_some_locked(e, false);
 	for (;;) {
-		if (e->flusher.stop || e->sticky)
+		if (e->m.flusher.stop || e->w.sticky)
 			break;
-		if (e->nfrozen == 0 && e->compact_done < e->compact_req) {
-			uint64_t req = e->compact_req;
+		if (e->nfrozen == 0 && e->m.compact_done < e->m.compact_req) {
+			uint64_t req = e->m.compact_req;
 
 			compact_some_locked(e, true);
-			e->compact_done = req;
+			e->m.compact_done = req;
 			pthread_cond_broadcast(&e->durable_cv);
 			continue;
 		}
 		if (e->nfrozen == 0) {
-			mw_cond_wait(&e->flush_cv, &e->mu);
+			mw_cond_wait(&e->m.flush_cv, &e->mu);
 			continue;
 		}
 		struct frozen_mem f = e->frozen[0];
 		if (e->durable_upto < f.durable_need) {
 			/* the group open at the freeze is not durable yet: ask for it */
-			if (e->open && e->open->position < f.durable_need && !e->open->urgent) {
-				e->open->urgent = true;
-				pthread_cond_broadcast(&e->commit_cv);
+			if (e->w.open && e->w.open->position < f.durable_need &&
+			    !e->w.open->urgent) {
+				e->w.open->urgent = true;
+				pthread_cond_broadcast(&e->w.commit_cv);
 			}
 			nap_locked(e, 1);
 			continue;
@@ -294,8 +295,8 @@ static void *flusher_main(void *arg)
 		mw_mutex_unlock(&e->mu);
 
 		/* persist the allocator: the next manifest covers every id handed out */
-		if (cur.next_sst < e->sst_next_id)
-			cur.next_sst = e->sst_next_id;
+		if (cur.next_sst < e->m.sst_next_id)
+			cur.next_sst = e->m.sst_next_id;
 		if (rc == 0)
 			rc = sst_flush_build(e->st, f.mem, e->epoch, id, NULL, e->o.inline_max,
 			                     &fpack, &sst);
@@ -344,7 +345,7 @@ static void *flusher_main(void *arg)
 			e->stats.pack_bytes += n;
 			e->stats.flush_packs++;
 			e->stats.flush_pack_bytes += n;
-			e->wal_blobs_promoted += pack_data_bytes(fpack);
+			e->m.wal_blobs_promoted += pack_data_bytes(fpack);
 		}
 		pack_unref(fpack);
 		if (rc == 0) {
@@ -365,14 +366,14 @@ static void *flusher_main(void *arg)
 		if (rc == 0)
 			continue;
 	failed:
-		e->flush_failures++;
-		e->flush_last_error = rc;
+		e->m.flush_failures++;
+		e->m.flush_last_error = rc;
 		pthread_cond_broadcast(&e->durable_cv);
 		if (rc == -ESTALE) {
 			log_err("flush: fenced by a newer writer; writer stops");
-			if (!e->sticky) {
-				e->sticky = -ESTALE;
-				e->failed_pos = e->durable_upto;
+			if (!e->w.sticky) {
+				e->w.sticky = -ESTALE;
+				e->w.failed_pos = e->durable_upto;
 			}
 			pthread_cond_broadcast(&e->durable_cv);
 		} else if (store_err_permanent(e->st, rc)) {
@@ -382,9 +383,9 @@ static void *flusher_main(void *arg)
 			    "the writer stops, nothing more is acknowledged (what was is in the "
 			    "WAL)",
 			    strerror(-rc));
-			if (!e->sticky) {
-				e->sticky = -EIO;
-				e->failed_pos = e->durable_upto;
+			if (!e->w.sticky) {
+				e->w.sticky = -EIO;
+				e->w.failed_pos = e->durable_upto;
 			}
 			pthread_cond_broadcast(&e->durable_cv);
 		} else {
@@ -400,16 +401,16 @@ static void *flusher_main(void *arg)
 int flusher_start(struct engine *e)
 {
 	/* ids of our epoch start at the claimed manifest's; see "SSTable names" */
-	e->sst_next_id = e->man.next_sst;
-	return mw_thread_start(&e->flusher, "engine flusher", flusher_main, e, &e->mu,
-	                       &e->flush_cv);
+	e->m.sst_next_id = e->man.next_sst;
+	return mw_thread_start(&e->m.flusher, "engine flusher", flusher_main, e, &e->mu,
+	                       &e->m.flush_cv);
 }
 
 void flusher_stop(struct engine *e)
 {
-	if (!e->flusher.running)
+	if (!e->m.flusher.running)
 		return;
-	mw_thread_stop(&e->flusher);
+	mw_thread_stop(&e->m.flusher);
 	/* writers waiting for frozen space must not wait forever */
 	mw_mutex_lock(&e->mu);
 	pthread_cond_broadcast(&e->durable_cv);

@@ -65,7 +65,7 @@
  * e->mu).  It reads them without locks when it alone could change them.
  * Store I/O happens without any lock; the callback runs without any lock.
  *
- * Lag: follow_current_us is the start of the last WAL listing after which
+ * Lag: e->fo.current_us is the start of the last WAL listing after which
  * everything listed was applied: the follower's view holds every entry
  * durable before that moment.  follow_lag_ms in the stats is its age.
  */
@@ -127,11 +127,11 @@ void engine_follow_set_fn(struct engine *e, engine_follow_fn fn, engine_follow_g
 {
 	mw_mutex_lock(&e->mu);
 	/* a call in progress keeps using the old pair: wait for it to return */
-	while (e->follow_in_cb)
+	while (e->fo.in_cb)
 		mw_cond_wait(&e->durable_cv, &e->mu);
-	e->follow_fn = fn;
-	e->follow_gate = fn ? gate : NULL;
-	e->follow_arg = arg;
+	e->fo.fn = fn;
+	e->fo.gate = fn ? gate : NULL;
+	e->fo.arg = arg;
 	mw_mutex_unlock(&e->mu);
 }
 
@@ -145,8 +145,8 @@ struct follow_cb {
 static void cb_begin(struct engine *e, struct follow_cb *cb)
 {
 	mw_mutex_lock(&e->mu);
-	*cb = (struct follow_cb){e->follow_fn, e->follow_gate, e->follow_arg};
-	e->follow_in_cb = cb->fn != NULL;
+	*cb = (struct follow_cb){e->fo.fn, e->fo.gate, e->fo.arg};
+	e->fo.in_cb = cb->fn != NULL;
 	mw_mutex_unlock(&e->mu);
 }
 
@@ -155,7 +155,7 @@ static void cb_end(struct engine *e, const struct follow_cb *cb)
 	if (!cb->fn)
 		return;
 	mw_mutex_lock(&e->mu);
-	e->follow_in_cb = false;
+	e->fo.in_cb = false;
 	pthread_cond_broadcast(&e->durable_cv);
 	mw_mutex_unlock(&e->mu);
 }
@@ -405,7 +405,7 @@ static int apply_one(struct engine *e, struct follow *f, uint64_t pos, bool skip
 	rc = replay_entry(e, &f->r, pos, buf, len);
 	if (rc == 0) {
 		e->durable_upto = e->next_pos;
-		e->follow_max_epoch = f->r.max_epoch;
+		e->fo.max_epoch = f->r.max_epoch;
 		e->stats.follow_entries++;
 		/* publish the whole entry at once (replay_entry() froze at its end if due) */
 		atomic_store_explicit(&e->visible_seq, e->next_seq - 1, memory_order_release);
@@ -489,7 +489,7 @@ static int probe_wal(struct engine *e, struct follow *f, uint64_t *applied)
 		f->listed_end = pl.n ? pl.v[pl.n - 1] + 1 : next;
 		if (pl.n == 0) {
 			mw_mutex_lock(&e->mu);
-			e->follow_current_us = t_list;
+			e->fo.current_us = t_list;
 			mw_mutex_unlock(&e->mu);
 			f->gap_reported = f->gap_checked = false;
 			break;
@@ -575,7 +575,7 @@ static int probe_wal(struct engine *e, struct follow *f, uint64_t *applied)
 		if (i < pl.n || pl.n < FOLLOW_LIST_MAX || f->want_manifest) {
 			if (i == pl.n && pl.n < FOLLOW_LIST_MAX) {
 				mw_mutex_lock(&e->mu);
-				e->follow_current_us = t_list; /* everything listed is applied */
+				e->fo.current_us = t_list; /* everything listed is applied */
 				mw_mutex_unlock(&e->mu);
 			}
 			break;
@@ -644,9 +644,9 @@ static void *follow_main(void *arg)
 
 	mw_mutex_lock(&e->mu);
 	f.r.next = e->next_pos;
-	f.r.max_epoch = e->follow_max_epoch;
+	f.r.max_epoch = e->fo.max_epoch;
 	f.r.locked = true;
-	e->follow_current_us = mw_now_us(); /* the open's replay listed the WAL just now */
+	e->fo.current_us = mw_now_us(); /* the open's replay listed the WAL just now */
 	for (;;) {
 		struct timespec ts;
 		uint64_t ns;
@@ -656,19 +656,19 @@ static void *follow_main(void *arg)
 		ns = (uint64_t)ts.tv_nsec + (uint64_t)interval * 1000000u;
 		ts.tv_sec += (time_t)(ns / 1000000000u);
 		ts.tv_nsec = (long)(ns % 1000000000u);
-		while (!e->follower.stop && e->follow_kick == e->follow_done &&
-		       mw_cond_timedwait(&e->follow_cv, &e->mu, &ts) != ETIMEDOUT)
+		while (!e->fo.thread.stop && e->fo.kick == e->fo.done &&
+		       mw_cond_timedwait(&e->fo.cv, &e->mu, &ts) != ETIMEDOUT)
 			;
-		if (e->follower.stop)
+		if (e->fo.thread.stop)
 			break;
-		uint64_t kick = e->follow_kick;
-		bool manifest_only = e->follow_only_manifest;
-		e->follow_only_manifest = false;
+		uint64_t kick = e->fo.kick;
+		bool manifest_only = e->fo.only_manifest;
+		e->fo.only_manifest = false;
 		mw_mutex_unlock(&e->mu);
 		bool progress = false;
 		int rc = poll_once(e, &f, manifest_only, &progress);
 		mw_mutex_lock(&e->mu);
-		e->follow_done = kick;
+		e->fo.done = kick;
 		pthread_cond_broadcast(&e->durable_cv);
 		if (rc) {
 			e->stats.follow_errors++;
@@ -692,7 +692,7 @@ static void *follow_main(void *arg)
 			}
 		}
 	}
-	e->follow_done = e->follow_kick; /* nobody waits for a stopped follower */
+	e->fo.done = e->fo.kick; /* nobody waits for a stopped follower */
 	pthread_cond_broadcast(&e->durable_cv);
 	mw_mutex_unlock(&e->mu);
 	mw_buf_free(&f.keys);
@@ -703,16 +703,16 @@ static void *follow_main(void *arg)
 /* follow_poll_now(), follow_poll_manifest_now() */
 static int poll_now(struct engine *e, bool manifest_only)
 {
-	if (!e || !e->follower.running)
+	if (!e || !e->fo.thread.running)
 		return -EINVAL;
 	mw_mutex_lock(&e->mu);
 	/* after the poll in progress, if any: the next one serves this request */
-	while (manifest_only && e->follow_kick != e->follow_done && !e->follower.stop)
+	while (manifest_only && e->fo.kick != e->fo.done && !e->fo.thread.stop)
 		mw_cond_wait(&e->durable_cv, &e->mu);
-	e->follow_only_manifest = manifest_only;
-	uint64_t req = ++e->follow_kick;
-	pthread_cond_signal(&e->follow_cv);
-	while (e->follow_done < req && !e->follower.stop)
+	e->fo.only_manifest = manifest_only;
+	uint64_t req = ++e->fo.kick;
+	pthread_cond_signal(&e->fo.cv);
+	while (e->fo.done < req && !e->fo.thread.stop)
 		mw_cond_wait(&e->durable_cv, &e->mu);
 	mw_mutex_unlock(&e->mu);
 	return 0;
@@ -732,12 +732,11 @@ int follow_start(struct engine *e)
 {
 	if (!e->o.read_only || !e->o.follow)
 		return 0;
-	return mw_thread_start(&e->follower, "engine follower", follow_main, e, &e->mu,
-	                       &e->follow_cv);
+	return mw_thread_start(&e->fo.thread, "engine follower", follow_main, e, &e->mu, &e->fo.cv);
 }
 
 void follow_stop(struct engine *e)
 {
-	if (e->follower.running)
-		mw_thread_stop(&e->follower);
+	if (e->fo.thread.running)
+		mw_thread_stop(&e->fo.thread);
 }

@@ -12,11 +12,11 @@
  * flush (the filesystem is churning) a quarter of the interval later, never
  * sooner (maint_gc_wait_ms()).  Tests and tools run the same pass
  * with maint_gc_now().  Passes are serialised
- * by e->gc_mu (taken before e->mu, never while holding it).  A pass:
+ * by e->m.gc_mu (taken before e->mu, never while holding it).  A pass:
  *
  *   1. snapshot, under e->mu, what protects in-flight work: our epoch and
  *      e->man.next_sst (every SSTable the flusher or the compactor is
- *      writing has an id >= it: both take fresh ids from e->sst_next_id,
+ *      writing has an id >= it: both take fresh ids from e->m.sst_next_id,
  *      which never falls below e->man.next_sst, and both run on the one
  *      flusher thread, which commits no manifest while an attempt is in
  *      flight; flush.c, "SSTable names"), and e->man.wal_covered;
@@ -95,30 +95,30 @@ int maint_flush_now(struct engine *e)
 	if (rc)
 		return rc;
 	mw_mutex_lock(&e->mu);
-	if (e->sticky) {
-		rc = e->sticky;
+	if (e->w.sticky) {
+		rc = e->w.sticky;
 		goto out;
 	}
-	failures = e->flush_failures;
+	failures = e->m.flush_failures;
 	/* everything issued so far is in the MemTable frozen now (or older ones) */
 	rc = writer_freeze_locked(e);
 	if (rc)
 		goto out;
 	target = e->frozen[e->nfrozen - 1].wal_end;
-	if (e->open && !e->open->urgent) {
-		e->open->urgent = true;
-		pthread_cond_broadcast(&e->commit_cv);
+	if (e->w.open && !e->w.open->urgent) {
+		e->w.open->urgent = true;
+		pthread_cond_broadcast(&e->w.commit_cv);
 	}
-	while (!e->sticky && e->flusher.running &&
+	while (!e->w.sticky && e->m.flusher.running &&
 	       (e->nfrozen > 0 || e->man.wal_covered < target)) {
-		if (e->flush_failures != failures) {
-			rc = e->flush_last_error ? e->flush_last_error : -EIO;
+		if (e->m.flush_failures != failures) {
+			rc = e->m.flush_last_error ? e->m.flush_last_error : -EIO;
 			goto out;
 		}
 		mw_cond_wait(&e->durable_cv, &e->mu);
 	}
-	if (e->sticky)
-		rc = e->sticky;
+	if (e->w.sticky)
+		rc = e->w.sticky;
 	else if (e->nfrozen > 0)
 		rc = -EIO; /* the flusher stopped */
 out:
@@ -134,16 +134,17 @@ out:
 static int wait_flusher_locked(struct engine *e, uint64_t req, bool frozen)
 {
 	mw_mutex_assert_held(&e->mu);
-	uint64_t failures = e->flush_failures;
+	uint64_t failures = e->m.flush_failures;
 
-	while (!e->sticky && e->flusher.running && e->flush_failures == failures &&
-	       (e->compact_done < req || (frozen && e->nfrozen > 0)))
+	while (!e->w.sticky && e->m.flusher.running && e->m.flush_failures == failures &&
+	       (e->m.compact_done < req || (frozen && e->nfrozen > 0)))
 		mw_cond_wait(&e->durable_cv, &e->mu);
-	if (e->sticky)
-		return e->sticky;
-	if (e->compact_done < req || (frozen && e->nfrozen > 0))
-		return e->flush_failures != failures && e->flush_last_error ? e->flush_last_error
-		                                                            : -EIO;
+	if (e->w.sticky)
+		return e->w.sticky;
+	if (e->m.compact_done < req || (frozen && e->nfrozen > 0))
+		return e->m.flush_failures != failures && e->m.flush_last_error
+		           ? e->m.flush_last_error
+		           : -EIO;
 	return 0;
 }
 
@@ -156,8 +157,8 @@ int maint_compact_now(struct engine *e)
 	if (e->o.read_only)
 		return -EROFS;
 	mw_mutex_lock(&e->mu);
-	uint64_t req = ++e->compact_req;
-	pthread_cond_signal(&e->flush_cv);
+	uint64_t req = ++e->m.compact_req;
+	pthread_cond_signal(&e->m.flush_cv);
 	rc = wait_flusher_locked(e, req, false);
 	mw_mutex_unlock(&e->mu);
 	return rc;
@@ -373,7 +374,7 @@ static void pack_summary(const struct gc_plan *plan, uint64_t covered, struct ma
 		         sz[k][3] >> 10);
 }
 
-/* Caller holds e->gc_mu. */
+/* Caller holds e->m.gc_mu. */
 static int gc_pass(struct engine *e, struct maint_gc_result *res)
 {
 	struct gc_opts o;
@@ -384,15 +385,15 @@ static int gc_pass(struct engine *e, struct maint_gc_result *res)
 	int rc, urc;
 
 	memset(res, 0, sizeof(*res));
-	since_us = e->gc_pass_us ? start_us - e->gc_pass_us : 0;
-	e->gc_pass_us = start_us;
+	since_us = e->m.gc_pass_us ? start_us - e->m.gc_pass_us : 0;
+	e->m.gc_pass_us = start_us;
 	gc_opts_default(&o);
 	o.grace_sec = e->o.gc_grace_sec == ENGINE_GC_NO_GRACE ? 0 : e->o.gc_grace_sec;
 	o.repack_below =
 	    e->o.repack_below_pct == ENGINE_GC_OFF ? 0.0 : (double)e->o.repack_below_pct / 100.0;
 	o.cleanup_uploads = false; /* below, with a floor on the age */
 	mw_mutex_lock(&e->mu);
-	rc = e->sticky;
+	rc = e->w.sticky;
 	pack_mark = e->stats.pack_bytes; /* what is written from here on counts as live */
 	/*
 	 * While the store is being written, repack only below half the threshold:
@@ -402,8 +403,8 @@ static int gc_pass(struct engine *e, struct maint_gc_result *res)
 	 * uses the whole threshold, so a store at rest comes back to it.
 	 */
 	uint64_t writes = e->stats.puts + e->stats.deletes - e->stats.repacked_blobs;
-	res->writing = writes != e->gc_writes_seen;
-	e->gc_writes_seen = writes;
+	res->writing = writes != e->m.gc_writes_seen;
+	e->m.gc_writes_seen = writes;
 	if (res->writing)
 		o.repack_below /= 2;
 	o.protect_epoch = e->epoch;
@@ -413,13 +414,13 @@ static int gc_pass(struct engine *e, struct maint_gc_result *res)
 	mw_mutex_unlock(&e->mu);
 	if (rc)
 		return rc;
-	rc = gc_plan_make(e->gc, &o, &plan);
-	if (rc == -ENOENT && gc_missing(e->gc))
+	rc = gc_plan_make(e->m.gc, &o, &plan);
+	if (rc == -ENOENT && gc_missing(e->m.gc))
 		engine_store_lost(e, "%s is missing (the newest manifest needs it; found by GC)",
-		                  gc_missing(e->gc));
+		                  gc_missing(e->m.gc));
 	if (rc)
 		goto out;
-	rc = gc_plan_execute(e->gc, &o, &plan, &deleted);
+	rc = gc_plan_execute(e->m.gc, &o, &plan, &deleted);
 	res->deleted = deleted;
 	res->deleted_bytes = rc ? 0 : plan.delete_bytes;
 	res->pack_bytes = plan.pack_bytes;
@@ -441,8 +442,8 @@ static int gc_pass(struct engine *e, struct maint_gc_result *res)
 out:
 	gc_plan_clear(&plan);
 	mw_mutex_lock(&e->mu);
-	if (rc == -ESTALE && !e->sticky)
-		e->sticky = -ESTALE; /* GC found a newer epoch: stop writing too */
+	if (rc == -ESTALE && !e->w.sticky)
+		e->w.sticky = -ESTALE; /* GC found a newer epoch: stop writing too */
 	e->stats.gc_deleted += res->deleted;
 	e->stats.gc_bytes_reclaimed += res->deleted_bytes;
 	e->stats.repacked_blobs += res->repacked_blobs;
@@ -455,7 +456,7 @@ out:
 		e->stats.store_live_pack_bytes = res->live_pack_bytes;
 		e->stats.store_unflushed_pack_bytes = res->unflushed_pack_bytes;
 		e->stats.gc_last_pass = (int64_t)time(NULL);
-		e->gc_pack_mark = pack_mark;
+		e->m.gc_pack_mark = pack_mark;
 	}
 	mw_mutex_unlock(&e->mu);
 	if (rc)
@@ -492,10 +493,10 @@ out:
 static bool space_request_locked(struct engine *e, const struct maint_gc_result *r)
 {
 	mw_mutex_assert_held(&e->mu);
-	bool deletes = e->stats.deletes != e->gc_space_deletes;
-	bool stuck = r->repack_none && e->man.version != e->gc_stuck_version;
+	bool deletes = e->stats.deletes != e->m.gc_space_deletes;
+	bool stuck = r->repack_none && e->man.version != e->m.gc_stuck_version;
 
-	if (e->sticky)
+	if (e->w.sticky)
 		return false;
 	if (memtable_count(e->mem) == 0) {
 		if (!stuck)
@@ -505,13 +506,13 @@ static bool space_request_locked(struct engine *e, const struct maint_gc_result 
 			return false;
 		if (writer_freeze_locked(e))
 			return false; /* no memory: the next pass tries again */
-		e->gc_space_deletes = e->stats.deletes;
+		e->m.gc_space_deletes = e->stats.deletes;
 	}
 	if (stuck)
-		e->gc_stuck_version = e->man.version;
+		e->m.gc_stuck_version = e->man.version;
 	if (deletes || r->repack_packs)
-		e->compact_req++;
-	pthread_cond_signal(&e->flush_cv);
+		e->m.compact_req++;
+	pthread_cond_signal(&e->m.flush_cv);
 	return true;
 }
 
@@ -523,11 +524,11 @@ static int gc_run(struct engine *e, struct maint_gc_result *res, bool ask_space)
 
 	if (!e)
 		return -EINVAL;
-	if (e->o.read_only || !e->gc)
+	if (e->o.read_only || !e->m.gc)
 		return -EROFS;
-	pthread_mutex_lock(&e->gc_mu);
+	pthread_mutex_lock(&e->m.gc_mu);
 	rc = gc_pass(e, &r);
-	pthread_mutex_unlock(&e->gc_mu);
+	pthread_mutex_unlock(&e->m.gc_mu);
 	if (ask_space) {
 		mw_mutex_lock(&e->mu);
 		r.space_requested = rc == 0 && space_request_locked(e, &r);
@@ -550,7 +551,7 @@ int maint_flusher_idle(struct engine *e)
 	if (!e)
 		return -EINVAL;
 	mw_mutex_lock(&e->mu);
-	rc = wait_flusher_locked(e, e->compact_req, true);
+	rc = wait_flusher_locked(e, e->m.compact_req, true);
 	mw_mutex_unlock(&e->mu);
 	return rc;
 }
@@ -609,10 +610,10 @@ static void *gc_main(void *arg)
 		ts.tv_sec += (time_t)(ns / 1000000000u);
 		ts.tv_nsec = (long)(ns % 1000000000u);
 		e->stats.gc_next_pass = (int64_t)time(NULL) + (int64_t)((wait_ms + 999) / 1000);
-		while (!e->gc_thread.stop && !e->sticky &&
-		       mw_cond_timedwait(&e->gc_cv, &e->mu, &ts) != ETIMEDOUT)
+		while (!e->m.gc_thread.stop && !e->w.sticky &&
+		       mw_cond_timedwait(&e->m.gc_cv, &e->mu, &ts) != ETIMEDOUT)
 			;
-		if (e->gc_thread.stop || e->sticky)
+		if (e->m.gc_thread.stop || e->w.sticky)
 			break;
 		wait_ms = e->o.gc_interval_ms;
 		/*
@@ -622,7 +623,7 @@ static void *gc_main(void *arg)
 		 * costs nothing on S3).
 		 */
 		uint64_t mark[3] = {e->man.version, e->durable_upto, e->stats.commit_retries};
-		if (e->gc_idle && !memcmp(mark, e->gc_mark, sizeof(mark))) {
+		if (e->m.gc_idle && !memcmp(mark, e->m.gc_mark, sizeof(mark))) {
 			e->stats.gc_skipped++;
 			continue;
 		}
@@ -631,9 +632,9 @@ static void *gc_main(void *arg)
 		mw_mutex_lock(&e->mu);
 		/* a repack with nothing it can move waits for the compaction asked for, not a pass
 		 */
-		e->gc_idle = rc == 0 && r.deferred == 0 && (r.repack_packs == 0 || r.repack_none) &&
-		             !r.space_requested;
-		memcpy(e->gc_mark, mark, sizeof(mark));
+		e->m.gc_idle = rc == 0 && r.deferred == 0 &&
+		               (r.repack_packs == 0 || r.repack_none) && !r.space_requested;
+		memcpy(e->m.gc_mark, mark, sizeof(mark));
 		wait_ms = maint_gc_wait_ms(e->o.gc_interval_ms, &r, rc, wall_ms());
 	}
 	mw_mutex_unlock(&e->mu);
@@ -644,10 +645,10 @@ int gc_thread_start(struct engine *e)
 {
 	if (e->o.read_only || e->o.gc_interval_ms == ENGINE_GC_OFF)
 		return 0;
-	return mw_thread_start(&e->gc_thread, "engine GC", gc_main, e, &e->mu, &e->gc_cv);
+	return mw_thread_start(&e->m.gc_thread, "engine GC", gc_main, e, &e->mu, &e->m.gc_cv);
 }
 
 void gc_thread_stop(struct engine *e)
 {
-	mw_thread_stop(&e->gc_thread);
+	mw_thread_stop(&e->m.gc_thread);
 }

@@ -15,9 +15,44 @@
 #ifndef MEMWALFS_MAINT_H
 #define MEMWALFS_MAINT_H
 
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 
+#include "thread.h"
+
 struct engine;
+struct gc;
+
+/*
+ * Background maintenance's state: the flusher (flush.c: flushes and compaction
+ * rounds) and the GC thread (maint.c), e->m.  Fields marked [mu] are guarded by
+ * e->mu; engine.c (open, close, stats), writer.c (wakes the flusher) and watch.c
+ * (stops the threads of a store that lost objects) use it too.
+ */
+struct eng_maint {
+	pthread_cond_t flush_cv;  /* wakes the flusher [mu] */
+	struct mw_thread flusher; /* the flusher (flush.c); .stop: asked to exit [mu] */
+	uint64_t
+	    sst_next_id; /* next SSTable id to hand out, only grows (flusher thread; flush.c) */
+	uint64_t flush_failures;     /* failed flush attempts since open [mu] */
+	int flush_last_error;        /* error of the last failed flush attempt [mu] */
+	uint64_t compact_req;        /* forced compaction rounds asked for [mu] */
+	uint64_t compact_done;       /* forced compaction rounds done [mu] */
+	uint64_t wal_blobs_promoted; /* WAL blob bytes flushes moved into packs [mu] */
+	struct gc *gc;               /* the collector (writers; used under gc_mu) */
+	pthread_mutex_t gc_mu;       /* serialises GC passes (taken before mu) */
+	pthread_cond_t gc_cv;        /* wakes the GC thread [mu] */
+	struct mw_thread gc_thread;  /* the GC thread (maint.c); .stop: asked to exit [mu] */
+	uint64_t gc_mark[3];         /* what had changed when the last pass began [mu] */
+	bool gc_idle;                /* that pass left nothing to wait for (maint.c) [mu] */
+	uint64_t gc_space_deletes;   /* stats.deletes at the last flush GC asked for [mu] */
+	uint64_t gc_stuck_version;   /* man.version when GC last asked for a compaction
+	                                because its repack found nothing to move [mu] */
+	uint64_t gc_pass_us;         /* mw_now_us() when the last GC pass began [gc_mu] */
+	uint64_t gc_writes_seen;     /* foreground puts + deletes at the last GC pass [mu] */
+	uint64_t gc_pack_mark;       /* stats.pack_bytes when the last good GC pass began [mu] */
+};
 
 /*
  * Freeze the active MemTable and wait until every frozen MemTable is an

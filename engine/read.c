@@ -98,49 +98,51 @@ static int view_copy(const struct view *v, struct view *out)
 /* Drop the oldest kept view ([mem_mu]; its last references: memory, no I/O). */
 static void drop_oldest(struct engine *e)
 {
-	view_put(&e->old_views[0].v);
-	memmove(e->old_views, e->old_views + 1, (ENGINE_OLD_VIEWS - 1) * sizeof(*e->old_views));
-	e->nold_views--;
+	view_put(&e->rd.old_views[0].v);
+	memmove(e->rd.old_views, e->rd.old_views + 1,
+	        (ENGINE_OLD_VIEWS - 1) * sizeof(*e->rd.old_views));
+	e->rd.nold_views--;
 }
 
 void read_keep_view(struct engine *e, uint64_t floor)
 {
-	struct old_view o = {.lo = e->floor_seq, .hi = floor};
+	struct old_view o = {.lo = e->rd.floor_seq, .hi = floor};
 
-	e->floor_seq = floor;
+	e->rd.floor_seq = floor;
 	if (o.lo >= o.hi)
 		return; /* no state in between */
-	if (!e->old_views && !(e->old_views = calloc(ENGINE_OLD_VIEWS, sizeof(*e->old_views))))
+	if (!e->rd.old_views &&
+	    !(e->rd.old_views = calloc(ENGINE_OLD_VIEWS, sizeof(*e->rd.old_views))))
 		return;
 	if (view_take(e, &o.v))
 		return;
-	if (e->nold_views == ENGINE_OLD_VIEWS)
+	if (e->rd.nold_views == ENGINE_OLD_VIEWS)
 		drop_oldest(e);
-	e->old_views[e->nold_views++] = o;
+	e->rd.old_views[e->rd.nold_views++] = o;
 }
 
 void read_keep_bytes(struct engine *e, uint64_t floor, size_t bytes)
 {
 	size_t budget = e->o.max_frozen_bytes / 2, total = bytes;
 
-	if (!e->nold_views || e->old_views[e->nold_views - 1].hi != floor)
+	if (!e->rd.nold_views || e->rd.old_views[e->rd.nold_views - 1].hi != floor)
 		return; /* nothing was kept */
-	e->old_views[e->nold_views - 1].bytes = bytes;
-	for (size_t i = 0; i + 1 < e->nold_views; i++)
-		total += e->old_views[i].bytes;
-	while (e->nold_views && total > budget) {
-		total -= e->old_views[0].bytes;
+	e->rd.old_views[e->rd.nold_views - 1].bytes = bytes;
+	for (size_t i = 0; i + 1 < e->rd.nold_views; i++)
+		total += e->rd.old_views[i].bytes;
+	while (e->rd.nold_views && total > budget) {
+		total -= e->rd.old_views[0].bytes;
 		drop_oldest(e); /* alone over the budget, the newest too: reads get -ESTALE */
 	}
 }
 
 void read_old_views_free(struct engine *e)
 {
-	for (size_t i = 0; i < e->nold_views; i++)
-		view_put(&e->old_views[i].v);
-	free(e->old_views);
-	e->old_views = NULL;
-	e->nold_views = 0;
+	for (size_t i = 0; i < e->rd.nold_views; i++)
+		view_put(&e->rd.old_views[i].v);
+	free(e->rd.old_views);
+	e->rd.old_views = NULL;
+	e->rd.nold_views = 0;
 }
 
 /* Current readers' snapshot (no earlier state asked for: view_get() checks no floor). */
@@ -155,14 +157,14 @@ static int view_get(struct engine *e, struct view *v, uint64_t at)
 	int rc;
 
 	pthread_mutex_lock(&e->mem_mu);
-	if (at == SNAP_NOW || at >= e->floor_seq) {
+	if (at == SNAP_NOW || at >= e->rd.floor_seq) {
 		rc = view_take(e, v);
 	} else {
 		/* an earlier state: in a view an install replaced, if it is still kept */
 		rc = -ESTALE;
-		for (size_t i = 0; i < e->nold_views; i++)
-			if (at >= e->old_views[i].lo && at < e->old_views[i].hi)
-				rc = view_copy(&e->old_views[i].v, v);
+		for (size_t i = 0; i < e->rd.nold_views; i++)
+			if (at >= e->rd.old_views[i].lo && at < e->rd.old_views[i].hi)
+				rc = view_copy(&e->rd.old_views[i].v, v);
 	}
 	pthread_mutex_unlock(&e->mem_mu);
 	return rc;
@@ -240,7 +242,7 @@ static int lookup(struct engine *e, uint64_t at, const void *key, size_t klen, v
 	}
 	if (found < 0) {
 		rc = found;
-		if (rc == -EIO && atomic_load(&e->sst_counters.missing))
+		if (rc == -EIO && atomic_load(&e->rd.sst_counters.missing))
 			watch_kick(e); /* a table may be gone from the store: check it now */
 	} else if (!found || type == KV_DELETE) {
 		rc = -ENOENT;

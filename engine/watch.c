@@ -65,7 +65,7 @@
 
 void engine_store_lost(struct engine *e, const char *fmt, ...)
 {
-	char what[sizeof(e->lost_what)];
+	char what[sizeof(e->wa.lost_what)];
 	va_list ap;
 
 	va_start(ap, fmt);
@@ -73,22 +73,22 @@ void engine_store_lost(struct engine *e, const char *fmt, ...)
 		snprintf(what, sizeof(what), "an object is missing");
 	va_end(ap);
 	mw_mutex_lock(&e->mu);
-	if (e->lost) {
+	if (e->wa.lost) {
 		mw_mutex_unlock(&e->mu);
 		return;
 	}
-	e->lost = true;
+	e->wa.lost = true;
 	e->stats.store_lost_since = (int64_t)time(NULL);
-	memcpy(e->lost_what, what, sizeof(what));
-	if (!e->sticky) {
+	memcpy(e->wa.lost_what, what, sizeof(what));
+	if (!e->w.sticky) {
 		/* nothing from the durable position on is acknowledged (writer.c) */
-		e->sticky = -EIO;
-		e->failed_pos = e->durable_upto;
+		e->w.sticky = -EIO;
+		e->w.failed_pos = e->durable_upto;
 	}
 	pthread_cond_broadcast(&e->durable_cv);
-	pthread_cond_broadcast(&e->commit_cv);
-	pthread_cond_broadcast(&e->flush_cv);
-	pthread_cond_broadcast(&e->gc_cv);
+	pthread_cond_broadcast(&e->w.commit_cv);
+	pthread_cond_broadcast(&e->m.flush_cv);
+	pthread_cond_broadcast(&e->m.gc_cv);
 	uint64_t durable = e->durable_upto;
 	mw_mutex_unlock(&e->mu);
 	log_err("engine: THE STORE LOST OBJECTS THIS FILESYSTEM NEEDS: %s (deleted by another "
@@ -136,10 +136,10 @@ static int want_take_locked(struct engine *e, struct want *w)
 	w->covered = e->man.wal_covered;
 	w->durable = e->durable_upto;
 	w->epoch = e->epoch;
-	for (size_t i = 0; i < e->nwatch_packs; i++)
-		if (e->watch_packs[i] >= w->covered)
-			e->watch_packs[k++] = e->watch_packs[i];
-	e->nwatch_packs = k;
+	for (size_t i = 0; i < e->wa.npacks; i++)
+		if (e->wa.packs[i] >= w->covered)
+			e->wa.packs[k++] = e->wa.packs[i];
+	e->wa.npacks = k;
 	w->ssts = calloc(e->man.nssts ? e->man.nssts : 1, sizeof(*w->ssts));
 	w->packs = calloc(k ? k : 1, sizeof(*w->packs));
 	if (!w->ssts || !w->packs)
@@ -149,7 +149,7 @@ static int want_take_locked(struct engine *e, struct want *w)
 			goto nomem;
 	qsort(w->ssts, w->nssts, sizeof(*w->ssts), str_cmp);
 	if (k)
-		memcpy(w->packs, e->watch_packs, k * sizeof(*w->packs));
+		memcpy(w->packs, e->wa.packs, k * sizeof(*w->packs));
 	w->npacks = k;
 	return 0;
 nomem:
@@ -304,8 +304,8 @@ int watch_check(struct engine *e)
 	if (e->o.read_only)
 		return 0;
 	mw_mutex_lock(&e->mu);
-	if (e->lost || e->sticky) {
-		rc = e->sticky;
+	if (e->wa.lost || e->w.sticky) {
+		rc = e->w.sticky;
 		mw_mutex_unlock(&e->mu);
 		return rc;
 	}
@@ -342,9 +342,9 @@ void watch_kick(struct engine *e)
 	if (e->o.read_only)
 		return;
 	mw_mutex_lock(&e->mu);
-	if (!e->watch_kicked) {
-		e->watch_kicked = true;
-		pthread_cond_broadcast(&e->watch_cv);
+	if (!e->wa.kicked) {
+		e->wa.kicked = true;
+		pthread_cond_broadcast(&e->wa.cv);
 	}
 	mw_mutex_unlock(&e->mu);
 }
@@ -376,26 +376,26 @@ static void *watch_main(void *arg)
 
 	mw_mutex_lock(&e->mu);
 	for (;;) {
-		while (!e->watch.stop && !e->lost && !e->watch_dirty && !e->watch_kicked)
-			mw_cond_wait(&e->watch_cv, &e->mu);
-		if (e->watch.stop || e->lost)
+		while (!e->wa.thread.stop && !e->wa.lost && !e->wa.dirty && !e->wa.kicked)
+			mw_cond_wait(&e->wa.cv, &e->mu);
+		if (e->wa.thread.stop || e->wa.lost)
 			break;
 		uint64_t now = mw_now_us();
 		bool due = !last_us || now - last_us >= (uint64_t)e->o.store_check_ms * 1000u;
-		e->watch_dirty = false;
-		if (!due && !e->watch_kicked)
+		e->wa.dirty = false;
+		if (!due && !e->wa.kicked)
 			continue; /* checked lately: the first commit after the interval checks */
 		if (!due && last_us && now - last_us < WATCH_KICK_MIN_MS * 1000u) {
 			/* asked by a read again soon after a check: wait out the rest of the second
 			 */
 			struct timespec until =
 			    after_ms(WATCH_KICK_MIN_MS - (now - last_us) / 1000u + 1);
-			while (!e->watch.stop && !e->lost &&
-			       mw_cond_timedwait(&e->watch_cv, &e->mu, &until) != ETIMEDOUT)
+			while (!e->wa.thread.stop && !e->wa.lost &&
+			       mw_cond_timedwait(&e->wa.cv, &e->mu, &until) != ETIMEDOUT)
 				;
 			continue;
 		}
-		e->watch_kicked = false;
+		e->wa.kicked = false;
 		mw_mutex_unlock(&e->mu);
 		last_us = mw_now_us();
 		watch_check(e);
@@ -408,9 +408,9 @@ static void *watch_main(void *arg)
 void watch_note_commit_locked(struct engine *e)
 {
 	mw_mutex_assert_held(&e->mu);
-	if (!e->watch_dirty) {
-		e->watch_dirty = true;
-		pthread_cond_signal(&e->watch_cv);
+	if (!e->wa.dirty) {
+		e->wa.dirty = true;
+		pthread_cond_signal(&e->wa.cv);
 	}
 }
 
@@ -418,20 +418,20 @@ int watch_start(struct engine *e)
 {
 	if (e->o.read_only || e->o.store_check_ms == ENGINE_CHECK_OFF)
 		return 0;
-	return mw_thread_start(&e->watch, "engine store watch", watch_main, e, &e->mu,
-	                       &e->watch_cv);
+	return mw_thread_start(&e->wa.thread, "engine store watch", watch_main, e, &e->mu,
+	                       &e->wa.cv);
 }
 
 void watch_stop(struct engine *e)
 {
-	mw_thread_stop(&e->watch);
+	mw_thread_stop(&e->wa.thread);
 }
 
 int watch_record_pack_locked(struct engine *e, uint64_t position)
 {
 	mw_mutex_assert_held(&e->mu);
-	if (MW_GROW(e->watch_packs, e->watch_packs_cap, e->nwatch_packs + 1, 64))
+	if (MW_GROW(e->wa.packs, e->wa.packs_cap, e->wa.npacks + 1, 64))
 		return -ENOMEM; /* that pack goes unwatched; reads and GC still see it */
-	e->watch_packs[e->nwatch_packs++] = position;
+	e->wa.packs[e->wa.npacks++] = position;
 	return 0;
 }

@@ -115,8 +115,8 @@ static int group_open_locked(struct engine *e)
 	g->position = e->next_pos++;
 	g->first_seq = e->next_seq;
 	g->opened_us = mw_now_us();
-	e->open = g;
-	pthread_cond_broadcast(&e->commit_cv); /* start the cadence clock */
+	e->w.open = g;
+	pthread_cond_broadcast(&e->w.commit_cv); /* start the cadence clock */
 	return 0;
 }
 
@@ -143,14 +143,14 @@ int writer_freeze_locked(struct engine *e)
 	/* the open group may be partly in the frozen table: it is not covered */
 	struct frozen_mem *fm = &e->frozen[e->nfrozen++];
 	fm->mem = e->mem;
-	fm->wal_end = e->open ? e->open->position : e->next_pos;
-	fm->durable_need = e->open ? e->open->position + 1 : e->next_pos;
+	fm->wal_end = e->w.open ? e->w.open->position : e->next_pos;
+	fm->durable_need = e->w.open ? e->w.open->position + 1 : e->next_pos;
 	fm->bytes = memtable_bytes(e->mem);
 	e->freeze_pos = fm->wal_end;
 	e->frozen_bytes += fm->bytes;
 	e->mem = m;
 	pthread_mutex_unlock(&e->mem_mu);
-	pthread_cond_signal(&e->flush_cv);
+	pthread_cond_signal(&e->m.flush_cv);
 	log_debug("engine: froze a MemTable (%zu frozen)", e->nfrozen);
 	return 0;
 }
@@ -161,8 +161,8 @@ static int ticket_state_locked(struct engine *e, uint64_t ticket)
 	mw_mutex_assert_held(&e->mu);
 	if (ticket < e->durable_upto)
 		return 1;
-	if (e->sticky && ticket >= e->failed_pos)
-		return e->sticky;
+	if (e->w.sticky && ticket >= e->w.failed_pos)
+		return e->w.sticky;
 	return 0;
 }
 
@@ -189,8 +189,8 @@ static bool still_full_locked(struct engine *e)
 	if (e->stats.outage_error != -ENOSPC)
 		return false;
 	uint64_t r0 = e->stats.commit_retries;
-	pthread_cond_broadcast(&e->commit_cv);
-	while (e->stats.outage_error == -ENOSPC && e->stats.commit_retries == r0 && !e->sticky)
+	pthread_cond_broadcast(&e->w.commit_cv);
+	while (e->stats.outage_error == -ENOSPC && e->stats.commit_retries == r0 && !e->w.sticky)
 		mw_cond_wait(&e->durable_cv, &e->mu);
 	return e->stats.outage_error == -ENOSPC;
 }
@@ -215,9 +215,9 @@ static int wait_locked(struct engine *e, uint64_t ticket, bool urgent)
 				return -ENOSPC;
 			continue; /* it waited: look at the ticket again */
 		}
-		if (urgent && e->open && ticket >= e->open->position && !e->open->urgent) {
-			e->open->urgent = true;
-			pthread_cond_broadcast(&e->commit_cv);
+		if (urgent && e->w.open && ticket >= e->w.open->position && !e->w.open->urgent) {
+			e->w.open->urgent = true;
+			pthread_cond_broadcast(&e->w.commit_cv);
 		}
 		if (!e->o.sync_timeout_ms) {
 			mw_cond_wait(&e->durable_cv, &e->mu);
@@ -255,7 +255,7 @@ static int add_blob_locked(struct engine *e, struct group *g, const uint8_t *k, 
 static int apply_locked(struct engine *e, const struct engine_batch *b)
 {
 	mw_mutex_assert_held(&e->mu);
-	struct group *g = e->open;
+	struct group *g = e->w.open;
 	struct wal_cursor c;
 	size_t wal_mark = g->wal.len, blobs_mark = g->wal_blobs, bytes = 0;
 	uint64_t seq = e->next_seq;
@@ -299,8 +299,8 @@ static int apply_locked(struct engine *e, const struct engine_batch *b)
 	}
 	if (rc < 0) {
 		log_err("engine: MemTable insert failed (%s): writer stops", strerror(-rc));
-		e->sticky = -EIO;
-		e->failed_pos = g->position;
+		e->w.sticky = -EIO;
+		e->w.failed_pos = g->position;
 		pthread_cond_broadcast(&e->durable_cv);
 		return -EIO;
 	}
@@ -330,20 +330,20 @@ int engine_write(struct engine *e, struct engine_batch *b, int flags, uint64_t *
 static void room_wait_locked(struct engine *e, size_t bytes, bool *waited)
 {
 	mw_mutex_assert_held(&e->mu);
-	while (!e->sticky && e->stats.outage_error != -ENOSPC && e->stats.pending_bytes > 0 &&
+	while (!e->w.sticky && e->stats.outage_error != -ENOSPC && e->stats.pending_bytes > 0 &&
 	       e->stats.pending_bytes + bytes > e->o.max_pending_bytes) {
 		if (!*waited)
 			e->stats.backpressure_waits++;
 		*waited = true;
-		if (e->open && !e->open->urgent) {
-			e->open->urgent = true;
-			pthread_cond_broadcast(&e->commit_cv);
+		if (e->w.open && !e->w.open->urgent) {
+			e->w.open->urgent = true;
+			pthread_cond_broadcast(&e->w.commit_cv);
 		}
 		e->stats.writers_waiting++;
 		mw_cond_wait(&e->durable_cv, &e->mu);
 		e->stats.writers_waiting--;
 	}
-	while (!e->sticky && e->flusher.running && e->frozen_bytes > e->o.max_frozen_bytes) {
+	while (!e->w.sticky && e->m.flusher.running && e->frozen_bytes > e->o.max_frozen_bytes) {
 		if (!*waited)
 			e->stats.backpressure_waits++;
 		*waited = true;
@@ -364,7 +364,7 @@ int engine_wait_room(struct engine *e, size_t bytes)
 		return -EROFS;
 	mw_mutex_lock(&e->mu);
 	room_wait_locked(e, bytes, &waited);
-	rc = e->sticky ? e->sticky : still_full_locked(e) ? -ENOSPC : 0;
+	rc = e->w.sticky ? e->w.sticky : still_full_locked(e) ? -ENOSPC : 0;
 	mw_mutex_unlock(&e->mu);
 	return rc;
 }
@@ -373,7 +373,7 @@ int engine_wait_room(struct engine *e, size_t bytes)
 static bool handover_locked(struct engine *e)
 {
 	mw_mutex_assert_held(&e->mu);
-	return e->handover_until_us && mw_now_us() < e->handover_until_us;
+	return e->w.handover_until_us && mw_now_us() < e->w.handover_until_us;
 }
 
 int writer_write_if(struct engine *e, struct engine_batch *b, int flags, uint64_t *ticket,
@@ -389,8 +389,9 @@ int writer_write_if(struct engine *e, struct engine_batch *b, int flags, uint64_
 		return -EROFS;
 	mw_mutex_lock(&e->mu);
 	room_wait_locked(e, b->bytes, &waited);
-	if (e->sticky || handover_locked(e)) {
-		rc = e->sticky ? e->sticky : -ESTALE; /* a takeover is under way: as if fenced */
+	if (e->w.sticky || handover_locked(e)) {
+		rc =
+		    e->w.sticky ? e->w.sticky : -ESTALE; /* a takeover is under way: as if fenced */
 		goto out;
 	}
 	if (still_full_locked(e)) {
@@ -398,7 +399,7 @@ int writer_write_if(struct engine *e, struct engine_batch *b, int flags, uint64_
 		goto out;
 	}
 	if (b->count == 0) {
-		t = e->open ? e->open->position : e->next_pos - 1;
+		t = e->w.open ? e->w.open->position : e->next_pos - 1;
 		goto done;
 	}
 	if (b->count > UINT32_MAX / 2) {
@@ -407,12 +408,12 @@ int writer_write_if(struct engine *e, struct engine_batch *b, int flags, uint64_
 	}
 	if (cond && (rc = cond(e, arg)) != 0)
 		goto out; /* 1: skipped, nothing written; <0: failed */
-	if (!e->open && (rc = group_open_locked(e)))
+	if (!e->w.open && (rc = group_open_locked(e)))
 		goto out;
 	rc = apply_locked(e, b);
 	if (rc)
 		goto out;
-	t = e->open->position;
+	t = e->w.open->position;
 	if (memtable_bytes(e->mem) >= e->o.memtable_max_bytes ||
 	    t - e->freeze_pos >= ENGINE_REPLAY_MAX_ENTRIES) {
 		rc = writer_freeze_locked(e);
@@ -420,15 +421,15 @@ int writer_write_if(struct engine *e, struct engine_batch *b, int flags, uint64_
 			rc = 0; /* keep writing into the full MemTable; try again later */
 			log_warn("engine: MemTable freeze failed (no memory)");
 		}
-		e->open->urgent = true;
+		e->w.open->urgent = true;
 	}
-	if ((flags & ENGINE_URGENT) || e->open->bytes >= e->o.group_max_bytes)
-		e->open->urgent = true;
-	if (e->open->urgent) {
-		pthread_cond_broadcast(&e->commit_cv);
+	if ((flags & ENGINE_URGENT) || e->w.open->bytes >= e->o.group_max_bytes)
+		e->w.open->urgent = true;
+	if (e->w.open->urgent) {
+		pthread_cond_broadcast(&e->w.commit_cv);
 		/* a full group queues now, even while every pipeline thread is busy: it
 		   does not grow on until one comes round, and its pack goes next */
-		if (e->open->bytes >= e->o.group_max_bytes)
+		if (e->w.open->bytes >= e->o.group_max_bytes)
 			close_due_locked(e, NULL);
 	}
 done:
@@ -487,12 +488,12 @@ int engine_sync(struct engine *e)
 	if (e->o.read_only)
 		return 0;
 	mw_mutex_lock(&e->mu);
-	if (e->sticky)
-		rc = e->sticky;
-	else if (e->open)
-		rc = wait_locked(e, e->open->position, true);
-	else if (e->q_tail)
-		rc = wait_locked(e, e->q_tail->position, true);
+	if (e->w.sticky)
+		rc = e->w.sticky;
+	else if (e->w.open)
+		rc = wait_locked(e, e->w.open->position, true);
+	else if (e->w.q_tail)
+		rc = wait_locked(e, e->w.q_tail->position, true);
 	else
 		rc = 0;
 	mw_mutex_unlock(&e->mu);
@@ -551,8 +552,8 @@ static int epoch_check(struct engine *e)
 		        newest, e->epoch);
 		return -ESTALE;
 	}
-	uint64_t prev = atomic_load(&e->lease_from_us);
-	while (prev < t && !atomic_compare_exchange_weak(&e->lease_from_us, &prev, t))
+	uint64_t prev = atomic_load(&e->w.lease_from_us);
+	while (prev < t && !atomic_compare_exchange_weak(&e->w.lease_from_us, &prev, t))
 		; /* checks of several pipeline threads: the latest start counts */
 	return 0;
 }
@@ -561,7 +562,7 @@ static int epoch_check(struct engine *e)
 static bool lease_holds(const struct engine *e)
 {
 	uint64_t lease = lease_us(e);
-	return lease && mw_now_us() - atomic_load(&e->lease_from_us) < lease;
+	return lease && mw_now_us() - atomic_load(&e->w.lease_from_us) < lease;
 }
 
 /*
@@ -573,7 +574,7 @@ static bool lease_holds(const struct engine *e)
 static int lease_renew(struct engine *e)
 {
 	uint64_t lease = lease_us(e);
-	if (!lease || mw_now_us() - atomic_load(&e->lease_from_us) < lease / 2)
+	if (!lease || mw_now_us() - atomic_load(&e->w.lease_from_us) < lease / 2)
 		return 0;
 	return epoch_check(e);
 }
@@ -591,7 +592,7 @@ int engine_check_epoch(struct engine *e)
 	if (e->o.read_only)
 		return -EROFS;
 	mw_mutex_lock(&e->mu);
-	int rc = e->sticky;
+	int rc = e->w.sticky;
 	mw_mutex_unlock(&e->mu);
 	if (rc)
 		return rc;
@@ -602,12 +603,12 @@ int engine_check_epoch(struct engine *e)
 	   takes the positions we would write next (a group that landed before its
 	   replay may be in the store all the same: reported lost, never guessed) */
 	mw_mutex_lock(&e->mu);
-	if (!e->sticky || e->failed_pos > e->durable_upto) {
-		e->sticky = -ESTALE;
-		e->failed_pos = e->durable_upto;
+	if (!e->w.sticky || e->w.failed_pos > e->durable_upto) {
+		e->w.sticky = -ESTALE;
+		e->w.failed_pos = e->durable_upto;
 	}
-	rc = e->sticky;
-	pthread_cond_broadcast(&e->commit_cv);
+	rc = e->w.sticky;
+	pthread_cond_broadcast(&e->w.commit_cv);
 	pthread_cond_broadcast(&e->durable_cv);
 	mw_mutex_unlock(&e->mu);
 	return rc;
@@ -618,7 +619,7 @@ int engine_write_error(struct engine *e)
 	if (!e || e->o.read_only)
 		return 0;
 	mw_mutex_lock(&e->mu);
-	int rc = e->sticky ? e->sticky : handover_locked(e) ? -ESTALE : 0;
+	int rc = e->w.sticky ? e->w.sticky : handover_locked(e) ? -ESTALE : 0;
 	mw_mutex_unlock(&e->mu);
 	return rc;
 }
@@ -630,7 +631,7 @@ int engine_handover(struct engine *e, unsigned hold_ms)
 	if (e->o.read_only)
 		return -EROFS;
 	mw_mutex_lock(&e->mu);
-	e->handover_until_us = hold_ms ? mw_now_us() + (uint64_t)hold_ms * 1000u : 0;
+	e->w.handover_until_us = hold_ms ? mw_now_us() + (uint64_t)hold_ms * 1000u : 0;
 	mw_mutex_unlock(&e->mu);
 	if (!hold_ms)
 		return 0;
@@ -806,14 +807,14 @@ static int commit_group(struct engine *e, struct group *g)
 			mw_mutex_unlock(&e->mu);
 			return rc;
 		}
-		if (e->sticky) {
+		if (e->w.sticky) {
 			/* another group failed: nothing from here on can be acknowledged */
-			rc = e->sticky;
+			rc = e->w.sticky;
 			mw_mutex_unlock(&e->mu);
 			return rc;
 		}
 		uint64_t now = mw_now_us();
-		if (e->pipeline_stop && !closing_since)
+		if (e->w.pipeline_stop && !closing_since)
 			closing_since = now;
 		if (e->o.commit_retry_ms == ENGINE_NO_RETRY ||
 		    (e->o.commit_retry_ms &&
@@ -831,7 +832,7 @@ static int commit_group(struct engine *e, struct group *g)
 		jitter = jitter * 6364136223846793005ull + 1442695040888963407ull;
 		unsigned ms = wait_ms / 2 + (unsigned)((jitter >> 33) % (wait_ms / 2 + 1));
 		struct timespec until = deadline_ms(ms);
-		mw_cond_timedwait(&e->commit_cv, &e->mu, &until);
+		mw_cond_timedwait(&e->w.commit_cv, &e->mu, &until);
 		mw_mutex_unlock(&e->mu);
 		wait_ms = wait_ms * 2 > RETRY_MAX_MS ? RETRY_MAX_MS : wait_ms * 2;
 	}
@@ -842,12 +843,12 @@ uint64_t writer_lost_locked(struct engine *e)
 	mw_mutex_assert_held(&e->mu);
 	uint64_t n = e->stats.batches_lost;
 
-	if (!e->sticky)
+	if (!e->w.sticky)
 		return n;
-	if (e->open)
-		n += e->open->batches;
-	for (struct group *g = e->q_head; g; g = g->next)
-		if ((g->done && g->rc) || g->position >= e->failed_pos)
+	if (e->w.open)
+		n += e->w.open->batches;
+	for (struct group *g = e->w.q_head; g; g = g->next)
+		if ((g->done && g->rc) || g->position >= e->w.failed_pos)
 			n += g->batches;
 	return n;
 }
@@ -855,10 +856,10 @@ uint64_t writer_lost_locked(struct engine *e)
 struct pack *writer_pending_pack_locked(struct engine *e, uint64_t position)
 {
 	mw_mutex_assert_held(&e->mu);
-	struct group *g = e->open;
+	struct group *g = e->w.open;
 
 	if (!(g && g->pack && pack_position(g->pack) == position))
-		for (g = e->q_head; g && !(g->pack && pack_position(g->pack) == position);
+		for (g = e->w.q_head; g && !(g->pack && pack_position(g->pack) == position);
 		     g = g->next)
 			;
 	if (!g)
@@ -891,39 +892,39 @@ static unsigned entry_window(const struct engine *e)
 static void close_due_locked(struct engine *e, uint64_t *wake_us)
 {
 	mw_mutex_assert_held(&e->mu);
-	struct group *g = e->open;
+	struct group *g = e->w.open;
 
 	if (wake_us)
 		*wake_us = 0;
-	if (!g || e->sticky)
+	if (!g || e->w.sticky)
 		return;
 	uint64_t due = g->opened_us + (uint64_t)e->o.cadence_ms * 1000u;
-	if (!g->urgent && !e->pipeline_stop && mw_now_us() < due) {
+	if (!g->urgent && !e->w.pipeline_stop && mw_now_us() < due) {
 		if (wake_us)
 			*wake_us = due;
 		return;
 	}
 	bool full = g->bytes >= e->o.group_max_bytes && g->pack && pack_count(g->pack) > 0;
-	if (e->nqueued >= e->o.commit_inflight && !full)
+	if (e->w.nqueued >= e->o.commit_inflight && !full)
 		return; /* the pipeline is full: a retirement wakes us */
-	if (e->nqueued >= entry_window(e) && !(g->pack && pack_count(g->pack) > 0))
+	if (e->w.nqueued >= entry_window(e) && !(g->pack && pack_count(g->pack) > 0))
 		return; /* no pack to upload early: it gathers writes until an entry slot frees */
-	e->open = NULL;
+	e->w.open = NULL;
 	g->next = NULL;
-	if (e->q_tail)
-		e->q_tail->next = g;
+	if (e->w.q_tail)
+		e->w.q_tail->next = g;
 	else
-		e->q_head = g;
-	e->q_tail = g;
-	e->nqueued++;
-	pthread_cond_broadcast(&e->commit_cv);
+		e->w.q_head = g;
+	e->w.q_tail = g;
+	e->w.nqueued++;
+	pthread_cond_broadcast(&e->w.commit_cv);
 }
 
 /* Wait on commit_cv (e->mu held) until woken, or until wake_us (monotonic) when not 0. */
 static void pipeline_wait_locked(struct engine *e, uint64_t wake_us)
 {
 	if (!wake_us) {
-		mw_cond_wait(&e->commit_cv, &e->mu);
+		mw_cond_wait(&e->w.commit_cv, &e->mu);
 		return;
 	}
 	uint64_t now = mw_now_us();
@@ -934,7 +935,7 @@ static void pipeline_wait_locked(struct engine *e, uint64_t wake_us)
 	uint64_t ns = (uint64_t)ts.tv_nsec + (wake_us - now) * 1000u;
 	ts.tv_sec += (time_t)(ns / 1000000000u);
 	ts.tv_nsec = (long)(ns % 1000000000u);
-	mw_cond_timedwait(&e->commit_cv, &e->mu, &ts);
+	mw_cond_timedwait(&e->w.commit_cv, &e->mu, &ts);
 }
 
 /*
@@ -949,11 +950,11 @@ static void commit_ended_locked(struct engine *e, struct group *g, int rc)
 	g->rc = rc;
 	if (!rc)
 		return;
-	if (!e->sticky) {
-		e->sticky = rc;
-		e->failed_pos = g->position;
-	} else if (g->position < e->failed_pos) {
-		e->failed_pos = g->position;
+	if (!e->w.sticky) {
+		e->w.sticky = rc;
+		e->w.failed_pos = g->position;
+	} else if (g->position < e->w.failed_pos) {
+		e->w.failed_pos = g->position;
 	}
 }
 
@@ -970,13 +971,13 @@ static void retire_locked(struct engine *e, struct group **freed)
 	struct group *g;
 	bool any = false;
 
-	while ((g = e->q_head) && g->done) {
-		e->q_head = g->next;
-		if (!e->q_head)
-			e->q_tail = NULL;
-		e->nqueued--;
+	while ((g = e->w.q_head) && g->done) {
+		e->w.q_head = g->next;
+		if (!e->w.q_head)
+			e->w.q_tail = NULL;
+		e->w.nqueued--;
 		e->stats.pending_bytes -= g->bytes;
-		if (g->rc || (e->sticky && g->position >= e->failed_pos)) {
+		if (g->rc || (e->w.sticky && g->position >= e->w.failed_pos)) {
 			e->stats.batches_lost += g->batches; /* applied, never acknowledged */
 		} else {
 			e->durable_upto = g->position + 1;
@@ -996,7 +997,7 @@ static void retire_locked(struct engine *e, struct group **freed)
 	if (any) {
 		watch_note_commit_locked(e); /* the store watch checks soon (watch.c) */
 		pthread_cond_broadcast(&e->durable_cv);
-		pthread_cond_broadcast(&e->commit_cv); /* room in the pipeline */
+		pthread_cond_broadcast(&e->w.commit_cv); /* room in the pipeline */
 	}
 }
 
@@ -1017,15 +1018,15 @@ static void free_chain(struct group *g)
 static void fail_queued_locked(struct engine *e)
 {
 	mw_mutex_assert_held(&e->mu);
-	if (e->open) {
-		e->stats.pending_bytes -= e->open->bytes;
-		e->stats.batches_lost += e->open->batches;
-		group_free(e->open);
-		e->open = NULL;
+	if (e->w.open) {
+		e->stats.pending_bytes -= e->w.open->bytes;
+		e->stats.batches_lost += e->w.open->batches;
+		group_free(e->w.open);
+		e->w.open = NULL;
 	}
-	for (struct group *g = e->q_head; g; g = g->next)
+	for (struct group *g = e->w.q_head; g; g = g->next)
 		if (!g->committing && !g->pack_busy && !g->done)
-			commit_ended_locked(e, g, e->sticky);
+			commit_ended_locked(e, g, e->w.sticky);
 	pthread_cond_broadcast(&e->durable_cv);
 }
 
@@ -1041,9 +1042,9 @@ static struct group *commit_candidate_locked(struct engine *e)
 {
 	uint64_t end = e->durable_upto + entry_window(e);
 
-	if (e->sticky)
+	if (e->w.sticky)
 		return NULL;
-	for (struct group *g = e->q_head; g && g->position < end; g = g->next)
+	for (struct group *g = e->w.q_head; g && g->position < end; g = g->next)
 		if (!g->committing && !g->pack_busy && !g->done)
 			return g;
 	return NULL;
@@ -1052,9 +1053,9 @@ static struct group *commit_candidate_locked(struct engine *e)
 /* A queued group past the entry window whose pack may go early, or NULL (e->mu held). */
 static struct group *pack_candidate_locked(struct engine *e)
 {
-	if (e->sticky)
+	if (e->w.sticky)
 		return NULL;
-	for (struct group *g = e->q_head; g; g = g->next)
+	for (struct group *g = e->w.q_head; g; g = g->next)
 		if (!g->committing && !g->pack_busy && !g->pack_tried && !g->pack_durable &&
 		    !g->done && g->pack && pack_count(g->pack) > 0)
 			return g;
@@ -1079,7 +1080,7 @@ static void *pipeline_main(void *arg)
 		struct group *g, *freed = NULL;
 		uint64_t wake = 0;
 
-		if (e->sticky)
+		if (e->w.sticky)
 			fail_queued_locked(e);
 		close_due_locked(e, &wake);
 		retire_locked(e, &freed);
@@ -1095,7 +1096,7 @@ static void *pipeline_main(void *arg)
 			uint64_t t0 = mw_now_us();
 			int rc = commit_group(e, g);
 			uint64_t dt = mw_now_us() - t0;
-			mw_hist_record(&e->commit_hist, dt);
+			mw_hist_record(&e->w.commit_hist, dt);
 			if (rc == 0 && g->pack) /* before readers stop finding it in flight */
 				blob_cache_pack(e, g->pack);
 			mw_mutex_lock(&e->mu);
@@ -1103,7 +1104,7 @@ static void *pipeline_main(void *arg)
 			e->stats.commit_usec_total += dt;
 			if (dt > e->stats.commit_usec_max)
 				e->stats.commit_usec_max = dt;
-			pthread_cond_broadcast(&e->commit_cv);
+			pthread_cond_broadcast(&e->w.commit_cv);
 			continue;
 		}
 		if ((g = pack_candidate_locked(e)) != NULL) {
@@ -1117,10 +1118,10 @@ static void *pipeline_main(void *arg)
 				log_debug("engine: early put of the pack of group %" PRIu64
 				          " failed (%s); its commit retries it",
 				          g->position, strerror(-rc));
-			pthread_cond_broadcast(&e->commit_cv);
+			pthread_cond_broadcast(&e->w.commit_cv);
 			continue;
 		}
-		if (e->pipeline_stop && !e->open && !e->q_head)
+		if (e->w.pipeline_stop && !e->w.open && !e->w.q_head)
 			break;
 		pipeline_wait_locked(e, wake);
 	}
@@ -1130,14 +1131,14 @@ static void *pipeline_main(void *arg)
 
 int writer_start(struct engine *e)
 {
-	int rc = mw_thread_start(&e->committer, "engine commit pipeline", pipeline_main, e, &e->mu,
-	                         &e->commit_cv);
+	int rc = mw_thread_start(&e->w.committer, "engine commit pipeline", pipeline_main, e,
+	                         &e->mu, &e->w.commit_cv);
 
 	for (unsigned i = 0; rc == 0 && i + 1 < e->o.commit_inflight; i++) {
-		rc = mw_thread_start(&e->uploaders[i], "engine commit pipeline", pipeline_main, e,
-		                     &e->mu, &e->commit_cv);
+		rc = mw_thread_start(&e->w.uploaders[i], "engine commit pipeline", pipeline_main, e,
+		                     &e->mu, &e->w.commit_cv);
 		if (rc == 0)
-			e->nuploaders++;
+			e->w.nuploaders++;
 	}
 	if (rc)
 		writer_stop(e);
@@ -1148,11 +1149,11 @@ void writer_stop(struct engine *e)
 {
 	/* every thread drains: the open group and the queue go first, then they exit */
 	mw_mutex_lock(&e->mu);
-	e->pipeline_stop = true;
-	pthread_cond_broadcast(&e->commit_cv);
+	e->w.pipeline_stop = true;
+	pthread_cond_broadcast(&e->w.commit_cv);
 	mw_mutex_unlock(&e->mu);
-	for (unsigned i = 0; i < e->nuploaders; i++)
-		mw_thread_stop(&e->uploaders[i]);
-	e->nuploaders = 0;
-	mw_thread_stop(&e->committer);
+	for (unsigned i = 0; i < e->w.nuploaders; i++)
+		mw_thread_stop(&e->w.uploaders[i]);
+	e->w.nuploaders = 0;
+	mw_thread_stop(&e->w.committer);
 }
