@@ -3,7 +3,7 @@
  * (contract in fsck.h; `memwalfs fsck --salvage`, README.md "When the store
  * lost objects").
  *
- * Runs on a writer engine opened with opts.salvage (engine/salvage.c), which
+ * Runs on a writer engine opened with opts.salvage (engine/check/salvage.c), which
  * holds every record that remains.  Scans, like fsck.c's: the superblock, the
  * inode records, the orphan records, the extents (each one's bytes are read:
  * an extent whose pack is gone cannot be), the dentries and the xattrs.  Then

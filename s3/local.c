@@ -17,7 +17,7 @@
  * are left alone; store_cleanup_uploads() removes them by age.
  *
  * Large puts bypass the page cache.  A put of at least DIRECT_MIN bytes from a
- * page-aligned buffer (a sealed pack, engine/pack.c) is written with
+ * page-aligned buffer (a sealed pack, engine/wal/pack.c) is written with
  * O_DIRECT: the block-aligned prefix straight from the caller's memory, the
  * last partial block from a zero-padded copy, then the file is cut to its
  * length.  Packs are read back through the engine's caches, not this

@@ -7,7 +7,7 @@
  *       with key ranges and sizes, WAL entries after the covered position,
  *       packs with their live fraction, orphans, sizes per kind.
  *   memwalfs fsck [--deep] [store options] STORE
- *       the engine check (engine/check.h) and the filesystem check
+ *       the engine check (engine/check/check.h) and the filesystem check
  *       (fs/fsck.h); prints every problem.  Exit 0 clean, 1 problems found,
  *       2 could not run.
  *
@@ -343,7 +343,7 @@ static void fs_lost(void *arg, const char *what, const char *msg)
 
 /*
  * fsck --salvage: a writer engine with opts.salvage over what remains of STORE
- * (engine/salvage.c), the tree repaired (fs/salvage.c), a clean close.  0, or
+ * (engine/check/salvage.c), the tree repaired (fs/salvage.c), a clean close.  0, or
  * the exit status after a message.
  */
 static int salvage(const struct args *a)

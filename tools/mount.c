@@ -142,7 +142,7 @@ static void read_tiers(struct mount_args *a)
 	a->eo.disk_cache_bytes = a->disk_cache == UINT64_MAX ? 0 : a->disk_cache;
 }
 /*
- * Before the final commit: did the store lose objects this filesystem needs (engine/watch.c;
+ * Before the final commit: did the store lose objects this filesystem needs (engine/check/watch.c;
  * checked now, so that an unmount right after a deletion fails too)?  If so, the final status
  * "lost: WHAT" into final (umount.c reads it), and the log says what to do.
  */

@@ -279,7 +279,8 @@ static void progress_check(void *arg, const char *phase, uint64_t done, uint64_t
 		mount_progress(arg, "checking the WAL (read-only)", done, total);
 }
 
-/* WAL entries a crash may leave in flight after a missing position (engine/wal.h WAL_WINDOW). */
+/* WAL entries a crash may leave in flight after a missing position (engine/wal/wal.h WAL_WINDOW).
+ */
 #define MOUNT_WAL_WINDOW 4
 
 /*

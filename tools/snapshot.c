@@ -1,6 +1,6 @@
 /*
  * snapshot.c - "memwalfs snapshot": named, pinned states of a store
- * (docs/SNAPSHOTS.md; the engine's part is engine/snapshot.c).
+ * (docs/SNAPSHOTS.md; the engine's part is engine/core/snapshot.c).
  *
  *   memwalfs snapshot create [opts] STORE NAME   pin the current durable state
  *   memwalfs snapshot list   [opts] STORE        name, manifest, WAL range, time

@@ -34,7 +34,7 @@ static void sync_usage(FILE *f)
 	           "timeout of the mount (--fsync-timeout) bounds the wait.\n");
 }
 
-/* Do the mount's stats say that its store lost objects (engine/watch.c)? */
+/* Do the mount's stats say that its store lost objects (engine/check/watch.c)? */
 static bool store_lost(const char *mnt)
 {
 	char buf[65536];

@@ -443,7 +443,7 @@ int cmd_umount(int argc, char **argv)
 		            : "writes made here after that were refused with EIO and are not in "
 		              "the store");
 	} else if (!strncmp(st, "lost: ", 6)) {
-		/* mount.c engine_lost(): engine/watch.c found objects gone from the store */
+		/* mount.c engine_lost(): engine/check/watch.c found objects gone from the store */
 		fprintf(
 		    stderr,
 		    "memwalfs: %s: the store lost objects this filesystem needs (%s): they were "

@@ -1,6 +1,6 @@
 /*
  * cache.h - a sharded LRU cache with a byte budget and reference-counted
- * handles (engine/cache.c), after LevelDB's util/cache.cc.
+ * handles (engine/cache/cache.c), after LevelDB's util/cache.cc.
  *
  * Used for decoded blobs (the blob cache) and SSTable blocks (the block
  * cache).  Entries map a key (bytes, copied) to a value pointer that the

@@ -1,6 +1,6 @@
 /*
  * diskcache.h - the disk tier under the engine's memory caches
- * (engine/diskcache.c, docs/CACHE.md).
+ * (engine/cache/diskcache.c, docs/CACHE.md).
  *
  * A directory of files, one per entry, holding copies of immutable store
  * bytes (verified pack blocks, sealed SSTable blocks) so that a remount or a

@@ -9,8 +9,8 @@
  * caches again (INFLIGHT_WAITED); otherwise it takes a slot and releases it
  * with inflight_end() once what it read is cached (or the read failed).
  * When every slot is taken a read goes without one: no waiting for anyone.
- * Users: pack ranges (engine/blob.c, one registry per engine) and SSTable data
- * blocks (engine/sst_read.c, one per reader).  Thread-safe.
+ * Users: pack ranges (engine/read/blob.c, one registry per engine) and SSTable data
+ * blocks (engine/table/sst_read.c, one per reader).  Thread-safe.
  */
 #ifndef MEMWALFS_INFLIGHT_H
 #define MEMWALFS_INFLIGHT_H

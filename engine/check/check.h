@@ -1,6 +1,6 @@
 /*
  * check.h - an offline verifier of the engine objects of a store
- * (engine/check.c; used by "memwalfs inspect" and "memwalfs fsck").
+ * (engine/check/check.c; used by "memwalfs inspect" and "memwalfs fsck").
  *
  * check_store() reads, never writes: it is safe on a live store (it does
  * not claim an epoch, so it fences nobody).  It lists the store once, finds

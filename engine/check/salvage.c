@@ -5,7 +5,7 @@
  *
  * DESIGN
  *
- * A store that lost objects (engine/watch.c) cannot be opened: a table the
+ * A store that lost objects (engine/check/watch.c) cannot be opened: a table the
  * manifest lists is missing, or the manifest itself, or a WAL position inside
  * the replayed range.  Salvage makes a NEW consistent state out of what
  * remains, in the same store, without deleting or rewriting any existing

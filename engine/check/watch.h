@@ -1,5 +1,5 @@
 /*
- * watch.h - the store watch (engine/watch.c, writers): objects the state
+ * watch.h - the store watch (engine/check/watch.c, writers): objects the state
  * needs gone from the store.  struct eng_watch is e->wa, its fields guarded
  * by e->mu; besides watch.c only engine.c (open, close, stats) touches them.
  * writer.c tells the watch what it committed through the calls below; the

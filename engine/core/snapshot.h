@@ -1,5 +1,5 @@
 /*
- * snapshot.h - snapshot objects (engine/snapshot.c, docs/SNAPSHOTS.md): the
+ * snapshot.h - snapshot objects (engine/core/snapshot.c, docs/SNAPSHOTS.md): the
  * codec and the names, for the engine's open, GC and the tools.  The
  * operations themselves are in engine.h (engine_snapshot_*).
  */

@@ -1,5 +1,5 @@
 /*
- * follow.h - followers (engine/follow.c, docs/FOLLOWERS.md): the follower's
+ * follow.h - followers (engine/follow/follow.c, docs/FOLLOWERS.md): the follower's
  * state (struct eng_follow, e->fo; its fields guarded by e->mu), its start and
  * stop (engine.c), and polls on demand for tests and tools, like maint.h for
  * the writer.  Private to engine/ and its tests.

@@ -1,6 +1,6 @@
 /*
  * manifest.h - versioned manifests, discovery and the writer's epoch claim
- * (engine/manifest.c, docs/MANIFEST.md).
+ * (engine/format/manifest.c, docs/MANIFEST.md).
  *
  * struct manifest is a plain value (decoded contents of manifest/<version>);
  * the functions that touch the store are safe from any thread.
@@ -109,7 +109,7 @@ int manifest_commit_ours(struct store *st, struct manifest *m, bool conditional)
 int manifest_claim(struct store *st, bool conditional, struct manifest *m);
 
 /*
- * The salvage's claim (engine/salvage.c): write *m (prepared by the caller: what
+ * The salvage's claim (engine/check/salvage.c): write *m (prepared by the caller: what
  * survives of the latest readable manifest) as version latest + 1 with an epoch
  * above both its own and min_epoch - 1, by put_if_absent.  0 (m is then the
  * manifest written), -EEXIST (another writer claimed that version), the put's error.

@@ -116,7 +116,7 @@ struct engine_opts {
 	 */
 	unsigned commit_retry_ms;
 	/*
-	 * Followers (read_only only; engine/follow.c, docs/FOLLOWERS.md).  follow: after the
+	 * Followers (read_only only; engine/follow/follow.c, docs/FOLLOWERS.md).  follow: after the
 	 * replay at open, a thread keeps polling the store for new WAL entries and manifests
 	 * and applies them, whole entries only, so reads see the writer's newer states.
 	 * follow_interval_ms: poll this often (default 1000); when a poll finds nothing new
@@ -150,7 +150,7 @@ struct engine_opts {
 	uint64_t disk_cache_bytes;
 	size_t read_region_bytes;
 	/*
-	 * The store watch (writers; engine/watch.c): every store_check_ms (default
+	 * The store watch (writers; engine/check/watch.c): every store_check_ms (default
 	 * 5000) in which groups were committed (an idle engine sends nothing), and at
 	 * close, four listings check that the manifest, the WAL tail, the tables and
 	 * the uncovered packs the state needs are in the store.  A missing one (or
@@ -160,7 +160,7 @@ struct engine_opts {
 	 */
 	unsigned store_check_ms;
 	/*
-	 * salvage (writers; engine/salvage.c, `memwalfs fsck --salvage`): open a store
+	 * salvage (writers; engine/check/salvage.c, `memwalfs fsck --salvage`): open a store
 	 * that lost objects.  A new manifest version over the newest manifest that
 	 * loads, minus its missing tables, of an epoch above every one in the store;
 	 * the WAL after it replayed across missing positions and undecodable entries.
@@ -512,13 +512,13 @@ struct engine_stats {
 	uint64_t follow_behind; /* WAL entries listed but not applied yet */
 	uint64_t follow_interval_ms; /* the current poll interval (after back-off) */
 	uint64_t snapshot_wal_end;   /* opened from a snapshot: its WAL end (else 0) */
-	/* the store watch (engine/watch.c) */
+	/* the store watch (engine/check/watch.c) */
 	bool store_lost;             /* the store lost objects this state needs: sticky -EIO */
 	int64_t store_lost_since;    /* unix time that was found (0: not lost) */
 	char store_lost_what[160];   /* the first missing object, in words ("" when not lost) */
 	uint64_t store_checks;       /* checks of the store made */
 	uint64_t store_check_errors; /* checks whose listing failed (tried again later) */
-	/* an opts.salvage open (engine/salvage.c): what it could not keep */
+	/* an opts.salvage open (engine/check/salvage.c): what it could not keep */
 	uint64_t salvage_manifests_bad;    /* newest manifests that did not load (skipped) */
 	uint64_t salvage_tables_lost;      /* tables of the manifest missing from the store */
 	uint64_t salvage_table_bytes_lost; /* their bytes */
@@ -543,7 +543,7 @@ struct engine_space {
 int engine_store_space(struct engine *e, struct engine_space *out);
 
 /*
- * Check now that the store holds what this writer's state needs (engine/watch.c:
+ * Check now that the store holds what this writer's state needs (engine/check/watch.c:
  * four listings).  0 (all there, or a read-only engine), -EIO when objects are
  * missing (the engine is then sticky, stats.store_lost set, the log names the first),
  * the sticky error of an engine stopped before, or a listing's error (nothing
@@ -598,7 +598,7 @@ struct engine_snapshot {
 };
 
 /*
- * Snapshots of the store st, from any process, mounted or not (engine/snapshot.c).
+ * Snapshots of the store st, from any process, mounted or not (engine/core/snapshot.c).
  * create: pin the current durable state (the newest manifest and the WAL after it, up to
  * the first missing position) under name, with a conditional create; *out (may be NULL)
  * gets what was pinned.  -EEXIST (the name is taken), -EINVAL (a bad name), -ENOENT (the

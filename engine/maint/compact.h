@@ -1,5 +1,5 @@
 /*
- * compact.h - leveled compaction of SSTables (engine/compact.c,
+ * compact.h - leveled compaction of SSTables (engine/maint/compact.c,
  * docs/COMPACTION.md).
  *
  * Levels.  L0 holds the SSTables flushed from MemTables; they may overlap

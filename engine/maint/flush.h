@@ -1,5 +1,5 @@
 /*
- * flush.h - the engine's flusher (engine/flush.c): turns frozen MemTables
+ * flush.h - the engine's flusher (engine/maint/flush.c): turns frozen MemTables
  * into SSTables with sst_flush_build() / sst_flush_promote() (h6's
  * sst_flush.h) and swaps them into the read path.  Private to engine/.
  *

@@ -1,6 +1,6 @@
 /*
  * gc.h - garbage collection of store objects and pack repack planning
- * (engine/gc.c, docs/GC.md).
+ * (engine/maint/gc.c, docs/GC.md).
  *
  * GC never trusts memory alone: it lists the store and decides, object by
  * object, from the manifests it keeps.

@@ -1,6 +1,6 @@
 /*
  * maint.h - the engine's background maintenance on demand, and its
- * garbage-collection thread (engine/maint.c, docs/GC.md).
+ * garbage-collection thread (engine/maint/maint.c, docs/GC.md).
  *
  * The engine runs three kinds of background work by itself: the flusher
  * (flush.c: frozen MemTable -> SSTable, then compaction by score), the

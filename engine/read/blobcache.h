@@ -1,5 +1,5 @@
 /*
- * blobcache.h - the blob cache's entries (engine/blobcache.c): a block of a
+ * blobcache.h - the blob cache's entries (engine/read/blobcache.c): a block of a
  * blob kept in memory by reference to a sealed pack, to a shared GET buffer,
  * or as bytes of its own, and the ways blocks enter the cache.  blob.c (the
  * read path) fills it with what it fetched; writer.c and flush.c with the

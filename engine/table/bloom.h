@@ -1,5 +1,5 @@
 /*
- * bloom.h - the bloom filter of SSTables (engine/bloom.c).
+ * bloom.h - the bloom filter of SSTables (engine/table/bloom.c).
  *
  * A filter answers "is this user key possibly in the table?" with no false
  * negatives and a false-positive rate set by the bits spent per key.  The

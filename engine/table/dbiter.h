@@ -1,6 +1,6 @@
 /*
  * dbiter.h - the user-level view of an internal iterator at a snapshot
- * (engine/dbiter.c), after LevelDB's db/db_iter.cc.
+ * (engine/table/dbiter.c), after LevelDB's db/db_iter.cc.
  *
  * An internal iterator (iter.h; normally the merge of the MemTables and
  * SSTables) yields every version of every key, newest first.  A dbiter turns

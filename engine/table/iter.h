@@ -100,7 +100,7 @@ static inline int kv_key_cmp(const void *a, size_t an, const void *b, size_t bn)
 }
 
 /*
- * Merge n child iterators into one in internal order (engine/merge.c).
+ * Merge n child iterators into one in internal order (engine/table/merge.c).
  * Takes ownership of the children (destroyed with the merger).  Children
  * earlier in the array win ties of equal (key, seq), which never happen
  * between distinct sources in practice.  On success *out is the merger.

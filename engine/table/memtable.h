@@ -1,6 +1,6 @@
 /*
  * memtable.h - the in-memory sorted table that makes every put readable at
- * once (engine/memtable.c).
+ * once (engine/table/memtable.c).
  *
  * Entries are internal entries (iter.h): (user key, sequence, type, value).
  * One writer at a time inserts (the caller serialises inserts); any number of

@@ -1,7 +1,7 @@
 /*
  * sst.h - SSTables: immutable sorted tables of internal entries in the
- * object store (builder: engine/sst_build.c, reader: engine/sst_read.c,
- * format: engine/sst_format.h and docs/SST.md).
+ * object store (builder: engine/table/sst_build.c, reader: engine/table/sst_read.c,
+ * format: engine/table/sst_format.h and docs/SST.md).
  *
  * A flush or a compaction feeds entries in internal order (iter.h: user key
  * ascending, sequence descending) to a builder, which streams the table to

@@ -1,6 +1,6 @@
 /*
  * sst_block.h - building and reading the entry blocks of an SSTable (data
- * and index blocks), internal to engine/sst_*.c.
+ * and index blocks), internal to engine/table/sst_*.c.
  *
  * A block is a run of internal entries in internal order (iter.h: user key
  * ascending, sequence descending) with shared key prefixes, followed by

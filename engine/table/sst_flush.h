@@ -1,6 +1,6 @@
 /*
  * sst_flush.h - the two steps of a MemTable flush that do not need the
- * engine's locks (engine/sst_flush.c): write a frozen MemTable as an
+ * engine's locks (engine/table/sst_flush.c): write a frozen MemTable as an
  * SSTable, and promote it with one conditional manifest commit.
  *
  * The engine's flusher thread (writer side, h4) calls them in order:

@@ -1,5 +1,5 @@
 /*
- * pack.h - Blob v2 packs (engine/pack.c, docs/PACKS.md).
+ * pack.h - Blob v2 packs (engine/wal/pack.c, docs/PACKS.md).
  *
  * A pack is the one object that holds the blob values of one commit group:
  * header, the blobs back to back, trailer.  While the group is open the

@@ -1,5 +1,5 @@
 /*
- * replay.h - the WAL at open and for followers (engine/replay.c): replay of
+ * replay.h - the WAL at open and for followers (engine/wal/replay.c): replay of
  * entries in position order under the replay rules of docs/WAL.md, and the
  * writer's fencing.  Used by engine.c (open), follow.c (polls) and salvage.c
  * (the WAL listing).

@@ -1,5 +1,5 @@
 /*
- * wal.h - encode and decode WAL entries (engine/wal.c, docs/WAL.md).
+ * wal.h - encode and decode WAL entries (engine/wal/wal.c, docs/WAL.md).
  *
  * A WAL entry is one object "wal/<position>" holding one committed group:
  * a 64-byte header (format.h) and a body of batches of ops.  The writer

@@ -1,5 +1,5 @@
 /*
- * writer.h - the write path's state and calls (engine/writer.c: group
+ * writer.h - the write path's state and calls (engine/wal/writer.c: group
  * commit, the commit pipeline, backpressure; batch.c builds the batches).
  * struct eng_writer is e->w; the fields marked [mu] are guarded by e->mu.
  * Besides writer.c, engine.c (open, close, stats), watch.c (a lost store

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tests/fs/wiped.sh MEMWALFS BACKEND - a store that loses its objects under a live mount
-# (issue 36, part 2; engine/watch.c): the mount notices within a bound, stops acknowledging,
+# (issue 36, part 2; engine/check/watch.c): the mount notices within a bound, stops acknowledging,
 # says so, and what remains is salvaged.
 #
 # A writer (wiped_writer.py) creates files and fsyncs each one every 0.2 s, logging which

@@ -1,5 +1,5 @@
 /*
- * test_bloom.c - unit tests of engine/bloom.c: no false negatives, the
+ * test_bloom.c - unit tests of engine/table/bloom.c: no false negatives, the
  * false-positive rate at 10 bits per key over 100k keys, tiny and empty
  * filters, malformed encodings.
  */

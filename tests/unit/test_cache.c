@@ -1,5 +1,5 @@
 /*
- * test_cache.c - unit tests of engine/cache.c: hits and misses, eviction by
+ * test_cache.c - unit tests of engine/cache/cache.c: hits and misses, eviction by
  * charge in LRU order, handles keeping evicted and erased entries alive,
  * replacement, capacity 0, prune, and concurrent use from several threads.
  */

@@ -1,5 +1,5 @@
 /*
- * test_check.c - the offline store verifier (engine/check.c).
+ * test_check.c - the offline store verifier (engine/check/check.c).
  *
  * Every case builds a fresh local store through the engine API: inline
  * values and blobs, a flush (so there are SSTables referencing packs),

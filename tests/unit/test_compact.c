@@ -1,5 +1,5 @@
 /*
- * test_compact.c - unit tests of leveled compaction (engine/compact.c) on
+ * test_compact.c - unit tests of leveled compaction (engine/maint/compact.c) on
  * the local store.
  *
  * Merge correctness against a reference model (random puts, blob puts,

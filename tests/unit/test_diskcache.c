@@ -1,5 +1,5 @@
 /*
- * test_diskcache.c - engine/diskcache.c: round trip, a wrong length, damaged
+ * test_diskcache.c - engine/cache/diskcache.c: round trip, a wrong length, damaged
  * files (a flipped byte anywhere, truncated, grown, deleted), the LRU bound,
  * reopen (entries and their order survive), the lock, a bound too small
  * for an entry, DISKCACHE_GET_CALLER_CHECKS (the data is left to the caller,
@@ -30,7 +30,7 @@
 
 static char dir[64];
 
-/* Entry files (engine/diskcache.c): a 4 KiB header page (header, key, check), then the data
+/* Entry files (engine/cache/diskcache.c): a 4 KiB header page (header, key, check), then the data
    from offset PAGE, padded to whole pages. */
 #define PAGE 4096
 #define HDR 16

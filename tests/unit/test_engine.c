@@ -761,7 +761,7 @@ static uint64_t stat_line(struct engine *e, const char *name)
 }
 
 /*
- * Region shares (engine/blob.c, docs/CACHE.md): blocks served from a cached
+ * Region shares (engine/read/blob.c, docs/CACHE.md): blocks served from a cached
  * region are kept by reference to its GET buffer, and what an evicted
  * region's buffer holds that no such block covers is counted in
  * read_region_pinned_bytes, under a bound.  24 regions of blobs of 128 KiB

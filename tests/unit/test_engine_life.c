@@ -822,7 +822,7 @@ static void test_store_refuses_for_good(void **state)
 	assert_int_equal(symlink(away, wal), 0);
 	uint64_t t0 = now_ms();
 	/*
-	 * The commit of "after" meets the link; or the store watch (engine/watch.c), listing
+	 * The commit of "after" meets the link; or the store watch (engine/check/watch.c), listing
 	 * wal/ while the link went in, found the entry of "before" gone first and stopped the
 	 * writer before the put: either way -EIO at once, never retried as an outage.
 	 */

@@ -1,6 +1,6 @@
 /*
- * test_follow.c - followers and snapshots of the engine (engine/follow.c,
- * engine/snapshot.c) on the local store: a writer engine and read-only
+ * test_follow.c - followers and snapshots of the engine (engine/follow/follow.c,
+ * engine/core/snapshot.c) on the local store: a writer engine and read-only
  * followers on the same directory (each with its own store handle).
  *
  * Followers are driven by follow_poll_now() (their interval is an hour), so
@@ -612,7 +612,7 @@ static void test_follow_gap(void **state)
 	assert_int_equal(engine_close(f2), 0);
 	store_close(f2st);
 	assert_int_equal(engine_close(f), 0);
-	/* w2's fence at the gap is gone from the store: its close notices (engine/watch.c) */
+	/* w2's fence at the gap is gone from the store: its close notices (engine/check/watch.c) */
 	assert_int_equal(engine_close(w2), -EIO);
 	assert_int_equal(engine_close(w), -ESTALE); /* fenced by w2 */
 	store_close(ws);

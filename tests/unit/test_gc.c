@@ -1,5 +1,5 @@
 /*
- * test_gc.c - garbage collection (engine/gc.c) against a randomized model
+ * test_gc.c - garbage collection (engine/maint/gc.c) against a randomized model
  * on the local store.
  *
  * A simulated writer makes a history on a clock of its own (object mtimes

@@ -1,6 +1,6 @@
 /*
  * test_gc_space.c - space comes back by GC alone (issue 16): the GC thread's
- * cycle (engine/maint.c, maint_gc_cycle()) asks for the flush and the
+ * cycle (engine/maint/maint.c, maint_gc_cycle()) asks for the flush and the
  * compaction that make dead packs collectable, the manifests kept by count
  * go once the newest has aged, and repack keeps to its byte budget per pass.
  *

@@ -1,5 +1,5 @@
 /*
- * test_manifest.c - manifests (engine/manifest.c): encode/decode with SSTs
+ * test_manifest.c - manifests (engine/format/manifest.c): encode/decode with SSTs
  * and GC records, corruption, discovery with and without the hint (stale,
  * missing, corrupt), conditional commit and epoch-claim races, claim nonces.
  */

@@ -1,5 +1,5 @@
 /*
- * test_memtable.c - unit tests of engine/memtable.c: internal ordering
+ * test_memtable.c - unit tests of engine/table/memtable.c: internal ordering
  * (prefix keys, sequence numbers), snapshot gets, tombstones, many keys,
  * memory accounting, reference counting, and concurrent readers while one
  * writer inserts.

@@ -1,6 +1,6 @@
 /*
- * test_merge.c - unit tests of engine/merge.c (kv_merge_iter_new) and
- * engine/dbiter.c: merging MemTables with overlapping keys, snapshots,
+ * test_merge.c - unit tests of engine/table/merge.c (kv_merge_iter_new) and
+ * engine/table/dbiter.c: merging MemTables with overlapping keys, snapshots,
  * tombstones hiding older versions, bounds, seek, and error propagation
  * from a failing child.
  */

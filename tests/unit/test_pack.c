@@ -1,5 +1,5 @@
 /*
- * test_pack.c - Blob v2 packs (engine/pack.c): build, read while
+ * test_pack.c - Blob v2 packs (engine/wal/pack.c): build, read while
  * building, seal, write, ranged reads by descriptor, verification of the
  * whole object (magic, version, checksums, truncation).
  */

@@ -1,6 +1,6 @@
 /*
- * test_refs.c - value references and block reads (engine/read.c, engine/blob.c,
- * engine/batch.c; docs/PACKS.md "Blocks"):
+ * test_refs.c - value references and block reads (engine/read/read.c, engine/read/blob.c,
+ * engine/wal/batch.c; docs/PACKS.md "Blocks"):
  *   - a read of part of a committed blob fetches only the 64 KiB blocks it
  *     touches (counted by the engine's blob_fetch_bytes), verified;
  *   - a damaged block fails its read with -EUCLEAN while the other blocks

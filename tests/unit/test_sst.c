@@ -1,5 +1,5 @@
 /*
- * test_sst.c - unit tests of the SSTable builder and reader (engine/sst*.c)
+ * test_sst.c - unit tests of the SSTable builder and reader (engine/table/sst*.c)
  * on the local store, and on S3 when S3_ENDPOINT is set.
  *
  * Block boundaries: empty table, 1 entry, exactly one block, one entry

@@ -1,6 +1,6 @@
 /*
- * test_wal_format.c - the WAL entry codec (engine/wal.c) and the blob
- * descriptor / object names (engine/format.c): round trip, truncated tail,
+ * test_wal_format.c - the WAL entry codec (engine/wal/wal.c) and the blob
+ * descriptor / object names (engine/format/format.c): round trip, truncated tail,
  * bad length, checksum mismatch in header and body, bad magic, newer
  * version, wrong position, malformed bodies, fence entries.
  */

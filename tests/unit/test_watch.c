@@ -1,5 +1,5 @@
 /*
- * test_watch.c - the store watch (engine/watch.c): objects the writer's state
+ * test_watch.c - the store watch (engine/check/watch.c): objects the writer's state
  * needs deleted behind its back make it stop acknowledging (issue 36).
  *
  *   watch_wal_wiped     every object deleted under a writer that commits: a
@@ -17,7 +17,7 @@
  *   watch_churn_quiet   no false alarm: writes, flushes, compactions and GC
  *                       passes with no grace, beside a check every 1 ms, for
  *                       a while; the store is never called lost.
- *   salvage_open        engine_opts.salvage (engine/salvage.c) over a store
+ *   salvage_open        engine_opts.salvage (engine/check/salvage.c) over a store
  *                       whose tables and five WAL entries were deleted.
  *
  * Store: local directory (tests/util testutil).  No timing is judged except
