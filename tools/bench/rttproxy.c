@@ -43,6 +43,9 @@
  * same figures as KEY=VALUE lines in FILE.  The listening port may be 0: the
  * start line gives the port the kernel chose.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* accept4; meson defines it, run.sh's plain cc does not */
+#endif
 #include <errno.h>
 #include <getopt.h>
 #include <netdb.h>
