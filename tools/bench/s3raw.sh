@@ -11,11 +11,11 @@
 #   get_p50_ms=... errors=N
 # MBps is 10^6 bytes per second; p50_ms is the median time of one request as curl
 # reports it (%{time_total}: the round trip with CONNECTIONS requests in flight).  Needs S3_ENDPOINT, S3_REGION,
-# AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY in the environment.  The PUT bodies go as --data-binary,
-# not --upload-file: curl 7.88 asks for "Expect: 100-continue" on every upload (an extra round
-# trip per PUT, 2 x 20 ms for a 4 KiB PUT with run.sh --rtt 20; memwalfs sends no Expect) but
-# on a body only above 1 MiB, and "-H Expect:" breaks its SigV4 signature (it signs the header
-# it then leaves out).  The probe is meant as the server's floor.
+# AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY in the environment.  curl 7.88 sends "Expect:
+# 100-continue" with every --upload-file: each PUT costs two round trips, 2 x 20 ms through
+# run.sh --rtt 20 (memwalfs sends no Expect).  Not fixed yet: "-H Expect:" breaks curl's SigV4
+# signature (it signs the header it leaves out) and --data-binary in a -K file without "next"
+# sends every body to every URL.
 set -euo pipefail
 
 [ $# -eq 4 ] || { echo "usage: s3raw.sh BUCKET SIZE_BYTES COUNT CONNECTIONS" >&2; exit 2; }
@@ -28,8 +28,7 @@ head -c "$size" /dev/urandom >"$tmp/obj"
 : >"$tmp/get.cfg"
 for ((i = 0; i < count; i++)); do
 	u="${S3_ENDPOINT}/$b/raw-$size/o$i"
-	printf 'url = "%s"\nrequest = "PUT"\ndata-binary = "@%s"\noutput = "/dev/null"\n' "$u" \
-		"$tmp/obj" >>"$tmp/put.cfg"
+	printf 'url = "%s"\nupload-file = "%s"\noutput = "/dev/null"\n' "$u" "$tmp/obj" >>"$tmp/put.cfg"
 	printf 'url = "%s"\noutput = "/dev/null"\n' "$u" >>"$tmp/get.cfg"
 done
 
