@@ -15,9 +15,14 @@ say() {
 }
 
 # result TARGET WORKLOAD METRIC VALUE UNIT: append one measurement to results.tsv.
-# run.sh sets RUN (the repetition number).
+# run.sh sets RUN (the repetition number) and SFX, the latency profile's
+# suffix of target names ("" for the local server, "@20ms" through a 20 ms
+# rttproxy): it is added here to every target but "probe" and "proxy0", whose
+# workload names carry it (probe() adds it to before-T / after-T).
 result() {
-	printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "$5" "${RUN:-1}" >>"$RES"
+	local t=$1
+	case "$t" in probe|proxy0) ;; *) t=$t${SFX:-} ;; esac
+	printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$t" "$2" "$3" "$4" "$5" "${RUN:-1}" >>"$RES"
 }
 
 # now: wall clock in seconds with nanoseconds.

@@ -22,6 +22,15 @@ The churn section ("... (churn)", chart bench-churn.png) is written from
 RAWDIR/churn.*.tsv when the run has them and carried over otherwise;
 `report.py --churn-only RAWDIR DOCSDIR` rewrites only that section (run.sh
 does so when churn is its only workload).
+
+Latency profiles (run.sh --rtt): a target run with the server MS ms away
+(through tools/bench/rttproxy) has results under the name "TARGET@MSms", and
+its probes are before-TARGET@MSms / after-TARGET@MSms, so that its share of
+the raw server is taken against probes of the same profile.  A name without
+"@" is the local server (all results written before profiles existed).
+Every table lists a target's profiles side by side; the ratio columns and
+"Where memwalfs loses" compare within one profile.  Target "proxy0" holds the
+probes straight and through an rttproxy at 0 ms: the proxy's own cost.
 """
 import os
 import statistics
@@ -32,6 +41,9 @@ from collections import defaultdict
 TARGETS = ["memwalfs-s3", "memwalfs-local", "s3fs", "rclone", "bindfs", "local"]
 S3_TARGETS = ["memwalfs-s3", "s3fs", "rclone"]
 MW = ("memwalfs-s3", "memwalfs-local")
+# Suffixes of the latency profiles in this run ("" first: the local server);
+# main() sets them and widens the three lists above with every profile.
+PROFILES = [""]
 
 # (workload, title, main metric, unit, higher is better, what it measured, share kind)
 # share kind: "put" / "get" (fraction of the raw server's best MB/s), "rtt" (multiple
@@ -208,6 +220,61 @@ def derive_bytes(res):
             res[(t, w, "sent_MiB")] = {r: v / 1048576 for r, v in runs.items()}
 
 
+def profile_of(name):
+    """The latency profile suffix of a target name ("@20ms"), "" for the local server."""
+    i = name.find("@")
+    return name[i:] if i >= 0 else ""
+
+
+def profile_ms(sfx):
+    try:
+        return float(sfx[1:-2]) if sfx else 0.0
+    except ValueError:
+        return float("inf")
+
+
+def find_profiles(res, status):
+    """The profile suffixes present in the results, "" first, then by round trip."""
+    names = {k[0] for k in res} | set(status) | {
+        k[1] for k in res if k[0] == "probe"}
+    return sorted({profile_of(n) for n in names} | {""}, key=profile_ms)
+
+
+def widen(targets):
+    """TARGETS with each name followed by its other profiles (side by side)."""
+    return [t + p for t in targets for p in PROFILES]
+
+
+def proxy_overhead(meta, res):
+    """The header line on rttproxy's own cost at 0 ms, or None: probes straight and
+    through the proxy (target proxy0), against the spread of the run's probes of the
+    local server."""
+    lines = []
+    for m, lab in (("put_MBps", "PUT"), ("get_MBps", "GET")):
+        d, p = vals(res, "proxy0", "direct", m), vals(res, "proxy0", "proxied", m)
+        if not d or not p or not statistics.median(d):
+            return None
+        x = 100 * (statistics.median(p) / statistics.median(d) - 1)
+        allp = [v for k in res if k[0] == "probe" and k[2] == m and not profile_of(k[1])
+                for v in res[k].values() if v] + d
+        noise = 100 * (max(allp) - min(allp)) / statistics.median(allp)
+        lines.append((lab, x, noise))
+    rtt = []
+    for m, lab in (("put_rtt_ms", "4 KiB PUT"), ("get_rtt_ms", "4 KiB GET")):
+        d, p = vals(res, "proxy0", "direct", m), vals(res, "proxy0", "proxied", m)
+        if d and p:
+            rtt.append("%s %+.2f ms" % (lab, statistics.median(p) - statistics.median(d)))
+    return ("proxy overhead at 0 ms: %s%s (MB/s through the proxy against straight, median of "
+            "%d probes each, alternating); the run's noise, the min-max of its probes of the "
+            "local server over their median: %s; %s" % (
+                ", ".join("%s %+.0f%%" % (lab, x) for lab, x, _ in lines),
+                "; " + ", ".join(rtt) if rtt else "",
+                len(vals(res, "proxy0", "direct", "put_MBps")),
+                ", ".join("%s %.0f%%" % (lab, n) for lab, _, n in lines),
+                "within the noise" if all(abs(x) <= n for _, x, n in lines)
+                else "**beyond the noise**"))
+
+
 def per_run(res, t, w, num, den, scale=1.0):
     """Per-run NUM / DEN * SCALE of target T, workload W (runs with both)."""
     a, b = res.get((t, w, num), {}), res.get((t, w, den), {})
@@ -343,7 +410,8 @@ def workload_table(out, res, meta, spec):
         row = [t, cell(res, t, w, m)]
         if kind:
             row.append(share_cell(shares(res, t, w, m, kind), kind) if t in S3_TARGETS else "n/a")
-        row += [ratio(res, "memwalfs-s3", t, w, m), ratio(res, "memwalfs-local", t, w, m)]
+        p = profile_of(t)
+        row += [ratio(res, "memwalfs-s3" + p, t, w, m), ratio(res, "memwalfs-local" + p, t, w, m)]
         row += [cell(res, t, w, k) for k, _ in extras]
         row += [requests(res, t, w), cell(res, t, w, "failed") if (t, w, "failed") in res else ""]
         out.append("| " + " | ".join(row) + " |")
@@ -389,11 +457,18 @@ def md_table(out, res, meta):
 
 
 def raw_table(out, res, meta):
-    ws = sorted({k[1] for k in res if k[0] == "s3-raw" and k[1].startswith("raw-")},
+    for p in PROFILES:
+        raw_table_of(out, res, meta, "s3-raw" + p)
+
+
+def raw_table_of(out, res, meta, raw):
+    ws = sorted({k[1] for k in res if k[0] == raw and k[1].startswith("raw-")},
                 key=lambda s: (int(s.split("-")[1][:-1]), s))
     if not ws:
         return
-    out.append("### The raw server (no filesystem)\n")
+    p = profile_of(raw)
+    out.append("### The raw server (no filesystem)%s\n" % (
+        ", %s ms away (rttproxy)" % p[1:-2] if p else ""))
     out.append("Measured: PUT then GET of N objects of one size with C connections "
                "(tools/bench/s3raw.sh: one curl --parallel, SigV4, UNSIGNED-PAYLOAD); "
                "MB/s = 10^6 bytes/s; p50 = median request time as curl reports it; %s. The "
@@ -401,7 +476,7 @@ def raw_table(out, res, meta):
     out.append("| size, connections | PUT MB/s | PUT req/s | PUT p50 ms | GET MB/s | GET req/s | GET p50 ms |")
     out.append("|---|---|---|---|---|---|---|")
     for w in ws:
-        out.append("| %s | %s |" % (w[4:], " | ".join(cell(res, "s3-raw", w, m) for m in (
+        out.append("| %s | %s |" % (w[4:], " | ".join(cell(res, raw, w, m) for m in (
             "put_MBps", "put_req_s", "put_p50_ms", "get_MBps", "get_req_s", "get_p50_ms"))))
     out.append("")
 
@@ -419,7 +494,7 @@ def probe_table(out, res, meta):
         "below is the machine's drift over the whole run.\n" % meta.get("PROBE_SPECS", "?"))
     out.append("| target | PUT MB/s | GET MB/s | 4 KiB PUT ms | 4 KiB GET ms | load average |")
     out.append("|---|---|---|---|---|---|")
-    for t in TARGETS + ["s3-raw"]:
+    for t in TARGETS + widen(["s3-raw"]):
         if ("probe", "before-" + t, "put_MBps") not in res:
             continue
         row = [t]
@@ -431,11 +506,19 @@ def probe_table(out, res, meta):
                     v.append(r)
             row.append(spread(v))
         out.append("| " + " | ".join(row) + " |")
-    allp = [v for k in keys for v in res[k].values()]
-    allr = [v for k in res if k[0] == "probe" and k[2] == "put_rtt_ms" for v in res[k].values()]
-    out.append("| all probes | %s | %s | %s | | |" % (
-        spread(allp), spread([v for k in res if k[0] == "probe" and k[2] == "get_MBps"
-                              for v in res[k].values()]), spread(allr)))
+    for p in PROFILES:
+        allv = lambda m: [v for k in res if k[0] == "probe" and k[2] == m and
+                          profile_of(k[1]) == p for v in res[k].values()]
+        if allv("put_MBps"):
+            out.append("| all probes%s | %s | %s | %s | %s | |" % (
+                " " + p if p else "", spread(allv("put_MBps")), spread(allv("get_MBps")),
+                spread(allv("put_rtt_ms")), spread(allv("get_rtt_ms"))))
+    for w in ("direct", "proxied"):
+        if ("proxy0", w, "put_MBps") in res:
+            out.append("| %s | %s | |" % (
+                "straight (proxy check)" if w == "direct" else "through rttproxy at 0 ms",
+                " | ".join(cell(res, "proxy0", w, m) for m in
+                           ("put_MBps", "get_MBps", "put_rtt_ms", "get_rtt_ms"))))
     out.append("")
 
 
@@ -443,7 +526,9 @@ def probe_table(out, res, meta):
 
 def headline(out, res, meta, present):
     out += ["## Headline", "",
-            "Main figure of each workload, median over the runs (the tables below give min-max).",
+            "Main figure of each workload, median over the runs (the tables below give min-max)." +
+            ("" if len(PROFILES) == 1 else " TARGET@MSms: the same target with the server MS ms "
+             "away (run.sh --rtt: tools/bench/rttproxy adds MS/2 each way; bandwidth not limited)."),
             "", "| workload | unit | " + " | ".join(present) + " |",
             "|---|---|" + "---|" * len(present)]
     for w, title, m, unit, hib, _, _ in WORKLOADS:
@@ -463,7 +548,9 @@ def headline(out, res, meta, present):
         out += ["### Share of the raw server", "",
                 "Throughput as a fraction of the raw server's best PUT (writes) or GET (reads) MB/s, "
                 "latency as a multiple of its 4 KiB PUT round trip, each run against the probes "
-                "taken right before and after it; median (min-max) over the runs.", "",
+                "taken right before and after it%s; median (min-max) over the runs." % (
+                    "" if len(PROFILES) == 1 else
+                    " (through the same profile's proxy for TARGET@MSms)"), "",
                 "| workload | measure | " + " | ".join(s3) + " |", "|---|---|" + "---|" * len(s3)]
         for w, title, m, unit, hib, _, kind in rows:
             out.append("| %s | %s | %s |" % (title, share_label(kind), " | ".join(
@@ -474,7 +561,8 @@ def headline(out, res, meta, present):
 def losses(out, res):
     """Workloads where a memwalfs target is worse than a peer on the same kind of
     store by more than 10% (median), largest first."""
-    pairs = [("memwalfs-s3", ("s3fs", "rclone")), ("memwalfs-local", ("bindfs",))]
+    pairs = [("memwalfs-s3" + p, ("s3fs" + p, "rclone" + p)) for p in PROFILES]
+    pairs.append(("memwalfs-local", ("bindfs",)))
     found = []
     specs = list(WORKLOADS) + [("md-%s-%s" % (p, n), "mdtest %s, %s proc" % (p, n), "rate",
                                 "ops/s", True, "", None)
@@ -988,11 +1076,14 @@ Sizes were shrunk from the peers' own to fit 45 minutes; where this was checked,
 
 
 def main():
-    global WORKLOADS, SPEC
+    global WORKLOADS, SPEC, PROFILES, TARGETS, S3_TARGETS, MW
     if len(sys.argv) == 4 and sys.argv[1] == "--churn-only":
         sys.exit(churn_only(sys.argv[2], sys.argv[3]))
     raw, docs = sys.argv[1], sys.argv[2]
     res, status, meta = load(raw)
+    PROFILES = find_profiles(res, status)
+    TARGETS, S3_TARGETS, MW = widen(TARGETS), widen(S3_TARGETS), tuple(widen(MW))
+    overhead = proxy_overhead(meta, res)
     WORKLOADS = [(s[0], fill(s[1], meta)) + tuple(s[2:]) for s in WORKLOADS]
     SPEC = {s[0]: s for s in WORKLOADS}
     md = os.path.join(docs, "BENCHMARKS.md")
@@ -1019,6 +1110,13 @@ def main():
                                                   meta.get("UPTIME_AFTER", "?").strip()),
            "- server: %s, one Ceph RGW (one OSD) on the same machine, used by this harness only" %
            meta.get("SERVER", "?"),
+           ] + (["- latency profiles: the local server%s (run.sh --rtt %s: tools/bench/rttproxy "
+                 "in front of the server for the S3 targets and the probes, half of it each way, "
+                 "a new connection one round trip more for the handshake; bandwidth not limited)"
+                 % ("".join(", %s ms away (TARGET%s)" % (p[1:-2], p) for p in PROFILES if p),
+                    ",".join(meta.get("RTTS", "0").split()))]
+                if len(PROFILES) > 1 else []) + (
+               ["- " + overhead] if overhead else []) + [
            "- order: run 1 does every target, then run 2, then run 3; a raw-server probe sits "
            "between every two targets.",
            "- ratio columns: memwalfs value / this target's value for the main figure (check the "
@@ -1032,8 +1130,10 @@ def main():
            "- CPU and peak memory: the filesystem process (/proc/PID/stat utime+stime; VmHWM after "
            "clear_refs), not the server.", "", "## Targets", "",
            "| target | state | notes |", "|---|---|---|"]
-    for t in TARGETS + ["s3-raw"]:
+    for t in TARGETS + widen(["s3-raw"]):
         st = status.get(t)
+        if not st and profile_of(t):
+            continue
         if not st:
             out.append("| %s | not run | not selected in this run |" % t)
             continue
@@ -1067,6 +1167,7 @@ def main():
             "    tools/bench/run.sh                  # full sizes, 3 runs (aim: 45 minutes on 2 cores)",
             "    tools/bench/run.sh --targets s3fs,local --workloads md,gs --runs 3",
             "    tools/bench/run.sh --targets s3fs --workloads gs --set GS_FILES_S3=800  # a size check",
+            "    tools/bench/run.sh --rtt 0,20       # each run twice: the local server, then 20 ms away",
             "",
             "The server is started by run.sh (its own Ceph RGW on port 7680 under "
             "/var/tmp/memwalfs-bench-rgw) unless S3_ENDPOINT names one.", "",

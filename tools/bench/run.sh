@@ -3,6 +3,7 @@
 #
 # usage: tools/bench/run.sh [--quick] [--targets LIST] [--workloads LIST]
 #                           [--runs N] [--out DIR] [--no-install] [--no-build]
+#                           [--rtt LIST]
 #
 #   --quick      small sizes, one run: 5.6 min on 2 cores at load 10, 9 min at
 #                load 13 (the full run, 3 runs: 46 min at load 10)
@@ -23,6 +24,20 @@
 #   --set K=V    override one of the sizes below (e.g. --set GS_FILES_S3=800),
 #                for checking that a figure stays stable when a size shrinks,
 #                or the churn run's length (--set CHURN_S=300)
+#   --rtt LIST   latency profiles, comma list of round trips in ms (default 0,
+#                --quick 0,20): 0 is the local server as it is; MS > 0 puts a
+#                tools/bench/rttproxy adding MS/2 each way (bandwidth not
+#                limited; a new connection pays the handshake, MS more) in
+#                front of it for the S3 targets (memwalfs-s3, s3fs, rclone)
+#                and the raw probes (s3-raw, the probes between targets);
+#                bucket administration stays direct, and the targets that do
+#                not use the server are run in profile 0 only.  Each run does
+#                every profile in turn; results of profile MS carry target
+#                names with "@MSms" (memwalfs-s3@20ms), set against probes of
+#                the same profile.  With a profile MS > 0, the probe is also
+#                taken straight and through a proxy at 0 ms, twice each, for
+#                the report's "proxy overhead at 0 ms" line.  --rtt 20 runs
+#                the whole suite 20 ms away.
 #
 # When churn is the only workload, report.py rewrites only the churn section
 # and chart of BENCHMARKS.md (the other tables stay as the last full run left
@@ -64,6 +79,7 @@ DOCS="$REPO/docs"
 INSTALL=1
 BUILD=1
 SETS=()
+RTTS=
 
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -75,12 +91,17 @@ while [ $# -gt 0 ]; do
 	--no-install) INSTALL=0 ;;
 	--no-build) BUILD=0 ;;
 	--set) SETS+=("$2"); shift ;;
-	-h|--help) sed -n '2,40p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	--rtt) RTTS=${2//,/ }; shift ;;
+	-h|--help) sed -n '2,56p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "run.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
 	esac
 	shift
 done
 [ "$(id -u)" = 0 ] || { echo "run.sh: run as root (mounts, drop_caches, apt)" >&2; exit 2; }
+: "${RTTS:=$([ "$QUICK" = 1 ] && echo "0 20" || echo 0)}"
+for ms in $RTTS; do
+	[[ "$ms" =~ ^[0-9]+(\.[0-9]+)?$ ]] || { echo "run.sh: bad --rtt value $ms" >&2; exit 2; }
+done
 
 # Sizes.  Quick: aimed at 5 minutes on 2 cores; a smoke test of every
 # workload, not a report: no O_DIRECT reads (SEQ_DIRECT=0), rclone's write-back
@@ -153,6 +174,9 @@ RGW_PENDING="$WORK/rgw-pending.tsv"
 MEMWALFS=${MEMWALFS:-$REPO/build/memwalfs}
 STARTED_SERVER=0
 LOADPID=
+PROXY_PIDS=()	# rttproxy processes this script started (latency profiles)
+declare -A PROXY_EP	# round trip in ms -> endpoint of its rttproxy
+SFX= BSFX=	# the current profile's suffix of target and bucket names
 mkdir -p "$LOGS" "$BIN" "$SRC"
 rm -f "$LOGS"/* 2>/dev/null
 # Leftovers of the harness before logs/ was split off (fio JSON copies, stats
@@ -169,7 +193,7 @@ printf 'target\tworkload\tmetric\tvalue\tunit\trun\n' >"$RES"
 
 # status TARGET STATE TEXT: one line per target and run for the report.
 status() {
-	printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "${RUN:-1}" >>"$OUT/status.tsv"
+	printf '%s\t%s\t%s\t%s\n' "$1$SFX" "$2" "$3" "${RUN:-1}" >>"$OUT/status.tsv"
 }
 
 cleanup() {
@@ -181,6 +205,7 @@ cleanup() {
 	[ -n "$LOADPID" ] && kill "$LOADPID" 2>/dev/null
 	if [ -n "${CUR_BKT:-}" ]; then s3_rb "$CUR_BKT"; fi
 	if [ -n "${PROBE_BKT:-}" ]; then s3_rb "$PROBE_BKT"; fi
+	stop_proxies
 	if [ "$STARTED_SERVER" = 1 ]; then
 		"$REPO/tools/s3-server.sh" stop >/dev/null 2>&1 || true
 	fi
@@ -260,6 +285,83 @@ start_server() {
 	export S3_ENDPOINT S3_REGION AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY
 	: "${RGW_LOG:=$CEPH_DIR/log/client.rgw.a.log}" "${RGW_CONF:=$CEPH_DIR/ceph.conf}"
 	[ -r "$RGW_LOG" ] || say "RGW log $RGW_LOG not readable: request counts of peers unavailable"
+}
+
+# ---------------------------------------------------------- latency profiles
+
+# start_proxy MS NAME: an rttproxy adding MS/2 ms each way in front of the
+# server of S3_ENDPOINT, on a port the kernel picks; sets PROXY_URL to its
+# endpoint (same scheme: a TLS server would see its name change, and is not
+# supported).  Its log (start line, summary) and --stats go to
+# LOGS/rttproxy-NAME.*.  Not in a subshell: PROXY_PIDS must keep the pid.
+start_proxy() {
+	local hp scheme port i line half
+	scheme=${S3_ENDPOINT%%://*}
+	hp=${S3_ENDPOINT#*://}
+	hp=${hp%%/*}
+	case "$hp" in *:*) ;; *) hp="$hp:$([ "$scheme" = https ] && echo 443 || echo 80)" ;; esac
+	half=$(awk -v m="$1" 'BEGIN { printf "%g", m / 2 }')
+	"$BIN/rttproxy" --listen 127.0.0.1:0 --to "$hp" --delay-ms "$half" \
+		--stats "$LOGS/rttproxy-$2.stats" >"$LOGS/rttproxy-$2.log" 2>&1 &
+	PROXY_PIDS+=($!)
+	for ((i = 0; i < 50; i++)); do
+		line=$(head -n 1 "$LOGS/rttproxy-$2.log")
+		case "$line" in "rttproxy: "*" -> "*) break ;; esac
+		sleep 0.1
+	done
+	port=${line#rttproxy: }
+	port=${port%% *}
+	port=${port##*:}
+	[[ "$port" =~ ^[0-9]+$ ]] || { say "rttproxy did not start: $line"; return 1; }
+	say "$line"
+	PROXY_URL="$scheme://127.0.0.1:$port"
+}
+
+# start_proxies: one rttproxy per profile of RTTS above 0 (PROXY_EP); with
+# one, the proxy's own overhead at 0 ms (proxy_overhead, 2 rounds).
+start_proxies() {
+	local ms any=0
+	for ms in $RTTS; do
+		[ "$ms" = 0 ] && continue
+		start_proxy "$ms" "$ms" || return 1
+		PROXY_EP[$ms]=$PROXY_URL
+		any=1
+	done
+	[ "$any" = 1 ] || return 0
+	say "the proxy's own cost: probes straight and through an rttproxy at 0 ms"
+	start_proxy 0 0 || return 1
+	proxy_overhead "$PROXY_URL" 2
+}
+
+# stop_proxies: SIGTERM to the proxies (each writes its summary to its log),
+# waited for; their summaries go to the progress log.
+stop_proxies() {
+	local p f
+	for p in "${PROXY_PIDS[@]}"; do
+		kill "$p" 2>/dev/null && wait "$p" 2>/dev/null
+	done
+	[ ${#PROXY_PIDS[@]} -gt 0 ] && for f in "$LOGS"/rttproxy-*.log; do
+		say "$(basename "$f" .log): $(tail -n 1 "$f" | sed 's/^rttproxy: //')"
+	done
+	PROXY_PIDS=()
+}
+
+# use_profile MS: TGT_EP, SFX and BSFX of latency profile MS.
+use_profile() {
+	if [ "$1" = 0 ]; then
+		TGT_EP=$S3_ENDPOINT SFX= BSFX=
+	else
+		TGT_EP=${PROXY_EP[$1]} SFX="@${1}ms" BSFX="-rtt${1//./-}"
+	fi
+}
+
+# profile_targets MS: the targets of TARGETS that profile MS runs: all for 0,
+# the ones that use the S3 server otherwise.
+profile_targets() {
+	local t
+	for t in $TARGETS; do
+		case "$1:$t" in 0:*|*:memwalfs-s3|*:s3fs|*:rclone|*:s3-raw) printf '%s ' "$t" ;; esac
+	done
 }
 
 # ------------------------------------------------------------------ build
@@ -433,12 +535,12 @@ run_target() {
 T_START=$SECONDS
 UPTIME_BEFORE=$(uptime)
 MODE=$([ $QUICK = 1 ] && echo quick || echo full)
-say "memwalfs benchmark: $MODE run, targets: $TARGETS; workloads: $WORKLOADS; runs: $RUNS"
+say "memwalfs benchmark: $MODE run, targets: $TARGETS; workloads: $WORKLOADS; runs: $RUNS; round trips added (ms): $RTTS"
 install_tools
 COMMIT="not built by run.sh (--no-build): $MEMWALFS"
 if [ "$BUILD" = 1 ]; then build_memwalfs || exit 1; fi
 start_server || exit 1
-for p in durable_creates mdtest_tree stat_backpressure; do
+for p in durable_creates mdtest_tree stat_backpressure rttproxy; do
 	cc -O2 -pthread -o "$BIN/$p" "$BENCH_DIR/$p.c" || exit 1
 done
 prepare_sources || exit 1
@@ -446,20 +548,27 @@ load_sampler &
 LOADPID=$!
 PROBE_BKT="bench-$RUNID-probe"
 s3_mb "$PROBE_BKT" || exit 1
+use_profile 0
+start_proxies || exit 1
 T_RUNS=$SECONDS
 for ((RUN = 1; RUN <= RUNS; RUN++)); do
-	prev=
-	for t in $TARGETS; do
-		probe "$prev" "$t"
-		say "== run $RUN/$RUNS: target $t"
-		T0=$SECONDS
-		run_target "$t"
-		result "$t" target elapsed_s $((SECONDS - T0)) s
-		prev=$t
+	for ms in $RTTS; do
+		use_profile "$ms"
+		prev=
+		for t in $(profile_targets "$ms"); do
+			probe "$prev" "$t"
+			say "== run $RUN/$RUNS${SFX:+, ${ms} ms away}: target $t"
+			T0=$SECONDS
+			run_target "$t"
+			result "$t" target elapsed_s $((SECONDS - T0)) s
+			prev=$t
+		done
+		[ -n "$prev" ] && probe "$prev" ""
 	done
-	probe "$prev" ""
 done
+use_profile 0
 RUNS_S=$((SECONDS - T_RUNS))
+stop_proxies
 say "all runs done in ${RUNS_S}s; writing the report"
 kill "$LOADPID" 2>/dev/null
 LOADPID=
@@ -477,6 +586,7 @@ SERVER="$S3_ENDPOINT ($(radosgw --version 2>/dev/null | awk '{ print "Ceph RGW "
 LOAD="$LOAD"
 BUSY="$BUSY"
 RUNS=$RUNS
+RTTS="$RTTS"
 RAW_SPECS="$RAW_SPECS"
 PROBE_SPECS="$PROBE_SPECS"
 ELAPSED_S=$((SECONDS - T_START))

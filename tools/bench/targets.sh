@@ -8,6 +8,10 @@
 #   bindfs          bindfs over a local directory: the cost of FUSE alone
 #   local           the local disk directly: the machine's ceiling
 #
+# The S3 targets talk to TGT_EP, the endpoint of the latency profile (run.sh:
+# S3_ENDPOINT itself, or an rttproxy in front of it); bucket administration
+# goes to S3_ENDPOINT straight.
+#
 # target_mount NAME sets MNT (directory the workloads use), FSPID (the
 # filesystem process, empty for "local"), BKT (its bucket, empty when it has
 # none) and BACKDIR (local directory holding its data, empty for buckets).
@@ -45,9 +49,10 @@ fs_pid() {
 	fi
 }
 
-# target_bucket NAME: the bucket of a target in this run (RUN) of the harness.
+# target_bucket NAME: the bucket of a target in this run (RUN) and latency
+# profile (BSFX: "-rtt20" for 20 ms, "" for the local server) of the harness.
 target_bucket() {
-	echo "bench-$RUNID-$1-r${RUN:-1}"
+	echo "bench-$RUNID-$1${BSFX:-}-r${RUN:-1}"
 }
 
 # target_prepare NAME: one-time setup before the first mount (bucket, dirs).
@@ -83,7 +88,7 @@ target_mount() {
 		BKT=$(target_bucket "$t")
 		printf '%s:%s\n' "$AWS_ACCESS_KEY_ID" "$AWS_SECRET_ACCESS_KEY" >"$WORK/$t/passwd"
 		chmod 600 "$WORK/$t/passwd"
-		s3fs "$BKT" "$MNT" -f -o url="$S3_ENDPOINT" -o use_path_request_style \
+		s3fs "$BKT" "$MNT" -f -o url="$TGT_EP" -o use_path_request_style \
 			-o endpoint="$S3_REGION" -o passwd_file="$WORK/$t/passwd" \
 			-o dbglevel=warn >>"$WORK/$t/fs.log" 2>&1 &
 		launched=$!
@@ -94,7 +99,7 @@ target_mount() {
 			RCLONE_CONFIG_BENCH_TYPE=s3 RCLONE_CONFIG_BENCH_PROVIDER=Ceph \
 			RCLONE_CONFIG_BENCH_ACCESS_KEY_ID="$AWS_ACCESS_KEY_ID" \
 			RCLONE_CONFIG_BENCH_SECRET_ACCESS_KEY="$AWS_SECRET_ACCESS_KEY" \
-			RCLONE_CONFIG_BENCH_ENDPOINT="$S3_ENDPOINT" \
+			RCLONE_CONFIG_BENCH_ENDPOINT="$TGT_EP" \
 			RCLONE_CONFIG_BENCH_REGION="$S3_REGION" \
 			RCLONE_CONFIG_BENCH_FORCE_PATH_STYLE=true \
 			rclone mount "bench:$BKT" "$MNT" --config /dev/null \
@@ -110,7 +115,7 @@ target_mount() {
 		# --cache-dir: it runs with its memory cache only.
 		local cd_opt=(--cache-dir "$WORK/$t/diskcache")
 		"$MEMWALFS" mount --help 2>&1 | grep -q -- --cache-dir || cd_opt=()
-		"$MEMWALFS" mount -f --endpoint "$S3_ENDPOINT" --region "$S3_REGION" $MW_OPTS \
+		"$MEMWALFS" mount -f --endpoint "$TGT_EP" --region "$S3_REGION" $MW_OPTS \
 			"${cd_opt[@]}" "s3://$BKT/fs" "$MNT" >>"$WORK/$t/fs.log" 2>&1 &
 		launched=$!
 		;;

@@ -45,7 +45,7 @@ step() {
 	STEP_W=$1
 	shift
 	say "  $TGT: $STEP_W"
-	STEP_OUT="$LOGS/$TGT.$STEP_W.r$RUN.out"
+	STEP_OUT="$LOGS/$TGT$SFX.$STEP_W.r$RUN.out"
 	STEP_MARK=$(rgw_mark)
 	STEP_CPU0=$(proc_cpu "${FSPID:-0}")
 	[ -n "$FSPID" ] && proc_hwm_reset "$FSPID"
@@ -164,7 +164,7 @@ fio_rec() {
 fio_step() {
 	local w=$1 d=$2
 	shift 2
-	step "$w" fio $FIO_COMMON --output="$LOGS/$TGT.$w.r$RUN.out.json" "$@"
+	step "$w" fio $FIO_COMMON --output="$LOGS/$TGT$SFX.$w.r$RUN.out.json" "$@"
 	fio_rec "$w" "$d"
 }
 
@@ -478,47 +478,77 @@ raw_kv() {
 }
 
 # wl_raw: PUT and GET throughput of the object sizes used above, many
-# connections (s3raw.sh), straight to the server (the s3-raw target).
+# connections (s3raw.sh), straight to the server (the s3-raw target), or
+# through the profile's rttproxy (TGT_EP).
 wl_raw() {
 	local spec size count conns w
 	for spec in $RAW_SPECS; do
 		IFS=: read -r size count conns <<<"$spec"
 		w="raw-$((size / 1024))k-c$conns"
-		step "$w" "$BENCH_DIR/s3raw.sh" "$BKT" "$size" "$count" "$conns"
+		step "$w" env S3_ENDPOINT="$TGT_EP" "$BENCH_DIR/s3raw.sh" "$BKT" "$size" "$count" "$conns"
 		raw_kv "$w"
 		step_end
 	done
 }
 
-# probe BEFORE AFTER: a short raw PUT/GET probe (PROBE_SPECS) into the probe
-# bucket PROBE_BKT between two targets.  Records, as target "probe", workloads
-# after-BEFORE and before-AFTER (either may be empty): put_MBps / get_MBps (the
-# best of the sizes), put_rtt_ms / get_rtt_ms (median 4 KiB request, one
-# connection) and the 1-minute load average.
-probe() {
-	local spec size count conns kv f best_p=0 best_g=0 prt=0 grt=0 w v
+# probe_measure ENDPOINT: one short raw PUT/GET probe (PROBE_SPECS) of the
+# server at ENDPOINT into PROBE_BKT; sets P_PUT / P_GET (MB/s, the best of the
+# sizes) and P_PRT / P_GRT (median 4 KiB request on one connection, ms).
+probe_measure() {
+	local spec size count conns kv f v
+	P_PUT=0 P_GET=0 P_PRT=0 P_GRT=0
 	for spec in $PROBE_SPECS; do
 		IFS=: read -r size count conns <<<"$spec"
-		kv=$(timeout 120 "$BENCH_DIR/s3raw.sh" "$PROBE_BKT" "$size" "$count" "$conns" 2>>"$LOGS/probe.err" |
-			grep '^put_s=') || continue
+		kv=$(S3_ENDPOINT=$1 timeout 120 "$BENCH_DIR/s3raw.sh" "$PROBE_BKT" "$size" "$count" \
+			"$conns" 2>>"$LOGS/probe.err" | grep '^put_s=') || continue
 		for f in $kv; do
 			v=${f#*=}
 			case "$f" in
-			put_MBps=*) best_p=$(awk -v a="$best_p" -v b="$v" 'BEGIN { print (b > a) ? b : a }') ;;
-			get_MBps=*) best_g=$(awk -v a="$best_g" -v b="$v" 'BEGIN { print (b > a) ? b : a }') ;;
-			put_p50_ms=*) [ "$size" = 4096 ] && [ "$conns" = 1 ] && prt=$v ;;
-			get_p50_ms=*) [ "$size" = 4096 ] && [ "$conns" = 1 ] && grt=$v ;;
+			put_MBps=*) P_PUT=$(awk -v a="$P_PUT" -v b="$v" 'BEGIN { print (b > a) ? b : a }') ;;
+			get_MBps=*) P_GET=$(awk -v a="$P_GET" -v b="$v" 'BEGIN { print (b > a) ? b : a }') ;;
+			put_p50_ms=*) [ "$size" = 4096 ] && [ "$conns" = 1 ] && P_PRT=$v ;;
+			get_p50_ms=*) [ "$size" = 4096 ] && [ "$conns" = 1 ] && P_GRT=$v ;;
 			esac
 		done
 	done
-	for w in ${1:+after-$1} ${2:+before-$2}; do
-		result probe "$w" put_MBps "$best_p" MB/s
-		result probe "$w" get_MBps "$best_g" MB/s
-		result probe "$w" put_rtt_ms "$prt" ms
-		result probe "$w" get_rtt_ms "$grt" ms
+}
+
+# probe BEFORE AFTER: a short raw PUT/GET probe (probe_measure) between two
+# targets, through the profile's endpoint (TGT_EP).  Records, as target
+# "probe", workloads after-BEFORE and before-AFTER (either may be empty; with
+# the profile's suffix SFX): put_MBps / get_MBps, put_rtt_ms / get_rtt_ms and
+# the 1-minute load average.
+probe() {
+	local w
+	probe_measure "$TGT_EP"
+	for w in ${1:+after-$1$SFX} ${2:+before-$2$SFX}; do
+		result probe "$w" put_MBps "$P_PUT" MB/s
+		result probe "$w" get_MBps "$P_GET" MB/s
+		result probe "$w" put_rtt_ms "$P_PRT" ms
+		result probe "$w" get_rtt_ms "$P_GRT" ms
 		result probe "$w" load1 "$(cut -d' ' -f1 /proc/loadavg)" load
 	done
-	say "  probe: PUT ${best_p} MB/s, GET ${best_g} MB/s, 4 KiB PUT ${prt} ms, load $(cut -d' ' -f1 /proc/loadavg)"
+	say "  probe${SFX:+ ($SFX)}: PUT ${P_PUT} MB/s, GET ${P_GET} MB/s, 4 KiB PUT ${P_PRT} ms, load $(cut -d' ' -f1 /proc/loadavg)"
+}
+
+# proxy_overhead PROXY_ENDPOINT ROUNDS: the rttproxy's own cost at 0 ms: the
+# probe straight to the server and through PROXY_ENDPOINT (a proxy at 0 ms),
+# alternately, ROUNDS times each; recorded as target "proxy0", workloads
+# direct and proxied (run = the round), for report.py's overhead line.
+proxy_overhead() {
+	local i ep w
+	for ((i = 1; i <= $2; i++)); do
+		for w in direct proxied; do
+			ep=$S3_ENDPOINT
+			[ "$w" = proxied ] && ep=$1
+			probe_measure "$ep"
+			RUN=$i result proxy0 "$w" put_MBps "$P_PUT" MB/s
+			RUN=$i result proxy0 "$w" get_MBps "$P_GET" MB/s
+			RUN=$i result proxy0 "$w" put_rtt_ms "$P_PRT" ms
+			RUN=$i result proxy0 "$w" get_rtt_ms "$P_GRT" ms
+			say "  proxy at 0 ms, $w: PUT ${P_PUT} MB/s, GET ${P_GET} MB/s, 4 KiB PUT ${P_PRT} ms, GET ${P_GRT} ms"
+		done
+	done
 }
 
 # ------------------------------------------------------- space under churn
@@ -571,7 +601,7 @@ churn_sampler() {
 # the store was near zero; "timeout" recorded as failed), zero_B (store bytes
 # at the end).
 wl_churn() {
-	local d="$MNT/b$RUN/churn" f="$OUT/churn.$TGT.r$RUN.tsv" pf="$WORK/churn.phase"
+	local d="$MNT/b$RUN/churn" f="$OUT/churn.$TGT$SFX.r$RUN.tsv" pf="$WORK/churn.phase"
 	local st="$WORK/churn.status" spid t0 got seed=$((1600 + RUN))
 	case "$TGT" in memwalfs-*) ;; *) return 0 ;; esac
 	target_umount "$TGT"
@@ -612,7 +642,7 @@ wl_churn() {
 	kill "$spid" 2>/dev/null
 	wait "$spid" 2>/dev/null
 	# the daemon's log (GC passes, flushes, compactions) for reading the chart
-	grep -E 'gc:|compact:|flush' "$WORK/$TGT/fs.log" >"$LOGS/$TGT.churn.r$RUN.fs.log" 2>/dev/null
+	grep -E 'gc:|compact:|flush' "$WORK/$TGT/fs.log" >"$LOGS/$TGT$SFX.churn.r$RUN.fs.log" 2>/dev/null
 	target_remount "$TGT"
 }
 
