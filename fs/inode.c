@@ -9,7 +9,7 @@
  * the rest of a range (numbers are never reused).
  *
  * Everything here runs with fs->mu held, except inode_check(), the reclaim
- * of unlinked inodes (below) and wbuf_flush_all() (wbuf.c), which take it.
+ * of unlinked inodes (below), which take it.
  *
  * Reclaim.  An inode with no links left keeps its records (and an orphan
  * mark, 'O') while it is used; when the last user lets go, maybe_evict()

@@ -34,6 +34,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "data.h"
 #include "engine.h"
 #include "fs.h"
 #include "hist.h"
@@ -92,7 +93,7 @@ struct inode {
 	uint32_t ra_streak; /* read-ahead: sequential reads in a row; fs->ra->mu */
 	uint32_t ra_rand;   /* read-ahead: reads that were not sequential; fs->ra->mu */
 	uint64_t ra_fill;   /* read-ahead: whole-file fill queued below this chunk; fs->ra->mu */
-	bool wb_listed;     /* on the write-buffer flusher's list (wbuf.c); fs->mu */
+	bool wb_listed;     /* on the write-buffer flusher's list (data.c); fs->mu */
 	uint8_t alloc;      /* has allocated ranges: EXT_ALLOC_* (extent.h); ip->dlock */
 	pthread_rwlock_t dlock; /* protects wb */
 	struct wbuf wb;         /* write buffer; ip->dlock */
@@ -123,7 +124,7 @@ struct mwfs {
 	bool writeback;             /* kernel writeback cache in effect */
 	pthread_key_t tkey;         /* per-thread scratch buffers (struct tls) */
 	struct readahead *ra;       /* read-ahead threads and in-flight loads (readahead.c) */
-	struct wbflush *wbf;        /* puts write buffers left partly filled (wbuf.c) */
+	struct flusher *wbf;        /* puts write buffers left partly filled (data.c) */
 	atomic_uint outage_readers; /* requests waiting out a store outage (fs_outage_enter()) */
 	struct fsfollow *ff;        /* read-only mount of a follower: what it applied (follow.c) */
 	struct mw_mutex refresh_mu; /* one follow_refresh() at a time (before fs->mu) */
