@@ -59,7 +59,6 @@
 #include "extent.h"
 #include "grow.h"
 #include "internal.h"
-#include "log.h"
 #include "thread.h"
 #include "wbuf.h"
 
@@ -152,10 +151,7 @@ int data_flush(struct mwfs *fs, struct inode *ip)
 	mw_mutex_unlock(&fs->mu);
 	int rc = data_put_runs(fs, ip, p, wbuf_pieces(w, size, p));
 	if (!rc)
-		wbuf_drop(w);
-	else
-		log_warn("inode %llu: writing %u buffered runs: %s", (unsigned long long)ip->ino,
-		         w->nruns, strerror(-rc));
+		wbuf_drop(w); /* else kept for the next put; the layer that failed logged why */
 	return rc;
 }
 
@@ -307,11 +303,9 @@ static void fold_pass(struct flusher *wf)
 			pthread_rwlock_wrlock(&ip->dlock);
 			int rc = fold_window(fs, ip, l[i].window, buf);
 			pthread_rwlock_unlock(&ip->dlock);
-			if (rc)
-				log_warn("inode %llu: folding the extents of window %llu: %s",
-				         (unsigned long long)ip->ino,
-				         (unsigned long long)l[i].window, strerror(-rc));
-			else
+			/* a failed fold leaves the window as it was; the layer that failed logged
+			 * why */
+			if (!rc)
 				atomic_fetch_add(&wf->folded, 1);
 		}
 		mw_mutex_lock(&fs->mu);
@@ -346,12 +340,13 @@ static void pass(struct flusher *wf, bool all)
 		struct inode *ip = l[i];
 		bool drop = false;
 		pthread_rwlock_wrlock(&ip->dlock);
-		if (ip->wb.active && (all || now - ip->wb.since_ms >= wf->ms)) {
-			int rc = data_flush(fs, ip);
-			if (rc)
-				log_warn("inode %llu: background put of its write buffer: %s",
-				         (unsigned long long)ip->ino, strerror(-rc));
-		}
+		/*
+		 * A put that fails keeps the buffer, tried again next pass, and is not
+		 * logged here: the engine logged the commit that failed (the writer
+		 * stopped) or the store the request; a line per pass would repeat it.
+		 */
+		if (ip->wb.active && (all || now - ip->wb.since_ms >= wf->ms))
+			(void)data_flush(fs, ip);
 		mw_mutex_lock(&fs->mu);
 		if (!ip->wb.active || all) {
 			ip->wb_listed = false;
