@@ -95,7 +95,7 @@ struct inode {
 	uint64_t ra_fill;   /* read-ahead: whole-file fill queued below this chunk; fs->ra->mu */
 	bool wb_listed;     /* on the write-buffer flusher's list (data.c); fs->mu */
 	uint8_t alloc;      /* has allocated ranges: EXT_ALLOC_* (extent.h); ip->dlock */
-	pthread_rwlock_t dlock; /* protects wb */
+	pthread_rwlock_t dlock; /* file data: wb, alloc and the extents (shared to read) */
 	struct wbuf wb;         /* write buffer; ip->dlock */
 };
 
