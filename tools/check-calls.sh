@@ -10,6 +10,7 @@
 # reported, not failed; a listed pair that is no cycle any more is reported to be removed.
 # -v: every edge too.  Run by the unit suite (test "calls").
 set -uo pipefail
+export LC_ALL=C # sort, comm and join must agree on the order
 cd "$(dirname "$0")/.." || exit 2
 command -v gcc >/dev/null || { echo "SKIP: gcc is not installed"; exit 77; }
 if [ ! -d .git ] && [ ! -f .git ]; then echo "SKIP: not a git checkout"; exit 77; fi
