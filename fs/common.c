@@ -298,13 +298,13 @@ bool fs_all_zero(const uint8_t *p, size_t n)
 	return n == 0 || (p[0] == 0 && memcmp(p, p + 1, n - 1) == 0);
 }
 
-bool fs_store_down(int rc)
-{
-	return rc && rc != -ENOENT && rc != -ENOMEM && rc != -EINVAL && rc != -EUCLEAN &&
-	       rc != -EPROTONOSUPPORT && rc != -ESTALE && rc != -EROFS;
-}
-
-bool fs_outage_enter(struct mwfs *fs)
+/*
+ * A request that found the store unreachable waits for it (like a hard NFS
+ * mount) while fewer than half the request threads wait so: outage_enter()
+ * takes a place (false: none left, fail now, so that threads are left to
+ * answer from the caches), outage_leave() gives it back.
+ */
+static bool outage_enter(struct mwfs *fs)
 {
 	unsigned cap = (fs->o.max_threads ? fs->o.max_threads : FS_DEFAULT_THREADS) / 2;
 	unsigned cur = atomic_load(&fs->outage_readers);
@@ -315,17 +315,36 @@ bool fs_outage_enter(struct mwfs *fs)
 	return true;
 }
 
-void fs_outage_leave(struct mwfs *fs)
+static void outage_leave(struct mwfs *fs)
 {
 	atomic_fetch_sub(&fs->outage_readers, 1);
 }
 
+int fs_retry(struct mwfs *fs, bool wait, int (*once)(void *), void *arg)
+{
+	int rc = once(arg);
+	if (!engine_err_transient(rc) || (!wait && !outage_enter(fs)))
+		return rc;
+	rc = engine_retry(fs->e, rc, once, arg);
+	if (!wait)
+		outage_leave(fs);
+	return rc;
+}
+
+struct warm_arg {
+	struct mwfs *fs;
+	const uint8_t *key;
+	size_t kn;
+};
+
+static int warm_once(void *arg)
+{
+	struct warm_arg *w = arg;
+	return engine_prefetch(w->fs->e, w->key, w->kn);
+}
+
 int fs_warm_key(struct mwfs *fs, const uint8_t *key, size_t kn)
 {
-	int rc = engine_prefetch(fs->e, key, kn);
-	if (fs_store_down(rc) && fs_outage_enter(fs)) {
-		rc = engine_prefetch_wait(fs->e, key, kn);
-		fs_outage_leave(fs);
-	}
-	return rc;
+	struct warm_arg w = {fs, key, kn};
+	return fs_retry(fs, false, warm_once, &w);
 }

@@ -125,7 +125,7 @@ static int warm_dir_drop(struct mwfs *fs, uint64_t ino)
 		return rc;
 	struct engine_batch *b = fs_batch(fs);
 	rc = b ? inode_batch_drop(fs, b, ino, false) : 0;
-	return fs_store_down(rc) ? rc : 0;
+	return engine_err_transient(rc) ? rc : 0;
 }
 
 /* Take a reference on directory ino (fs->mu held): -ENOTDIR, -ENOENT if removed. */
@@ -229,7 +229,7 @@ static int op_warm(struct op *op, uint64_t parent, const char *name, bool lock)
 	struct mwfs *fs = op->fs;
 	uint64_t ino = 0;
 	int rc = dentry_get(fs, parent, name, &ino, &op->type);
-	if (fs_store_down(rc)) {
+	if (engine_err_transient(rc)) {
 		uint8_t key[SCHEMA_KEY_MAX];
 		size_t kn = schema_key_dentry(key, parent, name, strlen(name));
 		rc = fs_warm_key(fs, key, kn); /* waits out an outage within its bound */

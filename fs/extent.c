@@ -9,9 +9,11 @@
  * blob bytes; a read then fetches, per extent, only the checksum blocks of
  * its blob that the range touches (engine_ref_read()).
  *
- * A store that does not answer during a scan is retried here with the
- * engine's backoff (engine_backoff()), within the same bounds as a blob
- * read (ext_read()'s wait argument, fs_outage_enter()).
+ * A store that does not answer during a scan is waited for by fs_retry()
+ * (common.c: the engine's retry policy, within the bound of threads that may
+ * wait unless a write waits on it): each operation below is a function that
+ * starts over when called again (rewinds what it added to the batch,
+ * forgets what it gathered).
  *
  * Allocation.  fallocate allocates the parts of its range that no extent
  * holds as allocated ranges, 'A' ino end -> start: they read as holes, and
@@ -149,71 +151,16 @@ static int scan_once(struct mwfs *fs, uint64_t ino, uint64_t at, uint64_t from, 
 	return rc == 1 ? 0 : rc;
 }
 
-/*
- * once(arg), retried with the engine's backoff while the store does not
- * answer: when wait is set until it does, else within fs_outage_enter()'s
- * bound.  A retry starts over: b (may be NULL) is rewound to where it was
- * and reset(arg) called first.
- */
-static int retry(struct mwfs *fs, int (*once)(void *), void *arg, bool wait, struct engine_batch *b,
-                 void (*reset)(void *))
-{
-	struct engine_batch_mark m;
-	if (b)
-		engine_batch_get_mark(b, &m);
-	int rc = once(arg);
-	if (!fs_store_down(rc) || (!wait && !fs_outage_enter(fs)))
-		return rc;
-	uint64_t start = mw_now_us();
-	unsigned wait_ms = 0;
-	while (fs_store_down(rc) && engine_backoff(fs->e, start, &wait_ms) == 0) {
-		if (b)
-			engine_batch_rewind(b, &m);
-		reset(arg);
-		rc = once(arg);
-	}
-	if (!wait)
-		fs_outage_leave(fs);
-	return rc;
-}
-
-/* One scan_once() as retry() runs it. */
-struct scan_job {
-	struct mwfs *fs;
-	uint64_t ino, at, from, to;
-	ext_fn fn;
-	void *arg;
-	void (*reset)(void *);
-};
-
-static int scan_job_once(void *arg)
-{
-	struct scan_job *j = arg;
-	return scan_once(j->fs, j->ino, j->at, j->from, j->to, j->fn, j->arg);
-}
-
-static void scan_job_reset(void *arg)
-{
-	struct scan_job *j = arg;
-	j->reset(j->arg);
-}
-
-/* scan_once() of the current state, retried by retry() (b, reset: as there). */
-static int scan(struct mwfs *fs, uint64_t ino, uint64_t from, uint64_t to, ext_fn fn, void *arg,
-                bool wait, struct engine_batch *b, void (*reset)(void *))
-{
-	struct scan_job j = {fs, ino, 0, from, to, fn, arg, reset};
-	return retry(fs, scan_job_once, &j, wait, b, scan_job_reset);
-}
-
 /* ---- reads ------------------------------------------------------------ */
 
 struct read_arg {
 	struct mwfs *fs;
+	uint64_t ino, at;
 	uint64_t off, n; /* the file range read */
 	uint8_t *dst;
 	uint64_t filled; /* dst is written up to here (file offset); holes are zeroed */
 	bool wait;
+	unsigned tries;
 };
 
 static int read_one(void *arg, const struct ext *x)
@@ -230,21 +177,22 @@ static int read_one(void *arg, const struct ext *x)
 	return rc;
 }
 
-static void read_reset(void *arg)
+static int read_once(void *arg)
 {
 	struct read_arg *r = arg;
 	r->filled = r->off;
-	r->wait = true; /* a blob read failed: wait for the store from now on */
+	if (r->tries++)
+		r->wait = true; /* a blob read failed: wait for the store from now on */
+	return scan_once(r->fs, r->ino, r->at, r->off, r->off + r->n, read_one, r);
 }
 
 int ext_read(struct mwfs *fs, uint64_t ino, uint64_t at, uint64_t off, uint8_t *dst, size_t n,
              bool wait)
 {
-	struct read_arg r = {fs, off, n, dst, off, wait};
+	struct read_arg r = {fs, ino, at, off, n, dst, off, wait, 0};
 	if (n == 0)
 		return 0;
-	struct scan_job j = {fs, ino, at, off, off + n, read_one, &r, read_reset};
-	int rc = retry(fs, scan_job_once, &j, wait, NULL, scan_job_reset);
+	int rc = fs_retry(fs, wait, read_once, &r);
 	if (rc)
 		return rc;
 	if (r.filled < off + n)
@@ -293,6 +241,7 @@ struct clear_arg {
 	uint64_t handled; /* records ending at or below this were handled */
 	uint64_t removed;
 	uint8_t alloc; /* what the scan learnt of ip->alloc (set once the batch is applied) */
+	struct engine_batch_mark m; /* b before the first try */
 };
 
 /* Keep [from, to) of record x (of c->tag) as a record ending at to. */
@@ -360,25 +309,22 @@ static int clear_tag(struct clear_arg *c, uint8_t tag)
 static int clear_set_once(void *arg)
 {
 	struct clear_arg *c = arg;
+	engine_batch_rewind(c->b, &c->m);
+	c->handled = c->removed = 0;
+	c->alloc = c->ip->alloc;
 	int rc = clear_tag(c, SCHEMA_TAG_EXTENT);
 	if (!rc && c->alloc != EXT_ALLOC_NONE)
 		rc = clear_tag(c, SCHEMA_TAG_ALLOC);
 	return rc;
 }
 
-static void clear_reset(void *arg)
-{
-	struct clear_arg *c = arg;
-	c->handled = c->removed = 0;
-	c->alloc = c->ip->alloc;
-}
-
 int ext_clear_set(struct mwfs *fs, struct engine_batch *b, struct inode *ip,
                   const struct ext_range *r, size_t n, uint64_t *removed)
 {
 	struct clear_arg c = {fs, b, ip, r, n, SCHEMA_TAG_EXTENT, 0, 0, 0, ip->alloc};
+	engine_batch_get_mark(b, &c.m);
 	/* the bytes being written or cut wait in memory: wait for the store */
-	int rc = retry(fs, clear_set_once, &c, true, b, clear_reset);
+	int rc = fs_retry(fs, true, clear_set_once, &c);
 	if (!rc) {
 		*removed += c.removed;
 		ip->alloc = c.alloc; /* NONE stays true whether or not b is applied */
@@ -406,6 +352,7 @@ struct alloc_arg {
 	struct ext_range *held; /* what the records hold inside [off, end) */
 	size_t n, cap;
 	uint64_t added;
+	struct engine_batch_mark m; /* b before the first try */
 };
 
 static int alloc_held(void *arg, const struct ext *x)
@@ -429,6 +376,9 @@ static int alloc_once(void *arg)
 	struct alloc_arg *a = arg;
 	uint8_t key[SCHEMA_KEY_MAX], v[SCHEMA_ALLOC_LEN];
 	int rc = 0;
+	engine_batch_rewind(a->b, &a->m);
+	a->n = 0;
+	a->added = 0;
 	for (int pass = 0; pass < 2 && !rc; pass++) {
 		uint8_t tag = pass ? SCHEMA_TAG_ALLOC : SCHEMA_TAG_EXTENT;
 		struct engine_iter *it = NULL;
@@ -472,20 +422,14 @@ static int alloc_once(void *arg)
 	return rc;
 }
 
-static void alloc_reset(void *arg)
-{
-	struct alloc_arg *a = arg;
-	a->n = 0;
-	a->added = 0;
-}
-
 int ext_alloc(struct mwfs *fs, struct engine_batch *b, struct inode *ip, uint64_t off, uint64_t end,
               uint64_t *added)
 {
 	struct alloc_arg a = {fs, b, ip->ino, off, end, NULL, 0, 0, 0};
 	if (off >= end)
 		return 0;
-	int rc = retry(fs, alloc_once, &a, true, b, alloc_reset);
+	engine_batch_get_mark(b, &a.m);
+	int rc = fs_retry(fs, true, alloc_once, &a);
 	free(a.held);
 	if (!rc) {
 		*added += a.added;
@@ -510,9 +454,11 @@ int ext_add(struct engine_batch *b, uint64_t ino, uint64_t off, const uint8_t *d
 }
 
 struct share_arg {
+	struct mwfs *fs;
 	struct engine_batch *b;
-	uint64_t soff, len, dst, doff;
+	uint64_t src, soff, len, dst, doff;
 	uint64_t added;
+	struct engine_batch_mark m; /* b before the first try */
 };
 
 static int share_one(void *arg, const struct ext *x)
@@ -528,16 +474,20 @@ static int share_one(void *arg, const struct ext *x)
 	return rc;
 }
 
-static void share_reset(void *arg)
+static int share_once(void *arg)
 {
-	((struct share_arg *)arg)->added = 0;
+	struct share_arg *s = arg;
+	engine_batch_rewind(s->b, &s->m);
+	s->added = 0;
+	return scan_once(s->fs, s->src, 0, s->soff, s->soff + s->len, share_one, s);
 }
 
 int ext_share(struct mwfs *fs, struct engine_batch *b, uint64_t src, uint64_t soff, uint64_t len,
               uint64_t dst, uint64_t doff, uint64_t *added)
 {
-	struct share_arg s = {b, soff, len, dst, doff, 0};
-	int rc = scan(fs, src, soff, soff + len, share_one, &s, false, b, share_reset);
+	struct share_arg s = {fs, b, src, soff, len, dst, doff, 0, {0}};
+	engine_batch_get_mark(b, &s.m);
+	int rc = fs_retry(fs, false, share_once, &s);
 	if (!rc)
 		*added += s.added;
 	return rc;
@@ -546,18 +496,12 @@ int ext_share(struct mwfs *fs, struct engine_batch *b, uint64_t src, uint64_t so
 /* ---- lseek and counting ------------------------------------------------ */
 
 struct seek_arg {
-	uint64_t off;
+	struct mwfs *fs;
+	uint64_t ino, off;
 	bool data;
 	uint64_t pos; /* SEEK_DATA: the first data at or after off; SEEK_HOLE: scan position */
 	bool found;
 };
-
-static void seek_reset(void *arg)
-{
-	struct seek_arg *s = arg;
-	s->pos = s->off;
-	s->found = false;
-}
 
 static int seek_one(void *arg, const struct ext *x)
 {
@@ -573,10 +517,18 @@ static int seek_one(void *arg, const struct ext *x)
 	return 0;
 }
 
+static int seek_once(void *arg)
+{
+	struct seek_arg *s = arg;
+	s->pos = s->off;
+	s->found = false;
+	return scan_once(s->fs, s->ino, 0, s->off, UINT64_MAX, seek_one, s);
+}
+
 int ext_seek(struct mwfs *fs, uint64_t ino, uint64_t off, uint64_t size, bool data, uint64_t *pos)
 {
-	struct seek_arg s = {off, data, off, false};
-	int rc = scan(fs, ino, off, UINT64_MAX, seek_one, &s, false, NULL, seek_reset);
+	struct seek_arg s = {fs, ino, off, data, off, false};
+	int rc = fs_retry(fs, false, seek_once, &s);
 	if (rc)
 		return rc;
 	if (data) {

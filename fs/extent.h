@@ -30,7 +30,7 @@ struct engine_batch;
  * removed file, file.c; -ESTALE once the engine no longer holds it).  A
  * store that does not answer is waited for: always when wait is set (a
  * write depends on the bytes), else while fewer than half the request
- * threads wait so (fs_outage_enter()), then the error.
+ * threads wait so (fs_retry()), then the error.
  */
 int ext_read(struct mwfs *fs, uint64_t ino, uint64_t at, uint64_t off, uint8_t *dst, size_t n,
              bool wait);

@@ -185,9 +185,9 @@ static int write_locked(struct mwfs *fs, struct inode *ip, const uint8_t *buf, s
 		uint64_t o = off + pos;
 		uint32_t n = size - pos < fs->cs ? (uint32_t)(size - pos) : fs->cs;
 		/* a large write that joins no run is put at once from the request's memory */
-		bool direct = n >= fs->cs / 2 && !wbuf_absorbs(fs, &ip->wb, o, n);
+		bool direct = n >= fs->cs / 2 && !wbuf_absorbs(&ip->wb, fs->cs, o, n);
 		if (direct && ip->wb.active) {
-			rc = wbuf_flush(fs, ip); /* the earlier bytes go first */
+			rc = data_flush(fs, ip); /* the earlier bytes go first */
 			if (rc)
 				break;
 		}
@@ -200,7 +200,7 @@ static int write_locked(struct mwfs *fs, struct inode *ip, const uint8_t *buf, s
 		if (direct)
 			rc = data_put(fs, ip, o, buf + pos, n);
 		else
-			rc = wbuf_write(fs, ip, o, buf + pos, n);
+			rc = data_write(fs, ip, o, buf + pos, n);
 		if (!rc)
 			pos += n;
 	}
@@ -286,9 +286,9 @@ void file_copy_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in, struct fus
 		return;
 	}
 	lock_pair(src, dst);
-	rc = wbuf_flush(fs, src);
+	rc = data_flush(fs, src);
 	if (!rc)
-		rc = wbuf_flush(fs, dst);
+		rc = data_flush(fs, dst);
 	mw_mutex_lock(&fs->mu);
 	uint64_t ssize = src->a.size;
 	mw_mutex_unlock(&fs->mu);
@@ -338,7 +338,7 @@ void file_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct inode *ip = fh_inode(fi);
 	(void)ino;
 	pthread_rwlock_wrlock(&ip->dlock);
-	int rc = wbuf_flush(fs, ip);
+	int rc = data_flush(fs, ip);
 	pthread_rwlock_unlock(&ip->dlock);
 	mw_mutex_lock(&fs->mu);
 	uint64_t t = ip->ticket;
@@ -359,7 +359,7 @@ void file_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct inode *ip = fh_inode(fi);
 	(void)ino;
 	pthread_rwlock_wrlock(&ip->dlock);
-	int rc = fs->o.read_only ? 0 : wbuf_flush(fs, ip);
+	int rc = fs->o.read_only ? 0 : data_flush(fs, ip);
 	mw_mutex_lock(&fs->mu);
 	bool last = ip->nopen == 1;
 	mw_mutex_unlock(&fs->mu);
@@ -385,7 +385,7 @@ void file_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_i
 		return;
 	}
 	pthread_rwlock_wrlock(&ip->dlock);
-	int rc = wbuf_flush(fs, ip);
+	int rc = data_flush(fs, ip);
 	pthread_rwlock_unlock(&ip->dlock);
 	mw_mutex_lock(&fs->mu);
 	uint64_t t = ip->ticket;
@@ -439,7 +439,7 @@ void file_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t l
 		return;
 	}
 	pthread_rwlock_wrlock(&ip->dlock);
-	rc = wbuf_flush(fs, ip);
+	rc = data_flush(fs, ip);
 	struct engine_batch *b = rc ? NULL : fs_batch(fs);
 	uint64_t removed = 0, added = 0;
 	if (!rc && !b)
@@ -507,7 +507,7 @@ void file_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, struct fu
 		return;
 	}
 	pthread_rwlock_wrlock(&ip->dlock);
-	int rc = fs->o.read_only ? 0 : wbuf_flush(fs, ip);
+	int rc = fs->o.read_only ? 0 : data_flush(fs, ip);
 	mw_mutex_lock(&fs->mu);
 	uint64_t size = ip->a.size;
 	mw_mutex_unlock(&fs->mu);

@@ -215,7 +215,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 		mw_mutex_unlock(&fs->mu);
 		pthread_rwlock_wrlock(&ip->dlock);
 		dlocked = true;
-		rc = wbuf_flush(fs, ip);
+		rc = data_flush(fs, ip);
 		/* the extents past the new end are found before fs->mu (a scan) */
 		if (!rc)
 			rc = file_truncate_prepare(fs, ip, (uint64_t)attr->st_size, &b, &removed);
@@ -340,30 +340,6 @@ static void op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fus
 	uint64_t t0 = mw_now_us();
 	dir_fsyncdir(req, ino, datasync, fi);
 	mw_hist_record(&fs->fsync_hist, mw_now_us() - t0);
-}
-
-void mwfs_get_fsync_latency(struct mwfs *fs, struct mw_hist_snap *out)
-{
-	mw_hist_read(&fs->fsync_hist, out);
-}
-
-size_t mwfs_stats_format(struct mwfs *fs, char *buf, size_t len)
-{
-	uint64_t pre, waited;
-	struct fsnotify_counts nc;
-	fsnotify_counts(fs->nf, &nc);
-	size_t n = engine_stats_format(fs->e, buf, len);
-	ra_counts(fs->ra, &pre, &waited);
-	char tail[256];
-	int w = snprintf(tail, sizeof(tail),
-	                 "fs_readahead_chunks %llu\nfs_read_waits %llu\nfs_folded_windows %llu\n"
-	                 "fs_page_invalidations %llu\nfs_inval_retries %llu\n",
-	                 (unsigned long long)pre, (unsigned long long)waited,
-	                 (unsigned long long)wbflush_folded(fs->wbf), (unsigned long long)nc.inodes,
-	                 (unsigned long long)nc.retries);
-	if (w > 0 && n < len)
-		snprintf(buf + n, len - n, "%s", tail);
-	return n + (w > 0 ? (size_t)w : 0);
 }
 
 static const struct fuse_lowlevel_ops mwfs_ops = {
@@ -543,7 +519,7 @@ int mwfs_open(struct engine *e, const struct mwfs_opts *o, struct mwfs **out)
 	rc = ra_start(fs, o->readahead_threads, o->readahead_bytes, &fs->ra);
 	if (rc)
 		goto fail;
-	if (!o->read_only && (rc = wbflush_start(fs, o->wb_flush_ms, &fs->wbf))) {
+	if (!o->read_only && (rc = data_flusher_start(fs, o->wb_flush_ms, &fs->wbf))) {
 		ra_stop(fs->ra);
 		fs->ra = NULL;
 		goto fail;
@@ -558,7 +534,7 @@ int mwfs_open(struct engine *e, const struct mwfs_opts *o, struct mwfs **out)
 	if (rc) {
 		fsnotify_stop(fs->nf);
 		fs->nf = NULL;
-		wbflush_stop(fs->wbf);
+		data_flusher_stop(fs->wbf);
 		fs->wbf = NULL;
 		ra_stop(fs->ra);
 		fs->ra = NULL;
@@ -632,10 +608,10 @@ int mwfs_close(struct mwfs *fs)
 	fs->nf = NULL;
 	ra_stop(fs->ra);
 	fs->ra = NULL;
-	wbflush_stop(fs->wbf);
+	data_flusher_stop(fs->wbf);
 	fs->wbf = NULL;
 	if (!fs->o.read_only) {
-		rc = wbuf_flush_all(fs);
+		rc = data_flush_all(fs);
 		mw_mutex_lock(&fs->mu);
 		/* nothing is open any more: every unlinked inode can go */
 		for (size_t i = 0; i < fs->hsize; i++)

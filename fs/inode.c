@@ -9,7 +9,7 @@
  * the rest of a range (numbers are never reused).
  *
  * Everything here runs with fs->mu held, except inode_check(), the reclaim
- * of unlinked inodes (below) and wbuf_flush_all() (wbuf.c), which take it.
+ * of unlinked inodes (below), which take it.
  *
  * Reclaim.  An inode with no links left keeps its records (and an orphan
  * mark, 'O') while it is used; when the last user lets go, maybe_evict()
@@ -280,11 +280,8 @@ int inode_commit(struct mwfs *fs, struct engine_batch *b, struct inode **ips, si
 	mw_mutex_assert_held(&fs->mu);
 	uint64_t t = 0;
 	int rc = engine_write(fs->e, b, 0, &t);
-	if (rc) {
-		log_warn("engine_write of %zu operations: %s", engine_batch_count(b),
-		         strerror(-rc));
-		return rc;
-	}
+	if (rc)
+		return rc; /* the engine logged why it refuses (a stopped writer), once */
 	for (size_t i = 0; i < n; i++)
 		if (ips[i])
 			ips[i]->ticket = t;

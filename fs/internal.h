@@ -34,6 +34,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "data.h"
 #include "engine.h"
 #include "fs.h"
 #include "hist.h"
@@ -92,9 +93,9 @@ struct inode {
 	uint32_t ra_streak; /* read-ahead: sequential reads in a row; fs->ra->mu */
 	uint32_t ra_rand;   /* read-ahead: reads that were not sequential; fs->ra->mu */
 	uint64_t ra_fill;   /* read-ahead: whole-file fill queued below this chunk; fs->ra->mu */
-	bool wb_listed;     /* on the write-buffer flusher's list (wbuf.c); fs->mu */
+	bool wb_listed;     /* on the write-buffer flusher's list (data.c); fs->mu */
 	uint8_t alloc;      /* has allocated ranges: EXT_ALLOC_* (extent.h); ip->dlock */
-	pthread_rwlock_t dlock; /* protects wb */
+	pthread_rwlock_t dlock; /* file data: wb, alloc and the extents (shared to read) */
 	struct wbuf wb;         /* write buffer; ip->dlock */
 };
 
@@ -123,8 +124,8 @@ struct mwfs {
 	bool writeback;             /* kernel writeback cache in effect */
 	pthread_key_t tkey;         /* per-thread scratch buffers (struct tls) */
 	struct readahead *ra;       /* read-ahead threads and in-flight loads (readahead.c) */
-	struct wbflush *wbf;        /* puts write buffers left partly filled (wbuf.c) */
-	atomic_uint outage_readers; /* requests waiting out a store outage (fs_outage_enter()) */
+	struct flusher *wbf;        /* puts write buffers left partly filled (data.c) */
+	atomic_uint outage_readers; /* requests waiting out a store outage (fs_retry()) */
 	struct fsfollow *ff;        /* read-only mount of a follower: what it applied (follow.c) */
 	struct mw_mutex refresh_mu; /* one follow_refresh() at a time (before fs->mu) */
 	struct fsnotify *nf; /* kernel cache invalidations (notify.c); NULL on a plain ro mount */
@@ -227,20 +228,20 @@ void fs_fill_stat(struct mwfs *fs, const struct inode *ip, struct stat *st);
 void fs_fill_entry(struct mwfs *fs, const struct inode *ip, struct fuse_entry_param *e);
 /* Are the n bytes at p all zero (true when n is 0)?  No lock. */
 bool fs_all_zero(const uint8_t *p, size_t n);
-/* rc is a failure to reach the store (worth waiting out), not an answer such as -ENOENT. */
-bool fs_store_down(int rc);
 /*
- * A request that found the store unreachable waits for it (like a hard NFS
- * mount) while fewer than half the request threads wait so:
- * fs_outage_enter() takes a place (false: none left, fail now, so that
- * threads are left to answer from the caches), fs_outage_leave() gives it
- * back.
+ * once(arg), and while it fails because the store does not answer
+ * (engine_err_transient()) once(arg) again by the engine's retry policy
+ * (engine_retry(): its backoff, its sync_timeout): with wait (a write
+ * depends on it, its bytes wait in memory) until the store answers; else
+ * only while fewer than half the request threads wait so, then the error
+ * (threads are left to answer from the caches).  once() must start over
+ * each time (rewind what it added to a batch).  The one place fs/ decides
+ * to wait for the store.  Returns once()'s last result.
  */
-bool fs_outage_enter(struct mwfs *fs);
-void fs_outage_leave(struct mwfs *fs);
+int fs_retry(struct mwfs *fs, bool wait, int (*once)(void *), void *arg);
 /*
  * engine_prefetch() of key before fs->mu is taken, waiting out an outage
- * within fs_outage_enter()'s bound.  0, -ENOENT or the store's error.
+ * within fs_retry()'s bound.  0, -ENOENT or the store's error.
  */
 int fs_warm_key(struct mwfs *fs, const uint8_t *key, size_t kn);
 

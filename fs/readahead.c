@@ -1,8 +1,10 @@
 /*
  * readahead.c - sequential read-ahead: while a file is read sequentially,
- * a few threads fetch the next chunk-sized windows (their extents) into the engine's blob cache so
+ * a few threads fetch the next chunk-sized windows (their extents) into the engine's caches so
  * that the ranged GETs of a cold read from S3 overlap instead of running one after the other behind
- * the kernel's own (1 MiB) read-ahead.
+ * the kernel's own (1 MiB) read-ahead.  This is the read-ahead of a file's bytes, in file order;
+ * the engine's own (engine/blob.c, "pack read-ahead") follows packs, for many small files read
+ * one after the other, which no file's order shows.
  *
  * Detection is per inode: a read that starts at 0 or near where the last
  * one ended (within a few chunks: the kernel's async reads arrive out of
@@ -17,30 +19,31 @@
  *
  * A prefetch is ext_prefetch() of one chunk-sized window: for each extent
  * in it, engine_ref_prefetch() of the range the window covers, which loads
- * the blob blocks that range touches into the engine's cache (blobs are
- * immutable and cached by descriptor, so a later write can never be
- * shadowed by a stale prefetch; it simply makes a new blob).
+ * the blocks that range touches into the engine's caches (keyed by pack and
+ * offset: packs are immutable, so a later write can never be shadowed by a
+ * stale prefetch; it writes new blocks into a new pack).
  *
- * The in-flight table (ra_begin/ra_end) makes a reader that needs a chunk
- * some other thread is loading wait for that load instead of issuing a
- * second GET of the same bytes; prefetch threads skip chunks a reader is
- * already loading.
+ * The loads in flight (ra_begin/ra_end) are registered in a registry of
+ * reads in flight (util/inflight.h, the one the engine uses for its GETs),
+ * keyed by inode and chunk: a reader that needs a chunk some other thread is
+ * loading waits for that load instead of scanning and reading it again;
+ * prefetch threads skip chunks a reader is already loading.
  *
- * Concurrency: ra->mu protects the queue, the in-flight table, the counters
- * and the ra_* fields of every inode.  No other lock is taken under it.
+ * Concurrency: ra->mu protects the queue, the counters and the ra_* fields
+ * of every inode; ra->busy has its own lock, never taken with ra->mu.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "extent.h"
+#include "inflight.h"
 #include "internal.h"
 #include "log.h"
 #include "readahead.h"
 #include "thread.h"
 
 #define RA_QUEUE 256      /* queued prefetches (more are dropped) */
-#define RA_BUSY 64        /* loads in flight (FUSE threads + prefetch threads) */
 #define RA_RANDOM_FILL 16 /* random reads of a file before it is filled whole */
 
 struct ra_job {
@@ -55,69 +58,37 @@ struct ra_worker {
 };
 
 struct readahead {
-	struct mwfs *fs;             /* borrowed */
-	uint64_t window;             /* bytes to keep fetched ahead of a sequential reader */
-	uint64_t fill_max;           /* largest file filled whole for random readers (0: none) */
-	struct mw_mutex mu;          /* see the file comment */
-	pthread_cond_t work;         /* a job was queued, or stop; ra->mu */
-	pthread_cond_t done;         /* a load in flight ended; ra->mu */
-	struct ra_job q[RA_QUEUE];   /* ring of queued jobs; ra->mu */
-	size_t qhead, qn;            /* first job, count; ra->mu */
-	struct ra_job busy[RA_BUSY]; /* loads in flight; ra->mu */
-	bool used[RA_BUSY];          /* busy[i] is valid; ra->mu */
-	struct ra_worker *thr;       /* the threads (nthr of them) */
+	struct mwfs *fs;           /* borrowed */
+	uint64_t window;           /* bytes to keep fetched ahead of a sequential reader */
+	uint64_t fill_max;         /* largest file filled whole for random readers (0: none) */
+	struct mw_mutex mu;        /* see the file comment */
+	pthread_cond_t work;       /* a job was queued, or stop; ra->mu */
+	struct ra_job q[RA_QUEUE]; /* ring of queued jobs; ra->mu */
+	size_t qhead, qn;          /* first job, count; ra->mu */
+	struct inflight busy;      /* chunk loads in flight: key (ino, 0), bytes [idx, idx + 1) */
+	struct ra_worker *thr;     /* the threads (nthr of them) */
 	unsigned nthr;
 	uint64_t prefetched; /* chunks loaded by the threads; ra->mu */
 	uint64_t waited;     /* reads that waited for a load in flight; ra->mu */
 };
 
-static int find_busy(struct readahead *ra, uint64_t ino, uint64_t idx)
-{
-	for (int i = 0; i < RA_BUSY; i++)
-		if (ra->used[i] && ra->busy[i].ino == ino && ra->busy[i].idx == idx)
-			return i;
-	return -1;
-}
-
-static int claim(struct readahead *ra, uint64_t ino, uint64_t idx)
-{
-	for (int i = 0; i < RA_BUSY; i++) {
-		if (!ra->used[i]) {
-			ra->used[i] = true;
-			ra->busy[i].ino = ino;
-			ra->busy[i].idx = idx;
-			return i;
-		}
-	}
-	return -1;
-}
-
 int ra_begin(struct readahead *ra, uint64_t ino, uint64_t idx)
 {
 	if (!ra)
 		return -1;
+	int slot = inflight_begin(&ra->busy, ino, 0, idx, idx + 1);
+	if (slot != INFLIGHT_WAITED)
+		return slot;
 	mw_mutex_lock(&ra->mu);
-	int slot;
-	if (find_busy(ra, ino, idx) >= 0) {
-		ra->waited++;
-		while (find_busy(ra, ino, idx) >= 0)
-			mw_cond_wait(&ra->done, &ra->mu);
-		slot = -1;
-	} else {
-		slot = claim(ra, ino, idx);
-	}
+	ra->waited++;
 	mw_mutex_unlock(&ra->mu);
-	return slot;
+	return -1;
 }
 
 void ra_end(struct readahead *ra, int slot)
 {
-	if (!ra || slot < 0)
-		return;
-	mw_mutex_lock(&ra->mu);
-	ra->used[slot] = false;
-	pthread_cond_broadcast(&ra->done);
-	mw_mutex_unlock(&ra->mu);
+	if (ra)
+		inflight_end(&ra->busy, slot);
 }
 
 static void *worker(void *arg)
@@ -133,22 +104,21 @@ static void *worker(void *arg)
 		struct ra_job j = ra->q[ra->qhead];
 		ra->qhead = (ra->qhead + 1) % RA_QUEUE;
 		ra->qn--;
-		if (find_busy(ra, j.ino, j.idx) >= 0)
-			continue; /* a reader is loading it */
-		int slot = claim(ra, j.ino, j.idx);
-		if (slot < 0)
-			continue;
 		mw_mutex_unlock(&ra->mu);
+		int slot = inflight_try_begin(&ra->busy, j.ino, 0, j.idx, j.idx + 1);
+		if (slot < 0) { /* a reader is loading it (or every slot is taken) */
+			mw_mutex_lock(&ra->mu);
+			continue;
+		}
 		uint64_t cs = ra->fs->cs;
 		int rc = ext_prefetch(ra->fs, j.ino, j.idx * cs, cs);
 		if (rc && rc != -ENOENT)
 			log_debug("read-ahead of inode %llu chunk %llu: %s",
 			          (unsigned long long)j.ino, (unsigned long long)j.idx,
 			          strerror(-rc));
+		inflight_end(&ra->busy, slot);
 		mw_mutex_lock(&ra->mu);
-		ra->used[slot] = false;
 		ra->prefetched++;
-		pthread_cond_broadcast(&ra->done);
 	}
 	mw_mutex_unlock(&ra->mu);
 	return NULL;
@@ -276,7 +246,7 @@ int ra_start(struct mwfs *fs, unsigned nthreads, uint64_t window, struct readahe
 	ra->fill_max = es.disk_cache_capacity / 4; /* a disk cache holds it with room to spare */
 	mw_mutex_init(&ra->mu);
 	pthread_cond_init(&ra->work, NULL);
-	pthread_cond_init(&ra->done, NULL);
+	inflight_init(&ra->busy, INFLIGHT_MAX);
 	if (window && nthreads) {
 		ra->thr = calloc(nthreads, sizeof(*ra->thr));
 		if (!ra->thr) {
@@ -306,7 +276,7 @@ void ra_stop(struct readahead *ra)
 		mw_thread_stop(&ra->thr[i].t);
 	free(ra->thr);
 	pthread_cond_destroy(&ra->work);
-	pthread_cond_destroy(&ra->done);
+	inflight_destroy(&ra->busy);
 	mw_mutex_destroy(&ra->mu);
 	free(ra);
 }

@@ -161,7 +161,7 @@ void xattr_get(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 	if (is_stats(ino, name) && !strcmp(name, MWFS_SYNC_XATTR)) {
 		int rc = 0;
 		if (!fs->o.read_only) {
-			rc = wbuf_flush_all(fs);
+			rc = data_flush_all(fs);
 			if (!rc)
 				rc = engine_sync(fs->e);
 			/* durable, and still in the store: not after it lost objects */
@@ -176,7 +176,7 @@ void xattr_get(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 	}
 	if (is_stats(ino, name) && !strcmp(name, MWFS_HANDOVER_XATTR)) {
 		/* buffers first: the hold refuses their later flush too */
-		int rc = fs->o.read_only ? -EROFS : wbuf_flush_all(fs);
+		int rc = fs->o.read_only ? -EROFS : data_flush_all(fs);
 		if (!rc)
 			rc = engine_handover(fs->e, MWFS_HANDOVER_MS);
 		if (rc)

@@ -72,24 +72,6 @@
 /* How long a mount waits for a closing daemon of the same store (seconds). */
 #define MOUNT_LOCK_WAIT_SEC 30
 
-/* Progress of the replay at open: on a terminal, and to the metrics (arg: struct metrics). */
-void mount_progress(void *arg, const char *phase, uint64_t done, uint64_t total)
-{
-	static int last_pct = -1;
-	metrics_progress(arg, "replay", done, total);
-	int pct = total ? (int)(done * 100 / total) : -1;
-	if (total && (pct == last_pct || !isatty(2)) && done < total)
-		return; /* one line per percent, on a terminal only */
-	last_pct = pct;
-	if (total)
-		fprintf(stderr, "\rmemwalfs: %s %llu/%llu (%d%%)", phase, (unsigned long long)done,
-		        (unsigned long long)total, pct);
-	else
-		fprintf(stderr, "\rmemwalfs: %s %llu", phase, (unsigned long long)done);
-	if (total && done >= total)
-		fprintf(stderr, "\n");
-}
-
 /* Tell the waiting parent how the mount went (status byte); closes the pipe. */
 static void report(int *fd, unsigned char status)
 {

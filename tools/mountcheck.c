@@ -356,3 +356,25 @@ int mount_check_formats(struct mount_args *a, struct store *st)
 		        rc == -EUCLEAN ? " (the superblock is damaged)" : "");
 	return -1;
 }
+
+/*
+ * Progress of the replay at open (mount.c) and of the WAL check (above): on a terminal, and to
+ * the metrics (arg: struct metrics).  Here, below mount.c, so that the two files do not call
+ * each other.
+ */
+void mount_progress(void *arg, const char *phase, uint64_t done, uint64_t total)
+{
+	static int last_pct = -1;
+	metrics_progress(arg, "replay", done, total);
+	int pct = total ? (int)(done * 100 / total) : -1;
+	if (total && (pct == last_pct || !isatty(2)) && done < total)
+		return; /* one line per percent, on a terminal only */
+	last_pct = pct;
+	if (total)
+		fprintf(stderr, "\rmemwalfs: %s %llu/%llu (%d%%)", phase, (unsigned long long)done,
+		        (unsigned long long)total, pct);
+	else
+		fprintf(stderr, "\rmemwalfs: %s %llu", phase, (unsigned long long)done);
+	if (total && done >= total)
+		fprintf(stderr, "\n");
+}

@@ -350,15 +350,19 @@ int engine_get_range_wait(struct engine *e, const void *key, size_t klen, uint64
                           size_t len, size_t *got);
 
 /*
- * For callers that retry a read of their own (a scan) while the store is
- * out: engine_err_transient() says whether an error is worth retrying (an
- * unreachable or throttling store, a timeout); engine_backoff() sleeps one
- * step of the commits' backoff (*wait_ms: 0 at the first call) and returns
- * 0, or -ETIMEDOUT once opts.sync_timeout_ms (when set) has passed since
- * start_us (CLOCK_MONOTONIC microseconds).
+ * The one policy for riding out a store that does not answer, for callers
+ * that read through the engine in steps of their own (a scan):
+ * engine_err_transient() says whether an error is worth retrying (an
+ * unreachable or throttling store, a timeout; not an answer such as
+ * -ENOENT, nor damage, nor a newer writer).  engine_retry(): rc is the
+ * result of a call of fn(arg) the caller just made; while it is transient
+ * (and the store does not call it permanent), sleep one step of the
+ * backoff (50 ms doubling, up to 5 s) and call fn(arg) again, until it
+ * answers or opts.sync_timeout_ms (when set) has passed.  fn must start over
+ * each time.  Returns fn's last result.
  */
 bool engine_err_transient(int rc);
-int engine_backoff(struct engine *e, uint64_t start_us, unsigned *wait_ms);
+int engine_retry(struct engine *e, int rc, int (*fn)(void *), void *arg);
 
 /* engine_prefetch() that waits out a store outage like engine_get_range_wait(). */
 int engine_prefetch_wait(struct engine *e, const void *key, size_t klen);

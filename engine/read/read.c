@@ -345,7 +345,12 @@ int engine_prefetch(struct engine *e, const void *key, size_t klen)
 	return engine_get_range(e, key, klen, 0, NULL, 0, &got);
 }
 
-int engine_backoff(struct engine *e, uint64_t start_us, unsigned *wait_ms)
+/*
+ * One step of the backoff of retried reads: sleeps *wait_ms (RETRY_MIN_MS at
+ * the first call, *wait_ms 0; doubling up to RETRY_MAX_MS) and returns 0, or
+ * -ETIMEDOUT once opts.sync_timeout_ms (when set) has passed since start_us.
+ */
+static int backoff(struct engine *e, uint64_t start_us, unsigned *wait_ms)
 {
 	uint64_t waited_ms = (mw_now_us() - start_us) / 1000u;
 
@@ -367,17 +372,21 @@ bool engine_err_transient(int rc)
 	return rc && rc != -ENOENT && rc != -ENOMEM && rc != -EINVAL && !err_permanent(rc);
 }
 
-/* Retry fn(arg) while it fails for a transient reason (engine_get_range_wait()). */
-static int retry_transient(struct engine *e, int (*fn)(void *), void *arg)
+int engine_retry(struct engine *e, int rc, int (*fn)(void *), void *arg)
 {
 	uint64_t start = mw_now_us();
 	unsigned wait_ms = 0;
-	int rc;
 
-	while (engine_err_transient(rc = fn(arg)) && !store_err_permanent(e->st, rc) &&
-	       engine_backoff(e, start, &wait_ms) == 0)
-		;
+	while (engine_err_transient(rc) && !store_err_permanent(e->st, rc) &&
+	       backoff(e, start, &wait_ms) == 0)
+		rc = fn(arg);
 	return rc;
+}
+
+/* fn(arg), retried while it fails for a transient reason (engine_get_range_wait()). */
+static int retry_transient(struct engine *e, int (*fn)(void *), void *arg)
+{
+	return engine_retry(e, fn(arg), fn, arg);
 }
 
 struct get_range_args {

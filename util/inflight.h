@@ -9,8 +9,16 @@
  * caches again (INFLIGHT_WAITED); otherwise it takes a slot and releases it
  * with inflight_end() once what it read is cached (or the read failed).
  * When every slot is taken a read goes without one: no waiting for anyone.
+<<<<<<<< HEAD:engine/cache/inflight.h
  * Users: pack ranges (engine/read/blob.c, one registry per engine) and SSTable data
  * blocks (engine/table/sst_read.c, one per reader).  Thread-safe.
+========
+ * Users: pack ranges (engine/blob.c, one registry per engine), SSTable data
+ * blocks (engine/sst_read.c, one per reader) and chunk-sized windows of files
+ * (fs/readahead.c: a reader waits for the prefetch of its window, key inode
+ * number, 0).  The one registry of reads in flight: in util/ so that both
+ * layers use it.  Thread-safe.
+>>>>>>>> fsdir:util/inflight.h
  */
 #ifndef MEMWALFS_INFLIGHT_H
 #define MEMWALFS_INFLIGHT_H
@@ -19,7 +27,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define INFLIGHT_MAX 32         /* slots a registry may have */
+#define INFLIGHT_MAX 64         /* slots a registry may have (fs/: FUSE threads + prefetchers) */
 #define INFLIGHT_WAITED (-1000) /* inflight_begin(): another read had the bytes: look again */
 
 struct inflight_slot {
@@ -45,6 +53,12 @@ void inflight_destroy(struct inflight *r);
  * -1 when none was free.
  */
 int inflight_begin(struct inflight *r, uint64_t a, uint64_t b, uint64_t lo, uint64_t hi);
+
+/*
+ * inflight_begin() that never waits: the slot taken, or -1 when an
+ * overlapping read is in flight or no slot is free (a prefetch then skips).
+ */
+int inflight_try_begin(struct inflight *r, uint64_t a, uint64_t b, uint64_t lo, uint64_t hi);
 
 /* The read of inflight_begin()'s slot ended: wake those waiting.  Accepts -1. */
 void inflight_end(struct inflight *r, int slot);

@@ -29,6 +29,17 @@ static bool busy(const struct inflight *r, uint64_t a, uint64_t b, uint64_t lo, 
 	return false;
 }
 
+/* Take a free slot for [lo, hi) of (a, b) (r->mu held): its index, or -1. */
+static int take(struct inflight *r, uint64_t a, uint64_t b, uint64_t lo, uint64_t hi)
+{
+	for (unsigned i = 0; i < r->n; i++)
+		if (!r->slot[i].used) {
+			r->slot[i] = (struct inflight_slot){true, a, b, lo, hi};
+			return (int)i;
+		}
+	return -1;
+}
+
 int inflight_begin(struct inflight *r, uint64_t a, uint64_t b, uint64_t lo, uint64_t hi)
 {
 	int slot = -1;
@@ -39,14 +50,18 @@ int inflight_begin(struct inflight *r, uint64_t a, uint64_t b, uint64_t lo, uint
 		waited = true;
 		pthread_cond_wait(&r->cv, &r->mu);
 	}
-	for (unsigned i = 0; !waited && i < r->n; i++)
-		if (!r->slot[i].used) {
-			r->slot[i] = (struct inflight_slot){true, a, b, lo, hi};
-			slot = (int)i;
-			break;
-		}
+	if (!waited)
+		slot = take(r, a, b, lo, hi);
 	pthread_mutex_unlock(&r->mu);
 	return waited ? INFLIGHT_WAITED : slot;
+}
+
+int inflight_try_begin(struct inflight *r, uint64_t a, uint64_t b, uint64_t lo, uint64_t hi)
+{
+	pthread_mutex_lock(&r->mu);
+	int slot = busy(r, a, b, lo, hi) ? -1 : take(r, a, b, lo, hi);
+	pthread_mutex_unlock(&r->mu);
+	return slot;
 }
 
 void inflight_end(struct inflight *r, int slot)
