@@ -215,10 +215,11 @@ static int view_merged_iter(const struct view *v, struct kv_iter **out)
  * Find the newest entry of key visible at at (SNAP_NOW: e->visible_seq).  Returns 0 with a
  * malloc()ed copy of the stored value in *val (*vlen bytes): the value itself, or for a
  * blob its descriptor (*is_blob), decoded into *d (whose hashes point into *val); or
- * -ENOENT, -ESTALE (view_get()).
+ * -ENOENT, -ESTALE (view_get()); nowait: -EWOULDBLOCK instead of reading a table's block
+ * from the store.
  */
-static int lookup(struct engine *e, uint64_t at, const void *key, size_t klen, void **val,
-                  size_t *vlen, bool *is_blob, struct blob_desc *d)
+static int lookup(struct engine *e, uint64_t at, const void *key, size_t klen, bool nowait,
+                  void **val, size_t *vlen, bool *is_blob, struct blob_desc *d)
 {
 	uint64_t snap =
 	    at != SNAP_NOW ? at : atomic_load_explicit(&e->visible_seq, memory_order_acquire);
@@ -235,7 +236,8 @@ static int lookup(struct engine *e, uint64_t at, const void *key, size_t klen, v
 	for (size_t i = 0; i < w.nmems && !found; i++)
 		found = memtable_get(w.mems[i], key, klen, snap, &type, &v, &vn, &seq);
 	for (size_t i = w.nssts; i-- > 0 && !found;) {
-		found = sst_reader_get(w.ssts[i], key, klen, snap, &type, &seq, &owned, &vn);
+		found =
+		    sst_reader_get(w.ssts[i], key, klen, snap, nowait, &type, &seq, &owned, &vn);
 		v = owned;
 	}
 	if (found < 0) {
@@ -261,9 +263,12 @@ static int lookup(struct engine *e, uint64_t at, const void *key, size_t klen, v
 	return rc;
 }
 
-/* engine_get() of the state at at (SNAP_NOW: the current one). */
-static int get_at(struct engine *e, uint64_t at, const void *key, size_t klen, void **val,
-                  size_t *vlen)
+/*
+ * engine_get() of the state at at (SNAP_NOW: the current one).  nowait: from memory
+ * only (engine_get_nowait()).
+ */
+static int get_at(struct engine *e, uint64_t at, const void *key, size_t klen, bool nowait,
+                  void **val, size_t *vlen)
 {
 	struct blob_desc d;
 	bool is_blob = false;
@@ -273,9 +278,13 @@ static int get_at(struct engine *e, uint64_t at, const void *key, size_t klen, v
 
 	if (!e || !key || !val || !vlen)
 		return -EINVAL;
-	rc = lookup(e, at, key, klen, &v, &n, &is_blob, &d);
+	rc = lookup(e, at, key, klen, nowait, &v, &n, &is_blob, &d);
 	if (rc)
 		return rc;
+	if (is_blob && nowait) {
+		free(v);
+		return -EWOULDBLOCK; /* blobs are file data: never read under a caller's lock */
+	}
 	if (is_blob) {
 		rc = blob_fetch(e, &d, &bytes);
 		free(v);
@@ -291,7 +300,13 @@ static int get_at(struct engine *e, uint64_t at, const void *key, size_t klen, v
 
 int engine_get(struct engine *e, const void *key, size_t klen, void **val, size_t *vlen)
 {
-	return get_at(e, SNAP_NOW, key, klen, val, vlen);
+	mw_noio_check(__func__, key, key ? klen : 0);
+	return get_at(e, SNAP_NOW, key, klen, false, val, vlen);
+}
+
+int engine_get_nowait(struct engine *e, const void *key, size_t klen, void **val, size_t *vlen)
+{
+	return get_at(e, SNAP_NOW, key, klen, true, val, vlen);
 }
 
 uint64_t engine_seq(struct engine *e)
@@ -302,9 +317,18 @@ uint64_t engine_seq(struct engine *e)
 int engine_get_at(struct engine *e, uint64_t seq, const void *key, size_t klen, void **val,
                   size_t *vlen)
 {
+	mw_noio_check(__func__, key, key ? klen : 0);
 	if (!e || !e->o.read_only || seq == SNAP_NOW)
 		return -EINVAL;
-	return get_at(e, seq, key, klen, val, vlen);
+	return get_at(e, seq, key, klen, false, val, vlen);
+}
+
+int engine_get_at_nowait(struct engine *e, uint64_t seq, const void *key, size_t klen, void **val,
+                         size_t *vlen)
+{
+	if (!e || !e->o.read_only || seq == SNAP_NOW)
+		return -EINVAL;
+	return get_at(e, seq, key, klen, true, val, vlen);
 }
 
 int engine_get_range(struct engine *e, const void *key, size_t klen, uint64_t off, void *buf,
@@ -316,9 +340,10 @@ int engine_get_range(struct engine *e, const void *key, size_t klen, uint64_t of
 	size_t n = 0;
 	int rc;
 
+	mw_noio_check(__func__, key, key ? klen : 0);
 	if (!e || !key || (!buf && len) || !got)
 		return -EINVAL;
-	rc = lookup(e, SNAP_NOW, key, klen, &v, &n, &is_blob, &d);
+	rc = lookup(e, SNAP_NOW, key, klen, false, &v, &n, &is_blob, &d);
 	if (rc)
 		return rc;
 	*got = 0;
@@ -451,6 +476,7 @@ int engine_ref_read(struct engine *e, const struct engine_ref *r, uint64_t off, 
 		memcpy(buf, (const uint8_t *)r->p + off, len);
 		return 0;
 	}
+	mw_noio_check(__func__, NULL, 0); /* a blob's bytes may come from the store */
 	if ((rc = blob_desc_decode(r->p, r->n, &d)))
 		return rc;
 	if (off > d.length || len > d.length - off)
@@ -506,7 +532,8 @@ int read_newest_seq_locked(struct engine *e, const void *key, size_t klen, bool 
 	if (!with_ssts)
 		return 0;
 	for (size_t i = e->nssts; i-- > 0;) {
-		found = sst_reader_get(e->ssts[i], key, klen, UINT64_MAX, &type, seq, &owned, &vn);
+		found = sst_reader_get(e->ssts[i], key, klen, UINT64_MAX, false, &type, seq, &owned,
+		                       &vn);
 		free(owned);
 		owned = NULL;
 		if (found)

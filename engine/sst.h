@@ -202,9 +202,10 @@ void sst_reader_unref(struct sst_reader *r);
  * found, filling *type, *seq and *val, *vlen (a malloc()ed copy owned by the
  * caller, never NULL; val may be NULL to skip the copy); 0 when the table
  * has no such entry (a KV_DELETE found is returned as 1 with that type);
- * -EUCLEAN, -EIO, -ENOMEM.  Thread-safe.
+ * -EUCLEAN, -EIO, -ENOMEM.  cached: read the data block from the block or
+ * disk cache only, -EWOULDBLOCK when neither has it.  Thread-safe.
  */
-int sst_reader_get(struct sst_reader *r, const void *key, size_t klen, uint64_t snap,
+int sst_reader_get(struct sst_reader *r, const void *key, size_t klen, uint64_t snap, bool cached,
                    enum kv_type *type, uint64_t *seq, void **val, size_t *vlen);
 
 /* True when the bloom filter says key may be in the table (no I/O). */
