@@ -276,11 +276,16 @@ static int get_at(struct engine *e, uint64_t at, const void *key, size_t klen, b
 	size_t n = 0;
 	int rc;
 
-	if (!e || !key || !val || !vlen)
+	if (!e || !key || (!val && !nowait) || !vlen)
 		return -EINVAL;
 	rc = lookup(e, at, key, klen, nowait, &v, &n, &is_blob, &d);
 	if (rc)
 		return rc;
+	if (!val) {
+		*vlen = is_blob ? (size_t)d.length : n; /* a probe: is it there, how long */
+		free(v);
+		return 0;
+	}
 	if (is_blob && nowait) {
 		free(v);
 		return -EWOULDBLOCK; /* blobs are file data: never read under a caller's lock */

@@ -329,3 +329,58 @@ int fs_warm_key(struct mwfs *fs, const uint8_t *key, size_t kn)
 	}
 	return rc;
 }
+
+/* fs_retry() rounds of one step before fs_get_locked() reads under the lock. */
+#define FS_RETRY_MAX 8
+
+/* The key the thread's last fs_get_locked() missed, and the rounds its step has run. */
+static _Thread_local struct {
+	uint8_t key[SCHEMA_KEY_MAX];
+	size_t n;
+	unsigned rounds;
+} missed;
+
+int fs_get_locked(struct mwfs *fs, uint64_t seq, const uint8_t *key, size_t kn, void **val,
+                  size_t *vn)
+{
+	mw_mutex_assert_held(&fs->mu);
+	if (missed.rounds >= FS_RETRY_MAX) {
+		/* the warmed key keeps being evicted before the retry: read it here, once */
+		void *v = NULL;
+		mw_noio_leave();
+		int rc = seq ? engine_get_at(fs->e, seq, key, kn, &v, vn)
+		             : engine_get(fs->e, key, kn, &v, vn);
+		mw_noio_enter();
+		if (val)
+			*val = v;
+		else
+			free(v);
+		return rc;
+	}
+	int rc = seq ? engine_get_at_nowait(fs->e, seq, key, kn, val, vn)
+	             : engine_get_nowait(fs->e, key, kn, val, vn);
+	if (rc == -EWOULDBLOCK && kn <= sizeof(missed.key)) {
+		memcpy(missed.key, key, kn);
+		missed.n = kn;
+	}
+	return rc;
+}
+
+bool fs_retry(struct mwfs *fs, int *rc)
+{
+	mw_mutex_assert_held(&fs->mu);
+	if (*rc != -EWOULDBLOCK || !missed.n) {
+		missed.rounds = 0;
+		return false;
+	}
+	missed.rounds++;
+	mw_mutex_unlock(&fs->mu);
+	*rc = fs_warm_key(fs, missed.key, missed.n);
+	missed.n = 0;
+	mw_mutex_lock(&fs->mu);
+	if (*rc == -ENOENT)
+		*rc = 0; /* absent now: the step, run again, finds that out from memory */
+	if (*rc)
+		missed.rounds = 0;
+	return *rc == 0;
+}

@@ -50,17 +50,21 @@ static int check_name(const char *name)
 	return 0;
 }
 
-/* Point read of a directory entry: the child's number, and its S_IFMT bits in *type (may be NULL).
+/*
+ * Point read of a directory entry: the child's number, and its S_IFMT bits in *type (may be
+ * NULL).  locked: fs->mu is held, and the entry comes from memory or -EWOULDBLOCK
+ * (fs_get_locked()).
  */
-static int dentry_get(struct mwfs *fs, uint64_t parent, const char *name, uint64_t *ino,
-                      uint32_t *type)
+static int dentry_get(struct mwfs *fs, bool locked, uint64_t parent, const char *name,
+                      uint64_t *ino, uint32_t *type)
 {
 	uint8_t key[SCHEMA_KEY_MAX];
 	size_t kn = schema_key_dentry(key, parent, name, strlen(name));
 	void *val = NULL;
 	size_t vn = 0;
 	uint32_t t;
-	int rc = engine_get(fs->e, key, kn, &val, &vn);
+	int rc = locked ? fs_get_locked(fs, 0, key, kn, &val, &vn)
+	                : engine_get(fs->e, key, kn, &val, &vn);
 	if (!rc)
 		rc = schema_dentry_decode(val, vn, ino, type ? type : &t);
 	free(val);
@@ -228,13 +232,13 @@ static int op_warm(struct op *op, uint64_t parent, const char *name, bool lock)
 {
 	struct mwfs *fs = op->fs;
 	uint64_t ino = 0;
-	int rc = dentry_get(fs, parent, name, &ino, &op->type);
+	int rc = dentry_get(fs, false, parent, name, &ino, &op->type);
 	if (fs_store_down(rc)) {
 		uint8_t key[SCHEMA_KEY_MAX];
 		size_t kn = schema_key_dentry(key, parent, name, strlen(name));
 		rc = fs_warm_key(fs, key, kn); /* waits out an outage within its bound */
 		if (!rc)
-			rc = dentry_get(fs, parent, name, &ino, &op->type);
+			rc = dentry_get(fs, false, parent, name, &ino, &op->type);
 	}
 	if (rc && rc != -ENOENT)
 		return rc;
@@ -258,27 +262,52 @@ static int op_warm(struct op *op, uint64_t parent, const char *name, bool lock)
 	return 0;
 }
 
-/*
- * Load directory parent and look name up in it (fs->mu held): OP_CHILD
- * loads the child, OP_ABSENT wants no entry.  0 or negative errno; what was
- * loaded is released by op_end() either way.
- */
-static int op_resolve(struct op *op, uint64_t parent, const char *name, int how)
+/* Drop op's inode references (fs->mu held if it has any). */
+static void op_put(struct op *op)
+{
+	inode_put(op->fs, op->ip);
+	inode_put(op->fs, op->dp);
+	op->ip = op->dp = NULL;
+}
+
+/* One try of op_resolve(): -EWOULDBLOCK when a key is not in memory. */
+static int resolve_once(struct op *op, uint64_t parent, const char *name, int how)
 {
 	uint64_t ino;
-	mw_mutex_assert_held(&op->fs->mu);
 	op->parent = parent;
 	op->name = name;
 	int rc = get_dir(op->fs, parent, &op->dp);
 	if (rc)
 		return rc;
-	rc = dentry_get(op->fs, parent, name, &ino, NULL);
+	rc = dentry_get(op->fs, true, parent, name, &ino, NULL);
 	if (how & OP_ABSENT)
 		return rc == 0 ? -EEXIST : rc == -ENOENT ? 0 : rc;
 	if (rc)
 		return rc;
 	op->ino = ino;
 	return (how & OP_CHILD) ? inode_get(op->fs, ino, &op->ip) : 0;
+}
+
+/*
+ * Load directory parent and look name up in it (fs->mu held): OP_CHILD
+ * loads the child, OP_ABSENT wants no entry.  0 or negative errno; what was
+ * loaded is released by op_end() either way.  A key not in memory is warmed
+ * without the lock and the whole lookup done again (fs_retry()).
+ */
+static int op_resolve(struct op *op, uint64_t parent, const char *name, int how)
+{
+	int rc;
+	mw_mutex_assert_held(&op->fs->mu);
+	do {
+		inode_put(op->fs, op->dp);
+		op->dp = NULL;
+		if (how & OP_CHILD) {
+			inode_put(op->fs, op->ip);
+			op->ip = NULL;
+		}
+		rc = resolve_once(op, parent, name, how);
+	} while (fs_retry(op->fs, &rc));
+	return rc;
 }
 
 /* op_check(), op_warm() (keeping fs->mu) and op_resolve() of parent/name in one. */
@@ -299,9 +328,7 @@ static int op_begin(struct op *op, fuse_req_t req, fuse_ino_t parent, const char
  */
 static int op_end(struct op *op, int rc)
 {
-	inode_put(op->fs, op->ip);
-	inode_put(op->fs, op->dp);
-	op->ip = op->dp = NULL;
+	op_put(op);
 	if (op->locked)
 		mw_mutex_unlock(&op->fs->mu);
 	op->locked = false;
@@ -326,7 +353,9 @@ static int op_begin_dots(struct op *op, fuse_req_t req, fuse_ino_t ino, const ch
 		return rc;
 	op_lock(op);
 	op->parent = ino;
-	rc = inode_get(op->fs, ino, &op->ip);
+	do
+		rc = inode_get(op->fs, ino, &op->ip);
+	while (fs_retry(op->fs, &rc));
 	if (!rc && op->ip->a.nlink == 0)
 		rc = -ENOENT;
 	if (rc || !strcmp(name, "."))
@@ -342,7 +371,10 @@ static int op_begin_dots(struct op *op, fuse_req_t req, fuse_ino_t ino, const ch
 	if (rc)
 		return rc;
 	op_lock(op);
-	return inode_get(op->fs, parent, &op->ip);
+	do
+		rc = inode_get(op->fs, parent, &op->ip);
+	while (fs_retry(op->fs, &rc));
+	return rc;
 }
 
 void dir_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -586,6 +618,37 @@ static int rename_exchange(struct op *src, struct op *dst, struct inode_tx *tx)
 }
 
 /*
+ * One try of rename's lookups (fs->mu held): both directories, both entries and the
+ * inodes they name.  *exists: the new name exists.  0, 1 when there is nothing to do (two
+ * links to one file), negative errno, -EWOULDBLOCK (fs_retry()).
+ */
+static int rename_resolve(struct op *src, struct op *dst, unsigned flags, bool *exists)
+{
+	struct mwfs *fs = src->fs;
+	int rc = get_dir(fs, src->parent, &src->dp);
+	if (!rc)
+		rc = get_dir(fs, dst->parent, &dst->dp);
+	if (!rc)
+		rc = dentry_get(fs, true, src->parent, src->name, &src->ino, NULL);
+	if (rc)
+		return rc;
+	rc = dentry_get(fs, true, dst->parent, dst->name, &dst->ino, NULL);
+	if (rc && rc != -ENOENT)
+		return rc;
+	*exists = rc == 0;
+	if (*exists && flags & RENAME_NOREPLACE)
+		return -EEXIST;
+	if (!*exists && flags & RENAME_EXCHANGE)
+		return -ENOENT;
+	if (*exists && dst->ino == src->ino)
+		return 1;
+	rc = inode_get(fs, src->ino, &src->ip);
+	if (!rc && *exists)
+		rc = inode_get(fs, dst->ino, &dst->ip);
+	return rc;
+}
+
+/*
  * Plain rename: move src's entry to dst, replacing dst's child if any
  * (fs->mu held; both parents and the source in tx).  With wh (WHITEOUT)
  * src's name is not deleted but points at wh.  *dropped is set when
@@ -652,27 +715,16 @@ void dir_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t 
 	op_lock(&src);
 	src.parent = parent;
 	dst.parent = newparent;
-	rc = get_dir(fs, parent, &src.dp);
-	if (!rc)
-		rc = get_dir(fs, newparent, &dst.dp);
-	if (!rc)
-		rc = dentry_get(fs, parent, name, &src.ino, NULL);
-	if (rc)
+	bool exists = false;
+	do {
+		op_put(&src);
+		op_put(&dst);
+		rc = rename_resolve(&src, &dst, flags, &exists);
+	} while (fs_retry(fs, &rc));
+	if (rc > 0) {
+		rc = 0; /* two links to one file: POSIX says do nothing */
 		goto out;
-	rc = dentry_get(fs, newparent, newname, &dst.ino, NULL);
-	if (rc && rc != -ENOENT)
-		goto out;
-	bool exists = rc == 0;
-	rc = 0;
-	if (exists && flags & RENAME_NOREPLACE)
-		rc = -EEXIST;
-	else if (!exists && flags & RENAME_EXCHANGE)
-		rc = -ENOENT;
-	if (rc || (exists && dst.ino == src.ino))
-		goto out; /* two links to one file: POSIX says do nothing */
-	rc = inode_get(fs, src.ino, &src.ip);
-	if (!rc && exists)
-		rc = inode_get(fs, dst.ino, &dst.ip);
+	}
 	if (!rc)
 		rc = inode_tx_begin(fs, &tx);
 	if (rc)
@@ -727,13 +779,16 @@ void dir_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *
 		fuse_reply_err(req, fs_err(rc));
 		return;
 	}
-	rc = inode_get(op.fs, ino, &op.ip);
-	if (!rc && S_ISDIR(op.ip->a.mode))
-		rc = -EPERM;
-	if (!rc && op.ip->a.nlink == 0)
-		rc = -ENOENT;
-	if (!rc)
-		rc = op_resolve(&op, newparent, newname, OP_ABSENT);
+	do {
+		op_put(&op);
+		rc = inode_get(op.fs, ino, &op.ip);
+		if (!rc && S_ISDIR(op.ip->a.mode))
+			rc = -EPERM;
+		if (!rc && op.ip->a.nlink == 0)
+			rc = -ENOENT;
+		if (!rc)
+			rc = resolve_once(&op, newparent, newname, OP_ABSENT);
+	} while (fs_retry(op.fs, &rc));
 	if (!rc)
 		rc = inode_tx_begin(op.fs, &tx);
 	if (!rc) {
@@ -801,7 +856,9 @@ static int dir_parent(struct mwfs *fs, uint64_t ino, uint64_t *parent)
 	if (rc)
 		return rc;
 	mw_mutex_lock(&fs->mu);
-	rc = get_dir(fs, ino, &dp);
+	do
+		rc = get_dir(fs, ino, &dp);
+	while (fs_retry(fs, &rc));
 	if (!rc) {
 		*parent = dp->a.parent ? dp->a.parent : ino;
 		inode_put(fs, dp);
@@ -931,9 +988,16 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 				e.attr.st_mode = de->type;
 			} else {
 				int r = inode_get(fs, de->ino, &ip);
-				if (r)
+				if (r && r != -EWOULDBLOCK)
 					continue; /* removed since the snapshot */
-				fs_fill_entry(fs, ip, &e);
+				if (r) {
+					/* not in memory: a plain entry, which the kernel looks up
+					 */
+					e.attr.st_ino = de->ino;
+					e.attr.st_mode = de->type;
+				} else {
+					fs_fill_entry(fs, ip, &e);
+				}
 			}
 			need = fuse_add_direntry_plus(req, buf + pos, size - pos, name, &e,
 			                              (off_t)(i + 1));
@@ -993,8 +1057,11 @@ void dir_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file
 	uint64_t t = 0;
 	(void)datasync;
 	(void)fi;
+	int rc;
 	mw_mutex_lock(&fs->mu);
-	int rc = inode_get(fs, ino, &ip);
+	do
+		rc = inode_get(fs, ino, &ip);
+	while (fs_retry(fs, &rc));
 	if (!rc) {
 		t = ip->ticket;
 		inode_put(fs, ip);

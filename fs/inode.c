@@ -135,7 +135,8 @@ int inode_warm(struct mwfs *fs, uint64_t ino)
 	return fs_warm_key(fs, key, kn);
 }
 
-int inode_record_get(struct mwfs *fs, uint64_t ino, void **val, size_t *vn, uint64_t *seq)
+int inode_record_get(struct mwfs *fs, uint64_t ino, bool locked, void **val, size_t *vn,
+                     uint64_t *seq)
 {
 	uint8_t key[SCHEMA_KEY_MAX];
 	size_t kn = schema_key_inode(key, ino);
@@ -143,11 +144,13 @@ int inode_record_get(struct mwfs *fs, uint64_t ino, void **val, size_t *vn, uint
 
 	*seq = 0;
 	if (!fs->o.read_only)
-		return engine_get(fs->e, key, kn, val, vn);
+		return locked ? fs_get_locked(fs, 0, key, kn, val, vn)
+		              : engine_get(fs->e, key, kn, val, vn);
 	/* -ESTALE: a follower installed a manifest between the two calls; the next is newer */
 	do {
 		*seq = engine_seq(fs->e);
-		rc = engine_get_at(fs->e, *seq, key, kn, val, vn);
+		rc = locked ? fs_get_locked(fs, *seq, key, kn, val, vn)
+		            : engine_get_at(fs->e, *seq, key, kn, val, vn);
 	} while (rc == -ESTALE);
 	return rc;
 }
@@ -184,7 +187,7 @@ int inode_get_removed(struct mwfs *fs, uint64_t ino, struct inode **out)
 	void *val = NULL;
 	size_t vn = 0;
 	uint64_t seq = 0;
-	int rc = inode_record_get(fs, ino, &val, &vn, &seq);
+	int rc = inode_record_get(fs, ino, true, &val, &vn, &seq);
 	if (rc)
 		return rc;
 	const uint8_t *tgt = NULL;
@@ -279,7 +282,7 @@ int inode_commit(struct mwfs *fs, struct engine_batch *b, struct inode **ips, si
 {
 	mw_mutex_assert_held(&fs->mu);
 	uint64_t t = 0;
-	int rc = engine_write(fs->e, b, 0, &t);
+	int rc = engine_write(fs->e, b, ENGINE_NOWAIT, &t); /* room was waited for before fs->mu */
 	if (rc) {
 		log_warn("engine_write of %zu operations: %s", engine_batch_count(b),
 		         strerror(-rc));
@@ -548,7 +551,9 @@ int inode_check(struct mwfs *fs, uint64_t ino)
 	if (rc)
 		return rc;
 	mw_mutex_lock(&fs->mu);
-	rc = inode_get(fs, ino, &ip);
+	do
+		rc = inode_get(fs, ino, &ip);
+	while (fs_retry(fs, &rc));
 	inode_put(fs, ip);
 	mw_mutex_unlock(&fs->mu);
 	return rc;

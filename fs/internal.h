@@ -245,6 +245,31 @@ void fs_outage_leave(struct mwfs *fs);
 int fs_warm_key(struct mwfs *fs, const uint8_t *key, size_t kn);
 
 /*
+ * Reads under fs->mu, which may not wait for the store (docs/DESIGN.md
+ * "Locking"; debug builds check it).  fs_get_locked(): engine_get_nowait()
+ * of key (seq 0) or engine_get_at_nowait() at seq (val NULL: a probe); -EWOULDBLOCK
+ * when the key is not in memory, and the thread remembers the key for fs_retry().
+ *
+ * fs_retry() is the one retry of a step under fs->mu that met -EWOULDBLOCK:
+ * it drops fs->mu, warms the missed key (fs_warm_key()), takes fs->mu again
+ * and returns true, and the caller runs its step again from where it took
+ * the lock, looking up again whatever it had decided on (another handler
+ * may have run meanwhile).  false when *rc is anything else or the warm
+ * step failed (*rc: its error; fs->mu held again).  The shape of a step:
+ *
+ *	do
+ *		rc = inode_get(fs, ino, &ip);
+ *	while (fs_retry(fs, &rc));
+ *
+ * A cache too small to keep the key from the warm step to the retry makes
+ * fs_get_locked() read it under the lock after FS_RETRY_MAX rounds, with
+ * the thread's no-I/O mark lifted: late, never stuck.
+ */
+int fs_get_locked(struct mwfs *fs, uint64_t seq, const uint8_t *key, size_t kn, void **val,
+                  size_t *vn);
+bool fs_retry(struct mwfs *fs, int *rc);
+
+/*
  * pool.c: serve se's requests on up to max_threads workers until it is
  * unmounted or a signal ends it; workers are reused most recently idle
  * first.  0 or a negative errno (a read error of the device).
@@ -325,16 +350,19 @@ int follow_refresh(struct mwfs *fs, uint64_t ino);
 
 /*
  * The record of ino (malloc()ed into *val, *vn bytes), as engine_get(); on a read-only
- * mount read at one engine_seq(), which *seq gets (0 on a writable mount).  Any lock.
+ * mount read at one engine_seq(), which *seq gets (0 on a writable mount).  locked: the
+ * caller holds fs->mu, and the record comes from memory or -EWOULDBLOCK (fs_get_locked()).
  */
-int inode_record_get(struct mwfs *fs, uint64_t ino, void **val, size_t *vn, uint64_t *seq);
+int inode_record_get(struct mwfs *fs, uint64_t ino, bool locked, void **val, size_t *vn,
+                     uint64_t *seq);
 
 /* ---- inode.c: the inode table (fs->mu held unless said otherwise) --------- */
 
 /*
  * Take a reference on inode ino into *out, loading its record if needed
  * (fs->mu held).  0, -ENOENT if it has no record, -EUCLEAN if the record is
- * corrupt, or the store's error.  Release with inode_put().
+ * corrupt, -EWOULDBLOCK when the record is not in memory (fs_retry()), or
+ * the store's error.  Release with inode_put().
  */
 int inode_get(struct mwfs *fs, uint64_t ino, struct inode **out);
 /*

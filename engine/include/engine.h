@@ -336,7 +336,9 @@ int engine_get(struct engine *e, const void *key, size_t klen, void **val, size_
  * a blob's engine_ref_read(), engine_write() without ENGINE_NOWAIT,
  * engine_wait_room(), engine_wait(), engine_sync()) and every store request
  * aborts when made under such a lock.  Scans (engine_iter_new()) have no
- * no-wait form: the store requests check them.
+ * no-wait form: the store requests check them.  val may be NULL: a probe,
+ * which only says whether key is there (0 or -ENOENT) and sets *vlen to the
+ * value's length, a blob's too, without its bytes.
  */
 int engine_get_nowait(struct engine *e, const void *key, size_t klen, void **val, size_t *vlen);
 
