@@ -182,9 +182,11 @@ static void view_put(struct view *v)
  * One iterator per source of view v, newest first (MemTables, then
  * SSTables from the newest), merged into *out (internal order, every
  * version).  The iterators hold references of their own, so v may be put
- * afterwards.  Returns 0 or a negative errno (nothing to free then).
+ * afterwards.  cached: the tables' iterators read only cached blocks
+ * (sst_reader_iter_new()).  Returns 0 or a negative errno (nothing to free
+ * then).
  */
-static int view_merged_iter(const struct view *v, struct kv_iter **out)
+static int view_merged_iter(const struct view *v, bool cached, struct kv_iter **out)
 {
 	struct kv_iter **kids;
 	size_t nk = 0;
@@ -197,7 +199,7 @@ static int view_merged_iter(const struct view *v, struct kv_iter **out)
 		if ((rc = memtable_iter_new(v->mems[i], &kids[nk])) == 0)
 			nk++;
 	for (size_t i = v->nssts; i-- > 0 && !rc;)
-		if ((rc = sst_reader_iter_new(v->ssts[i], &kids[nk])) == 0)
+		if ((rc = sst_reader_iter_new(v->ssts[i], cached, &kids[nk])) == 0)
 			nk++;
 	if (rc == 0 && (rc = kv_merge_iter_new(kids, nk, out)) == 0)
 		nk = 0; /* the merger owns them */
@@ -513,7 +515,7 @@ int read_merged_iter(struct engine *e, struct kv_iter **out, uint64_t *gen)
 	mw_mutex_unlock(&e->mu);
 	if (rc)
 		return rc;
-	rc = view_merged_iter(&w, out);
+	rc = view_merged_iter(&w, false, out);
 	view_put(&w);
 	return rc;
 }
@@ -557,11 +559,15 @@ struct engine_iter {
 	void *blob;       /* the current blob's bytes, fetched on demand (owned) */
 	size_t blob_len;  /* bytes in blob */
 	bool have_blob;   /* blob holds the current entry's value */
+	bool nowait;      /* from memory only (engine_iter_new_nowait()) */
 	int status;       /* 0, or the error that ended the scan */
 };
 
-/* engine_iter_new() over the state at at (SNAP_NOW: the current one). */
-static int iter_new_at(struct engine *e, uint64_t at, const void *start, size_t slen,
+/*
+ * engine_iter_new() over the state at at (SNAP_NOW: the current one).  nowait: from memory
+ * only (engine_iter_new_nowait()).
+ */
+static int iter_new_at(struct engine *e, uint64_t at, bool nowait, const void *start, size_t slen,
                        const void *end, size_t elen, struct engine_iter **out)
 {
 	uint64_t snap =
@@ -575,9 +581,10 @@ static int iter_new_at(struct engine *e, uint64_t at, const void *start, size_t 
 	if (!it)
 		return -ENOMEM;
 	it->e = e;
+	it->nowait = nowait;
 	if ((rc = view_get(e, &w, at)))
 		goto fail;
-	rc = view_merged_iter(&w, &mi);
+	rc = view_merged_iter(&w, nowait, &mi);
 	view_put(&w);
 	if (rc)
 		goto fail;
@@ -598,15 +605,23 @@ fail:
 int engine_iter_new(struct engine *e, const void *start, size_t slen, const void *end, size_t elen,
                     struct engine_iter **out)
 {
-	return iter_new_at(e, SNAP_NOW, start, slen, end, elen, out);
+	mw_noio_check(__func__, start, start ? slen : 0);
+	return iter_new_at(e, SNAP_NOW, false, start, slen, end, elen, out);
+}
+
+int engine_iter_new_nowait(struct engine *e, const void *start, size_t slen, const void *end,
+                           size_t elen, struct engine_iter **out)
+{
+	return iter_new_at(e, SNAP_NOW, true, start, slen, end, elen, out);
 }
 
 int engine_iter_new_at(struct engine *e, uint64_t seq, const void *start, size_t slen,
                        const void *end, size_t elen, struct engine_iter **out)
 {
+	mw_noio_check(__func__, start, start ? slen : 0);
 	if (!e || !e->o.read_only || seq == SNAP_NOW)
 		return -EINVAL;
-	return iter_new_at(e, seq, start, slen, end, elen, out);
+	return iter_new_at(e, seq, false, start, slen, end, elen, out);
 }
 
 static void drop_blob(struct engine_iter *it)
@@ -654,6 +669,9 @@ int engine_iter_value(struct engine_iter *it, const void **val, size_t *vlen)
 		return 0;
 	}
 	if (!it->have_blob) {
+		if (it->nowait)
+			return -EWOULDBLOCK; /* blobs are file data: never read under a caller's
+			                        lock */
 		rc = blob_desc_decode(v, vn, &d);
 		if (rc == 0)
 			rc = blob_fetch(it->e, &d, &it->blob);

@@ -652,6 +652,7 @@ struct sst_iter {
 	struct sst_block_iter ix; /* over the index block */
 	struct blockref br;       /* the current data block (b NULL: none) */
 	struct sst_block_iter di; /* over br.b->blk */
+	bool cached;              /* blocks from the block or disk cache only (-EWOULDBLOCK) */
 	int status;               /* sticky error */
 };
 
@@ -684,7 +685,7 @@ static bool it_load(struct sst_iter *it)
 	}
 	rc = index_handle(it->r, &it->ix, &h);
 	if (!rc)
-		rc = read_block(it->r, &it->ix, &h, false, &it->br);
+		rc = read_block(it->r, &it->ix, &h, it->cached, &it->br);
 	if (rc) {
 		it_fail(it, rc);
 		return false;
@@ -810,7 +811,7 @@ static const struct kv_iter_ops sst_iter_ops = {
     .destroy = it_destroy,
 };
 
-int sst_reader_iter_new(struct sst_reader *r, struct kv_iter **out)
+int sst_reader_iter_new(struct sst_reader *r, bool cached, struct kv_iter **out)
 {
 	struct sst_iter *it = calloc(1, sizeof(*it));
 
@@ -819,6 +820,7 @@ int sst_reader_iter_new(struct sst_reader *r, struct kv_iter **out)
 	it->base.ops = &sst_iter_ops;
 	sst_reader_ref(r);
 	it->r = r;
+	it->cached = cached;
 	sst_block_iter_init(&it->ix, &r->index);
 	sst_block_iter_init(&it->di, NULL);
 	*out = &it->base;

@@ -99,37 +99,40 @@ static int dentry_del(struct inode_tx *tx, uint64_t parent, const char *name)
 	return engine_batch_delete(tx->b, key, kn);
 }
 
-/* 0 if directory ino has no entries, -ENOTEMPTY if it has, or an error. */
-static int dir_empty(struct mwfs *fs, uint64_t ino)
+/* fs_scan() step of dir_drop(): an entry, live or not yet removed, makes it not empty. */
+static int not_empty(void *arg, const uint8_t *k, size_t kn)
 {
-	uint8_t key[SCHEMA_KEY_MAX], end[SCHEMA_KEY_MAX];
-	size_t kn = schema_key_dentry_prefix(key, ino);
-	size_t en = schema_prefix_end(key, kn, end);
-	struct engine_iter *it = NULL;
-	int rc = engine_iter_new(fs->e, key, kn, end, en, &it);
-	if (!rc)
-		rc = engine_iter_valid(it) ? -ENOTEMPTY : engine_iter_status(it);
-	engine_iter_free(it);
-	return rc;
+	(void)arg;
+	(void)k;
+	(void)kn;
+	return -ENOTEMPTY;
 }
 
 /*
- * Before fs->mu is taken: read what removing directory ino reads under it,
- * the first block of its listing (dir_empty()) and its xattrs (the scan of
- * inode_batch_drop(), into a batch that is thrown away), so that under the
- * lock both find cached blocks.  What changed meanwhile is judged under the
+ * Queue into b the deletion of directory ino's records if it has no entries
+ * (inode_batch_drop()).  0, -ENOTEMPTY, or an error.  locked: fs->mu is
+ * held and both scans read from memory only (-EWOULDBLOCK: fs_retry()).
+ */
+static int dir_drop(struct mwfs *fs, struct engine_batch *b, uint64_t ino, bool locked)
+{
+	uint8_t key[SCHEMA_KEY_MAX];
+	size_t kn = schema_key_dentry_prefix(key, ino);
+	int rc = fs_scan(fs, locked, key, kn, 1, not_empty, NULL);
+	return rc ? rc : inode_batch_drop(fs, b, ino, false, locked);
+}
+
+/*
+ * Before fs->mu is taken: read what removing directory ino reads under it
+ * (dir_drop(), into a batch that is thrown away), so that under the lock
+ * both scans find cached blocks.  What changed meanwhile is judged under the
  * lock; only a failing store fails here.  0 or negative errno.
  */
 static int warm_dir_drop(struct mwfs *fs, uint64_t ino)
 {
-	int rc = dir_empty(fs, ino);
-	if (rc == -ENOTEMPTY)
-		return 0; /* the check under the lock says so again, with nothing more to read */
-	if (rc)
-		return rc;
 	struct engine_batch *b = fs_batch(fs);
-	rc = b ? inode_batch_drop(fs, b, ino, false) : 0;
-	return fs_store_down(rc) ? rc : 0;
+	int rc = b ? dir_drop(fs, b, ino, false) : 0;
+	/* not empty: the check under the lock says so again, with nothing more to read */
+	return rc != -ENOTEMPTY && fs_store_down(rc) ? rc : 0;
 }
 
 /* Take a reference on directory ino (fs->mu held): -ENOTDIR, -ENOENT if removed. */
@@ -560,6 +563,24 @@ void dir_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	fuse_reply_err(req, fs_err(op_end(&op, rc)));
 }
 
+/*
+ * One try of rmdir's reads under fs->mu: the entry and the directory it
+ * names, which must be empty; its records' deletion goes into tx's batch,
+ * begun here.  0, negative errno, -EWOULDBLOCK (fs_retry()).
+ */
+static int rmdir_resolve(struct op *op, uint64_t parent, const char *name, struct inode_tx *tx)
+{
+	op_put(op);
+	int rc = resolve_once(op, parent, name, OP_CHILD);
+	if (!rc && !S_ISDIR(op->ip->a.mode))
+		rc = -ENOTDIR;
+	if (!rc)
+		rc = inode_tx_begin(op->fs, tx);
+	if (!rc)
+		rc = dir_drop(op->fs, tx->b, op->ino, true);
+	return rc;
+}
+
 void dir_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct inode_tx tx;
@@ -571,21 +592,15 @@ void dir_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 		rc = warm_dir_drop(op.fs, op.ino);
 	if (!rc) {
 		op_lock(&op);
-		rc = op_resolve(&op, parent, name, OP_WRITE | OP_NODOTS | OP_CHILD);
+		do
+			rc = rmdir_resolve(&op, parent, name, &tx);
+		while (fs_retry(op.fs, &rc));
 	}
-	if (!rc && !S_ISDIR(op.ip->a.mode))
-		rc = -ENOTDIR;
-	if (!rc)
-		rc = dir_empty(op.fs, op.ino);
-	if (!rc)
-		rc = inode_tx_begin(op.fs, &tx);
 	if (!rc) {
 		inode_tx_add(&tx, op.dp); /* the child's records are dropped, not written */
 		op.dp->a.nlink--;
 		fs_touch(&op.dp->a, false, true, true);
 		rc = dentry_del(&tx, parent, name);
-		if (!rc)
-			rc = inode_batch_drop(op.fs, tx.b, op.ino, false);
 		rc = inode_tx_commit(&tx, rc);
 	}
 	if (!rc) {
@@ -619,10 +634,13 @@ static int rename_exchange(struct op *src, struct op *dst, struct inode_tx *tx)
 
 /*
  * One try of rename's lookups (fs->mu held): both directories, both entries and the
- * inodes they name.  *exists: the new name exists.  0, 1 when there is nothing to do (two
- * links to one file), negative errno, -EWOULDBLOCK (fs_retry()).
+ * inodes they name; then tx is begun, and a directory a directory replaces is checked
+ * empty and its records' deletion queued into tx.  *exists: the new name exists.  0, 1
+ * when there is nothing to do (two links to one file), negative errno, -EWOULDBLOCK
+ * (fs_retry()).
  */
-static int rename_resolve(struct op *src, struct op *dst, unsigned flags, bool *exists)
+static int rename_resolve(struct op *src, struct op *dst, unsigned flags, bool *exists,
+                          struct inode_tx *tx)
 {
 	struct mwfs *fs = src->fs;
 	int rc = get_dir(fs, src->parent, &src->dp);
@@ -645,6 +663,11 @@ static int rename_resolve(struct op *src, struct op *dst, unsigned flags, bool *
 	rc = inode_get(fs, src->ino, &src->ip);
 	if (!rc && *exists)
 		rc = inode_get(fs, dst->ino, &dst->ip);
+	if (!rc)
+		rc = inode_tx_begin(fs, tx);
+	if (!rc && *exists && !(flags & RENAME_EXCHANGE) && S_ISDIR(src->ip->a.mode) &&
+	    S_ISDIR(dst->ip->a.mode))
+		rc = dir_drop(fs, tx->b, dst->ino, true);
 	return rc;
 }
 
@@ -665,10 +688,7 @@ static int rename_replace(struct op *src, struct op *dst, struct inode_tx *tx, s
 		if (!S_ISDIR(si->a.mode) && S_ISDIR(di->a.mode))
 			return -EISDIR;
 		if (S_ISDIR(di->a.mode)) {
-			rc = dir_empty(src->fs, di->ino);
-			if (rc)
-				return rc;
-			rc = inode_batch_drop(src->fs, tx->b, di->ino, false);
+			/* its records' deletion is in the batch already (rename_resolve()) */
 			dst->dp->a.nlink--;
 			*dropped = true;
 		} else {
@@ -719,14 +739,12 @@ void dir_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t 
 	do {
 		op_put(&src);
 		op_put(&dst);
-		rc = rename_resolve(&src, &dst, flags, &exists);
+		rc = rename_resolve(&src, &dst, flags, &exists, &tx);
 	} while (fs_retry(fs, &rc));
 	if (rc > 0) {
 		rc = 0; /* two links to one file: POSIX says do nothing */
 		goto out;
 	}
-	if (!rc)
-		rc = inode_tx_begin(fs, &tx);
 	if (rc)
 		goto out;
 	inode_tx_add(&tx, src.ip);

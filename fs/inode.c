@@ -226,9 +226,15 @@ out:
 	return rc;
 }
 
-int inode_batch_drop(struct mwfs *fs, struct engine_batch *b, uint64_t ino, bool data)
+/* fs_scan() step of inode_batch_drop(): delete the key from the batch arg. */
+static int drop_key(void *arg, const uint8_t *k, size_t kn)
 {
-	uint8_t key[SCHEMA_KEY_MAX], end[SCHEMA_KEY_MAX];
+	return engine_batch_delete(arg, k, kn);
+}
+
+int inode_batch_drop(struct mwfs *fs, struct engine_batch *b, uint64_t ino, bool data, bool locked)
+{
+	uint8_t key[SCHEMA_KEY_MAX];
 	size_t kn = schema_key_inode(key, ino);
 	int rc = engine_batch_delete(b, key, kn);
 	if (!rc) {
@@ -240,17 +246,7 @@ int inode_batch_drop(struct mwfs *fs, struct engine_batch *b, uint64_t ino, bool
 		kn = pass == 2   ? schema_key_xattr_prefix(key, ino)
 		     : pass == 1 ? schema_key_alloc_prefix(key, ino)
 		                 : schema_key_extent_prefix(key, ino);
-		size_t en = schema_prefix_end(key, kn, end);
-		struct engine_iter *it = NULL;
-		for (rc = engine_iter_new(fs->e, key, kn, end, en, &it);
-		     !rc && engine_iter_valid(it); engine_iter_next(it)) {
-			size_t n;
-			const void *k = engine_iter_key(it, &n);
-			rc = engine_batch_delete(b, k, n);
-		}
-		if (!rc)
-			rc = engine_iter_status(it);
-		engine_iter_free(it);
+		rc = fs_scan(fs, locked, key, kn, 0, drop_key, b);
 	}
 	return rc;
 }
@@ -433,7 +429,7 @@ static int reclaim_one(struct mwfs *fs, uint64_t ino)
 {
 	struct engine_batch *b = fs_batch(fs);
 	struct engine_batch_mark m;
-	int rc = b ? inode_batch_drop(fs, b, ino, true) : -ENOMEM;
+	int rc = b ? inode_batch_drop(fs, b, ino, true, false) : -ENOMEM;
 	if (!rc) {
 		engine_batch_get_mark(b, &m);
 		rc = engine_wait_room(fs->e, m.bytes + FS_META_ROOM);
@@ -466,7 +462,7 @@ static int reclaim_batch(struct mwfs *fs, const uint64_t *inos, size_t n)
 	struct engine_batch_mark m;
 	int rc = b ? 0 : -ENOMEM;
 	for (size_t i = 0; !rc && i < n; i++)
-		rc = inode_batch_drop(fs, b, inos[i], true);
+		rc = inode_batch_drop(fs, b, inos[i], true, false);
 	if (!rc) {
 		engine_batch_get_mark(b, &m);
 		rc = engine_wait_room(fs->e, m.bytes + FS_META_ROOM);

@@ -335,8 +335,8 @@ int engine_get(struct engine *e, const void *key, size_t klen, void **val, size_
  * (engine_get(), engine_get_at(), engine_get_range(), engine_prefetch(),
  * a blob's engine_ref_read(), engine_write() without ENGINE_NOWAIT,
  * engine_wait_room(), engine_wait(), engine_sync()) and every store request
- * aborts when made under such a lock.  Scans (engine_iter_new()) have no
- * no-wait form: the store requests check them.  val may be NULL: a probe,
+ * aborts when made under such a lock, as does engine_iter_new() (a scan
+ * under it is engine_iter_new_nowait()).  val may be NULL: a probe,
  * which only says whether key is there (0 or -ENOENT) and sets *vlen to the
  * value's length, a blob's too, without its bytes.
  */
@@ -452,6 +452,16 @@ int engine_batch_put_ref(struct engine_batch *b, const void *key, size_t klen,
  */
 int engine_iter_new(struct engine *e, const void *start, size_t slen, const void *end, size_t elen,
                     struct engine_iter **out);
+/*
+ * engine_iter_new() from memory only, for a caller under a no-I/O lock (see
+ * engine_get_nowait()): a data block in neither the block nor the disk cache
+ * ends the scan with engine_iter_status() -EWOULDBLOCK, as does
+ * engine_iter_value() of a blob; the store is not asked.  The caller drops
+ * its lock, warms the range (a scan of it with engine_iter_new()), and
+ * starts over under the lock.
+ */
+int engine_iter_new_nowait(struct engine *e, const void *start, size_t slen, const void *end,
+                           size_t elen, struct engine_iter **out);
 /* engine_iter_new() over the state at seq (see engine_get_at(): -ESTALE, -EINVAL). */
 int engine_iter_new_at(struct engine *e, uint64_t seq, const void *start, size_t slen,
                        const void *end, size_t elen, struct engine_iter **out);

@@ -3,8 +3,9 @@
  * marked mw_mutex_set_noio() (the filesystem's fs->mu) or is inside
  * mw_noio_enter() aborts at any store request or engine call that may wait
  * for the store, while the no-wait calls (engine_get_nowait(),
- * engine_write() with ENGINE_NOWAIT) answer.  Each call that must abort runs
- * in a forked child.  Debug builds only: with NDEBUG the mark is not kept.
+ * engine_write() with ENGINE_NOWAIT, engine_iter_new_nowait()) answer, or
+ * say -EWOULDBLOCK for a table block in no cache.  Each call that must abort
+ * runs in a forked child.  Debug builds only: with NDEBUG the mark is not kept.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -20,6 +21,7 @@
 #include <cmocka.h>
 
 #include "engine.h"
+#include "maint.h"
 #include "store.h"
 #include "thread.h"
 
@@ -29,7 +31,8 @@ struct fix {
 	struct engine *e;
 };
 
-static int setup(void **state)
+/* An engine on a fresh local store; cache_bytes as engine_opts (0: no block cache). */
+static int open_fix(void **state, size_t cache_bytes)
 {
 	struct fix *f = calloc(1, sizeof(*f));
 	struct engine_opts o;
@@ -39,9 +42,24 @@ static int setup(void **state)
 	assert_non_null(mkdtemp(f->dir));
 	assert_int_equal(store_open_local(f->dir, &f->s), 0);
 	engine_opts_default(&o);
+	o.cache_bytes = cache_bytes;
 	assert_int_equal(engine_open(f->s, &o, &f->e), 0);
 	*state = f;
 	return 0;
+}
+
+static int setup(void **state)
+{
+	struct engine_opts o;
+
+	engine_opts_default(&o);
+	return open_fix(state, o.cache_bytes);
+}
+
+/* No block cache (and a local store has no disk cache): every table block is cold. */
+static int setup_cold(void **state)
+{
+	return open_fix(state, 0);
 }
 
 static int teardown(void **state)
@@ -165,6 +183,68 @@ static void test_nowait_answers(void **state)
 	mw_noio_leave();
 }
 
+static void engine_iter_marked(struct fix *f)
+{
+	struct engine_iter *it = NULL;
+
+	mw_noio_enter();
+	(void)engine_iter_new(f->e, "a", 1, "z", 1, &it);
+}
+
+/*
+ * Keys in a table whose blocks no cache holds: the no-wait get and scan say
+ * -EWOULDBLOCK under the mark without asking the store (which would abort),
+ * the waiting scan aborts, and without the mark the same calls answer.
+ */
+static void test_nowait_cold(void **state)
+{
+	struct fix *f = *state;
+	struct engine_iter *it = NULL;
+	void *v = NULL;
+	size_t n = 0;
+
+	assert_int_equal(engine_put(f->e, "k1", 2, "v", 1, ENGINE_WAIT, NULL), 0);
+	assert_int_equal(engine_put(f->e, "k2", 2, "w", 1, ENGINE_WAIT, NULL), 0);
+	assert_int_equal(maint_flush_now(f->e), 0);
+	assert_true(aborts(f, engine_iter_marked));
+
+	mw_noio_enter();
+	assert_int_equal(engine_get_nowait(f->e, "k1", 2, &v, &n), -EWOULDBLOCK);
+	assert_int_equal(engine_iter_new_nowait(f->e, "a", 1, "z", 1, &it), 0);
+	assert_false(engine_iter_valid(it));
+	assert_int_equal(engine_iter_status(it), -EWOULDBLOCK);
+	engine_iter_free(it);
+	mw_noio_leave();
+
+	assert_int_equal(engine_iter_new(f->e, "a", 1, "z", 1, &it), 0);
+	assert_true(engine_iter_valid(it));
+	engine_iter_next(it);
+	assert_true(engine_iter_valid(it));
+	engine_iter_next(it);
+	assert_false(engine_iter_valid(it));
+	assert_int_equal(engine_iter_status(it), 0);
+	engine_iter_free(it);
+}
+
+/* A scan of keys in the MemTables answers under the mark. */
+static void test_nowait_scan_memory(void **state)
+{
+	struct fix *f = *state;
+	struct engine_iter *it = NULL;
+	size_t kn = 0;
+
+	assert_int_equal(engine_put(f->e, "k1", 2, "v", 1, ENGINE_WAIT, NULL), 0);
+	mw_noio_enter();
+	assert_int_equal(engine_iter_new_nowait(f->e, "a", 1, "z", 1, &it), 0);
+	assert_true(engine_iter_valid(it));
+	assert_memory_equal(engine_iter_key(it, &kn), "k1", 2);
+	engine_iter_next(it);
+	assert_false(engine_iter_valid(it));
+	assert_int_equal(engine_iter_status(it), 0);
+	engine_iter_free(it);
+	mw_noio_leave();
+}
+
 int main(void)
 {
 #ifdef NDEBUG
@@ -173,6 +253,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_mark_aborts, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_nowait_answers, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_nowait_cold, setup_cold, teardown),
+	    cmocka_unit_test_setup_teardown(test_nowait_scan_memory, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 #endif

@@ -172,7 +172,7 @@ static void verify(struct sst_reader *r, const struct model *m)
 	struct kv_iter *it;
 	size_t i;
 
-	assert_int_equal(sst_reader_iter_new(r, &it), 0);
+	assert_int_equal(sst_reader_iter_new(r, false, &it), 0);
 	kv_iter_seek_first(it);
 	for (i = 0; i < m->n; i++) {
 		check_entry(it, &m->e[i]);
@@ -285,7 +285,7 @@ static void test_empty_table(void **state)
 	assert_int_equal(p.data_blocks, 0);
 	r = open_r(f->s, "sst/empty");
 	assert_int_equal(sst_reader_get(r, "a", 1, UINT64_MAX, false, NULL, NULL, NULL, NULL), 0);
-	assert_int_equal(sst_reader_iter_new(r, &it), 0);
+	assert_int_equal(sst_reader_iter_new(r, false, &it), 0);
 	kv_iter_seek_first(it);
 	assert_false(kv_iter_valid(it));
 	kv_iter_seek(it, "a", 1);
@@ -710,7 +710,7 @@ static int read_all(struct store *s, const char *key, const struct model *m)
 
 	if (rc)
 		return rc;
-	assert_int_equal(sst_reader_iter_new(r, &it), 0);
+	assert_int_equal(sst_reader_iter_new(r, false, &it), 0);
 	for (kv_iter_seek_first(it); kv_iter_valid(it); kv_iter_next(it))
 		n++;
 	rc = kv_iter_status(it);
@@ -781,7 +781,7 @@ static void test_read_around(void **state)
 		assert_int_equal(cache_new(4 << 20, &c), 0);
 		struct sst_reader_opts ro = {.cache = c, .read_around = 16384};
 		assert_int_equal(sst_reader_open(f->s, "sst/around", p.file_size, &ro, &r), 0);
-		assert_int_equal(sst_reader_iter_new(r, &it), 0);
+		assert_int_equal(sst_reader_iter_new(r, false, &it), 0);
 		for (kv_iter_seek_first(it); kv_iter_valid(it); kv_iter_next(it))
 			check_entry(it, &m.e[i++]);
 		assert_int_equal(kv_iter_status(it), 0);
@@ -865,12 +865,12 @@ static void test_corrupt_data_block(void **state)
 	assert_int_equal(sst_reader_get(r, m.e[199].key, m.e[199].klen, UINT64_MAX, false, NULL,
 	                                NULL, NULL, NULL),
 	                 1);
-	assert_int_equal(sst_reader_iter_new(r, &it), 0);
+	assert_int_equal(sst_reader_iter_new(r, false, &it), 0);
 	kv_iter_seek_first(it);
 	assert_false(kv_iter_valid(it));
 	assert_int_equal(kv_iter_status(it), -EUCLEAN);
 	kv_iter_destroy(it);
-	assert_int_equal(sst_reader_iter_new(r, &it), 0);
+	assert_int_equal(sst_reader_iter_new(r, false, &it), 0);
 	kv_iter_seek(it, m.e[150].key, m.e[150].klen);
 	check_entry(it, &m.e[150]);
 	kv_iter_destroy(it);
@@ -1006,7 +1006,7 @@ static void test_refcount(void **state)
 	fill(&m, 10);
 	build(f->s, "sst/ref", &m, NULL, NULL);
 	r = open_r(f->s, "sst/ref");
-	assert_int_equal(sst_reader_iter_new(r, &it), 0);
+	assert_int_equal(sst_reader_iter_new(r, false, &it), 0);
 	sst_reader_unref(r); /* the iterator keeps it alive */
 	kv_iter_seek_first(it);
 	check_entry(it, &m.e[0]);
