@@ -404,11 +404,13 @@ int fs_scan(struct mwfs *fs, bool locked, const uint8_t *pfx, size_t pn, size_t 
 	bool nowait = locked && read_locked_begin(fs);
 	int rc = nowait ? engine_iter_new_nowait(fs->e, pfx, pn, end, en, &it)
 	                : engine_iter_new(fs->e, pfx, pn, end, en, &it);
-	for (size_t i = 0; !rc && engine_iter_valid(it) && (!limit || i < limit);
-	     engine_iter_next(it), i++) {
+	for (size_t i = 0; !rc && engine_iter_valid(it);) {
 		size_t n;
 		const uint8_t *k = engine_iter_key(it, &n);
 		rc = fn ? fn(arg, k, n) : 0;
+		if (++i == limit)
+			break; /* no step past what the caller reads: the warm step reads as far */
+		engine_iter_next(it);
 	}
 	if (!rc && it)
 		rc = engine_iter_status(it);
