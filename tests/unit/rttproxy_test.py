@@ -125,8 +125,11 @@ def check_latency(direct, proxied):
         d_rtt * 1e3, p_rtt * 1e3, D_MS, 2 * D_MS))
     print("first round trip of a connection: direct %.2f ms, through the proxy %.2f ms "
           "(at least +%d: the handshake)" % (d_first * 1e3, p_first * 1e3, 4 * D_MS))
-    assert p_rtt - d_rtt >= 2 * D_MS / 1e3 * 0.98, "round trip not delayed by 2D"
-    assert p_first - d_first >= 4 * D_MS / 1e3 * 0.98, "handshake not delayed by 2D"
+    # Absolute lower bounds: the proxy holds every byte D each way whatever the path costs,
+    # while the direct figures are other samples (a loaded machine made a direct first round
+    # trip 6 ms once, and proxy - direct fell 5 ms short of 4D though the proxy delayed it 4D).
+    assert p_rtt >= 2 * D_MS / 1e3 * 0.98, "round trip not delayed by 2D"
+    assert p_first >= 4 * D_MS / 1e3 * 0.98, "first round trip not delayed by 4D (handshake)"
     assert p_rtt < 10 * 2 * D_MS / 1e3, "round trip far beyond 2D"
 
 
