@@ -869,7 +869,7 @@ static int dirh_add(struct dirh *d, uint64_t ino, uint32_t type, const char *nam
  */
 static int dir_parent(struct mwfs *fs, uint64_t ino, uint64_t *parent)
 {
-	struct inode *dp;
+	struct inode *dp = NULL;
 	int rc = inode_warm(fs, ino);
 	if (rc)
 		return rc;
