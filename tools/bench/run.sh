@@ -160,7 +160,13 @@ done
 : "${CHURN_DRAIN_S:=$((3 * (CHURN_GRACE + 2 * CHURN_GC_MS / 1000)))}"
 
 RUNID="$(date +%m%d%H%M%S)-$$"
-WORK=$(mktemp -d "${BENCH_WORK:-/var/tmp}/memwalfs-bench.XXXXXX")
+# (BENCH_WORK is made if missing: a failed mktemp once left WORK empty and a run wrote its
+# mounts and stores under / instead)
+mkdir -p "${BENCH_WORK:-/var/tmp}" &&
+	WORK=$(mktemp -d "${BENCH_WORK:-/var/tmp}/memwalfs-bench.XXXXXX") && [ -n "$WORK" ] || {
+	echo "bench: cannot make a scratch directory under ${BENCH_WORK:-/var/tmp}" >&2
+	exit 1
+}
 OUT="$DOCS/bench-raw"
 # A churn-only run keeps its raw results apart (bench-raw/churn/): the full
 # run's results.tsv and meta.env stay as they are.
