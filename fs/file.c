@@ -72,12 +72,9 @@ void file_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct mwfs *fs = fuse_req_userdata(req);
 	struct inode *ip = NULL;
 	bool trunc = fi->flags & O_TRUNC;
-	int rc;
 	mw_mutex_lock(&fs->mu);
 	/* holds a reference until inode_put; a follower's removed file keeps its last state */
-	do
-		rc = fs->ff ? inode_get_removed(fs, ino, &ip) : inode_get(fs, ino, &ip);
-	while (fs_miss_retry(fs, &rc));
+	int rc = fs->ff ? inode_get_removed(fs, ino, &ip) : inode_get(fs, ino, &ip);
 	if (rc)
 		ip = NULL;
 	else if (S_ISDIR(ip->a.mode))
