@@ -348,3 +348,32 @@ int fs_warm_key(struct mwfs *fs, const uint8_t *key, size_t kn)
 	struct warm_arg w = {fs, key, kn};
 	return fs_retry(fs, false, warm_once, &w);
 }
+
+int fs_read_super(struct engine *e, struct schema_super *sb)
+{
+	uint8_t key[4];
+	void *val = NULL;
+	size_t vn = 0;
+	size_t kn = schema_key_super(key);
+	int rc = engine_get(e, key, kn, &val, &vn);
+	if (rc == -ENOENT)
+		return rc;
+	if (rc) {
+		log_err("reading the superblock: %s", strerror(-rc));
+		return rc;
+	}
+	rc = schema_super_decode(val, vn, sb);
+	if (rc == -EPROTONOSUPPORT)
+		log_err(
+		    "the filesystem has format version %u; this memwalfs reads version %u "
+		    "only: refusing to mount%s",
+		    sb->version, SCHEMA_VERSION,
+		    sb->version < SCHEMA_VERSION
+		        ? " (it was made by an older memwalfs, with fixed-size chunks; copy its "
+		          "files out with that version)"
+		        : "");
+	else if (rc)
+		log_err("the superblock is corrupt (%zu bytes)", vn);
+	free(val);
+	return rc;
+}

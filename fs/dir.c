@@ -188,8 +188,10 @@ static int op_check(struct op *op, fuse_req_t req, const char *name, int how)
 	op->fs = fuse_req_userdata(req);
 	op->name = name;
 	int rc = check_name(name);
-	if (!rc && (how & OP_WRITE))
+	if (!rc && (how & OP_WRITE)) {
+		fs_want_write(op->fs);    /* a following mount takes the store if it can */
 		rc = fs_writable(op->fs); /* -EROFS, or EIO once fenced */
+	}
 	/* backpressure (a slow or unreachable store) holds this writer, not fs->mu */
 	if (!rc && (how & OP_WRITE))
 		rc = engine_wait_room(op->fs->e, FS_META_ROOM);

@@ -175,32 +175,6 @@ static void follow_keys(void *arg, const struct engine_key *keys, size_t n, bool
 	}
 }
 
-/* Put the record val (vn bytes, read at seq) in ip (fs->mu held); false: corrupt, ip kept. */
-static bool record_set(struct inode *ip, const void *val, size_t vn, uint64_t seq)
-{
-	struct schema_inode a;
-	const uint8_t *tgt = NULL;
-	size_t tlen = 0;
-	if (schema_inode_decode(val, vn, &a, &tgt, &tlen) != 0) {
-		log_warn("follow: inode %llu: corrupt record (%zu bytes); kept the old one",
-		         (unsigned long long)ip->ino, vn);
-		return false;
-	}
-	char *t = NULL;
-	if (S_ISLNK(a.mode) && (t = malloc(tlen + 1))) {
-		memcpy(t, tgt, tlen);
-		t[tlen] = '\0';
-	}
-	ip->a = a;
-	ip->rec_size = a.size;
-	ip->seq = seq;
-	if (t || !S_ISLNK(a.mode)) {
-		free(ip->target);
-		ip->target = t;
-	}
-	return true;
-}
-
 /*
  * follow_refresh(); before: engine_seq() just before the entry being published (the
  * follower's callback), or 0 (the notify thread: not known).
@@ -239,7 +213,7 @@ static int refresh(struct mwfs *fs, uint64_t ino, uint64_t before)
 	mw_mutex_lock(&fs->mu);
 	struct inode *ip = inode_find(fs, ino);
 	if (ip && rc == 0) {
-		if (record_set(ip, val, vn, seq))
+		if (inode_record_set(ip, val, vn, seq))
 			ip->gone = false;
 	} else if (ip && rc == -ENOENT) {
 		/*
@@ -250,7 +224,7 @@ static int refresh(struct mwfs *fs, uint64_t ino, uint64_t before)
 		 * then reads fail with ESTALE.  Never an empty file the writer did not have.
 		 */
 		if (have_last && (!ip->gone || ip->seq < before))
-			record_set(ip, last, ln, before);
+			inode_record_set(ip, last, ln, before);
 		ip->gone = true;
 		ip->a.nlink = 0;
 	}

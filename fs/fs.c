@@ -181,6 +181,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 	uint64_t removed = 0;
 	bool dlocked = false;
 	(void)fi;
+	fs_want_write(fs);        /* a following mount takes the store if it can */
 	int rc = fs_writable(fs); /* -EROFS, or EIO once fenced */
 	if (rc) {
 		fuse_reply_err(req, fs_err(rc));
@@ -419,40 +420,6 @@ static int format(struct mwfs *fs)
 	return 0;
 }
 
-/*
- * Read and decode the superblock of e into *sb.  0, -ENOENT (no filesystem
- * yet), -EPROTONOSUPPORT (a format version this code does not know; logged,
- * sb->version filled), -EUCLEAN (corrupt; logged) or the engine's error.
- */
-static int read_super(struct engine *e, struct schema_super *sb)
-{
-	uint8_t key[4];
-	void *val = NULL;
-	size_t vn = 0;
-	size_t kn = schema_key_super(key);
-	int rc = engine_get(e, key, kn, &val, &vn);
-	if (rc == -ENOENT)
-		return rc;
-	if (rc) {
-		log_err("reading the superblock: %s", strerror(-rc));
-		return rc;
-	}
-	rc = schema_super_decode(val, vn, sb);
-	if (rc == -EPROTONOSUPPORT)
-		log_err(
-		    "the filesystem has format version %u; this memwalfs reads version %u "
-		    "only: refusing to mount%s",
-		    sb->version, SCHEMA_VERSION,
-		    sb->version < SCHEMA_VERSION
-		        ? " (it was made by an older memwalfs, with fixed-size chunks; copy its "
-		          "files out with that version)"
-		        : "");
-	else if (rc)
-		log_err("the superblock is corrupt (%zu bytes)", vn);
-	free(val);
-	return rc;
-}
-
 uint32_t mwfs_format_version(void)
 {
 	return SCHEMA_VERSION;
@@ -461,7 +428,7 @@ uint32_t mwfs_format_version(void)
 int mwfs_check_format(struct engine *e, uint32_t *version)
 {
 	struct schema_super sb = {0};
-	int rc = read_super(e, &sb);
+	int rc = fs_read_super(e, &sb);
 	if (version)
 		*version = rc == 0 || rc == -EPROTONOSUPPORT ? sb.version : 0;
 	return rc;
@@ -483,12 +450,14 @@ int mwfs_open(struct engine *e, const struct mwfs_opts *o, struct mwfs **out)
 	}
 	mw_mutex_init(&fs->mu);
 	mw_mutex_init(&fs->refresh_mu);
+	mw_mutex_init(&fs->take_mu);
+	fs_gate_init(&fs->gate);
 	if (pthread_key_create(&fs->tkey, fs_tls_free)) {
 		rc = -ENOMEM;
 		goto fail_mu;
 	}
 	struct schema_super sb;
-	rc = read_super(e, &sb);
+	rc = fs_read_super(e, &sb);
 	if (rc == -ENOENT) {
 		if (o->read_only) {
 			log_err("the store holds no filesystem (and it is opened read-only)");
@@ -546,6 +515,8 @@ fail:
 	inode_table_free(fs);
 	pthread_key_delete(fs->tkey);
 fail_mu:
+	fs_gate_destroy(&fs->gate);
+	mw_mutex_destroy(&fs->take_mu);
 	mw_mutex_destroy(&fs->mu);
 	mw_mutex_destroy(&fs->refresh_mu);
 	free(fs);
@@ -594,7 +565,8 @@ fail:
 
 int mwfs_loop(struct mwfs *fs)
 {
-	return pool_run(fs->se, fs->o.max_threads ? fs->o.max_threads : FS_DEFAULT_THREADS);
+	return pool_run(fs->se, fs->o.max_threads ? fs->o.max_threads : FS_DEFAULT_THREADS,
+	                &fs->gate);
 }
 
 int mwfs_close(struct mwfs *fs)
@@ -633,6 +605,8 @@ int mwfs_close(struct mwfs *fs)
 	fs_tls_free(t);
 	pthread_setspecific(fs->tkey, NULL);
 	pthread_key_delete(fs->tkey);
+	fs_gate_destroy(&fs->gate);
+	mw_mutex_destroy(&fs->take_mu);
 	mw_mutex_destroy(&fs->mu);
 	mw_mutex_destroy(&fs->refresh_mu);
 	free(fs);

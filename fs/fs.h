@@ -51,6 +51,19 @@ struct mwfs_opts {
 	                               store's filesystem (a local store), else 1 PiB) */
 	const char *daemon_info;    /* value of MWFS_DAEMON_XATTR on the root ("PID STATUSPATH"),
 	                               or NULL; borrowed: must outlive the filesystem */
+	/*
+	 * A read-write mount of a store that another live mount holds: opened on a following
+	 * engine with read_only set, and these hooks (fs/mode.c).  At the first change asked
+	 * for, take(take_arg, &writer) is called, from a request's thread with no lock held;
+	 * it decides without store I/O whether the store can be taken (else -EROFS: the
+	 * change fails with it) and opens a writer engine on it (store I/O).  The mount then
+	 * switches to that engine and calls taken(take_arg, done, now): done is the engine to
+	 * close (the follower it used, or the writer when it could not switch: now NULL),
+	 * now the engine it uses from then on.  NULL: a mount that never takes the store.
+	 */
+	int (*take)(void *arg, struct engine **writer);
+	void (*taken)(void *arg, struct engine *done, struct engine *now);
+	void *take_arg;
 };
 
 /* Fill *o with the defaults. */
@@ -65,6 +78,9 @@ void mwfs_opts_default(struct mwfs_opts *o);
  * errors.  Each failure is logged.  *out is written only on success.
  */
 int mwfs_open(struct engine *e, const struct mwfs_opts *o, struct mwfs **out);
+
+/* The engine fs uses now (another one after a take, see mwfs_opts.take). */
+struct engine *mwfs_engine(struct mwfs *fs);
 
 /*
  * Check, without writing anything, that engine e (typically opened

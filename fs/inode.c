@@ -152,6 +152,31 @@ int inode_record_get(struct mwfs *fs, uint64_t ino, void **val, size_t *vn, uint
 	return rc;
 }
 
+bool inode_record_set(struct inode *ip, const void *val, size_t vn, uint64_t seq)
+{
+	struct schema_inode a;
+	const uint8_t *tgt = NULL;
+	size_t tlen = 0;
+	if (schema_inode_decode(val, vn, &a, &tgt, &tlen) != 0) {
+		log_warn("inode %llu: corrupt record (%zu bytes); kept the old one",
+		         (unsigned long long)ip->ino, vn);
+		return false;
+	}
+	char *t = NULL;
+	if (S_ISLNK(a.mode) && (t = malloc(tlen + 1))) {
+		memcpy(t, tgt, tlen);
+		t[tlen] = '\0';
+	}
+	ip->a = a;
+	ip->rec_size = a.size;
+	ip->seq = seq;
+	if (t || !S_ISLNK(a.mode)) {
+		free(ip->target);
+		ip->target = t;
+	}
+	return true;
+}
+
 /*
  * Take a reference on inode ino, loading its record if needed (fs->mu
  * held).  -ENOENT if it has no record, -EUCLEAN if the record is corrupt.

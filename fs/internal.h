@@ -99,6 +99,18 @@ struct inode {
 	struct wbuf wb;         /* write buffer; ip->dlock */
 };
 
+/*
+ * mode.c: the gate every FUSE request passes (pool.c), closed while a mount that followed
+ * switches to a writer engine.  Requests count themselves in active; a switch sets closing
+ * and waits for active to drain; new requests wait while it is set.
+ */
+struct fs_gate {
+	atomic_uint active;  /* requests inside */
+	atomic_bool closing; /* a switch is waiting or under way */
+	struct mw_mutex mu;  /* with cv */
+	pthread_cond_t cv;   /* closing cleared, or the last request left while closing */
+};
+
 #define FS_DGEN_SLOTS 64 /* entries of mwfs.dgen */
 
 struct mwfs {
@@ -132,6 +144,8 @@ struct mwfs {
 	uint64_t *reclaim;   /* unlinked inodes whose records wait to go (inode.c); fs->mu */
 	size_t reclaim_n, reclaim_cap; /* fs->mu */
 	atomic_size_t reclaim_queued;  /* reclaim_n, read without fs->mu */
+	struct fs_gate gate;           /* every request passes it (mode.c) */
+	struct mw_mutex take_mu;       /* one take of the store at a time (mode.c; before fs->mu) */
 };
 
 /* Per-thread scratch, reused across requests (avoids a malloc per read). */
@@ -188,6 +202,13 @@ int fs_err(int rc);
  * instead of being taken into memory and lost at the next commit.
  */
 int fs_writable(struct mwfs *fs);
+/*
+ * fs_read_super(): read and decode the superblock of e into *sb.  0, -ENOENT (no filesystem
+ * yet), -EPROTONOSUPPORT (a format version this code does not know; logged,
+ * sb->version filled), -EUCLEAN (corrupt; logged) or the engine's error.
+ */
+int fs_read_super(struct engine *e, struct schema_super *sb);
+
 /*
  * Now, for every timestamp the daemon sets: the kernel's coarse clock, never
  * earlier than a time given before nor than one fs_clock_seen() took
@@ -248,9 +269,26 @@ int fs_warm_key(struct mwfs *fs, const uint8_t *key, size_t kn);
 /*
  * pool.c: serve se's requests on up to max_threads workers until it is
  * unmounted or a signal ends it; workers are reused most recently idle
- * first.  0 or a negative errno (a read error of the device).
+ * first; each request is handled inside gate.  0 or a negative errno (a read
+ * error of the device).
  */
-int pool_run(struct fuse_session *se, unsigned max_threads);
+int pool_run(struct fuse_session *se, unsigned max_threads, struct fs_gate *gate);
+
+/* ---- mode.c: a read-write mount that follows, and its switch to writing ---- */
+
+void fs_gate_init(struct fs_gate *g);
+void fs_gate_destroy(struct fs_gate *g);
+/* Count a request in (waits while a switch is under way) and out. */
+void fs_gate_enter(struct fs_gate *g);
+void fs_gate_leave(struct fs_gate *g);
+/*
+ * At the start of a request that changes the tree, before it takes any lock: on a
+ * read-write mount that follows another mount's writes (fs->o.take set and the
+ * mount read-only inside), take the store over if its holder let go of it, and switch
+ * to the writer engine (mode.c).  The caller asks fs_writable() next, as always: it
+ * says -EROFS while the store is still held.
+ */
+void fs_want_write(struct mwfs *fs);
 
 /*
  * notify.c: one thread per mount that tells the kernel to drop what it caches (never from a
@@ -329,6 +367,11 @@ int follow_refresh(struct mwfs *fs, uint64_t ino);
  * mount read at one engine_seq(), which *seq gets (0 on a writable mount).  Any lock.
  */
 int inode_record_get(struct mwfs *fs, uint64_t ino, void **val, size_t *vn, uint64_t *seq);
+/*
+ * Put the record val (vn bytes, read at engine sequence seq) in ip: attributes, size, symlink
+ * target (fs->mu held).  false: the record is corrupt (logged), ip kept as it was.
+ */
+bool inode_record_set(struct inode *ip, const void *val, size_t vn, uint64_t seq);
 
 /* ---- inode.c: the inode table (fs->mu held unless said otherwise) --------- */
 

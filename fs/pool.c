@@ -55,6 +55,7 @@ struct worker {
 
 struct pool {
 	struct fuse_session *se;
+	struct fs_gate *gate; /* each request is handled inside it */
 	pthread_mutex_t mu;
 	struct worker *parked; /* LIFO: the most recently parked on top [mu] */
 	struct worker *all;    /* [mu] */
@@ -154,7 +155,9 @@ static void *worker_main(void *arg)
 		if (p->readers == 0)
 			hand_on_locked(p);
 		pthread_mutex_unlock(&p->mu);
+		fs_gate_enter(p->gate);
 		fuse_session_process_buf(p->se, &w->buf);
+		fs_gate_leave(p->gate);
 		pthread_mutex_lock(&p->mu);
 		if (p->readers >= POOL_READERS && !p->exit) { /* enough read: park */
 			w->woken = false;
@@ -170,9 +173,9 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
-int pool_run(struct fuse_session *se, unsigned max_threads)
+int pool_run(struct fuse_session *se, unsigned max_threads, struct fs_gate *gate)
 {
-	struct pool p = {.se = se, .max = max_threads ? max_threads : 1};
+	struct pool p = {.se = se, .gate = gate, .max = max_threads ? max_threads : 1};
 	pthread_mutex_init(&p.mu, NULL);
 	sem_init(&p.done, 0, 0);
 	pthread_mutex_lock(&p.mu);

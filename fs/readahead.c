@@ -70,6 +70,9 @@ struct readahead {
 	unsigned nthr;
 	uint64_t prefetched; /* chunks loaded by the threads; ra->mu */
 	uint64_t waited;     /* reads that waited for a load in flight; ra->mu */
+	bool paused;         /* ra_pause(): no job starts; ra->mu */
+	unsigned running;    /* jobs being loaded; ra->mu */
+	pthread_cond_t idle; /* running reached 0 while paused; ra->mu */
 };
 
 int ra_begin(struct readahead *ra, uint64_t ino, uint64_t idx)
@@ -97,17 +100,20 @@ static void *worker(void *arg)
 	struct readahead *ra = w->ra;
 	mw_mutex_lock(&ra->mu);
 	for (;;) {
-		while (!w->t.stop && ra->qn == 0)
+		while (!w->t.stop && (ra->qn == 0 || ra->paused))
 			mw_cond_wait(&ra->work, &ra->mu);
 		if (w->t.stop)
 			break;
 		struct ra_job j = ra->q[ra->qhead];
 		ra->qhead = (ra->qhead + 1) % RA_QUEUE;
 		ra->qn--;
+		ra->running++;
 		mw_mutex_unlock(&ra->mu);
 		int slot = inflight_try_begin(&ra->busy, j.ino, 0, j.idx, j.idx + 1);
 		if (slot < 0) { /* a reader is loading it (or every slot is taken) */
 			mw_mutex_lock(&ra->mu);
+			if (--ra->running == 0 && ra->paused)
+				pthread_cond_broadcast(&ra->idle);
 			continue;
 		}
 		uint64_t cs = ra->fs->cs;
@@ -119,6 +125,8 @@ static void *worker(void *arg)
 		inflight_end(&ra->busy, slot);
 		mw_mutex_lock(&ra->mu);
 		ra->prefetched++;
+		if (--ra->running == 0 && ra->paused)
+			pthread_cond_broadcast(&ra->idle);
 	}
 	mw_mutex_unlock(&ra->mu);
 	return NULL;
@@ -223,6 +231,22 @@ void ra_note_read(struct readahead *ra, struct inode *ip, uint64_t off, size_t l
 	mw_mutex_unlock(&ra->mu);
 }
 
+void ra_pause(struct readahead *ra, bool pause)
+{
+	if (!ra)
+		return;
+	mw_mutex_lock(&ra->mu);
+	ra->paused = pause;
+	if (pause) {
+		ra->qn = 0; /* queued for the state before: the readers queue again */
+		while (ra->running)
+			mw_cond_wait(&ra->idle, &ra->mu);
+	} else {
+		pthread_cond_broadcast(&ra->work);
+	}
+	mw_mutex_unlock(&ra->mu);
+}
+
 void ra_counts(struct readahead *ra, uint64_t *prefetched, uint64_t *waited)
 {
 	*prefetched = *waited = 0;
@@ -246,6 +270,7 @@ int ra_start(struct mwfs *fs, unsigned nthreads, uint64_t window, struct readahe
 	ra->fill_max = es.disk_cache_capacity / 4; /* a disk cache holds it with room to spare */
 	mw_mutex_init(&ra->mu);
 	pthread_cond_init(&ra->work, NULL);
+	pthread_cond_init(&ra->idle, NULL);
 	inflight_init(&ra->busy, INFLIGHT_MAX);
 	if (window && nthreads) {
 		ra->thr = calloc(nthreads, sizeof(*ra->thr));
@@ -276,6 +301,7 @@ void ra_stop(struct readahead *ra)
 		mw_thread_stop(&ra->thr[i].t);
 	free(ra->thr);
 	pthread_cond_destroy(&ra->work);
+	pthread_cond_destroy(&ra->idle);
 	inflight_destroy(&ra->busy);
 	mw_mutex_destroy(&ra->mu);
 	free(ra);

@@ -5,6 +5,7 @@
 #ifndef MEMWALFS_FS_READAHEAD_H
 #define MEMWALFS_FS_READAHEAD_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -22,6 +23,11 @@ int ra_start(struct mwfs *fs, unsigned nthreads, uint64_t window, struct readahe
 
 /* Stop the threads (queued jobs are dropped) and free the pool.  Accepts NULL. */
 void ra_stop(struct readahead *ra);
+/*
+ * pause: drop the queued prefetches, start none, and return once none is being loaded (a
+ * mount switching engines, mode.c); !pause: go on.  Accepts NULL.
+ */
+void ra_pause(struct readahead *ra, bool pause);
 
 /*
  * A read of [off, off+len) of ip (file size fsize) was asked for: update

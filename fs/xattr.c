@@ -63,6 +63,7 @@ static void reply_value(fuse_req_t req, const void *val, size_t vn, size_t size)
 static int check_change(struct mwfs *fs, fuse_ino_t ino, const char *name, size_t size, int flags)
 {
 	size_t nlen = strlen(name);
+	fs_want_write(fs); /* a following mount takes the store if it can (no lock held) */
 	int rc = fs_writable(fs);
 	if (rc)
 		return rc;

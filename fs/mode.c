@@ -1,0 +1,231 @@
+/*
+ * mode.c - a read-write mount that follows, and its switch to writing.
+ *
+ * A read-write mount of a store that another live mount holds (docs/REGIONS.md,
+ * "Holders and leases") starts on a following engine, read-only inside
+ * (fs->o.read_only) though the kernel mount is read-write: reads are served as on a
+ * follower, every change fails with EROFS.  fs->o.take is then set: at the first
+ * change asked for (fs_want_write(), at the start of each changing request, before
+ * it takes any lock), the mount command's hook decides from what it knows of the
+ * holder, without store I/O, whether the store can be taken (its holder released it,
+ * unmounted, or died and its lease ran out); if so it opens a writer engine on it
+ * (the epoch claim, the replay of everything the old holder made durable), and the
+ * mount switches to that engine without unmounting:
+ *
+ *   1. the gate every FUSE request passes (pool.c) closes: new requests wait at it,
+ *      and the switch waits for those inside to finish (the request that asked for
+ *      the take left the gate before calling the hook);
+ *   2. the follower's hooks stop (follow.c, the notify thread), read-ahead pauses;
+ *   3. fs->e becomes the writer engine, fs->o.read_only false, the inode numbers to
+ *      hand out come from its superblock (the old holder's unused range is skipped,
+ *      as after a crash);
+ *   4. every inode the table holds is read again from the new engine (its state is
+ *      at least as new as the follower's: the writer replayed the whole WAL); one
+ *      whose record is gone is kept gone with nlink 0, as a follower keeps it;
+ *   5. the notify thread starts again as a writer's, is told that everything changed
+ *      (the kernel drops what it caches of every inode), the write-buffer flusher
+ *      starts, read-ahead goes on, the gate opens;
+ *   6. the hook's second half (taken) gets the old engine to close; orphans the old
+ *      holder left (files it had open when it died) are reclaimed, except those this
+ *      mount has open.
+ *
+ * The FUSE connection keeps what it negotiated at mount: a mount that began as a
+ * follower writes without the kernel's writeback cache until it is mounted again.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "log.h"
+#include "readahead.h"
+
+void fs_gate_init(struct fs_gate *g)
+{
+	atomic_init(&g->active, 0);
+	atomic_init(&g->closing, false);
+	mw_mutex_init(&g->mu);
+	pthread_cond_init(&g->cv, NULL);
+}
+
+void fs_gate_destroy(struct fs_gate *g)
+{
+	pthread_cond_destroy(&g->cv);
+	mw_mutex_destroy(&g->mu);
+}
+
+void fs_gate_enter(struct fs_gate *g)
+{
+	for (;;) {
+		/* seq_cst both ways: either the closer sees us counted, or we see it closing */
+		atomic_fetch_add(&g->active, 1);
+		if (!atomic_load(&g->closing))
+			return;
+		fs_gate_leave(g);
+		mw_mutex_lock(&g->mu);
+		while (atomic_load(&g->closing))
+			mw_cond_wait(&g->cv, &g->mu);
+		mw_mutex_unlock(&g->mu);
+	}
+}
+
+void fs_gate_leave(struct fs_gate *g)
+{
+	if (atomic_fetch_sub(&g->active, 1) == 1 && atomic_load(&g->closing)) {
+		mw_mutex_lock(&g->mu);
+		pthread_cond_broadcast(&g->cv);
+		mw_mutex_unlock(&g->mu);
+	}
+}
+
+/* Close g and wait until no request is inside (the caller is not inside). */
+static void gate_close(struct fs_gate *g)
+{
+	mw_mutex_lock(&g->mu);
+	atomic_store(&g->closing, true);
+	while (atomic_load(&g->active))
+		mw_cond_wait(&g->cv, &g->mu);
+	mw_mutex_unlock(&g->mu);
+}
+
+static void gate_open(struct fs_gate *g)
+{
+	mw_mutex_lock(&g->mu);
+	atomic_store(&g->closing, false);
+	pthread_cond_broadcast(&g->cv);
+	mw_mutex_unlock(&g->mu);
+}
+
+/*
+ * Step 4: every inode of the table from fs->e, which just became the writer's.  The gate
+ * is closed: no request runs, the follower's hooks and read-ahead are stopped, so the
+ * records are read without fs->mu (store I/O) and put in under it.
+ */
+static void refresh_all(struct mwfs *fs)
+{
+	uint64_t *inos = NULL;
+	size_t n = 0;
+
+	mw_mutex_lock(&fs->mu);
+	inos = malloc((fs->hcount ? fs->hcount : 1) * sizeof(*inos));
+	for (size_t i = 0; inos && i < fs->hsize; i++)
+		for (struct inode *ip = fs->htab[i]; ip; ip = ip->hnext)
+			inos[n++] = ip->ino;
+	mw_mutex_unlock(&fs->mu);
+	if (!inos) {
+		log_err("switching to the writer: no memory to refresh the inode table; "
+		        "attributes may be stale until they change");
+		return;
+	}
+	size_t changed = 0, gone = 0;
+	for (size_t i = 0; i < n; i++) {
+		void *val = NULL;
+		size_t vn = 0;
+		uint64_t seq;
+		int rc = inode_record_get(fs, inos[i], &val, &vn, &seq);
+		mw_mutex_lock(&fs->mu);
+		struct inode *ip = inode_find(fs, inos[i]);
+		if (ip && rc == 0) {
+			if (inode_record_set(ip, val, vn, 0))
+				ip->gone = false;
+			changed++;
+		} else if (ip && rc == -ENOENT) {
+			/* removed by the old holder while this mount held it: kept as removed */
+			ip->gone = true;
+			ip->a.nlink = 0;
+			ip->seq = 0;
+			gone++;
+		} else if (ip) {
+			log_warn("switching to the writer: inode %llu: %s; its attributes may be "
+			         "stale until it changes",
+			         (unsigned long long)inos[i], strerror(-rc));
+		}
+		mw_mutex_unlock(&fs->mu);
+		free(val);
+	}
+	free(inos);
+	log_info("switching to the writer: %zu inodes read again, %zu of them removed", changed,
+	         gone);
+}
+
+/* Steps 1-5; returns the engine used before (the caller closes it). */
+static struct engine *switch_to(struct mwfs *fs, struct engine *ne, const struct schema_super *sb)
+{
+	gate_close(&fs->gate);
+	fsfollow_stop(fs->ff);
+	fs->ff = NULL;
+	fsnotify_stop(fs->nf);
+	fs->nf = NULL;
+	ra_pause(fs->ra, true);
+	struct engine *old = fs->e;
+	fs->e = ne;
+	fs->o.read_only = false;
+	mw_mutex_lock(&fs->mu);
+	fs->next_ino = fs->ino_limit = sb->next_ino;
+	mw_mutex_unlock(&fs->mu);
+	refresh_all(fs);
+	ra_pause(fs->ra, false);
+	int rc = fsnotify_start(fs, NULL, &fs->nf);
+	if (rc)
+		log_err("switching to the writer: no notify thread (%s): the kernel may keep "
+		        "stale attributes until they expire",
+		        strerror(-rc));
+	fsnotify_session(fs->nf, fs->se);
+	fsnotify_all(fs->nf);
+	rc = data_flusher_start(fs, fs->o.wb_flush_ms, &fs->wbf);
+	if (rc)
+		log_err("switching to the writer: no write-buffer flusher (%s): partly written "
+		        "chunks are put at close or fsync only",
+		        strerror(-rc));
+	gate_open(&fs->gate);
+	return old;
+}
+
+/* Take the store over if the hook can; fs->take_mu serializes takes.  No lock held. */
+static void take(struct mwfs *fs)
+{
+	mw_mutex_lock(&fs->take_mu);
+	if (!fs->o.read_only || !fs->o.take) {
+		mw_mutex_unlock(&fs->take_mu);
+		return;
+	}
+	struct engine *ne = NULL;
+	int rc = fs->o.take(fs->o.take_arg, &ne);
+	if (rc) {
+		mw_mutex_unlock(&fs->take_mu);
+		return; /* still held (the hook logs who holds it, once) */
+	}
+	struct schema_super sb;
+	rc = fs_read_super(ne, &sb);
+	if (rc || sb.chunk_size != fs->cs) {
+		/* a store reformatted under us: nothing here refers to the same inodes */
+		log_err("taking the store over: its superblock %s; staying a follower",
+		        rc ? strerror(-rc) : "changed (another chunk size)");
+		fs->o.taken(fs->o.take_arg, ne, NULL); /* closes the writer: it took nothing */
+		mw_mutex_unlock(&fs->take_mu);
+		return;
+	}
+	struct engine *old = switch_to(fs, ne, &sb);
+	fs->o.taken(fs->o.take_arg, old, ne);
+	log_info("this mount writes the store now (it followed another mount's writes until "
+	         "that mount let go of it)");
+	mw_mutex_unlock(&fs->take_mu);
+	rc = inode_reclaim_orphans(fs); /* skips the ones open here */
+	if (rc)
+		log_warn("taking the store over: reclaiming orphans: %s (done at the next mount)",
+		         strerror(-rc));
+}
+
+void fs_want_write(struct mwfs *fs)
+{
+	if (!fs->o.read_only || !fs->o.take)
+		return;
+	fs_gate_leave(&fs->gate);
+	take(fs);
+	fs_gate_enter(&fs->gate);
+}
+
+struct engine *mwfs_engine(struct mwfs *fs)
+{
+	return fs->e;
+}
