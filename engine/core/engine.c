@@ -227,7 +227,12 @@ int engine_open(struct store *st, const struct engine_opts *o, struct engine **o
 			goto fail;
 		}
 		uint64_t claim_us = mw_now_us();
-		rc = e->o.salvage ? salvage_claim(e) : manifest_claim(st, e->conditional, &e->man);
+		if (e->o.salvage && e->o.claim_epoch) {
+			rc = -EINVAL; /* a salvage claims above every epoch it finds */
+			goto fail;
+		}
+		rc = e->o.salvage ? salvage_claim(e)
+		                  : manifest_claim_epoch(st, e->conditional, e->o.claim_epoch, &e->man);
 		if (rc)
 			goto fail;
 		e->epoch = e->man.epoch;

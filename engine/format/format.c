@@ -161,3 +161,24 @@ int fmt_parse_manifest_name(const char *name, uint64_t *version)
 {
 	return parse_num(name, FMT_MANIFEST_PREFIX, version);
 }
+
+void fmt_region_prefix(char *buf, uint32_t rid)
+{
+	if (rid == 0)
+		buf[0] = '\0';
+	else
+		snprintf(buf, FMT_REGION_PREFIX_MAX, "r/%" PRIu32 "/", rid);
+}
+
+void fmt_holder_name(char *buf, uint32_t rid, uint64_t epoch)
+{
+	char p[FMT_REGION_PREFIX_MAX];
+
+	fmt_region_prefix(p, rid);
+	snprintf(buf, FMT_NAME_MAX, "%s" FMT_HOLDER_PREFIX "%020" PRIu64, p, epoch);
+}
+
+int fmt_parse_holder_name(const char *name, uint64_t *epoch)
+{
+	return parse_num(name, FMT_HOLDER_PREFIX, epoch);
+}

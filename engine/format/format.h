@@ -20,6 +20,13 @@
  *   manifest/<version:20>             manifest version N (never rewritten)
  *   hint/manifest                     the latest manifest version (overwritten,
  *                                     never trusted alone)
+ *   mounts/<id:16 hex>                the lease of one mount (text; overwritten by
+ *                                     its renewals; docs/REGIONS.md)
+ *   <region prefix>holder/<epoch:20>  who claims epoch of a region (text; created
+ *                                     once, before the claim; docs/REGIONS.md)
+ *
+ * Region rid > 0 keeps its objects under "r/<rid>/" (decimal rid); region 0, the
+ * whole store as before regions, at the root (prefix "").
  */
 #ifndef MEMWALFS_FORMAT_H
 #define MEMWALFS_FORMAT_H
@@ -35,6 +42,10 @@
 #define FMT_PACK_PREFIX "pack/"
 #define FMT_MANIFEST_PREFIX "manifest/"
 #define FMT_HINT_KEY "hint/manifest"
+#define FMT_MOUNTS_PREFIX "mounts/"
+#define FMT_HOLDER_PREFIX "holder/" /* under the region's prefix */
+/* Large enough for any region prefix ("r/4294967295/") plus NUL. */
+#define FMT_REGION_PREFIX_MAX 16
 /* Large enough for the longest name above plus NUL. */
 #define FMT_NAME_MAX 64
 
@@ -235,6 +246,12 @@ void fmt_manifest_name(char *buf, uint64_t version);
 /* Parse a name made by fmt_wal_name / fmt_manifest_name; -EINVAL otherwise. */
 int fmt_parse_wal_name(const char *name, uint64_t *position);
 int fmt_parse_manifest_name(const char *name, uint64_t *version);
+/* The prefix of region rid's objects into buf (FMT_REGION_PREFIX_MAX): "" for 0, "r/<rid>/". */
+void fmt_region_prefix(char *buf, uint32_t rid);
+/* "<region prefix>holder/<epoch:20>" into buf (FMT_NAME_MAX). */
+void fmt_holder_name(char *buf, uint32_t rid, uint64_t epoch);
+/* Parse a region 0 holder name "holder/<epoch:20>".  0 or -EINVAL. */
+int fmt_parse_holder_name(const char *name, uint64_t *epoch);
 
 /* XXH3_64 of n bytes (the one checksum of every format). */
 uint64_t fmt_hash(const void *p, size_t n);

@@ -536,6 +536,11 @@ int manifest_commit_ours(struct store *st, struct manifest *m, bool conditional)
 
 int manifest_claim(struct store *st, bool conditional, struct manifest *out)
 {
+	return manifest_claim_epoch(st, conditional, 0, out);
+}
+
+int manifest_claim_epoch(struct store *st, bool conditional, uint64_t epoch, struct manifest *out)
+{
 	struct manifest m = {0};
 	int rc = -EBUSY;
 
@@ -543,8 +548,16 @@ int manifest_claim(struct store *st, bool conditional, struct manifest *out)
 		rc = manifest_load_latest(st, &m);
 		if (rc)
 			return rc;
+		if (epoch && m.epoch >= epoch) {
+			/* someone claimed it (or a later one) since our holder object: never ours */
+			log_warn("manifest: epoch %" PRIu64 " was to be ours, but manifest %" PRIu64
+			         " is of epoch %" PRIu64 ": another writer claimed; not claiming",
+			         epoch, m.version, m.epoch);
+			manifest_clear(&m);
+			return -EAGAIN;
+		}
 		m.version++;
-		m.epoch++;
+		m.epoch = epoch ? epoch : m.epoch + 1;
 		m.claim = claim_nonce(); /* our claim's bytes are ours alone */
 		rc = manifest_commit(st, &m, conditional);
 		if (rc == 0) {

@@ -109,6 +109,16 @@ int manifest_commit_ours(struct store *st, struct manifest *m, bool conditional)
 int manifest_claim(struct store *st, bool conditional, struct manifest *m);
 
 /*
+ * manifest_claim() of exactly epoch (0: latest + 1, as manifest_claim()).  Versions
+ * added meanwhile by the previous writer (a dying holder's flush) are retried over, as
+ * in manifest_claim(); a newest manifest whose epoch is already epoch or later fails
+ * with -EAGAIN (logged: another writer claimed), and no other epoch is ever claimed.  A
+ * newest epoch below epoch - 1 is claimed over (region_acquire() may skip an epoch
+ * whose holder object a taker that gave up left behind: docs/REGIONS.md).
+ */
+int manifest_claim_epoch(struct store *st, bool conditional, uint64_t epoch, struct manifest *m);
+
+/*
  * The salvage's claim (engine/check/salvage.c): write *m (prepared by the caller: what
  * survives of the latest readable manifest) as version latest + 1 with an epoch
  * above both its own and min_epoch - 1, by put_if_absent.  0 (m is then the

@@ -168,6 +168,15 @@ struct engine_opts {
 	 * the log.  The clean close then leaves a consistent store.
 	 */
 	bool salvage;
+	/*
+	 * claim_epoch (writers; docs/REGIONS.md "Holders and leases"): claim exactly this
+	 * epoch, the one region_acquire() reserved by its holder object.  Manifest versions
+	 * the previous writer adds meanwhile (a dying holder's flush) are retried over; a
+	 * newest manifest already of this epoch or later fails the open with -EAGAIN
+	 * (another writer claimed: logged), and no other epoch is ever claimed.  0 (the
+	 * default): the newest manifest's epoch + 1, whoever holds the store.
+	 */
+	uint64_t claim_epoch;
 };
 
 #define ENGINE_CHECK_OFF 0xFFFFFFFFu /* store_check_ms: no periodic store check */
@@ -629,5 +638,156 @@ struct mw_hist_snap; /* util/hist.h */
  * attempts included; what commit_usec_total sums).  Any thread, no lock.
  */
 void engine_get_commit_latency(struct engine *e, struct mw_hist_snap *out);
+
+
+/* ------------------------------------------------------------------ */
+/* Regions: holders and leases                                         */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Who writes a region of a store, and whether that writer is alive (engine/region/lease.c,
+ * docs/REGIONS.md "Holders and leases").  A mount opens one struct region_lease on its store:
+ * the object mounts/<id> says which regions it holds and is renewed while it holds one.  To
+ * write region rid it calls region_acquire() (refused while a live mount holds rid), opens
+ * the engine with engine_opts.claim_epoch = the epoch acquired, then region_held() (or
+ * region_release() when the open failed).  Region 0 is the whole store (objects at the
+ * root); region rid > 0 lives under "r/<rid>/".
+ *
+ * Correctness never rests on the lease: the epoch claim and the WAL fence stop a fenced
+ * writer whatever the lease says (docs/WAL.md).  The lease keeps mounts from fencing a live
+ * holder by accident, and lets a dead one be replaced.
+ *
+ * Errors: negative errno; the store's errors as they come; -EUCLEAN for a lease or holder
+ * object that does not parse (logged, naming it: never taken for FREE);
+ * -EPROTONOSUPPORT for one of a newer format version.  Threads: every function may be
+ * called from any thread, except region_lease_close(), the last call.  No function holds
+ * a lock of the lease across store I/O.
+ */
+struct region_lease;
+
+struct region_lease_opts {
+	const char *host; /* this machine's name (NULL: gethostname()); borrowed during open */
+	long pid;         /* the daemon's pid (0: getpid()) */
+	const char *mnt;  /* the mount point, for humans (NULL: ""); borrowed during open */
+	unsigned lease_ms; /* renew every lease_ms / 3; others call us dead after lease_ms
+	                      without a renewal (0: 30000) */
+};
+
+enum holder_state {
+	HOLDER_FREE,   /* nobody holds it: no holder object, or its mount released it */
+	HOLDER_LIVE,   /* held, and the holder renewed its lease within its lease_ms */
+	HOLDER_UNSURE, /* held, watched for less than the holder's lease_ms without a renewal
+	                  seen: treat as held (refuse writes) */
+	HOLDER_DEAD,   /* held by a mount that stopped renewing for its lease_ms (or whose
+	                  lease was last written over lease_ms + 10 min ago): may be taken */
+	HOLDER_SELF,   /* held (or being taken) by this lease */
+};
+
+/* What region_holder() found.  Strings are NUL-terminated ("" when unknown). */
+struct holder_info {
+	enum holder_state state;
+	uint64_t epoch;     /* the newest manifest's epoch (the held one; 0: no manifest) */
+	char mount[17];     /* the holder's mount id ("" when there is no holder object) */
+	char host[256];     /* its host name */
+	long pid;           /* its pid */
+	char mnt[1024];     /* its mount point */
+	int64_t since;      /* unix time it created the holder object (took the region) */
+	unsigned lease_ms;  /* its lease (0: its lease object is gone) */
+	double quiet_sec;   /* its lease was seen unchanged this long (0 for FREE/SELF) */
+};
+
+/*
+ * Open this mount's lease on st (borrowed: it must outlive the lease): a fresh random
+ * id, mounts/<id> written once (one PUT), and the background thread, which renews the
+ * lease every lease_ms / 3 while the mount holds (or is taking) a region, and re-reads
+ * the holders of the regions it watches.  *out only on success.  -EINVAL, -ENOMEM, the
+ * PUT's error.
+ */
+int region_lease_open(struct store *st, const struct region_lease_opts *o,
+                      struct region_lease **out);
+
+/*
+ * Stop the thread and free l.  release: delete mounts/<id> (a clean unmount: every
+ * region it held is free at once; close the engines first); false: leave it as it is,
+ * as a crash would (others see the holder die after its lease).  Accepts NULL.
+ */
+void region_lease_close(struct region_lease *l, bool release);
+
+/* This lease's mount id (16 lowercase hex digits); valid until close. */
+const char *region_lease_id(const struct region_lease *l);
+
+/*
+ * Who holds region rid now (store I/O: the newest manifest, the holder object of its
+ * epoch, the holder's lease; a HEAD the first time a mount is seen).  Also starts
+ * watching rid: the thread then re-reads that holder's lease every lease_ms / 3 (one GET;
+ * the manifest and holder object every 4th time), so that region_holder_cached() learns
+ * of a death without waiting.  0 and *out, or an error.
+ */
+int region_holder(struct region_lease *l, uint32_t rid, struct holder_info *out);
+
+/*
+ * What the watch last found for rid, with the liveness judged as of now.  No store I/O,
+ * never waits for any (callable under other locks).  -ENOENT if rid was never looked at
+ * (region_holder(), region_acquire()); the error of the watch's last look if it failed
+ * (the last good answer stays in *out).
+ */
+int region_holder_cached(struct region_lease *l, uint32_t rid, struct holder_info *out);
+
+/* Stop watching rid (a region no longer of interest).  No I/O. */
+void region_unwatch(struct region_lease *l, uint32_t rid);
+
+/*
+ * Reserve the next epoch of rid for this mount: check the holder (force: skip the
+ * check), write "take rid E+1" into our lease, then create <prefix>holder/<E+1> by
+ * put_if_absent.  0: *epoch = E+1, to pass as engine_opts.claim_epoch, then
+ * region_held() once the open succeeded or region_release() if it failed.  -EBUSY
+ * with *prev (may be NULL) filled: the holder is LIVE or UNSURE, or another live taker
+ * created the holder object first.  A holder object of a taker that gave up (its lease
+ * gone, without the take, or dead) is skipped: the next epoch is tried (bounded), and
+ * so does force.  -EALREADY: this lease holds or is taking rid (*epoch: that epoch).
+ * *prev (when not NULL) gets the holder the region was taken from.
+ */
+int region_acquire(struct region_lease *l, uint32_t rid, bool force, uint64_t *epoch,
+                   struct holder_info *prev);
+
+/*
+ * The claim of epoch succeeded: "hold rid epoch" replaces the take in our lease, which is
+ * written at once (the holder is SELF from now on) and renewed from now on.  0 or the
+ * PUT's error (the hold stays and the next renewal writes it).
+ */
+int region_held(struct region_lease *l, uint32_t rid, uint64_t epoch);
+
+/*
+ * Let rid go (region release, or an open that failed after region_acquire()): drop its
+ * hold or take line and write the lease at once; others see FREE from then on.  Close
+ * the engine of rid first.  0 (also when rid was not held) or the PUT's error.
+ */
+int region_release(struct region_lease *l, uint32_t rid);
+
+/*
+ * One look for tools without a lease (`region list STORE`): the holder of rid as
+ * region_holder() finds it, its liveness from its lease's mtime alone (the store's
+ * clock against ours): renewed less than lease_ms ago LIVE, less than lease_ms + 10 min
+ * UNSURE, else DEAD.  Watches nothing.  0 and *out, or an error.
+ */
+int region_holder_peek(struct store *st, uint32_t rid, struct holder_info *out);
+
+/* What a lease did (memwalfs stats, metrics). */
+struct region_lease_stats {
+	uint64_t renewals;         /* lease PUTs that succeeded (open, renewals, rewrites) */
+	uint64_t renew_failures;   /* lease PUTs that failed (retried at the next tick) */
+	int64_t last_renew_ms_ago; /* since the last successful lease PUT (-1: none yet) */
+	bool renew_overdue;        /* holding, and no successful PUT for a whole lease */
+	uint64_t requests;         /* store requests this lease sent (all kinds) */
+	uint64_t holds;            /* regions held or being taken now */
+	uint64_t watched;          /* regions watched now */
+	unsigned lease_ms;         /* the lease */
+};
+
+/* Copy l's statistics.  No I/O; any thread. */
+void region_lease_get_stats(struct region_lease *l, struct region_lease_stats *out);
+
+/* The name of a holder state: "free", "live", "unsure", "dead", "self". */
+const char *holder_state_name(enum holder_state s);
 
 #endif /* MEMWALFS_ENGINE_H */
