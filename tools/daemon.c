@@ -42,9 +42,11 @@
 /* The run directory (created 0700 if missing) into out.  0 or -errno. */
 static int rundir(char *out, size_t n)
 {
-	const char *x = getenv("XDG_RUNTIME_DIR");
+	const char *x = getenv("XDG_RUNTIME_DIR"), *r = getenv("MEMWALFS_RUNDIR");
 	int w;
-	if (geteuid() == 0)
+	if (r && r[0] == '/') /* tests: a daemon that stands for one on another machine */
+		w = snprintf(out, n, "%s", r);
+	else if (geteuid() == 0)
 		w = snprintf(out, n, "/run/memwalfs");
 	else if (x && x[0] == '/')
 		w = snprintf(out, n, "%s/memwalfs", x);
@@ -418,29 +420,24 @@ int mwd_lock(const char *name, const char *mountpoint, const char *fsname, unsig
 		clock_gettime(CLOCK_MONOTONIC, &now);
 		double waited = (double)(now.tv_sec - t0.tv_sec) + (now.tv_nsec - t0.tv_nsec) / 1e9;
 		bool live = known && is_mounted(hm, hf);
-		if ((live || waited >= wait_sec) && !takeover) {
-			if (live)
-				fprintf(
-				    stderr,
-				    "memwalfs: refusing to mount: %s is mounted read-write at %s "
-				    "(daemon %ld) on this machine. A second writer would fence "
-				    "that "
-				    "mount: what it has not committed yet would be lost and its "
-				    "writes would fail with EIO. Use that mount, unmount it first "
-				    "(memwalfs umount %s), mount read-only beside it with -o ro (a "
-				    "follower of its writes), or give --takeover (-o takeover) to "
-				    "fence it on purpose. Nothing was changed.\n",
-				    hf, hm, pid, hm);
-			else
-				fprintf(
-				    stderr,
-				    "memwalfs: refusing to mount: daemon %ld (%s, mounted at %s) "
-				    "still holds the store after %u s: it is still writing out its "
-				    "final commit, or it is mounted where this process cannot see "
-				    "its mount. Wait for it to exit, or give --takeover (-o "
-				    "takeover) to fence it on purpose (what it has not committed "
-				    "yet is lost). Nothing was changed.\n",
-				    pid, known ? hf : "?", known ? hm : "?", wait_sec);
+		if (live && !takeover) {
+			/* the caller follows it (tools/hold.c) and says so */
+			if (fenced) {
+				fenced->pid = (pid_t)pid;
+				snprintf(fenced->mnt, sizeof(fenced->mnt), "%s", hm);
+			}
+			close(fd);
+			return -EALREADY;
+		}
+		if (waited >= wait_sec && !takeover) {
+			fprintf(stderr,
+			        "memwalfs: refusing to mount: daemon %ld (%s, mounted at %s) "
+			        "still holds the store after %u s: it is still writing out its "
+			        "final commit, or it is mounted where this process cannot see "
+			        "its mount. Wait for it to exit, or give --takeover (-o "
+			        "takeover) to fence it on purpose (what it has not committed "
+			        "yet is lost). Nothing was changed.\n",
+			        pid, known ? hf : "?", known ? hm : "?", wait_sec);
 			close(fd);
 			return -EBUSY;
 		}

@@ -57,15 +57,16 @@ struct mwd_holder {
  * Take the per-store lock of canonical store name for a daemon about to
  * open the engine and mount fsname at mountpoint.  Waits up to wait_sec
  * seconds (printing a message on stderr) while the holder is a closing
- * daemon.  A holder that is still mounted, or still there after the wait,
- * is a live writer: without takeover the mount is refused (-EBUSY, with a
- * message on stderr that names its mount point and the ways on); with
+ * daemon.  A holder that is still mounted is a live writer: without
+ * takeover the lock is not taken and -EALREADY returned, the holder described
+ * in *fenced (the caller follows it, tools/hold.c); a holder still there
+ * after the wait is refused (-EBUSY, with a message on stderr).  With
  * takeover the lock is taken over and, when fenced is not NULL, the holder
  * is described there (the caller makes it learn that it was fenced).  On
  * success *fd is the lock descriptor (O_CLOEXEC; the lock ends when it is
- * closed or the process exits).  Returns 0, -EBUSY, or another -errno when
- * the run directory cannot be used (the mount then proceeds without a
- * lock; the caller logs it).
+ * closed or the process exits).  Returns 0, -EALREADY, -EBUSY, or another
+ * -errno when the run directory cannot be used (the mount then proceeds
+ * without a lock; the caller logs it).
  */
 int mwd_lock(const char *name, const char *mountpoint, const char *fsname, unsigned wait_sec,
              bool takeover, struct mwd_holder *fenced, int *fd);

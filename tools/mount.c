@@ -67,6 +67,7 @@
 #include "store.h"
 #include "storeopt.h"
 #include "daemon.h"
+#include "hold.h"
 #include "metrics.h"
 
 /* How long a mount waits for a closing daemon of the same store (seconds). */
@@ -140,6 +141,18 @@ static bool engine_lost(struct engine *e, char *final, size_t len)
 	return true;
 }
 
+/*
+ * A read-write mount of a store that a live mount holds follows it (tools/hold.c): a
+ * following engine, read-only inside, the kernel mount still read-write.
+ */
+static void follow_mode(struct mount_args *a)
+{
+	a->eo.read_only = a->fo.read_only = true;
+	a->eo.follow = true;
+	a->eo.follow_interval_ms = a->follow_ms > 0 ? (unsigned)a->follow_ms : 0;
+	a->eo.claim_epoch = 0;
+}
+
 static int serve(struct mount_args *a, int report_fd)
 {
 	struct store *st = NULL;
@@ -147,8 +160,9 @@ static int serve(struct mount_args *a, int report_fd)
 	struct mwfs *fs = NULL;
 	char spath[PATH_MAX] = "", info[PATH_MAX + 32], final[512] = "ok";
 	int rc, status = 1, lock_fd = -1;
-	bool serving = false, fenced = false;
+	bool serving = false, fenced = false, following = false;
 	struct mwd_holder old = {0};
+	struct hold *hold = NULL;
 
 	/* a read-only mount never creates a local store directory */
 	rc = storeopt_open(a->store, &a->s3, a->eo.read_only ? STORE_OPEN_EXISTING : 0, "mount",
@@ -175,14 +189,36 @@ static int serve(struct mount_args *a, int report_fd)
 			rc = mwd_lock(name, a->mnt, a->store, MOUNT_LOCK_WAIT_SEC, a->takeover,
 			              &old, &lock_fd);
 		if (rc == -EBUSY)
-			goto out; /* a live writer mount of the store: refused (printed) */
-		if (rc)
+			goto out; /* a daemon that does not finish its final commit (printed) */
+		if (rc == -EALREADY) {
+			/* a live writer mount on this machine: follow it (tools/hold.c) */
+			fprintf(stderr,
+			        "memwalfs: %s is mounted read-write at %s (daemon %ld) on this "
+			        "machine; this mount follows it: reads are served, changes fail "
+			        "with EROFS until that mount is unmounted, then the first change "
+			        "here takes the store over. --takeover (-o takeover) fences it on "
+			        "purpose.\n",
+			        a->store, old.mnt, (long)old.pid);
+			old.pid = 0;
+			following = true;
+		} else if (rc) {
 			log_warn("no per-store lock (%s): a closing daemon of this store is not "
 			         "waited for",
 			         strerror(-rc));
+		}
 		if (mount_check_formats(a, st))
 			goto out;
-		if (old.pid)
+		if (hold_open(a, st, &hold))
+			goto out;
+		if (!following) {
+			rc = hold_acquire(hold, a->takeover);
+			if (rc < 0)
+				goto out;
+			following = rc == 1;
+		}
+		if (following)
+			follow_mode(a);
+		else if (old.pid)
 			mount_takeover_sync(&old);
 	}
 	mwd_status_gc();
@@ -198,6 +234,18 @@ static int serve(struct mount_args *a, int report_fd)
 	rc = engine_open(st, &a->eo, &e);
 	if (old.pid)
 		mount_takeover_tell(&old, rc == 0);
+	if (rc && hold && !following)
+		hold_failed(hold);
+	if (rc == -EAGAIN && hold && !following) {
+		/* another mount claimed the store between our holder record and our claim */
+		fprintf(stderr,
+		        "memwalfs: another mount took %s over at the same moment; this "
+		        "mount follows it\n",
+		        a->store);
+		following = true;
+		follow_mode(a);
+		rc = engine_open(st, &a->eo, &e);
+	}
 	struct engine_snapshot snap;
 	if (rc == -ENOENT && a->snapshot &&
 	    engine_snapshot_get(st, a->snapshot, &snap) == -ENOENT) {
@@ -213,6 +261,11 @@ static int serve(struct mount_args *a, int report_fd)
 		        strerror(-rc));
 		goto out;
 	}
+	if (hold && (rc = hold_held(hold, e)) != 0)
+		log_warn("%s: %s", following ? "watching the holder" : "writing the lease",
+		         strerror(-rc));
+	if (hold && following)
+		hold_hooks(hold, &a->fo);
 	rc = mwfs_open(e, &a->fo, &fs);
 	if (rc) {
 		fprintf(stderr, "memwalfs: cannot open the filesystem on %s: %s\n", a->store,
@@ -222,6 +275,8 @@ static int serve(struct mount_args *a, int report_fd)
 	char prog[] = "memwalfs", dash_o[] = "-o", dash_d[] = "-d";
 	char *fargv[] = {prog, dash_o, a->fuse_opts, a->debug ? dash_d : NULL, NULL};
 	int fargc = a->debug ? 4 : 3;
+	if (hold)
+		hold_set_fs(hold, fs);
 	rc = mwfs_mount(fs, fargc, fargv, a->mnt);
 	if (rc) {
 		fprintf(stderr, "memwalfs: cannot mount %s at %s\n", a->store, a->mnt);
@@ -271,6 +326,8 @@ static int serve(struct mount_args *a, int report_fd)
 	status = 0;
 out:
 	metrics_attach(a->metrics, NULL, NULL); /* a scrape in progress finishes first */
+	if (hold && hold_engine(hold))
+		e = hold_engine(hold); /* the writer, if this mount took the store over */
 	rc = mwfs_close(fs);
 	if (rc == -ESTALE) {
 		fenced = true;
@@ -321,6 +378,7 @@ out:
 		snprintf(final, sizeof(final), "fenced: %s", what);
 		status = 1;
 	}
+	hold_close(hold); /* after the final commit: the store is free now */
 	metrics_stop(a->metrics);
 	store_close(st);
 	/* everything is committed (or reported): tell "memwalfs umount", then unlock */

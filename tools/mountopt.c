@@ -96,10 +96,15 @@ static void usage(FILE *f)
 	    "                         memwalfs filesystem (a memwalfs store is never reformatted)\n"
 	    "  --stack                mount even if MOUNTPOINT is a live memwalfs mount (the new\n"
 	    "                         mount hides it)\n"
-	    "  --takeover             fence the writer mount of STORE that is live on this\n"
-	    "                         machine (without it such a mount is refused): that mount\n"
-	    "                         commits what it took and takes no more (EIO), then learns\n"
-	    "                         that it was fenced; -o takeover\n"
+	    "  --takeover             fence the live mount that writes STORE (without it this\n"
+	    "                         mount follows that one: reads served, changes EROFS\n"
+	    "                         until it lets go); on this machine that mount first\n"
+	    "                         commits what it took and takes no more (EIO), then\n"
+	    "                         learns that it was fenced; -o takeover\n"
+	    "  --lease SEC            this mount's lease on the store it writes (1-3600,\n"
+	    "                         default 30): renewed every third of it; another mount\n"
+	    "                         takes the store over once it ran out (docs/REGIONS.md);\n"
+	    "                         -o lease=\n"
 	    "  --pidfile FILE         write the id of the serving process to FILE\n"
 	    "  --dumpable             let the daemon dump core and be traced by its user, for\n"
 	    "                         debugging (default: not dumpable, because its memory\n"
@@ -187,6 +192,10 @@ static int set_option(struct mount_args *a, const char *name, const char *val)
 		if (!val || !parse_size(val, &sz) || sz > 600000)
 			goto bad;
 		a->follow_ms = (int)sz;
+	} else if (!strcmp(name, "lease")) {
+		if (!val || !parse_size(val, &sz) || sz < 1 || sz > 3600)
+			goto bad;
+		a->lease_ms = (unsigned)sz * 1000;
 	} else if (!strcmp(name, "snapshot")) {
 		if (!val || !*val)
 			goto bad;
@@ -382,6 +391,7 @@ int mount_parse_args(struct mount_args *a, int argc, char **argv)
 	    {"--cadence", "cadence"},
 	    {"--commit-inflight", "commit_inflight"},
 	    {"--follow-interval", "follow_interval"},
+	    {"--lease", "lease"},
 	    {"--snapshot", "snapshot"},
 	    {"--gc-grace", "gc_grace"},
 	    {"--gc-interval", "gc_interval"},

@@ -1,0 +1,251 @@
+/*
+ * hold.c - a read-write mount's hold on its store (docs/REGIONS.md, "Holders and
+ * leases").
+ *
+ * A read-write mount writes the store only while it holds it.  At mount it opens its lease
+ * (mounts/<id>, renewed while it holds anything) and asks who holds region 0, the whole
+ * store:
+ *
+ *   - nobody, or a mount that released it or died (its lease ran out): this mount takes it
+ *     (holder/<epoch> by put-if-absent, then the engine's claim of exactly that epoch) and
+ *     mounts as the writer, as before;
+ *   - a live mount: this mount follows it instead of fencing it.  It serves reads from a
+ *     following engine, refuses changes with EROFS (one log line names the holder), and
+ *     takes the store over at the first change after the holder let go of it: the take
+ *     hook below (fs/mode.c switches the mount to the writer engine it opens);
+ *   - --takeover: taken by force; the live holder is fenced (its later changes fail with
+ *     EIO, docs/WAL.md), as before.
+ *
+ * The engine's epoch claim and WAL fence still decide who may commit; the lease only keeps
+ * a mount from fencing a live holder by accident and lets a dead one be replaced.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "hold.h"
+#include "log.h"
+#include "metrics.h"
+
+struct hold {
+	struct mount_args *a;  /* borrowed: the mount's options */
+	struct store *st;      /* borrowed */
+	struct region_lease *l;
+	struct engine *e;      /* the engine the mount uses now */
+	struct mwfs *fs;       /* the filesystem, once open (metrics) */
+	char said[17 + 8];     /* the holder (mount id and state) the last refusal named */
+	double looks;          /* take()'s looks left to spend (HOLD_LOOKS_PER_SEC) */
+	int64_t looks_ms;      /* when it was last refilled (monotonic) */
+};
+
+/*
+ * A change refused because the store is held looks at the holder again (three requests),
+ * so that the first change after the holder's unmount is taken at once; at most this many
+ * a second (and as many in a burst): a program that retries a refused change in a loop
+ * gets the watch's answer (renewed every third of a lease) in between.
+ */
+#define HOLD_LOOKS_PER_SEC 20
+
+/* May take() spend a look now (a token bucket)? */
+static bool look_allowed(struct hold *h)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	int64_t now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	h->looks += (double)(now - h->looks_ms) * HOLD_LOOKS_PER_SEC / 1000.0;
+	if (h->looks > HOLD_LOOKS_PER_SEC)
+		h->looks = HOLD_LOOKS_PER_SEC;
+	h->looks_ms = now;
+	if (h->looks < 1)
+		return false;
+	h->looks -= 1;
+	return true;
+}
+
+/* "the mount at MNT on HOST (pid P, since T)" for h into buf. */
+static const char *who(const struct holder_info *h, char *buf, size_t n)
+{
+	char since[32] = "?";
+	time_t t = (time_t)h->since;
+	struct tm tm;
+	if (h->since && localtime_r(&t, &tm))
+		strftime(since, sizeof(since), "%Y-%m-%d %H:%M:%S", &tm);
+	if (!h->mount[0])
+		snprintf(buf, n, "a writer that left no holder record (an older memwalfs?)");
+	else
+		snprintf(buf, n, "the mount at %s on %s (pid %ld, mount %s, since %s)",
+		         h->mnt[0] ? h->mnt : "?", h->host[0] ? h->host : "?", h->pid, h->mount,
+		         since);
+	return buf;
+}
+
+int hold_open(struct mount_args *a, struct store *st, struct hold **out)
+{
+	struct hold *h = calloc(1, sizeof(*h));
+	if (!h)
+		return -ENOMEM;
+	h->a = a;
+	h->st = st;
+	char host[256] = "";
+	if (gethostname(host, sizeof(host) - 1))
+		snprintf(host, sizeof(host), "?");
+	struct region_lease_opts lo = {
+	    .host = host, .pid = (long)getpid(), .mnt = a->mnt, .lease_ms = a->lease_ms};
+	int rc = region_lease_open(st, &lo, &h->l);
+	if (rc) {
+		fprintf(stderr, "memwalfs: cannot write this mount's lease to %s: %s\n", a->store,
+		        strerror(-rc));
+		free(h);
+		return rc;
+	}
+	*out = h;
+	return 0;
+}
+
+int hold_acquire(struct hold *h, bool force)
+{
+	uint64_t epoch = 0;
+	struct holder_info prev;
+	char w[2048];
+	int rc = region_acquire(h->l, 0, force, &epoch, &prev);
+	if (rc == -EBUSY) {
+		fprintf(stderr,
+		        "memwalfs: %s is written by %s, which is alive (its lease was renewed "
+		        "%.0f s ago); this mount follows it: reads are served, changes fail with "
+		        "EROFS until that mount lets go of the store (unmount, or it dies and "
+		        "its lease of %u s runs out); the first change after that takes the "
+		        "store over. --takeover (-o takeover) fences it on purpose.\n",
+		        h->a->store, who(&prev, w, sizeof(w)), prev.quiet_sec,
+		        (prev.lease_ms + 999) / 1000);
+		return 1;
+	}
+	if (rc) {
+		fprintf(stderr, "memwalfs: cannot take %s over: %s\n", h->a->store, strerror(-rc));
+		return rc;
+	}
+	if (prev.state == HOLDER_DEAD)
+		log_warn("%s was held by %s, whose lease ran out %.0f s ago: taking it over",
+		         h->a->store, who(&prev, w, sizeof(w)), prev.quiet_sec);
+	else if (force && prev.state == HOLDER_LIVE)
+		log_warn("--takeover: fencing %s, the live holder of %s", who(&prev, w, sizeof(w)),
+		         h->a->store);
+	h->a->eo.claim_epoch = epoch;
+	return 0;
+}
+
+int hold_held(struct hold *h, struct engine *e)
+{
+	h->e = e;
+	if (h->a->eo.read_only)
+		return region_holder(h->l, 0, &(struct holder_info){0}); /* watch the holder */
+	return region_held(h->l, 0, h->a->eo.claim_epoch);
+}
+
+/* mwfs_opts.take: the store, if its holder let go of it (no store I/O until then). */
+static int take(void *arg, struct engine **writer)
+{
+	struct hold *h = arg;
+	struct holder_info hi;
+	char w[2048];
+	int rc = region_holder_cached(h->l, 0, &hi);
+	if ((rc || hi.state == HOLDER_LIVE || hi.state == HOLDER_UNSURE) && look_allowed(h))
+		rc = region_holder(h->l, 0, &hi); /* look again: a clean unmount frees it at once */
+	if (rc == 0 && (hi.state == HOLDER_LIVE || hi.state == HOLDER_UNSURE)) {
+		char said[sizeof(h->said)];
+		snprintf(said, sizeof(said), "%s/%d", hi.mount, (int)hi.state);
+		if (strcmp(said, h->said)) { /* once per holder and state */
+			snprintf(h->said, sizeof(h->said), "%s", said);
+			log_warn("changes refused (EROFS): %s is held by %s, %s", h->a->store,
+			         who(&hi, w, sizeof(w)),
+			         hi.state == HOLDER_LIVE
+			             ? "which is alive"
+			             : "which may be alive (its lease has not run out yet)");
+		}
+		return -EROFS;
+	}
+	if (rc && rc != -ENOENT) {
+		log_warn("changes refused (EROFS): who holds %s is not known: %s", h->a->store,
+		         strerror(-rc));
+		return -EROFS;
+	}
+	uint64_t epoch = 0;
+	struct holder_info prev;
+	rc = region_acquire(h->l, 0, false, &epoch, &prev);
+	if (rc) {
+		if (rc != -EBUSY)
+			log_err("taking %s over: %s", h->a->store, strerror(-rc));
+		return -EROFS;
+	}
+	struct engine_opts eo = h->a->eo;
+	eo.read_only = false;
+	eo.follow = false;
+	eo.claim_epoch = epoch;
+	/* the follower's disk cache stays locked by it until it is closed */
+	eo.disk_cache_dir = NULL;
+	rc = engine_open(h->st, &eo, writer);
+	if (rc) {
+		log_err("taking %s over: opening the writer: %s; still following", h->a->store,
+		        strerror(-rc));
+		region_release(h->l, 0);
+		return -EROFS;
+	}
+	rc = region_held(h->l, 0, epoch);
+	if (rc)
+		log_warn("taking %s over: writing the lease: %s (renewed at the next tick)",
+		         h->a->store, strerror(-rc));
+	return 0;
+}
+
+/* mwfs_opts.taken: close the engine the mount no longer uses. */
+static void taken(void *arg, struct engine *done, struct engine *now)
+{
+	struct hold *h = arg;
+	if (now) {
+		h->e = now;
+		h->a->eo.read_only = false;
+		metrics_attach(h->a->metrics, now, h->fs);
+	} else {
+		region_release(h->l, 0);
+	}
+	int rc = engine_close(done);
+	if (rc && rc != -EROFS)
+		log_warn("closing the %s engine: %s", now ? "follower's" : "unused writer's",
+		         strerror(-rc));
+}
+
+void hold_failed(struct hold *h)
+{
+	region_release(h->l, 0);
+	h->a->eo.claim_epoch = 0;
+}
+
+void hold_hooks(struct hold *h, struct mwfs_opts *fo)
+{
+	if (!h->a->eo.read_only)
+		return;
+	fo->take = take;
+	fo->taken = taken;
+	fo->take_arg = h;
+}
+
+void hold_set_fs(struct hold *h, struct mwfs *fs)
+{
+	h->fs = fs;
+}
+
+struct engine *hold_engine(struct hold *h)
+{
+	return h->e;
+}
+
+void hold_close(struct hold *h)
+{
+	if (!h)
+		return;
+	region_lease_close(h->l, true);
+	free(h);
+}

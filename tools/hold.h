@@ -1,0 +1,48 @@
+/*
+ * hold.h - a read-write mount's hold on its store: its lease, the take of the store at
+ * mount, and the hook that takes it over later (tools/hold.c; docs/REGIONS.md).
+ *
+ *   hold_open(a, st, &h);        the lease (mounts/<id>)
+ *   hold_acquire(h, takeover);   0: write (a->eo.claim_epoch set); 1: follow (printed why)
+ *   (engine_open with a->eo, read-only and following when following)
+ *   hold_held(h, e);             the claim succeeded / watch the holder
+ *   hold_hooks(h, &a->fo);       a following mount: mwfs_opts.take and .taken
+ *   hold_set_fs(h, fs);          once the filesystem is open
+ *   hold_engine(h)               the engine in use at unmount (another after a take)
+ *   hold_close(h);               after the engine's close: the lease goes
+ *
+ * One thread calls these in this order; the hooks run on a request's thread.
+ */
+#ifndef MEMWALFS_TOOLS_HOLD_H
+#define MEMWALFS_TOOLS_HOLD_H
+
+#include <stdbool.h>
+
+#include "engine.h"
+#include "fs.h"
+#include "mount.h"
+#include "store.h"
+
+struct hold;
+
+/* Open the mount's lease on st.  0, or -errno (printed). */
+int hold_open(struct mount_args *a, struct store *st, struct hold **out);
+/*
+ * Take region 0 for writing (force: --takeover, fences a live holder).  0: taken, the
+ * engine's claim_epoch is set in a->eo; 1: held by a live mount (printed): mount as its
+ * follower; -errno: failed (printed).
+ */
+int hold_acquire(struct hold *h, bool force);
+/* The engine's open after hold_acquire() failed: let the region go again. */
+void hold_failed(struct hold *h);
+/* e is open: record the hold (a writer) or start watching the holder (a follower). */
+int hold_held(struct hold *h, struct engine *e);
+/* A following mount (a->eo.read_only): set the take hooks in fo. */
+void hold_hooks(struct hold *h, struct mwfs_opts *fo);
+void hold_set_fs(struct hold *h, struct mwfs *fs);
+/* The engine the mount uses now. */
+struct engine *hold_engine(struct hold *h);
+/* Delete the lease (after the engine's close); accepts NULL. */
+void hold_close(struct hold *h);
+
+#endif
