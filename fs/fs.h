@@ -63,7 +63,22 @@ struct mwfs_opts {
 	 */
 	int (*take)(void *arg, struct engine **writer);
 	void (*taken)(void *arg, struct engine *done, struct engine *now);
-	void *take_arg;
+	/*
+	 * `memwalfs region release` (getxattr of MWFS_RELEASE_XATTR on the root of a writing
+	 * mount): once every write buffer is in the writer and durable and no request runs,
+	 * release(take_arg, writer, &follower) opens a following engine, closes the writer
+	 * (its final commit) and lets the store go; 0 and *follower, to which the mount
+	 * switches (reads served, changes EROFS, the next change takes the store again), or
+	 * an error with the writer still open and in use.  NULL: -ENOTSUP.
+	 */
+	int (*release)(void *arg, struct engine *writer, struct engine **follower);
+	/*
+	 * The text of MWFS_REGIONS_XATTR (`memwalfs region list MNT`): the regions, their
+	 * holders and this mount's lag, into buf (len bytes); returns its length.  NULL:
+	 * ENODATA (a read-only mount without a lease).
+	 */
+	size_t (*regions)(void *arg, char *buf, size_t len);
+	void *take_arg; /* the hooks' argument */
 };
 
 /* Fill *o with the defaults. */
@@ -162,6 +177,13 @@ void mwfs_get_fsync_latency(struct mwfs *fs, struct mw_hist_snap *out);
  * takeover did not happen: the hold ends, changes are taken again); the
  * store's error otherwise.
  */
+/*
+ * getxattr of MWFS_REGIONS_XATTR on the root: the regions and their holders (mwfs_opts.regions);
+ * of MWFS_RELEASE_XATTR: let the store go and follow it (mwfs_opts.release), answering
+ * "released\n"; EINVAL if this mount does not write it.
+ */
+#define MWFS_REGIONS_XATTR "user.memwalfs.regions"
+#define MWFS_RELEASE_XATTR "user.memwalfs.release"
 #define MWFS_HANDOVER_XATTR "user.memwalfs.handover"
 #define MWFS_FENCE_XATTR "user.memwalfs.fence-check"
 #define MWFS_HANDOVER_MS 120000u

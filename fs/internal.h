@@ -289,6 +289,13 @@ void fs_gate_leave(struct fs_gate *g);
  * says -EROFS while the store is still held.
  */
 void fs_want_write(struct mwfs *fs);
+/*
+ * `memwalfs region release`, from a request's thread (inside the gate, no lock held): the
+ * writing mount commits everything, lets the store go and follows it (mwfs_opts.release).
+ * 0, -EINVAL (this mount does not write the store), -ENOTSUP (no hook) or the error that
+ * kept it writing.
+ */
+int fs_release(struct mwfs *fs);
 
 /*
  * notify.c: one thread per mount that tells the kernel to drop what it caches (never from a

@@ -38,6 +38,7 @@
 
 #include "internal.h"
 #include "log.h"
+#include "data.h"
 #include "readahead.h"
 
 void fs_gate_init(struct fs_gate *g)
@@ -113,7 +114,7 @@ static void refresh_all(struct mwfs *fs)
 			inos[n++] = ip->ino;
 	mw_mutex_unlock(&fs->mu);
 	if (!inos) {
-		log_err("switching to the writer: no memory to refresh the inode table; "
+		log_err("switching engines: no memory to refresh the inode table; "
 		        "attributes may be stale until they change");
 		return;
 	}
@@ -136,7 +137,7 @@ static void refresh_all(struct mwfs *fs)
 			ip->seq = 0;
 			gone++;
 		} else if (ip) {
-			log_warn("switching to the writer: inode %llu: %s; its attributes may be "
+			log_warn("switching engines: inode %llu: %s; its attributes may be "
 			         "stale until it changes",
 			         (unsigned long long)inos[i], strerror(-rc));
 		}
@@ -144,8 +145,7 @@ static void refresh_all(struct mwfs *fs)
 		free(val);
 	}
 	free(inos);
-	log_info("switching to the writer: %zu inodes read again, %zu of them removed", changed,
-	         gone);
+	log_info("switching engines: %zu inodes read again, %zu of them removed", changed, gone);
 }
 
 /* Steps 1-5; returns the engine used before (the caller closes it). */
@@ -223,6 +223,72 @@ void fs_want_write(struct mwfs *fs)
 	fs_gate_leave(&fs->gate);
 	take(fs);
 	fs_gate_enter(&fs->gate);
+}
+
+/*
+ * `region release`: the reverse of switch_to().  Everything taken is put into the writer
+ * and made durable first; the hook opens the follower before it closes the writer, so a
+ * failure leaves the mount writing as it was.
+ */
+static int release(struct mwfs *fs)
+{
+	mw_mutex_lock(&fs->take_mu);
+	if (fs->o.read_only || !fs->o.release) {
+		int rc = fs->o.read_only ? -EINVAL : -ENOTSUP;
+		mw_mutex_unlock(&fs->take_mu);
+		return rc;
+	}
+	gate_close(&fs->gate);
+	data_flusher_stop(fs->wbf);
+	fs->wbf = NULL;
+	int rc = data_flush_all(fs);
+	if (!rc)
+		rc = engine_sync(fs->e);
+	struct engine *fe = NULL;
+	if (!rc) {
+		ra_pause(fs->ra, true);
+		fsnotify_stop(fs->nf);
+		fs->nf = NULL;
+		rc = fs->o.release(fs->o.take_arg, fs->e, &fe);
+	}
+	if (rc) {
+		log_err("region release: %s; this mount goes on writing the store", strerror(-rc));
+		if (!fs->nf && fsnotify_start(fs, NULL, &fs->nf) == 0)
+			fsnotify_session(fs->nf, fs->se);
+		ra_pause(fs->ra, false);
+		if (data_flusher_start(fs, fs->o.wb_flush_ms, &fs->wbf))
+			log_err("region release: no write-buffer flusher any more");
+		gate_open(&fs->gate);
+		mw_mutex_unlock(&fs->take_mu);
+		return rc;
+	}
+	fs->e = fe;
+	fs->o.read_only = true;
+	refresh_all(fs);
+	rc = fsnotify_start(fs, follow_refresh, &fs->nf);
+	if (!rc) {
+		fsnotify_session(fs->nf, fs->se);
+		fsnotify_all(fs->nf);
+		rc = fsfollow_start(fs, &fs->ff);
+	}
+	if (rc)
+		log_err("region release: the follower's hooks did not start (%s): the kernel may "
+		        "keep stale attributes until they expire",
+		        strerror(-rc));
+	ra_pause(fs->ra, false);
+	gate_open(&fs->gate);
+	mw_mutex_unlock(&fs->take_mu);
+	log_info("this mount let the store go: it follows it now (the next change takes it "
+	         "again if nobody else holds it)");
+	return 0;
+}
+
+int fs_release(struct mwfs *fs)
+{
+	fs_gate_leave(&fs->gate);
+	int rc = release(fs);
+	fs_gate_enter(&fs->gate);
+	return rc;
 }
 
 struct engine *mwfs_engine(struct mwfs *fs)

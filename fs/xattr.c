@@ -43,7 +43,8 @@ static bool is_stats(fuse_ino_t ino, const char *name)
 	return ino == SCHEMA_ROOT_INO &&
 	       (!strcmp(name, MWFS_STATS_XATTR) || !strcmp(name, MWFS_DAEMON_XATTR) ||
 	        !strcmp(name, MWFS_SYNC_XATTR) || !strcmp(name, MWFS_FENCE_XATTR) ||
-	        !strcmp(name, MWFS_HANDOVER_XATTR));
+	        !strcmp(name, MWFS_HANDOVER_XATTR) || !strcmp(name, MWFS_REGIONS_XATTR) ||
+	        !strcmp(name, MWFS_RELEASE_XATTR));
 }
 
 static void reply_value(fuse_req_t req, const void *val, size_t vn, size_t size)
@@ -196,6 +197,25 @@ void xattr_get(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 			reply_value(req, "current\n", 8, size);
 		else
 			fuse_reply_err(req, fs_err(rc));
+		return;
+	}
+	if (is_stats(ino, name) && !strcmp(name, MWFS_RELEASE_XATTR)) {
+		int rc = fs_release(fs);
+		if (rc)
+			fuse_reply_err(req, rc == -EINVAL ? EINVAL : fs_err(rc));
+		else
+			reply_value(req, "released\n", 9, size);
+		return;
+	}
+	if (is_stats(ino, name) && !strcmp(name, MWFS_REGIONS_XATTR)) {
+		char *buf = (char *)fs_tls_buf(fs, 65536);
+		size_t n = buf && fs->o.regions ? fs->o.regions(fs->o.take_arg, buf, 65536) : 0;
+		if (!buf)
+			fuse_reply_err(req, ENOMEM);
+		else if (!fs->o.regions)
+			fuse_reply_err(req, ENODATA);
+		else
+			reply_value(req, buf, n, size);
 		return;
 	}
 	if (is_stats(ino, name) && !strcmp(name, MWFS_DAEMON_XATTR)) {

@@ -21,6 +21,7 @@ int cmd_objects(int argc, char **argv);  /* tools/objects.c */
 int cmd_inspect(int argc, char **argv);  /* tools/inspect.c */
 int cmd_fsck(int argc, char **argv);     /* tools/inspect.c */
 int cmd_snapshot(int argc, char **argv); /* tools/snapshot.c */
+int cmd_region(int argc, char **argv);   /* tools/region.c */
 
 /* The table, terminated by a NULL name (tools/memwalfs.c). */
 extern const struct command memwalfs_commands[];

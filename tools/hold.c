@@ -32,14 +32,14 @@
 #include "metrics.h"
 
 struct hold {
-	struct mount_args *a;  /* borrowed: the mount's options */
-	struct store *st;      /* borrowed */
+	struct mount_args *a; /* borrowed: the mount's options */
+	struct store *st;     /* borrowed */
 	struct region_lease *l;
-	struct engine *e;      /* the engine the mount uses now */
-	struct mwfs *fs;       /* the filesystem, once open (metrics) */
-	char said[17 + 8];     /* the holder (mount id and state) the last refusal named */
-	double looks;          /* take()'s looks left to spend (HOLD_LOOKS_PER_SEC) */
-	int64_t looks_ms;      /* when it was last refilled (monotonic) */
+	struct engine *e;  /* the engine the mount uses now */
+	struct mwfs *fs;   /* the filesystem, once open (metrics) */
+	char said[17 + 8]; /* the holder (mount id and state) the last refusal named */
+	double looks;      /* take()'s looks left to spend (HOLD_LOOKS_PER_SEC) */
+	int64_t looks_ms;  /* when it was last refilled (monotonic) */
 };
 
 /*
@@ -114,13 +114,13 @@ int hold_acquire(struct hold *h, bool force)
 	int rc = region_acquire(h->l, 0, force, &epoch, &prev);
 	if (rc == -EBUSY) {
 		fprintf(stderr,
-		        "memwalfs: %s is written by %s, which is alive (its lease was renewed "
-		        "%.0f s ago); this mount follows it: reads are served, changes fail with "
-		        "EROFS until that mount lets go of the store (unmount, or it dies and "
-		        "its lease of %u s runs out); the first change after that takes the "
-		        "store over. --takeover (-o takeover) fences it on purpose.\n",
-		        h->a->store, who(&prev, w, sizeof(w)), prev.quiet_sec,
-		        (prev.lease_ms + 999) / 1000);
+		        "memwalfs: %s is written by %s, which is alive as far as its lease "
+		        "shows; this mount follows it: reads are served, changes fail with "
+		        "EROFS until that mount lets go of the store (unmount, memwalfs region "
+		        "release, or it dies and its lease of %u s runs out); the first change "
+		        "after that takes the store over. --takeover (-o takeover) fences it on "
+		        "purpose.\n",
+		        h->a->store, who(&prev, w, sizeof(w)), (prev.lease_ms + 999) / 1000);
 		return 1;
 	}
 	if (rc) {
@@ -183,6 +183,7 @@ static int take(void *arg, struct engine **writer)
 	struct engine_opts eo = h->a->eo;
 	eo.read_only = false;
 	eo.follow = false;
+	eo.follow_interval_ms = 0;
 	eo.claim_epoch = epoch;
 	/* the follower's disk cache stays locked by it until it is closed */
 	eo.disk_cache_dir = NULL;
@@ -223,12 +224,114 @@ void hold_failed(struct hold *h)
 	h->a->eo.claim_epoch = 0;
 }
 
+/* The options of a following engine on the store (a release, or a mount that follows). */
+static struct engine_opts follower_opts(const struct mount_args *a)
+{
+	struct engine_opts eo = a->eo;
+	eo.read_only = true;
+	eo.follow = true;
+	eo.follow_interval_ms = a->follow_ms > 0 ? (unsigned)a->follow_ms : 0;
+	eo.claim_epoch = 0;
+	return eo;
+}
+
+/* mwfs_opts.release: follow the store instead of writing it. */
+static int release(void *arg, struct engine *writer, struct engine **follower)
+{
+	struct hold *h = arg;
+	struct engine_opts eo = follower_opts(h->a);
+	eo.disk_cache_dir = NULL; /* the writer holds it until it is closed */
+	int rc = engine_open(h->st, &eo, follower);
+	if (rc) {
+		log_err("region release: opening the follower: %s", strerror(-rc));
+		return rc;
+	}
+	h->e = *follower;
+	h->a->eo.read_only = true;
+	metrics_attach(h->a->metrics, *follower, h->fs);
+	rc = engine_close(writer); /* the final commit; everything was durable before */
+	if (rc)
+		log_warn("region release: closing the writer: %s (everything it acknowledged was "
+		         "durable before)",
+		         strerror(-rc));
+	rc = region_release(h->l, 0);
+	if (rc)
+		log_warn("region release: writing the lease: %s (others see the store free once "
+		         "its next renewal or its lease says so)",
+		         strerror(-rc));
+	struct holder_info hi;
+	region_holder(h->l, 0, &hi); /* watch whoever takes it next */
+	log_info("released %s: this mount follows it now", h->a->store);
+	return 0;
+}
+
+/* "12 s" / "3.4 min" / "2.0 h" for a number of seconds. */
+static void ago(double s, char *buf, size_t n)
+{
+	if (s < 120)
+		snprintf(buf, n, "%.0f s", s);
+	else if (s < 7200)
+		snprintf(buf, n, "%.1f min", s / 60);
+	else
+		snprintf(buf, n, "%.1f h", s / 3600);
+}
+
+/* mwfs_opts.regions: what `memwalfs region list MNT` prints. */
+static size_t regions(void *arg, char *buf, size_t len)
+{
+	struct hold *h = arg;
+	struct holder_info hi;
+	struct engine_stats es;
+	struct region_lease_stats ls;
+	char w[2048], t[32];
+	size_t n = 0;
+#define OUT(...)                                                                                   \
+	do {                                                                                       \
+		int k_ = snprintf(buf + n, n < len ? len - n : 0, __VA_ARGS__);                    \
+		if (k_ > 0)                                                                        \
+			n += (size_t)k_;                                                           \
+	} while (0)
+	engine_get_stats(h->e, &es);
+	region_lease_get_stats(h->l, &ls);
+	int rc = region_holder_cached(h->l, 0, &hi);
+	OUT("region 0 /\n");
+	if (rc && rc != -ENOENT)
+		OUT("  holder: not known (%s)\n", strerror(-rc));
+	else if (rc == -ENOENT || hi.state == HOLDER_SELF || !h->a->eo.read_only) {
+		ago(ls.last_renew_ms_ago >= 0 ? ls.last_renew_ms_ago / 1000.0 : 0, t, sizeof(t));
+		OUT("  holder: this mount (mount %s), epoch %" PRIu64 ", lease %u s, renewed %s "
+		    "ago%s\n",
+		    region_lease_id(h->l), es.epoch, ls.lease_ms / 1000, t,
+		    ls.renew_overdue ? " (OVERDUE: others may take the store over)" : "");
+		OUT("  WAL: next position %" PRIu64 ", covered by tables up to %" PRIu64 "\n",
+		    es.wal_next, es.wal_covered);
+	} else {
+		ago(hi.quiet_sec, t, sizeof(t));
+		OUT("  holder: %s\n  state: %s", who(&hi, w, sizeof(w)),
+		    holder_state_name(hi.state));
+		if (hi.state != HOLDER_FREE)
+			OUT(" (its lease of %u s seen unchanged for %s)",
+			    (hi.lease_ms + 999) / 1000, t);
+		OUT(", epoch %" PRIu64 "\n", hi.epoch);
+		OUT("  this mount follows it: WAL applied up to %" PRIu64 ", %" PRIu64
+		    " entries listed and not applied, current as of %.1f s ago; changes here %s\n",
+		    es.wal_next, es.follow_behind, es.follow_lag_ms / 1000.0,
+		    hi.state == HOLDER_FREE || hi.state == HOLDER_DEAD ? "take the store over"
+		                                                       : "fail with EROFS");
+	}
+	OUT("this mount: lease mounts/%s, %" PRIu64 " renewals, %" PRIu64 " failed, %" PRIu64
+	    " requests\n",
+	    region_lease_id(h->l), ls.renewals, ls.renew_failures, ls.requests);
+#undef OUT
+	return n < len ? n : len;
+}
+
 void hold_hooks(struct hold *h, struct mwfs_opts *fo)
 {
-	if (!h->a->eo.read_only)
-		return;
 	fo->take = take;
 	fo->taken = taken;
+	fo->release = release;
+	fo->regions = regions;
 	fo->take_arg = h;
 }
 

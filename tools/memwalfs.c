@@ -24,6 +24,7 @@ const struct command memwalfs_commands[] = {
     {"inspect", cmd_inspect, "show the manifest, SSTables, WAL, packs and orphans of a store"},
     {"fsck", cmd_fsck,
      "check a store's engine objects and filesystem (read-only; safe when mounted)"},
+    {"region", cmd_region, "who writes a store (its regions and their holders); hand it back"},
     {"snapshot", cmd_snapshot, "create, list and delete snapshots (pinned states) of a store"},
     {NULL, NULL, NULL},
 };

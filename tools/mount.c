@@ -264,7 +264,7 @@ static int serve(struct mount_args *a, int report_fd)
 	if (hold && (rc = hold_held(hold, e)) != 0)
 		log_warn("%s: %s", following ? "watching the holder" : "writing the lease",
 		         strerror(-rc));
-	if (hold && following)
+	if (hold)
 		hold_hooks(hold, &a->fo);
 	rc = mwfs_open(e, &a->fo, &fs);
 	if (rc) {

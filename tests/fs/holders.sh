@@ -91,6 +91,27 @@ mkdir "$b/bdir" && mv "$b/later" "$b/bdir/later"
 sync "$b/mine"
 echo "   B writes now and has all of A's files"
 
+echo "-- 2b. memwalfs region list and region release"
+on A mw_mount "$a"
+wait_file "$a/mine" mine
+"$MW" region list "$b" | tee "$WORK/list-b"
+grep -q "holder: this mount" "$WORK/list-b" || { echo "FAIL: region list of the holder does not say so"; exit 1; }
+"$MW" region list "$a" | tee "$WORK/list-a"
+grep -q "holder: the mount at $b " "$WORK/list-a" && grep -q "this mount follows it" "$WORK/list-a" ||
+	{ echo "FAIL: region list of the follower does not name the holder"; exit 1; }
+"$MW" region list "${STORE_OPTS[@]}" "$STORE" | tee "$WORK/list-s"
+grep -q "holder: the mount at $b " "$WORK/list-s" && grep -q "state: live" "$WORK/list-s" ||
+	{ echo "FAIL: region list of the store does not name the live holder"; exit 1; }
+if "$MW" region release "$a" 2>"$WORK/rel.err"; then echo "FAIL: a follower released"; exit 1; fi
+echo unsynced >"$b/unsynced" # closed, never fsynced: the release commits it
+"$MW" region release "$b"
+echo again >"$a/again" || { echo "FAIL: A could not take the store after B released it"; exit 1; }
+[ "$(cat "$a/unsynced")" = unsynced ]
+expect_erofs "create after the release" touch "$b/after"
+wait_file "$b/again" again
+on A mw_umount "$a"
+echo "   region list names the holder; after region release the other mount writes"
+
 echo "-- 3. kill -9 of the holder: another mount takes over after its lease"
 on B mw_umount "$b"
 on B mw_mount "$b" --lease 2
