@@ -673,6 +673,9 @@ static void *lease_main(void *arg)
 			/* nothing to re-read between full looks unless another mount holds it */
 			if (!full[i] && rw->base != B_HELD)
 				rids[i] = UINT32_MAX;
+			/* ours: the engine learns of a fence itself; an idle holder only renews */
+			if (rw->valid && rw->base == B_SELF && self_holds(l, rw->rid, rw->epoch))
+				rids[i] = UINT32_MAX;
 		}
 		mw_mutex_unlock(&l->mu);
 		if (renew)
