@@ -26,6 +26,7 @@
 #include "engine.h"
 #include "fault.h"
 #include "format.h"
+#include "gc.h"
 #include "lease.h"
 #include "store.h"
 #include "testutil.h"
@@ -565,6 +566,56 @@ static void test_peek(void **state)
 	assert_int_equal(hi.state, HOLDER_FREE);
 }
 
+static bool planned(const struct gc_plan *p, const char *name)
+{
+	for (size_t i = 0; i < p->ndeletes; i++)
+		if (!strcmp(p->deletes[i], name))
+			return true;
+	return false;
+}
+
+/* GC: old holder objects after the grace, mount leases after 7 days; nothing else of ours. */
+static void test_gc(void **state)
+{
+	(void)state;
+	struct region_lease *a = open_lease(3000, "/mnt/a");
+	struct gc_plan plan = {0};
+	struct gc_opts o;
+	struct gc *g = NULL;
+	char name[64], lkey[64];
+	uint64_t ep = 0;
+
+	for (int i = 0; i < 5; i++) { /* epochs 1..5, each with its holder object */
+		struct engine *e = take(a, false, &ep);
+		assert_int_equal(put_wait(e, "k", "v"), 0);
+		assert_int_equal(engine_close(e), 0);
+		assert_int_equal(region_release(a, 0), 0);
+	}
+	assert_int_equal(ep, 5);
+	snprintf(lkey, sizeof(lkey), "mounts/%s", region_lease_id(a));
+	assert_int_equal(gc_new(ts->store, &g), 0);
+	gc_opts_default(&o);
+	assert_int_equal(gc_plan_make(g, &o, &plan), 0); /* all young: nothing of ours goes */
+	assert_int_equal(plan.n_region, 0);
+	gc_plan_clear(&plan);
+	o.now = (int64_t)time(NULL) + 8 * 86400;
+	assert_int_equal(gc_plan_make(g, &o, &plan), 0);
+	for (uint64_t e = 1; e <= 5; e++) {
+		fmt_holder_name(name, 0, e);
+		assert_int_equal(planned(&plan, name), e <= 3); /* 4 and 5 stay */
+	}
+	assert_true(planned(&plan, lkey)); /* 8 days unwritten (by the plan's clock) */
+	assert_int_equal(plan.n_region, 4);
+	gc_plan_clear(&plan);
+	o.now = (int64_t)time(NULL) + 86400; /* a day: holders go, the lease stays */
+	assert_int_equal(gc_plan_make(g, &o, &plan), 0);
+	assert_false(planned(&plan, lkey));
+	assert_int_equal(plan.n_region, 3);
+	gc_plan_clear(&plan);
+	gc_free(g);
+	region_lease_close(a, true);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -579,6 +630,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test_setup_teardown(test_costs, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_renew_failures, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_peek, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_gc, setup, teardown),
 	};
 	char name[64];
 
