@@ -1099,8 +1099,10 @@ int gc_plan_execute(struct gc *g, const struct gc_opts *o, const struct gc_plan 
 	}
 	if (done)
 		log_info("gc: deleted %" PRIu64 " objects (%" PRIu64 " WAL, %" PRIu64
-		         " manifests, %" PRIu64 " tables, %" PRIu64 " packs planned)",
-		         done, plan->n_wal, plan->n_manifest, plan->n_sst, plan->n_pack);
+		         " manifests, %" PRIu64 " tables, %" PRIu64 " packs, %" PRIu64
+		         " holders and leases planned)",
+		         done, plan->n_wal, plan->n_manifest, plan->n_sst, plan->n_pack,
+		         plan->n_region);
 	if (deleted)
 		*deleted = done;
 	return first;

@@ -98,7 +98,7 @@ struct gc_plan {
 	uint64_t n_wal, n_manifest, n_sst, n_pack; /* deletes per class */
 	uint64_t n_region; /* holder/ objects of old epochs and mounts/ leases unwritten for
 	                      7 days (docs/REGIONS.md) */
-	struct gc_pack_stat *packs;                /* every pack that stays (malloc()ed) */
+	struct gc_pack_stat *packs; /* every pack that stays (malloc()ed) */
 	size_t npacks;
 	struct gc_pack_id *repack; /* packs selected for repack (malloc()ed) */
 	size_t nrepack;

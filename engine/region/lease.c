@@ -80,15 +80,15 @@ enum base { B_FREE, B_SELF, B_HELD };
 /* A region we look at. */
 struct rwatch {
 	uint32_t rid;
-	bool valid;         /* a look succeeded (the fields below are meaningful) */
-	int err;            /* the last look's error (0: it succeeded) */
-	uint64_t version;   /* newest manifest version at the last full look */
-	uint64_t epoch;     /* its epoch */
-	bool have_holder;   /* holder/<epoch> exists; h is it */
+	bool valid;       /* a look succeeded (the fields below are meaningful) */
+	int err;          /* the last look's error (0: it succeeded) */
+	uint64_t version; /* newest manifest version at the last full look */
+	uint64_t epoch;   /* its epoch */
+	bool have_holder; /* holder/<epoch> exists; h is it */
 	struct holder_doc h;
-	enum base base;     /* B_HELD: liveness from the mwatch of h.mount */
+	enum base base; /* B_HELD: liveness from the mwatch of h.mount */
 	unsigned holder_lease_ms;
-	unsigned ticks;     /* thread ticks since the last full look */
+	unsigned ticks; /* thread ticks since the last full look */
 };
 
 struct region_lease {
@@ -120,9 +120,9 @@ struct region_lease {
 
 	/* statistics [mu] */
 	uint64_t renewals, renew_failures;
-	uint64_t last_ok_us;   /* last successful lease write (0: none) */
-	uint64_t fail_since;   /* first failure of the current run of failures (0: none) */
-	bool overdue_logged;   /* the "others may take over" warning was logged */
+	uint64_t last_ok_us; /* last successful lease write (0: none) */
+	uint64_t fail_since; /* first failure of the current run of failures (0: none) */
+	bool overdue_logged; /* the "others may take over" warning was logged */
 	_Atomic uint64_t requests;
 };
 
@@ -189,8 +189,8 @@ static int maxver_cb(void *arg, const char *key, uint64_t size)
  * The newest manifest version of rid and its epoch.  *version and *epoch come in as what
  * an earlier look found (0: nothing): an unchanged version is not read again.
  */
-static int newest_epoch(struct region_lease *l, struct store *st, uint32_t rid,
-                        uint64_t *version, uint64_t *epoch)
+static int newest_epoch(struct region_lease *l, struct store *st, uint32_t rid, uint64_t *version,
+                        uint64_t *epoch)
 {
 	char prefix[FMT_REGION_PREFIX_MAX], name[FMT_REGION_PREFIX_MAX + FMT_NAME_MAX];
 	struct manifest m = {0};
@@ -331,7 +331,8 @@ static bool doc_holds(const struct lease_doc *d, uint32_t rid, uint64_t epoch)
 static bool mtime_dead(int64_t mtime, unsigned lease_ms)
 {
 	int64_t now = (int64_t)time(NULL);
-	return mtime > 0 && (now - mtime) * 1000 > (int64_t)lease_ms + LEASE_CLOCK_SKEW_SEC * 1000LL;
+	return mtime > 0 &&
+	       (now - mtime) * 1000 > (int64_t)lease_ms + LEASE_CLOCK_SKEW_SEC * 1000LL;
 }
 
 /* ------------------------------------------------------------------ */
@@ -384,8 +385,7 @@ static int mw_observe(struct region_lease *l, const char *id, uint64_t seq, unsi
 }
 
 /* The liveness of mount id as of now, and how long its lease has been seen unchanged. */
-static enum holder_state judge(struct region_lease *l, const char *id, uint64_t now,
-                               double *quiet)
+static enum holder_state judge(struct region_lease *l, const char *id, uint64_t now, double *quiet)
 {
 	struct mwatch *w = mw_find(l, id);
 	uint64_t q;
@@ -587,8 +587,9 @@ static int lease_put(struct region_lease *l, uint64_t want_gen)
 			l->written_gen = gen;
 		l->renewals++;
 		if (l->fail_since)
-			log_warn("region: the lease %s is written again (renewals failed for %.1f s)",
-			         l->key, (double)(now_us() - l->fail_since) / 1e6);
+			log_warn(
+			    "region: the lease %s is written again (renewals failed for %.1f s)",
+			    l->key, (double)(now_us() - l->fail_since) / 1e6);
 		l->fail_since = 0;
 		l->overdue_logged = false;
 		l->last_ok_us = now_us();
@@ -596,8 +597,8 @@ static int lease_put(struct region_lease *l, uint64_t want_gen)
 		l->renew_failures++;
 		if (!l->fail_since) {
 			l->fail_since = now_us();
-			log_warn("region: put %s failed: %s (the lease is retried every %u ms)", l->key,
-			         strerror(-rc), l->lease_ms / 3);
+			log_warn("region: put %s failed: %s (the lease is retried every %u ms)",
+			         l->key, strerror(-rc), l->lease_ms / 3);
 		}
 	}
 	pthread_cond_broadcast(&l->put_cv);
@@ -657,9 +658,10 @@ static void *lease_main(void *arg)
 		if (renew && l->last_ok_us && !l->overdue_logged &&
 		    now_us() - l->last_ok_us >= (uint64_t)l->lease_ms * 1000u) {
 			l->overdue_logged = true;
-			log_warn("region: the lease %s was not renewed for %.1f s (over its %u ms): "
-			         "other mounts may take the regions it holds",
-			         l->key, (double)(now_us() - l->last_ok_us) / 1e6, l->lease_ms);
+			log_warn(
+			    "region: the lease %s was not renewed for %.1f s (over its %u ms): "
+			    "other mounts may take the regions it holds",
+			    l->key, (double)(now_us() - l->last_ok_us) / 1e6, l->lease_ms);
 		}
 		size_t n = l->nrw;
 		uint32_t *rids = n ? malloc(n * sizeof(*rids)) : NULL;
@@ -842,8 +844,7 @@ static bool busy(enum holder_state s)
  * FREE: it gave up (its lease is gone, or lacks the take/hold of that epoch); SELF: the
  * object is ours (a create whose answer was lost).
  */
-static int taker_state(struct region_lease *l, uint32_t rid, uint64_t epoch,
-                       struct holder_info *t)
+static int taker_state(struct region_lease *l, uint32_t rid, uint64_t epoch, struct holder_info *t)
 {
 	struct holder_doc h;
 	struct lease_doc d = {0};
@@ -914,8 +915,8 @@ int region_acquire(struct region_lease *l, uint32_t rid, bool force, uint64_t *e
 	if (prev)
 		*prev = cur;
 	if (!force && busy(cur.state)) {
-		log_info("region %" PRIu32 ": held by mount %s (%s pid %ld, %s): %s", rid, cur.mount,
-		         cur.host, cur.pid, cur.mnt, holder_state_name(cur.state));
+		log_info("region %" PRIu32 ": held by mount %s (%s pid %ld, %s): %s", rid,
+		         cur.mount, cur.host, cur.pid, cur.mnt, holder_state_name(cur.state));
 		return -EBUSY;
 	}
 	if (force && busy(cur.state))
@@ -962,16 +963,16 @@ int region_acquire(struct region_lease *l, uint32_t rid, bool force, uint64_t *e
 			return 0;
 		}
 		if (!force && busy(t.state)) {
-			log_info("region %" PRIu32 ": mount %s (%s pid %ld, %s) is taking epoch %" PRIu64
-			         " first",
+			log_info("region %" PRIu32
+			         ": mount %s (%s pid %ld, %s) is taking epoch %" PRIu64 " first",
 			         rid, t.mount, t.host, t.pid, t.mnt, target);
 			if (prev)
 				*prev = t;
 			rc = -EBUSY;
 			goto drop;
 		}
-		log_info("region %" PRIu32 ": %s is of mount %s, %s; trying epoch %" PRIu64, rid, name,
-		         t.mount[0] ? t.mount : "(gone)",
+		log_info("region %" PRIu32 ": %s is of mount %s, %s; trying epoch %" PRIu64, rid,
+		         name, t.mount[0] ? t.mount : "(gone)",
 		         busy(t.state) ? "taken over on purpose" : "which gave up", target + 1);
 	}
 	log_err("region %" PRIu32 ": no free epoch after %d holder objects", rid, ACQUIRE_TRIES);
@@ -1085,8 +1086,8 @@ void region_lease_get_stats(struct region_lease *l, struct region_lease_stats *o
 	out->renewals = l->renewals;
 	out->renew_failures = l->renew_failures;
 	out->last_renew_ms_ago = l->last_ok_us ? (int64_t)((now - l->last_ok_us) / 1000u) : -1;
-	out->renew_overdue = l->nholds && l->last_ok_us &&
-	                     now - l->last_ok_us >= (uint64_t)l->lease_ms * 1000u;
+	out->renew_overdue =
+	    l->nholds && l->last_ok_us && now - l->last_ok_us >= (uint64_t)l->lease_ms * 1000u;
 	out->holds = l->nholds;
 	out->watched = l->nrw;
 	out->lease_ms = l->lease_ms;

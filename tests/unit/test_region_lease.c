@@ -54,8 +54,8 @@ static int teardown(void **state)
 
 static struct region_lease *open_lease(unsigned lease_ms, const char *mnt)
 {
-	struct region_lease_opts o = {.host = "testhost", .pid = 4242, .mnt = mnt,
-	                              .lease_ms = lease_ms};
+	struct region_lease_opts o = {
+	    .host = "testhost", .pid = 4242, .mnt = mnt, .lease_ms = lease_ms};
 	struct region_lease *l = NULL;
 	assert_int_equal(region_lease_open(ts->store, &o, &l), 0);
 	assert_non_null(l);
@@ -121,10 +121,17 @@ static double wait_state(struct region_lease *l, bool io, enum holder_state want
 static void test_format(void **state)
 {
 	(void)state;
-	struct lease_hold holds[2] = {{.rid = 0, .epoch = 7}, {.rid = 3, .epoch = 9, .taking = true}};
-	struct lease_doc d = {.mount = "0123456789abcdef", .host = "h\nx", .pid = 12,
-	                      .mnt = "/mnt/a b", .since = 1700000000, .seq = 5, .lease_ms = 300,
-	                      .holds = holds, .nholds = 2},
+	struct lease_hold holds[2] = {{.rid = 0, .epoch = 7},
+	                              {.rid = 3, .epoch = 9, .taking = true}};
+	struct lease_doc d = {.mount = "0123456789abcdef",
+	                      .host = "h\nx",
+	                      .pid = 12,
+	                      .mnt = "/mnt/a b",
+	                      .since = 1700000000,
+	                      .seq = 5,
+	                      .lease_ms = 300,
+	                      .holds = holds,
+	                      .nholds = 2},
 	                 r;
 	char *txt = NULL;
 	size_t len = 0;
@@ -144,8 +151,12 @@ static void test_format(void **state)
 	lease_doc_clear(&r);
 	free(txt);
 
-	struct holder_doc h = {.mount = "fedcba9876543210", .epoch = 42, .host = "m", .pid = 1,
-	                       .mnt = "/x", .since = 5},
+	struct holder_doc h = {.mount = "fedcba9876543210",
+	                       .epoch = 42,
+	                       .host = "m",
+	                       .pid = 1,
+	                       .mnt = "/x",
+	                       .since = 5},
 	                  hr;
 	char buf[2048];
 	assert_int_equal(holder_doc_format(&h, buf, sizeof(buf), &len), 0);
@@ -167,7 +178,8 @@ static void test_format(void **state)
 		assert_int_equal(lease_doc_parse("bad", bad[i], strlen(bad[i]), &r), -EUCLEAN);
 	const char *newer = "memwalfs-lease 2\nmount 0123456789abcdef\nseq 1\nlease_ms 5\n";
 	assert_int_equal(lease_doc_parse("newer", newer, strlen(newer), &r), -EPROTONOSUPPORT);
-	const char *extra = "memwalfs-lease 1\nmount 0123456789abcdef\nseq 1\nlease_ms 5\nfuture x\n";
+	const char *extra =
+	    "memwalfs-lease 1\nmount 0123456789abcdef\nseq 1\nlease_ms 5\nfuture x\n";
 	assert_int_equal(lease_doc_parse("extra", extra, strlen(extra), &r), 0);
 	lease_doc_clear(&r);
 	assert_int_equal(holder_doc_parse("h", "memwalfs-holder 1\nepoch 3\n", 26, &hr), -EUCLEAN);
@@ -483,7 +495,8 @@ static void test_costs(void **state)
 	assert_int_equal(sa.requests, 1); /* the open's PUT */
 	region_lease_close(idle, true);
 
-	/* an idle holder: one PUT per lease_ms / 3; an observer: one GET per tick, more every 4th */
+	/* an idle holder: one PUT per lease_ms / 3; an observer: one GET per tick, more every 4th
+	 */
 	a = open_lease(300, "/mnt/a");
 	b = open_lease(300, "/mnt/b");
 	e = take(a, false, &ep);
