@@ -18,7 +18,8 @@
  * (clean unmount), or without "hold r E" / "take r E" (released): FREE; else M's
  * liveness, judged from the seq of its lease as we see it change on our monotonic clock
  * (struct mwatch): LIVE while a change was seen within M's lease_ms, UNSURE while
- * watched for less than that without a change, DEAD after M's lease_ms without one.  A
+ * watched for less than that without a change (or while our reads fail), DEAD once a
+ * read finds the seq unchanged M's lease_ms after we first saw it.  A
  * lease whose mtime is over lease_ms + LEASE_CLOCK_SKEW_SEC old is DEAD at first sight.
  *
  * Taking r (region_acquire): check the holder; write "take r E+1" into our lease (so that
@@ -68,6 +69,7 @@ struct mwatch {
 	char id[17];
 	uint64_t seq;      /* highest seq seen */
 	uint64_t seen_us;  /* our monotonic clock when we first saw seq */
+	uint64_t read_us;  /* the last successful read of its lease (seq confirmed then) */
 	uint64_t used_us;  /* last time this entry was consulted (eviction) */
 	unsigned lease_ms; /* the mount's own lease */
 	bool changed;      /* we saw seq change at least once */
@@ -380,6 +382,7 @@ static int mw_observe(struct region_lease *l, const char *id, uint64_t seq, unsi
 		w->dead_mtime = false;
 	}
 	w->lease_ms = lease_ms;
+	w->read_us = now;
 	w->used_us = now;
 	return 0;
 }
@@ -397,9 +400,11 @@ static enum holder_state judge(struct region_lease *l, const char *id, uint64_t 
 	w->used_us = now;
 	q = now > w->seen_us ? now - w->seen_us : 0;
 	*quiet = (double)q / 1e6;
-	if (w->dead_mtime || q >= (uint64_t)w->lease_ms * 1000u)
+	/* dead only on a read that found the seq unchanged a whole lease after we saw it:
+	 * reads that fail (our partition) make a holder UNSURE, never DEAD */
+	if (w->dead_mtime || w->read_us - w->seen_us >= (uint64_t)w->lease_ms * 1000u)
 		return HOLDER_DEAD;
-	return w->changed ? HOLDER_LIVE : HOLDER_UNSURE;
+	return w->changed && q < (uint64_t)w->lease_ms * 1000u ? HOLDER_LIVE : HOLDER_UNSURE;
 }
 
 static struct rwatch *rw_find(struct region_lease *l, uint32_t rid)

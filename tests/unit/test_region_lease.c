@@ -579,6 +579,34 @@ static void test_peek(void **state)
 	assert_int_equal(hi.state, HOLDER_FREE);
 }
 
+/* An observer whose reads fail never calls a holder DEAD (fault store only). */
+static void test_observer_partition(void **state)
+{
+	(void)state;
+	if (!ts->fault)
+		skip();
+	struct region_lease *a = open_lease(300, "/mnt/a"), *b = open_lease(300, "/mnt/b");
+	struct holder_info hi;
+	uint64_t ep;
+	struct engine *e = take(a, false, &ep);
+
+	assert_int_equal(engine_close(e), 0);
+	wait_state(b, true, HOLDER_LIVE, &hi);
+	fault_store_fail_nth(ts->fault, FAULT_READS, 1, -EIO, FAULT_PERSIST); /* B reads nothing */
+	region_lease_close(a, false); /* and A dies meanwhile */
+	double t0 = tu_now_sec();
+	while (tu_now_sec() - t0 < 1.5) { /* five leases */
+		int rc = region_holder_cached(b, 0, &hi);
+		assert_true(rc == 0 || rc == -EIO);
+		assert_true(hi.state == HOLDER_LIVE || hi.state == HOLDER_UNSURE);
+		usleep(20000);
+	}
+	assert_int_equal(hi.state, HOLDER_UNSURE);
+	fault_store_clear(ts->fault);
+	wait_state(b, true, HOLDER_DEAD, &hi); /* reads again: now it knows */
+	region_lease_close(b, true);
+}
+
 static bool planned(const struct gc_plan *p, const char *name)
 {
 	for (size_t i = 0; i < p->ndeletes; i++)
@@ -644,6 +672,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test_setup_teardown(test_renew_failures, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_peek, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_gc, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_observer_partition, setup, teardown),
 	};
 	char name[64];
 
