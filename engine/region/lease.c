@@ -133,16 +133,6 @@ static uint64_t now_us(void)
 	return mw_now_us();
 }
 
-static struct timespec after_ms(uint64_t ms)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	uint64_t ns = (uint64_t)ts.tv_nsec + ms * 1000000u;
-	ts.tv_sec += (time_t)(ns / 1000000000u);
-	ts.tv_nsec = (long)(ns % 1000000000u);
-	return ts;
-}
-
 const char *holder_state_name(enum holder_state s)
 {
 	switch (s) {
@@ -654,7 +644,7 @@ static void *lease_main(void *arg)
 
 	mw_mutex_lock(&l->mu);
 	while (!l->thread.stop) {
-		struct timespec until = after_ms(tick_ms);
+		struct timespec until = mw_after_ms(tick_ms);
 		while (!l->thread.stop && mw_cond_timedwait(&l->cv, &l->mu, &until) != ETIMEDOUT)
 			;
 		if (l->thread.stop)
