@@ -448,10 +448,12 @@ static void info_of(struct region_lease *l, const struct rwatch *rw, uint64_t no
 
 /*
  * Look at rid (no lock held on entry or exit) and record what was found in its rwatch
- * (created if needed), then fill *out (may be NULL).  full: read the manifest and holder
+ * (created if create; else a region unwatched meanwhile stays unwatched), then fill *out
+ * (may be NULL).  full: read the manifest and holder
  * object again; else only the holder's lease (the first look is always full).
  */
-static int look(struct region_lease *l, uint32_t rid, bool full, struct holder_info *out)
+static int look(struct region_lease *l, uint32_t rid, bool full, bool create,
+                struct holder_info *out)
 {
 	struct rwatch cur = {.rid = rid}, *rw;
 	struct lease_doc d = {0};
@@ -511,6 +513,11 @@ out:
 	if (!rc && cur.base == B_HELD)
 		rc = mw_observe(l, d.mount, d.seq, d.lease_ms, mtime, now_us());
 	rw = rw_find(l, rid);
+	if (!rw && !create) { /* unwatched meanwhile (the thread's look): stay so */
+		mw_mutex_unlock(&l->mu);
+		lease_doc_clear(&d);
+		return rc;
+	}
 	if (!rw && !MW_GROW(l->rw, l->caprw, l->nrw + 1, 4)) {
 		rw = &l->rw[l->nrw++];
 		memset(rw, 0, sizeof(*rw));
@@ -686,7 +693,7 @@ static void *lease_main(void *arg)
 			if (stop)
 				break;
 			if (still)
-				look(l, rids[i], full[i], NULL);
+				look(l, rids[i], full[i], false, NULL);
 		}
 		free(rids);
 		free(full);
@@ -798,7 +805,7 @@ const char *region_lease_id(const struct region_lease *l)
 
 int region_holder(struct region_lease *l, uint32_t rid, struct holder_info *out)
 {
-	return look(l, rid, true, out);
+	return look(l, rid, true, true, out);
 }
 
 int region_holder_cached(struct region_lease *l, uint32_t rid, struct holder_info *out)
@@ -904,7 +911,7 @@ int region_acquire(struct region_lease *l, uint32_t rid, bool force, uint64_t *e
 		}
 	mw_mutex_unlock(&l->mu);
 
-	rc = look(l, rid, true, &cur);
+	rc = look(l, rid, true, true, &cur);
 	if (rc)
 		return rc;
 	if (prev)
