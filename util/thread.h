@@ -141,4 +141,15 @@ void mw_cond_init_monotonic(pthread_cond_t *cv);
 /* The monotonic clock in microseconds.  Thread-safe. */
 uint64_t mw_now_us(void);
 
+/* The CLOCK_MONOTONIC time ms milliseconds from now: a deadline for mw_cond_timedwait(). */
+static inline struct timespec mw_after_ms(uint64_t ms)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	uint64_t ns = (uint64_t)ts.tv_nsec + ms * 1000000u;
+	ts.tv_sec += (time_t)(ns / 1000000000u);
+	ts.tv_nsec = (long)(ns % 1000000000u);
+	return ts;
+}
+
 #endif /* MEMWALFS_THREAD_H */

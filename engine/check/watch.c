@@ -350,16 +350,6 @@ void watch_kick(struct engine *e)
 }
 
 /* The absolute CLOCK_MONOTONIC time ms from now. */
-static struct timespec after_ms(uint64_t ms)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	uint64_t ns = (uint64_t)ts.tv_nsec + ms * 1000000u;
-	ts.tv_sec += (time_t)(ns / 1000000000u);
-	ts.tv_nsec = (long)(ns % 1000000000u);
-	return ts;
-}
-
 /*
  * The watch thread: a check at a commit when the last check began at least
  * opts.store_check_ms before (a commit sooner than that is not checked by
@@ -389,7 +379,7 @@ static void *watch_main(void *arg)
 			/* asked by a read again soon after a check: wait out the rest of the second
 			 */
 			struct timespec until =
-			    after_ms(WATCH_KICK_MIN_MS - (now - last_us) / 1000u + 1);
+			    mw_after_ms(WATCH_KICK_MIN_MS - (now - last_us) / 1000u + 1);
 			while (!e->wa.thread.stop && !e->wa.lost &&
 			       mw_cond_timedwait(&e->wa.cv, &e->mu, &until) != ETIMEDOUT)
 				;

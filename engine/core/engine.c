@@ -231,8 +231,9 @@ int engine_open(struct store *st, const struct engine_opts *o, struct engine **o
 			rc = -EINVAL; /* a salvage claims above every epoch it finds */
 			goto fail;
 		}
-		rc = e->o.salvage ? salvage_claim(e)
-		                  : manifest_claim_epoch(st, e->conditional, e->o.claim_epoch, &e->man);
+		rc = e->o.salvage
+		         ? salvage_claim(e)
+		         : manifest_claim_epoch(st, e->conditional, e->o.claim_epoch, &e->man);
 		if (rc)
 			goto fail;
 		e->epoch = e->man.epoch;

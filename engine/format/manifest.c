@@ -549,7 +549,8 @@ int manifest_claim_epoch(struct store *st, bool conditional, uint64_t epoch, str
 		if (rc)
 			return rc;
 		if (epoch && m.epoch >= epoch) {
-			/* someone claimed it (or a later one) since our holder object: never ours */
+			/* someone claimed it (or a later one) since our holder object: never ours
+			 */
 			log_warn("manifest: epoch %" PRIu64 " was to be ours, but manifest %" PRIu64
 			         " is of epoch %" PRIu64 ": another writer claimed; not claiming",
 			         epoch, m.version, m.epoch);

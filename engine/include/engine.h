@@ -639,7 +639,6 @@ struct mw_hist_snap; /* util/hist.h */
  */
 void engine_get_commit_latency(struct engine *e, struct mw_hist_snap *out);
 
-
 /* ------------------------------------------------------------------ */
 /* Regions: holders and leases                                         */
 /* ------------------------------------------------------------------ */
@@ -666,9 +665,9 @@ void engine_get_commit_latency(struct engine *e, struct mw_hist_snap *out);
 struct region_lease;
 
 struct region_lease_opts {
-	const char *host; /* this machine's name (NULL: gethostname()); borrowed during open */
-	long pid;         /* the daemon's pid (0: getpid()) */
-	const char *mnt;  /* the mount point, for humans (NULL: ""); borrowed during open */
+	const char *host;  /* this machine's name (NULL: gethostname()); borrowed during open */
+	long pid;          /* the daemon's pid (0: getpid()) */
+	const char *mnt;   /* the mount point, for humans (NULL: ""); borrowed during open */
 	unsigned lease_ms; /* renew every lease_ms / 3; others call us dead after lease_ms
 	                      without a renewal (0: 30000) */
 };
@@ -686,14 +685,14 @@ enum holder_state {
 /* What region_holder() found.  Strings are NUL-terminated ("" when unknown). */
 struct holder_info {
 	enum holder_state state;
-	uint64_t epoch;     /* the newest manifest's epoch (the held one; 0: no manifest) */
-	char mount[17];     /* the holder's mount id ("" when there is no holder object) */
-	char host[256];     /* its host name */
-	long pid;           /* its pid */
-	char mnt[1024];     /* its mount point */
-	int64_t since;      /* unix time it created the holder object (took the region) */
-	unsigned lease_ms;  /* its lease (0: its lease object is gone) */
-	double quiet_sec;   /* its lease was seen unchanged this long (0 for FREE/SELF) */
+	uint64_t epoch;    /* the newest manifest's epoch (the held one; 0: no manifest) */
+	char mount[17];    /* the holder's mount id ("" when there is no holder object) */
+	char host[256];    /* its host name */
+	long pid;          /* its pid */
+	char mnt[1024];    /* its mount point */
+	int64_t since;     /* unix time it created the holder object (took the region) */
+	unsigned lease_ms; /* its lease (0: its lease object is gone) */
+	double quiet_sec;  /* its lease was seen unchanged this long (0 for FREE/SELF) */
 };
 
 /*

@@ -29,6 +29,7 @@
 #include "grow.h"
 #include "log.h"
 #include "manifest.h"
+#include "lease.h"
 #include "snapshot.h"
 #include "sst.h"
 #include "sst_flush.h"
@@ -804,6 +805,64 @@ static int plan_wal(struct pass *ps, struct gc_plan *plan)
 }
 
 /*
+ * Region 0's holder objects (docs/REGIONS.md): the two highest listed and every one of
+ * the epoch before the newest manifest's or later stay (the holder, a taker about to
+ * claim); older ones go once older than the grace.  A late re-creation of a deleted one
+ * cannot be claimed (its epoch is below the newest), so deleting it is always safe.
+ */
+static int plan_holders(struct pass *ps, struct gc_plan *plan)
+{
+	struct listing l = {0};
+	uint64_t cur = ps->kept[0].epoch;
+	int rc = list_prefix(ps->g->st, FMT_HOLDER_PREFIX, &l);
+
+	for (size_t i = 0; !rc && i + 2 < l.n; i++) {
+		uint64_t ep;
+		int64_t age;
+
+		if (fmt_parse_holder_name(l.names[i], &ep) != 0 || ep + 1 >= cur)
+			continue;
+		rc = object_age(ps->g->st, l.names[i], ps->now, &age);
+		if (rc == -ENOENT) {
+			rc = 0;
+			continue;
+		}
+		if (!rc && age >= (int64_t)ps->o->grace_sec)
+			rc = plan_delete(plan, l.names[i], l.sizes[i], &plan->n_region);
+	}
+	listing_free(&l);
+	return rc;
+}
+
+/*
+ * Mount leases not written for LEASE_GC_MOUNT_AGE_SEC: a mount that died without its
+ * clean close.  A mount that holds a region renews its lease every lease_ms / 3, so only
+ * the lease of a dead mount, or of a live one that holds nothing, is ever that old; the
+ * latter writes it again when it takes a region.
+ */
+static int plan_mounts(struct pass *ps, struct gc_plan *plan)
+{
+	struct listing l = {0};
+	int rc = list_prefix(ps->g->st, FMT_MOUNTS_PREFIX, &l);
+
+	for (size_t i = 0; !rc && i < l.n; i++) {
+		int64_t age;
+
+		if (!lease_id_valid(l.names[i] + strlen(FMT_MOUNTS_PREFIX)))
+			continue; /* not ours to judge */
+		rc = object_age(ps->g->st, l.names[i], ps->now, &age);
+		if (rc == -ENOENT) {
+			rc = 0;
+			continue;
+		}
+		if (!rc && age >= LEASE_GC_MOUNT_AGE_SEC)
+			rc = plan_delete(plan, l.names[i], l.sizes[i], &plan->n_region);
+	}
+	listing_free(&l);
+	return rc;
+}
+
+/*
  * May SSTable id of epoch be in flight (uploaded, not yet committed)?  Its
  * table, and the pack of blobs its flush promoted, must then stay.
  */
@@ -975,7 +1034,8 @@ int gc_plan_make(struct gc *g, const struct gc_opts *o, struct gc_plan *out)
 	plan.wal_floor = ps.floor;
 	plan.wal_entry_floor = ps.wal_floor;
 	if ((rc = plan_manifests(&ps, &plan)) || (rc = plan_wal(&ps, &plan)) ||
-	    (rc = plan_ssts(&ps, &plan)) || (rc = plan_packs(&ps, &plan)))
+	    (rc = plan_ssts(&ps, &plan)) || (rc = plan_packs(&ps, &plan)) ||
+	    (rc = plan_holders(&ps, &plan)) || (rc = plan_mounts(&ps, &plan)))
 		goto out;
 	cache_prune(g);
 	man_prune(g, plan.oldest_kept);
@@ -1039,8 +1099,10 @@ int gc_plan_execute(struct gc *g, const struct gc_opts *o, const struct gc_plan 
 	}
 	if (done)
 		log_info("gc: deleted %" PRIu64 " objects (%" PRIu64 " WAL, %" PRIu64
-		         " manifests, %" PRIu64 " tables, %" PRIu64 " packs planned)",
-		         done, plan->n_wal, plan->n_manifest, plan->n_sst, plan->n_pack);
+		         " manifests, %" PRIu64 " tables, %" PRIu64 " packs, %" PRIu64
+		         " holders and leases planned)",
+		         done, plan->n_wal, plan->n_manifest, plan->n_sst, plan->n_pack,
+		         plan->n_region);
 	if (deleted)
 		*deleted = done;
 	return first;

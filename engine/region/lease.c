@@ -18,7 +18,8 @@
  * (clean unmount), or without "hold r E" / "take r E" (released): FREE; else M's
  * liveness, judged from the seq of its lease as we see it change on our monotonic clock
  * (struct mwatch): LIVE while a change was seen within M's lease_ms, UNSURE while
- * watched for less than that without a change, DEAD after M's lease_ms without one.  A
+ * watched for less than that without a change (or while our reads fail), DEAD once a
+ * read finds the seq unchanged M's lease_ms after we first saw it.  A
  * lease whose mtime is over lease_ms + LEASE_CLOCK_SKEW_SEC old is DEAD at first sight.
  *
  * Taking r (region_acquire): check the holder; write "take r E+1" into our lease (so that
@@ -68,6 +69,7 @@ struct mwatch {
 	char id[17];
 	uint64_t seq;      /* highest seq seen */
 	uint64_t seen_us;  /* our monotonic clock when we first saw seq */
+	uint64_t read_us;  /* the last successful read of its lease (seq confirmed then) */
 	uint64_t used_us;  /* last time this entry was consulted (eviction) */
 	unsigned lease_ms; /* the mount's own lease */
 	bool changed;      /* we saw seq change at least once */
@@ -80,15 +82,15 @@ enum base { B_FREE, B_SELF, B_HELD };
 /* A region we look at. */
 struct rwatch {
 	uint32_t rid;
-	bool valid;         /* a look succeeded (the fields below are meaningful) */
-	int err;            /* the last look's error (0: it succeeded) */
-	uint64_t version;   /* newest manifest version at the last full look */
-	uint64_t epoch;     /* its epoch */
-	bool have_holder;   /* holder/<epoch> exists; h is it */
+	bool valid;       /* a look succeeded (the fields below are meaningful) */
+	int err;          /* the last look's error (0: it succeeded) */
+	uint64_t version; /* newest manifest version at the last full look */
+	uint64_t epoch;   /* its epoch */
+	bool have_holder; /* holder/<epoch> exists; h is it */
 	struct holder_doc h;
-	enum base base;     /* B_HELD: liveness from the mwatch of h.mount */
+	enum base base; /* B_HELD: liveness from the mwatch of h.mount */
 	unsigned holder_lease_ms;
-	unsigned ticks;     /* thread ticks since the last full look */
+	unsigned ticks; /* thread ticks since the last full look */
 };
 
 struct region_lease {
@@ -120,25 +122,15 @@ struct region_lease {
 
 	/* statistics [mu] */
 	uint64_t renewals, renew_failures;
-	uint64_t last_ok_us;   /* last successful lease write (0: none) */
-	uint64_t fail_since;   /* first failure of the current run of failures (0: none) */
-	bool overdue_logged;   /* the "others may take over" warning was logged */
+	uint64_t last_ok_us; /* last successful lease write (0: none) */
+	uint64_t fail_since; /* first failure of the current run of failures (0: none) */
+	bool overdue_logged; /* the "others may take over" warning was logged */
 	_Atomic uint64_t requests;
 };
 
 static uint64_t now_us(void)
 {
 	return mw_now_us();
-}
-
-static struct timespec after_ms(uint64_t ms)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	uint64_t ns = (uint64_t)ts.tv_nsec + ms * 1000000u;
-	ts.tv_sec += (time_t)(ns / 1000000000u);
-	ts.tv_nsec = (long)(ns % 1000000000u);
-	return ts;
 }
 
 const char *holder_state_name(enum holder_state s)
@@ -189,8 +181,8 @@ static int maxver_cb(void *arg, const char *key, uint64_t size)
  * The newest manifest version of rid and its epoch.  *version and *epoch come in as what
  * an earlier look found (0: nothing): an unchanged version is not read again.
  */
-static int newest_epoch(struct region_lease *l, struct store *st, uint32_t rid,
-                        uint64_t *version, uint64_t *epoch)
+static int newest_epoch(struct region_lease *l, struct store *st, uint32_t rid, uint64_t *version,
+                        uint64_t *epoch)
 {
 	char prefix[FMT_REGION_PREFIX_MAX], name[FMT_REGION_PREFIX_MAX + FMT_NAME_MAX];
 	struct manifest m = {0};
@@ -331,7 +323,8 @@ static bool doc_holds(const struct lease_doc *d, uint32_t rid, uint64_t epoch)
 static bool mtime_dead(int64_t mtime, unsigned lease_ms)
 {
 	int64_t now = (int64_t)time(NULL);
-	return mtime > 0 && (now - mtime) * 1000 > (int64_t)lease_ms + LEASE_CLOCK_SKEW_SEC * 1000LL;
+	return mtime > 0 &&
+	       (now - mtime) * 1000 > (int64_t)lease_ms + LEASE_CLOCK_SKEW_SEC * 1000LL;
 }
 
 /* ------------------------------------------------------------------ */
@@ -379,13 +372,13 @@ static int mw_observe(struct region_lease *l, const char *id, uint64_t seq, unsi
 		w->dead_mtime = false;
 	}
 	w->lease_ms = lease_ms;
+	w->read_us = now;
 	w->used_us = now;
 	return 0;
 }
 
 /* The liveness of mount id as of now, and how long its lease has been seen unchanged. */
-static enum holder_state judge(struct region_lease *l, const char *id, uint64_t now,
-                               double *quiet)
+static enum holder_state judge(struct region_lease *l, const char *id, uint64_t now, double *quiet)
 {
 	struct mwatch *w = mw_find(l, id);
 	uint64_t q;
@@ -397,9 +390,11 @@ static enum holder_state judge(struct region_lease *l, const char *id, uint64_t 
 	w->used_us = now;
 	q = now > w->seen_us ? now - w->seen_us : 0;
 	*quiet = (double)q / 1e6;
-	if (w->dead_mtime || q >= (uint64_t)w->lease_ms * 1000u)
+	/* dead only on a read that found the seq unchanged a whole lease after we saw it:
+	 * reads that fail (our partition) make a holder UNSURE, never DEAD */
+	if (w->dead_mtime || w->read_us - w->seen_us >= (uint64_t)w->lease_ms * 1000u)
 		return HOLDER_DEAD;
-	return w->changed ? HOLDER_LIVE : HOLDER_UNSURE;
+	return w->changed && q < (uint64_t)w->lease_ms * 1000u ? HOLDER_LIVE : HOLDER_UNSURE;
 }
 
 static struct rwatch *rw_find(struct region_lease *l, uint32_t rid)
@@ -453,10 +448,12 @@ static void info_of(struct region_lease *l, const struct rwatch *rw, uint64_t no
 
 /*
  * Look at rid (no lock held on entry or exit) and record what was found in its rwatch
- * (created if needed), then fill *out (may be NULL).  full: read the manifest and holder
+ * (created if create; else a region unwatched meanwhile stays unwatched), then fill *out
+ * (may be NULL).  full: read the manifest and holder
  * object again; else only the holder's lease (the first look is always full).
  */
-static int look(struct region_lease *l, uint32_t rid, bool full, struct holder_info *out)
+static int look(struct region_lease *l, uint32_t rid, bool full, bool create,
+                struct holder_info *out)
 {
 	struct rwatch cur = {.rid = rid}, *rw;
 	struct lease_doc d = {0};
@@ -516,6 +513,11 @@ out:
 	if (!rc && cur.base == B_HELD)
 		rc = mw_observe(l, d.mount, d.seq, d.lease_ms, mtime, now_us());
 	rw = rw_find(l, rid);
+	if (!rw && !create) { /* unwatched meanwhile (the thread's look): stay so */
+		mw_mutex_unlock(&l->mu);
+		lease_doc_clear(&d);
+		return rc;
+	}
 	if (!rw && !MW_GROW(l->rw, l->caprw, l->nrw + 1, 4)) {
 		rw = &l->rw[l->nrw++];
 		memset(rw, 0, sizeof(*rw));
@@ -587,8 +589,9 @@ static int lease_put(struct region_lease *l, uint64_t want_gen)
 			l->written_gen = gen;
 		l->renewals++;
 		if (l->fail_since)
-			log_warn("region: the lease %s is written again (renewals failed for %.1f s)",
-			         l->key, (double)(now_us() - l->fail_since) / 1e6);
+			log_warn(
+			    "region: the lease %s is written again (renewals failed for %.1f s)",
+			    l->key, (double)(now_us() - l->fail_since) / 1e6);
 		l->fail_since = 0;
 		l->overdue_logged = false;
 		l->last_ok_us = now_us();
@@ -596,8 +599,8 @@ static int lease_put(struct region_lease *l, uint64_t want_gen)
 		l->renew_failures++;
 		if (!l->fail_since) {
 			l->fail_since = now_us();
-			log_warn("region: put %s failed: %s (the lease is retried every %u ms)", l->key,
-			         strerror(-rc), l->lease_ms / 3);
+			log_warn("region: put %s failed: %s (the lease is retried every %u ms)",
+			         l->key, strerror(-rc), l->lease_ms / 3);
 		}
 	}
 	pthread_cond_broadcast(&l->put_cv);
@@ -648,7 +651,7 @@ static void *lease_main(void *arg)
 
 	mw_mutex_lock(&l->mu);
 	while (!l->thread.stop) {
-		struct timespec until = after_ms(tick_ms);
+		struct timespec until = mw_after_ms(tick_ms);
 		while (!l->thread.stop && mw_cond_timedwait(&l->cv, &l->mu, &until) != ETIMEDOUT)
 			;
 		if (l->thread.stop)
@@ -657,9 +660,10 @@ static void *lease_main(void *arg)
 		if (renew && l->last_ok_us && !l->overdue_logged &&
 		    now_us() - l->last_ok_us >= (uint64_t)l->lease_ms * 1000u) {
 			l->overdue_logged = true;
-			log_warn("region: the lease %s was not renewed for %.1f s (over its %u ms): "
-			         "other mounts may take the regions it holds",
-			         l->key, (double)(now_us() - l->last_ok_us) / 1e6, l->lease_ms);
+			log_warn(
+			    "region: the lease %s was not renewed for %.1f s (over its %u ms): "
+			    "other mounts may take the regions it holds",
+			    l->key, (double)(now_us() - l->last_ok_us) / 1e6, l->lease_ms);
 		}
 		size_t n = l->nrw;
 		uint32_t *rids = n ? malloc(n * sizeof(*rids)) : NULL;
@@ -672,6 +676,9 @@ static void *lease_main(void *arg)
 			full[i] = !rw->valid || ++rw->ticks >= FULL_EVERY;
 			/* nothing to re-read between full looks unless another mount holds it */
 			if (!full[i] && rw->base != B_HELD)
+				rids[i] = UINT32_MAX;
+			/* ours: the engine learns of a fence itself; an idle holder only renews */
+			if (rw->valid && rw->base == B_SELF && self_holds(l, rw->rid, rw->epoch))
 				rids[i] = UINT32_MAX;
 		}
 		mw_mutex_unlock(&l->mu);
@@ -686,7 +693,7 @@ static void *lease_main(void *arg)
 			if (stop)
 				break;
 			if (still)
-				look(l, rids[i], full[i], NULL);
+				look(l, rids[i], full[i], false, NULL);
 		}
 		free(rids);
 		free(full);
@@ -798,7 +805,7 @@ const char *region_lease_id(const struct region_lease *l)
 
 int region_holder(struct region_lease *l, uint32_t rid, struct holder_info *out)
 {
-	return look(l, rid, true, out);
+	return look(l, rid, true, true, out);
 }
 
 int region_holder_cached(struct region_lease *l, uint32_t rid, struct holder_info *out)
@@ -839,8 +846,7 @@ static bool busy(enum holder_state s)
  * FREE: it gave up (its lease is gone, or lacks the take/hold of that epoch); SELF: the
  * object is ours (a create whose answer was lost).
  */
-static int taker_state(struct region_lease *l, uint32_t rid, uint64_t epoch,
-                       struct holder_info *t)
+static int taker_state(struct region_lease *l, uint32_t rid, uint64_t epoch, struct holder_info *t)
 {
 	struct holder_doc h;
 	struct lease_doc d = {0};
@@ -905,14 +911,14 @@ int region_acquire(struct region_lease *l, uint32_t rid, bool force, uint64_t *e
 		}
 	mw_mutex_unlock(&l->mu);
 
-	rc = look(l, rid, true, &cur);
+	rc = look(l, rid, true, true, &cur);
 	if (rc)
 		return rc;
 	if (prev)
 		*prev = cur;
 	if (!force && busy(cur.state)) {
-		log_info("region %" PRIu32 ": held by mount %s (%s pid %ld, %s): %s", rid, cur.mount,
-		         cur.host, cur.pid, cur.mnt, holder_state_name(cur.state));
+		log_info("region %" PRIu32 ": held by mount %s (%s pid %ld, %s): %s", rid,
+		         cur.mount, cur.host, cur.pid, cur.mnt, holder_state_name(cur.state));
 		return -EBUSY;
 	}
 	if (force && busy(cur.state))
@@ -959,16 +965,16 @@ int region_acquire(struct region_lease *l, uint32_t rid, bool force, uint64_t *e
 			return 0;
 		}
 		if (!force && busy(t.state)) {
-			log_info("region %" PRIu32 ": mount %s (%s pid %ld, %s) is taking epoch %" PRIu64
-			         " first",
+			log_info("region %" PRIu32
+			         ": mount %s (%s pid %ld, %s) is taking epoch %" PRIu64 " first",
 			         rid, t.mount, t.host, t.pid, t.mnt, target);
 			if (prev)
 				*prev = t;
 			rc = -EBUSY;
 			goto drop;
 		}
-		log_info("region %" PRIu32 ": %s is of mount %s, %s; trying epoch %" PRIu64, rid, name,
-		         t.mount[0] ? t.mount : "(gone)",
+		log_info("region %" PRIu32 ": %s is of mount %s, %s; trying epoch %" PRIu64, rid,
+		         name, t.mount[0] ? t.mount : "(gone)",
 		         busy(t.state) ? "taken over on purpose" : "which gave up", target + 1);
 	}
 	log_err("region %" PRIu32 ": no free epoch after %d holder objects", rid, ACQUIRE_TRIES);
@@ -1082,8 +1088,8 @@ void region_lease_get_stats(struct region_lease *l, struct region_lease_stats *o
 	out->renewals = l->renewals;
 	out->renew_failures = l->renew_failures;
 	out->last_renew_ms_ago = l->last_ok_us ? (int64_t)((now - l->last_ok_us) / 1000u) : -1;
-	out->renew_overdue = l->nholds && l->last_ok_us &&
-	                     now - l->last_ok_us >= (uint64_t)l->lease_ms * 1000u;
+	out->renew_overdue =
+	    l->nholds && l->last_ok_us && now - l->last_ok_us >= (uint64_t)l->lease_ms * 1000u;
 	out->holds = l->nholds;
 	out->watched = l->nrw;
 	out->lease_ms = l->lease_ms;

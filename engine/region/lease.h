@@ -54,12 +54,12 @@ struct lease_doc {
 
 /* The decoded contents of <prefix>holder/<epoch>. */
 struct holder_doc {
-	char mount[17];  /* the mount that created it (the right to claim epoch) */
-	uint64_t epoch;  /* the epoch, as in the name */
-	char host[256];  /* that mount's host */
-	long pid;        /* its pid */
-	char mnt[1024];  /* its mount point */
-	int64_t since;   /* unix time of the creation */
+	char mount[17]; /* the mount that created it (the right to claim epoch) */
+	uint64_t epoch; /* the epoch, as in the name */
+	char host[256]; /* that mount's host */
+	long pid;       /* its pid */
+	char mnt[1024]; /* its mount point */
+	int64_t since;  /* unix time of the creation */
 };
 
 /* Encode d into *out (malloc()ed, NUL-terminated; *len without the NUL).  -ENOMEM. */

@@ -78,8 +78,8 @@ int lease_doc_format(const struct lease_doc *d, char **out, size_t *len)
 	clean_copy(host, sizeof(host), d->host);
 	clean_copy(mnt, sizeof(mnt), d->mnt);
 	add(&t, "%s %d\n", LEASE_MAGIC, LEASE_FORMAT_VERSION);
-	add(&t, "mount %s\nhost %s\npid %ld\nmnt %s\nsince %" PRId64 "\nseq %" PRIu64
-	        "\nlease_ms %u\n",
+	add(&t,
+	    "mount %s\nhost %s\npid %ld\nmnt %s\nsince %" PRId64 "\nseq %" PRIu64 "\nlease_ms %u\n",
 	    d->mount, host, d->pid, mnt, d->since, d->seq, d->lease_ms);
 	for (size_t i = 0; i < d->nholds; i++)
 		add(&t, "%s %" PRIu32 " %" PRIu64 "\n", d->holds[i].taking ? "take" : "hold",
@@ -100,11 +100,10 @@ int holder_doc_format(const struct holder_doc *h, char *buf, size_t cap, size_t 
 
 	clean_copy(host, sizeof(host), h->host);
 	clean_copy(mnt, sizeof(mnt), h->mnt);
-	n = snprintf(buf, cap,
-	             "%s %d\nmount %s\nepoch %" PRIu64 "\nhost %s\npid %ld\nmnt %s\nsince %" PRId64
-	             "\n",
-	             HOLDER_MAGIC, HOLDER_FORMAT_VERSION, h->mount, h->epoch, host, h->pid, mnt,
-	             h->since);
+	n = snprintf(
+	    buf, cap,
+	    "%s %d\nmount %s\nepoch %" PRIu64 "\nhost %s\npid %ld\nmnt %s\nsince %" PRId64 "\n",
+	    HOLDER_MAGIC, HOLDER_FORMAT_VERSION, h->mount, h->epoch, host, h->pid, mnt, h->since);
 	if (n < 0 || (size_t)n >= cap)
 		return -ENOSPC;
 	*len = (size_t)n;
@@ -190,8 +189,8 @@ static bool is(const struct line *ln, const char *name)
  * Check the first line "<magic> <version>".  0, -EPROTONOSUPPORT (a newer version) or
  * -EUCLEAN (logged).
  */
-static int check_magic(const char *what, const char *name, const struct line *ln,
-                       const char *magic, int version)
+static int check_magic(const char *what, const char *name, const struct line *ln, const char *magic,
+                       int version)
 {
 	uint64_t v;
 
@@ -221,8 +220,8 @@ static int check_magic(const char *what, const char *name, const struct line *ln
  * A field common to both objects into the given places.  Returns the F_ bit set, 0 for an
  * unknown field, -1 for a bad value.
  */
-static int common_field(const struct line *ln, char *mount, char *host, size_t hostcap,
-                        long *pid, char *mnt, size_t mntcap, int64_t *since)
+static int common_field(const struct line *ln, char *mount, char *host, size_t hostcap, long *pid,
+                        char *mnt, size_t mntcap, int64_t *since)
 {
 	uint64_t v;
 
@@ -291,8 +290,8 @@ int lease_doc_parse(const char *name, const void *buf, size_t len, struct lease_
 				lease_doc_clear(&d);
 				return -ENOMEM;
 			}
-			d.holds[d.nholds++] =
-			    (struct lease_hold){.rid = (uint32_t)rid, .epoch = ep, .taking = is(&ln, "take")};
+			d.holds[d.nholds++] = (struct lease_hold){
+			    .rid = (uint32_t)rid, .epoch = ep, .taking = is(&ln, "take")};
 		} /* else: a field of a later version, skipped */
 	}
 	if ((have & (F_MOUNT | F_SEQ | F_LEASE)) != (F_MOUNT | F_SEQ | F_LEASE)) {
