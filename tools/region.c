@@ -142,8 +142,9 @@ int cmd_region(int argc, char **argv)
 		return 0;
 	}
 	if (mount) {
-		fprintf(stderr, "memwalfs region list: %s is a read-only mount (-o ro), which "
-		                "holds no lease; give its store instead\n",
+		fprintf(stderr,
+		        "memwalfs region list: %s is a read-only mount (-o ro), which "
+		        "holds no lease; give its store instead\n",
 		        pos);
 		return 1;
 	}

@@ -39,6 +39,9 @@
  * waits on l->cv (CLOCK_MONOTONIC) so that close stops it at once between requests.
  */
 #include <errno.h>
+#include <sys/stat.h>
+#include <signal.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -74,6 +77,7 @@ struct mwatch {
 	unsigned lease_ms; /* the mount's own lease */
 	bool changed;      /* we saw seq change at least once */
 	bool dead_mtime;   /* at first sight its lease was written long ago: dead at once */
+	bool pid_gone;     /* its daemon ran on this machine and its pid is gone: dead at once */
 };
 
 /* What the holder of a region is, as far as the last look found. */
@@ -102,6 +106,8 @@ struct region_lease {
 	long pid;
 	int64_t since;
 	unsigned lease_ms;
+	char boot[40];  /* this machine's boot id ("" unknown) */
+	uint64_t pidns; /* our pid namespace's inode (0 unknown) */
 
 	struct mw_mutex mu;
 	pthread_cond_t cv;     /* the thread waits here (monotonic) */
@@ -319,6 +325,35 @@ static bool doc_holds(const struct lease_doc *d, uint32_t rid, uint64_t epoch)
 	return false;
 }
 
+/*
+ * Did the daemon of lease d run on this machine, in our pid namespace, and is its pid gone
+ * (a kill -9, a crash)?  Then it is dead now, whatever its lease says: a remount after a
+ * crash writes at once instead of waiting a lease.  Only when both the boot id and the pid
+ * namespace match (another machine's pid, or a container's, means nothing here); a pid
+ * reused by another process keeps the holder alive until its lease runs out (the safe way).
+ */
+static bool pid_gone(const struct region_lease *l, const struct lease_doc *d)
+{
+	if (!l->boot[0] || !l->pidns || d->pid <= 0 || strcmp(d->boot, l->boot) ||
+	    d->pidns != l->pidns)
+		return false;
+	if (kill((pid_t)d->pid, 0))
+		return errno == ESRCH;
+	/* a zombie (its parent has not waited for it yet) is gone too */
+	char path[64], buf[256];
+	snprintf(path, sizeof(path), "/proc/%ld/stat", d->pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = 0;
+	const char *rp = strrchr(buf, ')'); /* "pid (comm) S ...": comm may hold anything */
+	return rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X');
+}
+
 /* A lease written more than lease_ms + the clock margin ago by the store's clock. */
 static bool mtime_dead(int64_t mtime, unsigned lease_ms)
 {
@@ -344,7 +379,7 @@ static struct mwatch *mw_find(struct region_lease *l, const char *id)
  * seq than one already seen is a stale read of a racing look: ignored.
  */
 static int mw_observe(struct region_lease *l, const char *id, uint64_t seq, unsigned lease_ms,
-                      int64_t mtime, uint64_t now)
+                      int64_t mtime, bool pid_gone, uint64_t now)
 {
 	struct mwatch *w = mw_find(l, id);
 
@@ -374,6 +409,7 @@ static int mw_observe(struct region_lease *l, const char *id, uint64_t seq, unsi
 	w->lease_ms = lease_ms;
 	w->read_us = now;
 	w->used_us = now;
+	w->pid_gone = pid_gone && seq == w->seq;
 	return 0;
 }
 
@@ -392,7 +428,8 @@ static enum holder_state judge(struct region_lease *l, const char *id, uint64_t 
 	*quiet = (double)q / 1e6;
 	/* dead only on a read that found the seq unchanged a whole lease after we saw it:
 	 * reads that fail (our partition) make a holder UNSURE, never DEAD */
-	if (w->dead_mtime || w->read_us - w->seen_us >= (uint64_t)w->lease_ms * 1000u)
+	if (w->dead_mtime || w->pid_gone ||
+	    w->read_us - w->seen_us >= (uint64_t)w->lease_ms * 1000u)
 		return HOLDER_DEAD;
 	return w->changed && q < (uint64_t)w->lease_ms * 1000u ? HOLDER_LIVE : HOLDER_UNSURE;
 }
@@ -511,7 +548,7 @@ static int look(struct region_lease *l, uint32_t rid, bool full, bool create,
 out:
 	mw_mutex_lock(&l->mu);
 	if (!rc && cur.base == B_HELD)
-		rc = mw_observe(l, d.mount, d.seq, d.lease_ms, mtime, now_us());
+		rc = mw_observe(l, d.mount, d.seq, d.lease_ms, mtime, pid_gone(l, &d), now_us());
 	rw = rw_find(l, rid);
 	if (!rw && !create) { /* unwatched meanwhile (the thread's look): stay so */
 		mw_mutex_unlock(&l->mu);
@@ -565,6 +602,8 @@ static int lease_put(struct region_lease *l, uint64_t want_gen)
 	memcpy(d.mnt, l->mnt, sizeof(d.mnt));
 	d.pid = l->pid;
 	d.since = l->since;
+	memcpy(d.boot, l->boot, sizeof(d.boot));
+	d.pidns = l->pidns;
 	d.seq = ++l->seq;
 	d.lease_ms = l->lease_ms;
 	d.holds = l->holds; /* borrowed while composing, under the lock */
@@ -708,6 +747,33 @@ static void *lease_main(void *arg)
 /* ------------------------------------------------------------------ */
 
 /* A fresh mount id: 16 lowercase hex digits from getrandom (the clock as a fallback). */
+/* This machine's boot id and our pid namespace (pid_gone()); left unknown on failure. */
+static void machine_id(struct region_lease *l)
+{
+	struct stat st;
+	/* tests: a daemon that stands for one on another machine (tests/fs/holders.sh) */
+	const char *fake = getenv("MEMWALFS_MACHINE_ID");
+	if (fake && *fake) {
+		snprintf(l->boot, sizeof(l->boot), "%s", fake);
+		if (!stat("/proc/self/ns/pid", &st))
+			l->pidns = (uint64_t)st.st_ino;
+		return;
+	}
+	int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		ssize_t n = read(fd, l->boot, sizeof(l->boot) - 1);
+		close(fd);
+		while (n > 0 && (l->boot[n - 1] == '\n' || l->boot[n - 1] == ' '))
+			n--;
+		l->boot[n > 0 ? n : 0] = 0;
+		for (ssize_t i = 0; i < n; i++)
+			if (l->boot[i] <= ' ' || l->boot[i] > '~')
+				l->boot[0] = 0; /* not what a boot id looks like: unknown */
+	}
+	if (!stat("/proc/self/ns/pid", &st))
+		l->pidns = (uint64_t)st.st_ino;
+}
+
 static void new_id(char id[17])
 {
 	uint64_t r = 0;
@@ -751,6 +817,8 @@ int region_lease_open(struct store *st, const struct region_lease_opts *o,
 	else if (gethostname(l->host, sizeof(l->host) - 1) != 0)
 		snprintf(l->host, sizeof(l->host), "?");
 	l->pid = o && o->pid ? o->pid : (long)getpid();
+	if (l->pid == (long)getpid())
+		machine_id(l); /* a pid of our own: others of this machine may check it */
 	snprintf(l->mnt, sizeof(l->mnt), "%s", o && o->mnt ? o->mnt : "");
 	l->since = (int64_t)time(NULL);
 	l->lease_ms = o && o->lease_ms ? o->lease_ms : LEASE_DEFAULT_MS;
@@ -885,7 +953,7 @@ static int taker_state(struct region_lease *l, uint32_t rid, uint64_t epoch, str
 	if (first)
 		mtime = lease_mtime(l, l->st, d.mount);
 	mw_mutex_lock(&l->mu);
-	rc = mw_observe(l, d.mount, d.seq, d.lease_ms, mtime, now_us());
+	rc = mw_observe(l, d.mount, d.seq, d.lease_ms, mtime, pid_gone(l, &d), now_us());
 	t->state = judge(l, d.mount, now_us(), &t->quiet_sec);
 	mw_mutex_unlock(&l->mu);
 	lease_doc_clear(&d);

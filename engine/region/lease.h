@@ -41,13 +41,21 @@ struct lease_hold {
 
 /* The decoded contents of mounts/<id>. */
 struct lease_doc {
-	char mount[17];           /* the id, 16 lowercase hex digits */
-	char host[256];           /* host name */
-	long pid;                 /* pid of the daemon */
-	char mnt[1024];           /* mount point */
-	int64_t since;            /* unix time of the open */
-	uint64_t seq;             /* incremented by every write of the object */
-	unsigned lease_ms;        /* its lease */
+	char mount[17];    /* the id, 16 lowercase hex digits */
+	char host[256];    /* host name */
+	long pid;          /* pid of the daemon */
+	char mnt[1024];    /* mount point */
+	int64_t since;     /* unix time of the open */
+	uint64_t seq;      /* incremented by every write of the object */
+	unsigned lease_ms; /* its lease */
+	/*
+	 * Where its pid means something: the boot id of its machine (the kernel's
+	 * random/boot_id; "" when unknown) and the inode of its pid namespace (0: unknown).
+	 * A mount that finds both equal to its own and no process of that pid knows the
+	 * holder is dead without waiting for its lease (lease.c, pid_gone()).
+	 */
+	char boot[40];
+	uint64_t pidns;
 	struct lease_hold *holds; /* malloc()ed (NULL when none) */
 	size_t nholds;
 };

@@ -81,6 +81,8 @@ int lease_doc_format(const struct lease_doc *d, char **out, size_t *len)
 	add(&t,
 	    "mount %s\nhost %s\npid %ld\nmnt %s\nsince %" PRId64 "\nseq %" PRIu64 "\nlease_ms %u\n",
 	    d->mount, host, d->pid, mnt, d->since, d->seq, d->lease_ms);
+	if (d->boot[0] && d->pidns)
+		add(&t, "boot %s\npidns %" PRIu64 "\n", d->boot, d->pidns);
 	for (size_t i = 0; i < d->nholds; i++)
 		add(&t, "%s %" PRIu32 " %" PRIu64 "\n", d->holds[i].taking ? "take" : "hold",
 		    d->holds[i].rid, d->holds[i].epoch);
@@ -281,6 +283,14 @@ int lease_doc_parse(const char *name, const void *buf, size_t len, struct lease_
 				goto bad;
 			d.lease_ms = (unsigned)v;
 			have |= F_LEASE;
+		} else if (is(&ln, "boot")) {
+			if (ln.vlen == 0 || ln.vlen >= sizeof(d.boot))
+				goto bad;
+			memcpy(d.boot, ln.val, ln.vlen);
+			d.boot[ln.vlen] = 0;
+		} else if (is(&ln, "pidns")) {
+			if (!num(ln.val, ln.vlen, UINT64_MAX, &d.pidns))
+				goto bad;
 		} else if (is(&ln, "hold") || is(&ln, "take")) {
 			const char *sp = memchr(ln.val, ' ', ln.vlen);
 			if (!sp || !num(ln.val, (size_t)(sp - ln.val), UINT32_MAX, &rid) ||

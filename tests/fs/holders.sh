@@ -17,16 +17,30 @@
 #     C, woken, acknowledges no fsync any more (EIO), and nothing it wrote after reaches the store.
 #  5. --takeover beside a live holder (D) on another machine fences it on purpose: D's next
 #     change fails with EIO; the new mount has everything D fsynced.
-#  6. fsck is clean.
+#  6. kill -9 of a mount and a new mount on the same machine: the dead daemon's pid is gone, so
+#     its lease does not hold the store: the new mount writes at once.
+#  7. fsck is clean.
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh" "$1" "${2:-local}"
 
-# on MACHINE CMD...: run CMD as on machine MACHINE (its own run directory)
+# on MACHINE CMD...: run CMD as on machine MACHINE: a run directory of its own, a machine id of
+# its own (MEMWALFS_MACHINE_ID: a daemon of this machine whose pid is gone is dead at once; one of
+# another machine only when its lease runs out), and memwalfs in a UTS namespace with the host
+# name MACHINE
+MW_REAL=$MW
+MW=$WORK/mw-on
+cat >"$MW" <<'SH'
+#!/bin/sh
+[ -n "${MW_HOST:-}" ] || exec "$MW_REAL" "$@"
+exec unshare --uts sh -c 'hostname "$MW_HOST" && exec "$0" "$@"' "$MW_REAL" "$@"
+SH
+chmod +x "$MW"
+export MW_REAL
 on() {
 	local m=$1
 	shift
 	mkdir -p "$WORK/run-$m" && chmod 700 "$WORK/run-$m"
-	MEMWALFS_RUNDIR=$WORK/run-$m "$@"
+	MEMWALFS_RUNDIR=$WORK/run-$m MW_HOST=machine-$m MEMWALFS_MACHINE_ID=machine-$m "$@"
 }
 # put PATH CONTENT: write PATH and fsync it (python: the status of fsync itself)
 put() {
@@ -50,7 +64,7 @@ wait_file() {
 	for _ in $(seq 300); do [ "$(cat "$1" 2>/dev/null)" = "$2" ] && return 0; sleep 0.1; done
 	echo "FAIL: $1 did not show \"$2\" within 30 s"; exit 1
 }
-a=$WORK/a b=$WORK/b c=$WORK/c d=$WORK/d e=$WORK/e
+a=$WORK/a b=$WORK/b c=$WORK/c d=$WORK/d e=$WORK/e f=$WORK/f
 
 echo "-- 1. a second read-write mount on another machine follows the live one"
 on A mw_mount "$a"
@@ -97,7 +111,7 @@ wait_file "$a/mine" mine
 "$MW" region list "$b" | tee "$WORK/list-b"
 grep -q "holder: this mount" "$WORK/list-b" || { echo "FAIL: region list of the holder does not say so"; exit 1; }
 "$MW" region list "$a" | tee "$WORK/list-a"
-grep -q "holder: the mount at $b " "$WORK/list-a" && grep -q "this mount follows it" "$WORK/list-a" ||
+grep -q "holder: the mount at $b on machine-B " "$WORK/list-a" && grep -q "this mount follows it" "$WORK/list-a" ||
 	{ echo "FAIL: region list of the follower does not name the holder"; exit 1; }
 "$MW" region list "${STORE_OPTS[@]}" "$STORE" | tee "$WORK/list-s"
 grep -q "holder: the mount at $b " "$WORK/list-s" && grep -q "state: live" "$WORK/list-s" ||
@@ -178,6 +192,17 @@ mw_wait_exit "$d.pid"
 on E mw_umount "$e"
 echo "   the old holder fails changes with EIO"
 
-echo "-- 6. fsck"
+echo "-- 6. kill -9 of a mount, then a mount on the same machine: it writes at once"
+on F mw_mount "$f"
+put "$f/fsync" fsynced
+kill -9 "$(cat "$f.pid")"
+fusermount3 -u "$f" 2>/dev/null || fusermount3 -uz "$f" || true
+on F mw_mount "$f" 2>"$WORK/f.err" || { cat "$WORK/f.err"; exit 1; }
+! grep -q "follows it" "$WORK/f.err" || { cat "$WORK/f.err"; echo "FAIL: the remount after a crash followed the dead daemon"; exit 1; }
+echo after >"$f/after" && [ "$(cat "$f/fsync")" = fsynced ]
+on F mw_umount "$f"
+echo "   the dead daemon's pid is gone: its lease does not hold the store"
+
+echo "-- 7. fsck"
 mw_fsck
 echo "PASS"
