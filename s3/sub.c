@@ -67,9 +67,9 @@ static int full_key(const struct sub_store *v, const char *key, char *out)
 	size_t n = strlen(key);
 
 	if (v->plen + n > STORE_KEY_MAX) {
-		log_err("store view %s: key %.64s%s (%zu bytes) too long under the prefix (%zu + %zu > "
-		        "%d)",
-		        v->prefix, key, n > 64 ? "..." : "", n, v->plen, n, STORE_KEY_MAX);
+		log_err(
+		    "store view %s: key %.64s%s too long under the prefix (%zu + %zu > %d bytes)",
+		    v->prefix, key, n > 64 ? "..." : "", v->plen, n, STORE_KEY_MAX);
 		return -ENAMETOOLONG;
 	}
 	memcpy(out, v->prefix, v->plen);

@@ -64,7 +64,8 @@ static void list_is(struct store *s, const char *prefix, const char *after, size
 			fail_msg("list %s after %s: key %zu is %s, want %s", prefix,
 			         after ? after : "", i, l.keys[i], want[i]);
 	if (l.n != n)
-		fail_msg("list %s after %s: %zu keys, want %zu", prefix, after ? after : "", l.n, n);
+		fail_msg("list %s after %s: %zu keys, want %zu", prefix, after ? after : "", l.n,
+		         n);
 	tu_keys_free(&l);
 }
 
@@ -105,8 +106,8 @@ static void test_isolation(void **state)
 	{
 		static const char *const w1[] = {"w", "x", "y/z"};
 		static const char *const w2[] = {"x", "y/z"};
-		static const char *const wp[] = {"r/1-", "r/1/w", "r/1/x", "r/1/y/z", "r/10/x",
-		                                 "r/2/x", "r/2/y/z", "x"};
+		static const char *const wp[] = {"r/1-",   "r/1/w", "r/1/x",   "r/1/y/z",
+		                                 "r/10/x", "r/2/x", "r/2/y/z", "x"};
 		static const char *const y[] = {"y/z"};
 		static const char *const after_w[] = {"x", "y/z"};
 		static const char *const first[] = {"w"};
@@ -181,9 +182,8 @@ static void test_bad_prefix(void **state)
 	(void)state;
 	struct store *p = open_store(), *v = (struct store *)&v; /* must stay unchanged */
 	struct store *keep = v;
-	static const char *const bad[] = {"",     "/",     "r",    "r/1",  "/r/",  "r//",
-	                                  "./",   "r/./",  "../",  "r/../", "a\\b/", "a b\n/",
-	                                  "r/1//"};
+	static const char *const bad[] = {"",     "/",   "r",     "r/1",   "/r/",    "r//",  "./",
+	                                  "r/./", "../", "r/../", "a\\b/", "a b\n/", "r/1//"};
 	char *longp = malloc(STORE_KEY_MAX + 2);
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
@@ -576,8 +576,8 @@ static void test_engines(void **state)
 		for (int i = 0; i < 300; i++) {
 			snprintf(key, sizeof(key), "k%05d", i);
 			snprintf(val, sizeof(val), "r%d-v%d", r, i);
-			assert_int_equal(engine_put(e[r], key, strlen(key), val, strlen(val), 0, NULL),
-			                 0);
+			assert_int_equal(
+			    engine_put(e[r], key, strlen(key), val, strlen(val), 0, NULL), 0);
 		}
 		fill(big, sizeof(big), (unsigned)r + 1);
 		assert_int_equal(engine_put(e[r], "blob", 4, big, sizeof(big), 0, NULL), 0);
@@ -592,7 +592,8 @@ static void test_engines(void **state)
 	/* nothing at the store's root: every object is under its region's prefix */
 	assert_int_equal(store_list(p, "", NULL, 0, under_regions, &nobj), 0);
 	assert_true(nobj >= 6);
-	assert_true(tu_count_keys(p, "r/1/manifest/") >= 1 && tu_count_keys(p, "r/2/manifest/") >= 1);
+	assert_true(tu_count_keys(p, "r/1/manifest/") >= 1 &&
+	            tu_count_keys(p, "r/2/manifest/") >= 1);
 	assert_true(tu_count_keys(p, "r/1/pack/") >= 1 && tu_count_keys(p, "r/2/pack/") >= 1);
 
 	for (int r = 0; r < 2; r++) {

@@ -11,7 +11,7 @@
  *            when S3_ENDPOINT is unset.
  *   "sub-local", "sub-s3"  a sub-prefix view (store_open_sub()) on "r/7/" of
  *            a "local" or "s3" store (t->parent); the parent also holds a
- *            few keys of its own outside the view (TU_SUB_OUTSIDE)
+ *            few keys of its own outside the view (TU_SUB_PREFIX)
  *
  * Everything here is for tests: failures of the helpers themselves are
  * reported on stderr.  Single-threaded use, except tu_random_bytes() and the
@@ -30,14 +30,14 @@
 /* Exit code that meson reports as SKIP; also tu_store_open()'s "skip" result. */
 #define TU_SKIP 77
 
-/* The prefix of the "sub-*" kinds' view inside their parent. */
-#define TU_SUB_PREFIX "r/7/"
 /*
- * Keys the "sub-*" kinds put in the parent around the view at open (before
- * and after it in byte order, and beside it): a view must never list,
- * read or delete them (tu_sub_check_outside()).  Each holds its own name.
+ * The prefix of the "sub-*" kinds' view inside their parent.  At open the
+ * parent also gets keys of its own around it (before and after it in byte
+ * order, and beside it: "a", "r/6/x", "r/7-", "r/70/x", "r/7x", "r/8/x",
+ * "z/r/7/x", each holding its own name), which a view must never list, read
+ * or delete (tu_sub_check_outside()).
  */
-#define TU_SUB_OUTSIDE {"a", "r/6/x", "r/7-", "r/70/x", "r/7x", "r/8/x", "z/r/7/x"}
+#define TU_SUB_PREFIX "r/7/"
 
 /* An open test store. */
 struct tu_store {
@@ -75,8 +75,8 @@ int tu_store_reopen(struct tu_store *t);
 void tu_store_close(struct tu_store *t);
 
 /*
- * Kinds "sub-*": 0 when the parent still holds exactly TU_SUB_OUTSIDE
- * outside the view's prefix, each with its bytes; else -1 (what differs is
+ * Kinds "sub-*": 0 when the parent still holds exactly its keys around the
+ * view (TU_SUB_PREFIX) outside the view's prefix, each with its bytes; else -1 (what differs is
  * printed on stderr).  0 for the other kinds.
  */
 int tu_sub_check_outside(const struct tu_store *t);
