@@ -100,7 +100,8 @@ static int full_arg(const struct sub_store *v, const char *s, bool limit, char *
  * Store operations
  */
 
-static int v_put(struct store *s, const char *key, const void *buf, size_t len)
+/* put or (if_absent) put_if_absent */
+static int put_as(struct store *s, const char *key, const void *buf, size_t len, bool if_absent)
 {
 	struct sub_store *v = (struct sub_store *)s;
 	char k[STORE_KEY_MAX + 1];
@@ -109,19 +110,18 @@ static int v_put(struct store *s, const char *key, const void *buf, size_t len)
 	if (rc < 0)
 		return rc;
 	store_count(s, STORE_OP_PUT, len, 0);
-	return store_put(v->outer, k, buf, len);
+	return if_absent ? store_put_if_absent(v->outer, k, buf, len)
+	                 : store_put(v->outer, k, buf, len);
+}
+
+static int v_put(struct store *s, const char *key, const void *buf, size_t len)
+{
+	return put_as(s, key, buf, len, false);
 }
 
 static int v_put_if_absent(struct store *s, const char *key, const void *buf, size_t len)
 {
-	struct sub_store *v = (struct sub_store *)s;
-	char k[STORE_KEY_MAX + 1];
-	int rc = full_key(v, key, k);
-
-	if (rc < 0)
-		return rc;
-	store_count(s, STORE_OP_PUT, len, 0);
-	return store_put_if_absent(v->outer, k, buf, len);
+	return put_as(s, key, buf, len, true);
 }
 
 static int v_get(struct store *s, const char *key, uint64_t off, uint64_t len, void **out,
