@@ -333,8 +333,9 @@ int store_open_url_flags(const char *url, const struct s3_opts *base, int flags,
  * STORE_KEY_MAX is -ENAMETOOLONG (logged; store_err_permanent() says yes).
  * store_list() looks up prefix + its prefix after prefix + start_after and
  * hands the callback the keys without the view's prefix (a listing prefix
- * too long for any key lists nothing); store_cleanup_uploads() cleans under
- * prefix + its prefix only.  The parent's keys outside prefix are never seen.
+ * too long for any key lists nothing and sends nothing);
+ * store_cleanup_uploads() cleans under prefix + its prefix only.  The
+ * parent's keys outside prefix are never seen.
  * caps: the parent's, named "sub(<parent's name>)"; read-only when the
  * parent is; store_space() and store_err_permanent() are the parent's.
  *
