@@ -613,8 +613,10 @@ static int walk_dir(struct walk *w, int dfd)
 				cleanup_tmp(w, dirfd(d), nm);
 			continue;
 		}
-		if (plen + nl + 1 > STORE_KEY_MAX)
-			continue; /* cannot be a key */
+		/* a file's key may be STORE_KEY_MAX long; a longer name can be no key and hold none
+		 */
+		if (plen + nl > STORE_KEY_MAX)
+			continue;
 		if (fstatat(dirfd(d), nm, &st, AT_SYMLINK_NOFOLLOW) < 0)
 			continue; /* raced with a delete */
 		if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))

@@ -2,6 +2,7 @@
  * store.c - the public face of every object store: key validation, error
  * counting and dispatch to the backend's operations (store_impl.h).
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -275,6 +276,9 @@ void store_get_latency(struct store *s, enum store_op op, struct mw_hist_snap *o
 
 void store_close(struct store *s)
 {
-	if (s)
-		s->ops->close(s);
+	if (!s)
+		return;
+	/* a view forwards to its parent: closing the parent first leaves it dangling */
+	assert(atomic_load_explicit(&s->views, memory_order_relaxed) == 0);
+	s->ops->close(s);
 }

@@ -58,6 +58,8 @@ struct store {
 	                                               class (store_get_latency()) */
 	bool read_only;                             /* STORE_OPEN_READ_ONLY: writes are -EROFS
 	                                               (const after open) */
+	_Atomic unsigned views;                     /* open sub-prefix views of this store
+	                                               (sub.c); 0 at store_close() */
 	/* requests and bytes per second of the last STORE_WINDOW_SEC seconds
 	 * (store_stats.window_*): slot s % STORE_WINDOW_SEC counts second s of the monotonic clock
 	 * (reset when a later second reuses it); protected by win_mu (static initialiser: never

@@ -4,7 +4,8 @@
  * The engine keeps everything durable in a flat namespace of immutable-ish
  * objects named by keys such as "wal/0000000000000042".  This header is the
  * only thing the engine knows about where those objects live; behind it are
- * the local-directory store (s3/local.c), the S3 store (s3/s3.c) and a
+ * the local-directory store (s3/local.c), the S3 store (s3/s3.c), the
+ * sub-prefix view of another store (s3/sub.c, store_open_sub()) and a
  * fault-injecting wrapper for tests (s3/fault.h).  A store knows nothing of
  * what the keys mean.
  *
@@ -318,5 +319,44 @@ int store_open_s3(const struct s3_opts *o, struct store **out);
 int store_open_url(const char *url, const struct s3_opts *base, struct store **out);
 int store_open_url_flags(const char *url, const struct s3_opts *base, int flags,
                          struct store **out);
+
+/*
+ * Open a view of parent in which key K is the parent's key prefix + K: the
+ * store of one region's engine (issue 39: "r/<rid>/").  prefix: non-empty,
+ * ending in '/', a valid key without that '/' (so "r/1/", never "/r/" or
+ * "r//"), shorter than STORE_KEY_MAX; otherwise -EINVAL.  Copied: the
+ * caller's string need not outlive the call.
+ *
+ * Every operation is one call of the parent's function on prefix + K, so
+ * the view shares the parent's connections, credentials and retries and
+ * sends nothing of its own.  A key whose prefixed form is longer than
+ * STORE_KEY_MAX is -ENAMETOOLONG (logged; store_err_permanent() says yes).
+ * store_list() looks up prefix + its prefix after prefix + start_after and
+ * hands the callback the keys without the view's prefix (a listing prefix
+ * too long for any key lists nothing and sends nothing);
+ * store_cleanup_uploads() cleans under prefix + its prefix only.  The
+ * parent's keys outside prefix are never seen.
+ * caps: the parent's, named "sub(<parent's name>)"; read-only when the
+ * parent is; store_space() and store_err_permanent() are the parent's.
+ *
+ * Counters: the view's store_get_stats() counts the operations it forwards,
+ * one request each with the payload bytes it carried (put, put_if_absent,
+ * get, head, delete: 1; a listing: 1 per 1000 keys listed, at least 1, as
+ * the local and S3 stores count pages; delete_many: 1 per 1000 keys, as S3
+ * batches them; a streaming writer: 1 PUT with all its bytes at finish);
+ * retries stay 0.  The parent counts what its backend really sends, as for
+ * any caller, so the parent's counters are the mount's total, the views'
+ * included.  On a local parent the two agree exactly except delete_many
+ * (the local store counts one DELETE per key); on S3 the parent also counts
+ * retries, multipart requests (MPU) and delete batches as sent.  Errors and
+ * latency (store_get_latency()) are recorded by both.
+ *
+ * Lifetime: the parent must outlive all its views (store_close() of a store
+ * with open views is a bug, caught by an assert); store_close() of a view
+ * frees the view only, never the parent.  Thread safety as for any store:
+ * any thread, also at once with the parent and other views.  Views of views
+ * work (the prefixes add up).  *out is written only on success.
+ */
+int store_open_sub(struct store *parent, const char *prefix, struct store **out);
 
 #endif /* MEMWALFS_STORE_H */

@@ -677,6 +677,11 @@ int run_store_conformance(const char *kind)
 	        st.requests[STORE_OP_HEAD], st.requests[STORE_OP_LIST],
 	        st.requests[STORE_OP_DELETE], st.requests[STORE_OP_MPU], st.retries, st.errors,
 	        st.bytes_sent, st.bytes_received);
+	if (tu_sub_check_outside(T) < 0) {
+		fprintf(stderr, "[%s] the view touched keys of its parent outside its prefix\n",
+		        kind);
+		rc++;
+	}
 	tu_store_close(T);
 	T = NULL;
 	return rc;

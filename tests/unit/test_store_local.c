@@ -110,6 +110,31 @@ static void test_key_valid(void **state)
 	assert_false(store_key_valid(k));
 }
 
+/* A key of exactly STORE_KEY_MAX bytes is stored, read and listed (it was not listed). */
+static void test_key_max_listed(void **state)
+{
+	(void)state;
+	struct tu_store *t;
+	char k[STORE_KEY_MAX + 1];
+	struct tu_keys l = {0};
+
+	/* segments of 200 bytes: the filesystem's names stay under NAME_MAX */
+	for (size_t i = 0; i < STORE_KEY_MAX; i++)
+		k[i] = i % 201 == 200 ? '/' : 'k';
+	k[STORE_KEY_MAX] = '\0';
+	assert_true(store_key_valid(k));
+	assert_int_equal(tu_store_open("local", &t), 0);
+	assert_int_equal(store_put(t->store, k, "m", 1), 0);
+	assert_int_equal(store_list(t->store, "", NULL, 0, tu_keys_add, &l), 0);
+	assert_int_equal(l.n, 1);
+	assert_string_equal(l.keys[0], k);
+	tu_keys_free(&l);
+	assert_int_equal(store_list(t->store, k, NULL, 0, tu_keys_add, &l), 0);
+	assert_int_equal(l.n, 1);
+	tu_keys_free(&l);
+	tu_store_close(t);
+}
+
 static void test_layout_and_caps(void **state)
 {
 	(void)state;
@@ -519,6 +544,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_key_valid),
+	    cmocka_unit_test(test_key_max_listed),
 	    cmocka_unit_test(test_layout_and_caps),
 	    cmocka_unit_test(test_space),
 	    cmocka_unit_test(test_open_errors),

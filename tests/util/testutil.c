@@ -182,6 +182,29 @@ static int open_s3(struct tu_store *t)
 	return store_open_s3(&o, &t->store);
 }
 
+/* The parent's own keys around the view (testutil.h, TU_SUB_PREFIX), in byte order. */
+static const char *const sub_outside[] = {"a",    "r/6/x", "r/7-",   "r/70/x",
+                                          "r/7x", "r/8/x", "z/r/7/x"};
+#define NSUB_OUTSIDE (sizeof(sub_outside) / sizeof(sub_outside[0]))
+
+/* Kinds "sub-*": the parent (t->store on entry), its keys outside, the view on it. */
+static int open_sub(struct tu_store *t)
+{
+	int rc = 0;
+
+	t->parent = t->store;
+	t->store = NULL;
+	for (size_t i = 0; i < NSUB_OUTSIDE && rc == 0; i++)
+		rc = store_put(t->parent, sub_outside[i], sub_outside[i], strlen(sub_outside[i]));
+	if (rc == 0)
+		rc = store_open_sub(t->parent, TU_SUB_PREFIX, &t->store);
+	if (rc < 0) {
+		store_close(t->parent);
+		t->parent = NULL;
+	}
+	return rc;
+}
+
 static int open_kind(struct tu_store *t)
 {
 	struct store *local = NULL;
@@ -189,12 +212,20 @@ static int open_kind(struct tu_store *t)
 
 	if (!strcmp(t->kind, "s3"))
 		return open_s3(t);
+	if (!strcmp(t->kind, "sub-s3")) {
+		rc = open_s3(t);
+		return rc < 0 ? rc : open_sub(t);
+	}
 	rc = store_open_local(t->dir, &local);
 	if (rc < 0)
 		return rc;
 	if (!strcmp(t->kind, "local")) {
 		t->store = local;
 		return 0;
+	}
+	if (!strcmp(t->kind, "sub-local")) {
+		t->store = local;
+		return open_sub(t);
 	}
 	rc = fault_store_new(local, &t->fault);
 	if (rc < 0) {
@@ -207,20 +238,28 @@ static int open_kind(struct tu_store *t)
 
 int tu_store_open(const char *kind, struct tu_store **out)
 {
+	static const char *const kinds[] = {"local", "fault", "s3", "sub-local", "sub-s3"};
+	const char *k = NULL; /* t->kind: a static string */
 	struct tu_store *t;
+	bool s3;
 	int rc;
 
-	if (strcmp(kind, "local") && strcmp(kind, "fault") && strcmp(kind, "s3"))
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+		if (!strcmp(kind, kinds[i]))
+			k = kinds[i];
+	if (!k)
 		return -EINVAL;
-	if (!strcmp(kind, "s3") && !tu_have_s3()) {
+	kind = k;
+	s3 = !strcmp(kind, "s3") || !strcmp(kind, "sub-s3");
+	if (s3 && !tu_have_s3()) {
 		fprintf(stderr, "SKIP: S3_ENDPOINT is not set\n");
 		return TU_SKIP;
 	}
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		return -ENOMEM;
-	t->kind = !strcmp(kind, "local") ? "local" : !strcmp(kind, "fault") ? "fault" : "s3";
-	if (!strcmp(kind, "s3")) {
+	t->kind = kind;
+	if (s3) {
 		uint64_t r = tu_now_ns() ^ ((uint64_t)getpid() << 20);
 		uint64_t st = r;
 		if (asprintf(&t->prefix, "memwalfs-test-%d-%016" PRIx64 "/", (int)getpid(),
@@ -246,7 +285,9 @@ int tu_store_open(const char *kind, struct tu_store **out)
 int tu_store_reopen(struct tu_store *t)
 {
 	store_close(t->store);
+	store_close(t->parent);
 	t->store = NULL;
+	t->parent = NULL;
 	t->fault = NULL;
 	return open_kind(t);
 }
@@ -256,18 +297,65 @@ void tu_store_close(struct tu_store *t)
 	if (!t)
 		return;
 	if (t->store && t->prefix) {
-		/* S3: the store's own prefix is ours; wipe through the inner store */
-		struct store *s = t->fault ? fault_store_inner(t->fault) : t->store;
+		/* S3: the store's own prefix is ours; wipe through the inner store or parent */
+		struct store *s = t->parent  ? t->parent
+		                  : t->fault ? fault_store_inner(t->fault)
+		                             : t->store;
 		unsigned n;
 		store_cleanup_uploads(s, "", 0, &n);
 		tu_wipe_prefix(s, "");
 	}
 	store_close(t->store);
+	store_close(t->parent);
 	if (t->dir && !getenv("MEMWALFS_KEEP_TMP"))
 		tu_rmtree(t->dir);
 	free(t->dir);
 	free(t->prefix);
 	free(t);
+}
+
+int tu_sub_check_outside(const struct tu_store *t)
+{
+	struct tu_keys l = {0};
+	size_t j = 0;
+	int bad = 0, rc;
+
+	if (!t->parent)
+		return 0;
+	rc = store_list(t->parent, "", NULL, 0, tu_keys_add, &l);
+	if (rc < 0) {
+		fprintf(stderr, "tu_sub_check_outside: list: %s\n", strerror(-rc));
+		tu_keys_free(&l);
+		return -1;
+	}
+	for (size_t i = 0; i < l.n; i++) {
+		const char *k = l.keys[i];
+		void *b = NULL;
+		size_t n = 0;
+
+		if (!strncmp(k, TU_SUB_PREFIX, strlen(TU_SUB_PREFIX)))
+			continue; /* the view's */
+		if (j >= NSUB_OUTSIDE || strcmp(k, sub_outside[j])) {
+			fprintf(stderr, "tu_sub_check_outside: unexpected key %s in the parent\n",
+			        k);
+			bad = -1;
+			continue;
+		}
+		j++;
+		rc = store_get(t->parent, k, 0, STORE_TO_END, &b, &n);
+		if (rc < 0 || n != strlen(k) || memcmp(b, k, n)) {
+			fprintf(stderr, "tu_sub_check_outside: %s: rc %d, %zu bytes\n", k, rc, n);
+			bad = -1;
+		}
+		free(b);
+	}
+	if (j != NSUB_OUTSIDE) {
+		fprintf(stderr, "tu_sub_check_outside: %zu of %zu keys outside the view left\n", j,
+		        NSUB_OUTSIDE);
+		bad = -1;
+	}
+	tu_keys_free(&l);
+	return bad;
 }
 
 int tu_keys_add(void *arg, const char *key, uint64_t size)

@@ -9,6 +9,9 @@
  *            AWS_SECRET_ACCESS_KEY (and S3_REGION, default us-east-1), under a
  *            unique random key prefix that is wiped at close.  Returns TU_SKIP
  *            when S3_ENDPOINT is unset.
+ *   "sub-local", "sub-s3"  a sub-prefix view (store_open_sub()) on "r/7/" of
+ *            a "local" or "s3" store (t->parent); the parent also holds a
+ *            few keys of its own outside the view (TU_SUB_PREFIX)
  *
  * Everything here is for tests: failures of the helpers themselves are
  * reported on stderr.  Single-threaded use, except tu_random_bytes() and the
@@ -27,11 +30,21 @@
 /* Exit code that meson reports as SKIP; also tu_store_open()'s "skip" result. */
 #define TU_SKIP 77
 
+/*
+ * The prefix of the "sub-*" kinds' view inside their parent.  At open the
+ * parent also gets keys of its own around it (before and after it in byte
+ * order, and beside it: "a", "r/6/x", "r/7-", "r/70/x", "r/7x", "r/8/x",
+ * "z/r/7/x", each holding its own name), which a view must never list, read
+ * or delete (tu_sub_check_outside()).
+ */
+#define TU_SUB_PREFIX "r/7/"
+
 /* An open test store. */
 struct tu_store {
 	struct store *store;       /* the store to test (owned) */
 	struct fault_store *fault; /* kind "fault": the wrapper of store (else NULL) */
-	const char *kind;          /* "local", "fault" or "s3" */
+	struct store *parent;      /* kinds "sub-*": the store the view is of (owned) */
+	const char *kind;          /* "local", "fault", "s3", "sub-local" or "sub-s3" */
 	char *dir;                 /* local/fault: the root directory (owned) */
 	char *prefix;              /* s3: the unique key prefix inside the bucket (owned) */
 };
@@ -60,6 +73,13 @@ int tu_store_reopen(struct tu_store *t);
 
 /* Close the store, remove every object it made (dir or prefix), free t.  NULL ok. */
 void tu_store_close(struct tu_store *t);
+
+/*
+ * Kinds "sub-*": 0 when the parent still holds exactly its keys around the
+ * view (TU_SUB_PREFIX) outside the view's prefix, each with its bytes; else -1 (what differs is
+ * printed on stderr).  0 for the other kinds.
+ */
+int tu_sub_check_outside(const struct tu_store *t);
 
 /*
  * Keys collected by store_list(st, ..., tu_keys_add, &keys): each key (and its
