@@ -78,6 +78,8 @@ struct mwfs_opts {
 	 * ENODATA (a read-only mount without a lease).
 	 */
 	size_t (*regions)(void *arg, char *buf, size_t len);
+	/* More "name value" lines for the statistics (the mount's lease), into buf; NULL: none */
+	size_t (*hold_stats)(void *arg, char *buf, size_t len);
 	void *take_arg; /* the hooks' argument */
 };
 

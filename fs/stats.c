@@ -29,5 +29,8 @@ size_t mwfs_stats_format(struct mwfs *fs, char *buf, size_t len)
 	                 (unsigned long long)nc.inodes, (unsigned long long)nc.retries);
 	if (w > 0 && n < len)
 		snprintf(buf + n, len - n, "%s", tail);
-	return n + (w > 0 ? (size_t)w : 0);
+	n += w > 0 ? (size_t)w : 0;
+	if (fs->o.hold_stats && n < len)
+		n += fs->o.hold_stats(fs->o.take_arg, buf + n, len - n);
+	return n;
 }

@@ -326,8 +326,32 @@ static size_t regions(void *arg, char *buf, size_t len)
 	return n < len ? n : len;
 }
 
+/* mwfs_opts.hold_stats: the lease and the holder, as statistics lines. */
+static size_t hold_stats(void *arg, char *buf, size_t len)
+{
+	struct hold *h = arg;
+	struct region_lease_stats ls;
+	struct holder_info hi;
+	region_lease_get_stats(h->l, &ls);
+	bool self = !h->a->eo.read_only;
+	int rc = self ? -ENOENT : region_holder_cached(h->l, 0, &hi);
+	int w =
+	    snprintf(buf, len,
+	             "lease_ms %u\nlease_renewals %" PRIu64 "\nlease_renew_failures %" PRIu64
+	             "\nlease_last_renew_ms %" PRId64 "\nlease_overdue %d\nlease_requests %" PRIu64
+	             "\nholder_self %d\nholder_state %d\nholder_quiet_ms %" PRIu64 "\n",
+	             ls.lease_ms, ls.renewals, ls.renew_failures, ls.last_renew_ms_ago,
+	             ls.renew_overdue ? 1 : 0, ls.requests, self ? 1 : 0,
+	             self ? (int)HOLDER_SELF
+	             : rc ? -1
+	                  : (int)hi.state,
+	             !self && !rc ? (uint64_t)(hi.quiet_sec * 1000) : 0);
+	return w < 0 ? 0 : (size_t)w < len ? (size_t)w : len - 1;
+}
+
 void hold_hooks(struct hold *h, struct mwfs_opts *fo)
 {
+	fo->hold_stats = hold_stats;
 	fo->take = take;
 	fo->taken = taken;
 	fo->release = release;

@@ -111,13 +111,22 @@ static void print_what(const char *mnt, const struct counters *c)
 	mwd_top_mount(rmnt, type, sizeof(type), src, sizeof(src));
 	ssize_t n = getxattr(mnt, MWFS_DAEMON_XATTR, info, sizeof(info) - 1);
 	long pid = n > 0 ? (info[n] = 0, strtol(info, NULL, 10)) : 0;
-	char mode[128];
+	char mode[256];
 	if (val(c, "snapshot_wal_end"))
 		snprintf(mode, sizeof(mode), "read-only, a snapshot");
+	else if (val(c, "following") && val(c, "lease_ms"))
+		snprintf(mode, sizeof(mode),
+		         "read-write, following the mount that writes the store (changes: EROFS "
+		         "until it lets go; memwalfs region list shows it)");
 	else if (val(c, "following"))
 		snprintf(mode, sizeof(mode), "read-only, following the writer");
 	else if (val(c, "read_only"))
 		snprintf(mode, sizeof(mode), "read-only, the state at mount");
+	else if (val(c, "lease_ms"))
+		snprintf(mode, sizeof(mode), "writer (epoch %" PRId64 ", lease %" PRId64 " s%s)",
+		         val(c, "epoch"), val(c, "lease_ms") / 1000,
+		         val(c, "lease_overdue") ? ", OVERDUE: another mount may take the store"
+		                                 : "");
 	else
 		snprintf(mode, sizeof(mode), "writer (epoch %" PRId64 ")", val(c, "epoch"));
 	printf("%s: %s, %s", rmnt, src, mode);
