@@ -377,3 +377,112 @@ int fs_read_super(struct engine *e, struct schema_super *sb)
 	free(val);
 	return rc;
 }
+
+/* fs_miss_retry() rounds of one step before its reads under the lock may wait (fs_get_locked()). */
+#define FS_RETRY_MAX 8
+
+/*
+ * What the thread's last read under fs->mu did not find in memory: a key
+ * (fs_get_locked()) or a scan of a prefix (fs_scan()), and the rounds its
+ * step has run.
+ */
+static _Thread_local struct {
+	uint8_t key[SCHEMA_KEY_MAX]; /* the key, or the scan's prefix */
+	size_t n;                    /* its bytes; 0: nothing missed */
+	bool scan;                   /* key is a prefix to scan */
+	size_t limit;                /* the scan's entries (0: all) */
+	unsigned rounds;
+} missed;
+
+/*
+ * A read under fs->mu is about to run: true when it may read only from
+ * memory; false after FS_RETRY_MAX rounds of its step, when the thread's
+ * no-I/O mark is lifted for it until read_locked_end().
+ */
+static bool read_locked_begin(struct mwfs *fs)
+{
+	mw_mutex_assert_held(&fs->mu);
+	if (missed.rounds < FS_RETRY_MAX)
+		return true;
+	/* what was warmed keeps being evicted before the retry: read it here, once */
+	mw_noio_leave();
+	return false;
+}
+
+/* The read read_locked_begin() announced ended with rc: remember a miss for fs_miss_retry(). */
+static int read_locked_end(bool nowait, const uint8_t *key, size_t kn, bool scan, size_t limit,
+                           int rc)
+{
+	if (!nowait)
+		mw_noio_enter();
+	if (rc == -EWOULDBLOCK && kn <= sizeof(missed.key)) {
+		memcpy(missed.key, key, kn);
+		missed.n = kn;
+		missed.scan = scan;
+		missed.limit = limit;
+	}
+	return rc;
+}
+
+int fs_get_locked(struct mwfs *fs, uint64_t seq, const uint8_t *key, size_t kn, void **val,
+                  size_t *vn)
+{
+	bool nowait = read_locked_begin(fs);
+	void *v = NULL;
+	int rc;
+	if (nowait)
+		rc = seq ? engine_get_at_nowait(fs->e, seq, key, kn, val, vn)
+		         : engine_get_nowait(fs->e, key, kn, val, vn);
+	else
+		rc = seq ? engine_get_at(fs->e, seq, key, kn, &v, vn)
+		         : engine_get(fs->e, key, kn, &v, vn);
+	if (!nowait && val)
+		*val = v;
+	else
+		free(v); /* a probe's value, read in full by engine_get() */
+	return read_locked_end(nowait, key, kn, false, 0, rc);
+}
+
+int fs_scan(struct mwfs *fs, bool locked, const uint8_t *pfx, size_t pn, size_t limit,
+            int (*fn)(void *arg, const uint8_t *k, size_t kn), void *arg)
+{
+	uint8_t end[SCHEMA_KEY_MAX];
+	size_t en = schema_prefix_end(pfx, pn, end);
+	struct engine_iter *it = NULL;
+	bool nowait = locked && read_locked_begin(fs);
+	int rc = nowait ? engine_iter_new_nowait(fs->e, pfx, pn, end, en, &it)
+	                : engine_iter_new(fs->e, pfx, pn, end, en, &it);
+	for (size_t i = 0; !rc && engine_iter_valid(it);) {
+		size_t n;
+		const uint8_t *k = engine_iter_key(it, &n);
+		rc = fn ? fn(arg, k, n) : 0;
+		if (++i == limit)
+			break; /* no step past what the caller reads: the warm step reads as far */
+		engine_iter_next(it);
+	}
+	if (!rc && it)
+		rc = engine_iter_status(it);
+	engine_iter_free(it);
+	return locked ? read_locked_end(nowait, pfx, pn, true, limit, rc) : rc;
+}
+
+bool fs_miss_retry(struct mwfs *fs, int *rc)
+{
+	mw_mutex_assert_held(&fs->mu);
+	if (*rc != -EWOULDBLOCK || !missed.n) {
+		missed.rounds = 0;
+		return false;
+	}
+	missed.rounds++;
+	atomic_fetch_add_explicit(&fs->noio_retries, 1, memory_order_relaxed);
+	mw_mutex_unlock(&fs->mu);
+	*rc = missed.scan ? fs_scan(fs, false, missed.key, missed.n, missed.limit, NULL, NULL)
+	                  : fs_warm_key(fs, missed.key, missed.n);
+	missed.n = 0;
+	mw_mutex_lock(&fs->mu);
+	if (*rc == -ENOENT)
+		*rc = 0; /* absent now: the step, run again, finds that out from memory */
+	if (*rc)
+		missed.rounds = 0;
+	return *rc == 0;
+}

@@ -50,17 +50,21 @@ static int check_name(const char *name)
 	return 0;
 }
 
-/* Point read of a directory entry: the child's number, and its S_IFMT bits in *type (may be NULL).
+/*
+ * Point read of a directory entry: the child's number, and its S_IFMT bits in *type (may be
+ * NULL).  locked: fs->mu is held, and the entry comes from memory or -EWOULDBLOCK
+ * (fs_get_locked()).
  */
-static int dentry_get(struct mwfs *fs, uint64_t parent, const char *name, uint64_t *ino,
-                      uint32_t *type)
+static int dentry_get(struct mwfs *fs, bool locked, uint64_t parent, const char *name,
+                      uint64_t *ino, uint32_t *type)
 {
 	uint8_t key[SCHEMA_KEY_MAX];
 	size_t kn = schema_key_dentry(key, parent, name, strlen(name));
 	void *val = NULL;
 	size_t vn = 0;
 	uint32_t t;
-	int rc = engine_get(fs->e, key, kn, &val, &vn);
+	int rc = locked ? fs_get_locked(fs, 0, key, kn, &val, &vn)
+	                : engine_get(fs->e, key, kn, &val, &vn);
 	if (!rc)
 		rc = schema_dentry_decode(val, vn, ino, type ? type : &t);
 	free(val);
@@ -95,37 +99,40 @@ static int dentry_del(struct inode_tx *tx, uint64_t parent, const char *name)
 	return engine_batch_delete(tx->b, key, kn);
 }
 
-/* 0 if directory ino has no entries, -ENOTEMPTY if it has, or an error. */
-static int dir_empty(struct mwfs *fs, uint64_t ino)
+/* fs_scan() step of dir_drop(): an entry, live or not yet removed, makes it not empty. */
+static int not_empty(void *arg, const uint8_t *k, size_t kn)
 {
-	uint8_t key[SCHEMA_KEY_MAX], end[SCHEMA_KEY_MAX];
-	size_t kn = schema_key_dentry_prefix(key, ino);
-	size_t en = schema_prefix_end(key, kn, end);
-	struct engine_iter *it = NULL;
-	int rc = engine_iter_new(fs->e, key, kn, end, en, &it);
-	if (!rc)
-		rc = engine_iter_valid(it) ? -ENOTEMPTY : engine_iter_status(it);
-	engine_iter_free(it);
-	return rc;
+	(void)arg;
+	(void)k;
+	(void)kn;
+	return -ENOTEMPTY;
 }
 
 /*
- * Before fs->mu is taken: read what removing directory ino reads under it,
- * the first block of its listing (dir_empty()) and its xattrs (the scan of
- * inode_batch_drop(), into a batch that is thrown away), so that under the
- * lock both find cached blocks.  What changed meanwhile is judged under the
+ * Queue into b the deletion of directory ino's records if it has no entries
+ * (inode_batch_drop()).  0, -ENOTEMPTY, or an error.  locked: fs->mu is
+ * held and both scans read from memory only (-EWOULDBLOCK: fs_miss_retry()).
+ */
+static int dir_drop(struct mwfs *fs, struct engine_batch *b, uint64_t ino, bool locked)
+{
+	uint8_t key[SCHEMA_KEY_MAX];
+	size_t kn = schema_key_dentry_prefix(key, ino);
+	int rc = fs_scan(fs, locked, key, kn, 1, not_empty, NULL);
+	return rc ? rc : inode_batch_drop(fs, b, ino, false, locked);
+}
+
+/*
+ * Before fs->mu is taken: read what removing directory ino reads under it
+ * (dir_drop(), into a batch that is thrown away), so that under the lock
+ * both scans find cached blocks.  What changed meanwhile is judged under the
  * lock; only a failing store fails here.  0 or negative errno.
  */
 static int warm_dir_drop(struct mwfs *fs, uint64_t ino)
 {
-	int rc = dir_empty(fs, ino);
-	if (rc == -ENOTEMPTY)
-		return 0; /* the check under the lock says so again, with nothing more to read */
-	if (rc)
-		return rc;
 	struct engine_batch *b = fs_batch(fs);
-	rc = b ? inode_batch_drop(fs, b, ino, false) : 0;
-	return engine_err_transient(rc) ? rc : 0;
+	int rc = b ? dir_drop(fs, b, ino, false) : 0;
+	/* not empty: the check under the lock says so again, with nothing more to read */
+	return rc != -ENOTEMPTY && engine_err_transient(rc) ? rc : 0;
 }
 
 /* Take a reference on directory ino (fs->mu held): -ENOTDIR, -ENOENT if removed. */
@@ -230,13 +237,13 @@ static int op_warm(struct op *op, uint64_t parent, const char *name, bool lock)
 {
 	struct mwfs *fs = op->fs;
 	uint64_t ino = 0;
-	int rc = dentry_get(fs, parent, name, &ino, &op->type);
+	int rc = dentry_get(fs, false, parent, name, &ino, &op->type);
 	if (engine_err_transient(rc)) {
 		uint8_t key[SCHEMA_KEY_MAX];
 		size_t kn = schema_key_dentry(key, parent, name, strlen(name));
 		rc = fs_warm_key(fs, key, kn); /* waits out an outage within its bound */
 		if (!rc)
-			rc = dentry_get(fs, parent, name, &ino, &op->type);
+			rc = dentry_get(fs, false, parent, name, &ino, &op->type);
 	}
 	if (rc && rc != -ENOENT)
 		return rc;
@@ -260,27 +267,52 @@ static int op_warm(struct op *op, uint64_t parent, const char *name, bool lock)
 	return 0;
 }
 
-/*
- * Load directory parent and look name up in it (fs->mu held): OP_CHILD
- * loads the child, OP_ABSENT wants no entry.  0 or negative errno; what was
- * loaded is released by op_end() either way.
- */
-static int op_resolve(struct op *op, uint64_t parent, const char *name, int how)
+/* Drop op's inode references (fs->mu held if it has any). */
+static void op_put(struct op *op)
+{
+	inode_put(op->fs, op->ip);
+	inode_put(op->fs, op->dp);
+	op->ip = op->dp = NULL;
+}
+
+/* One try of op_resolve(): -EWOULDBLOCK when a key is not in memory. */
+static int resolve_once(struct op *op, uint64_t parent, const char *name, int how)
 {
 	uint64_t ino;
-	mw_mutex_assert_held(&op->fs->mu);
 	op->parent = parent;
 	op->name = name;
 	int rc = get_dir(op->fs, parent, &op->dp);
 	if (rc)
 		return rc;
-	rc = dentry_get(op->fs, parent, name, &ino, NULL);
+	rc = dentry_get(op->fs, true, parent, name, &ino, NULL);
 	if (how & OP_ABSENT)
 		return rc == 0 ? -EEXIST : rc == -ENOENT ? 0 : rc;
 	if (rc)
 		return rc;
 	op->ino = ino;
 	return (how & OP_CHILD) ? inode_get(op->fs, ino, &op->ip) : 0;
+}
+
+/*
+ * Load directory parent and look name up in it (fs->mu held): OP_CHILD
+ * loads the child, OP_ABSENT wants no entry.  0 or negative errno; what was
+ * loaded is released by op_end() either way.  A key not in memory is warmed
+ * without the lock and the whole lookup done again (fs_miss_retry()).
+ */
+static int op_resolve(struct op *op, uint64_t parent, const char *name, int how)
+{
+	int rc;
+	mw_mutex_assert_held(&op->fs->mu);
+	do {
+		inode_put(op->fs, op->dp);
+		op->dp = NULL;
+		if (how & OP_CHILD) {
+			inode_put(op->fs, op->ip);
+			op->ip = NULL;
+		}
+		rc = resolve_once(op, parent, name, how);
+	} while (fs_miss_retry(op->fs, &rc));
+	return rc;
 }
 
 /* op_check(), op_warm() (keeping fs->mu) and op_resolve() of parent/name in one. */
@@ -301,9 +333,7 @@ static int op_begin(struct op *op, fuse_req_t req, fuse_ino_t parent, const char
  */
 static int op_end(struct op *op, int rc)
 {
-	inode_put(op->fs, op->ip);
-	inode_put(op->fs, op->dp);
-	op->ip = op->dp = NULL;
+	op_put(op);
 	if (op->locked)
 		mw_mutex_unlock(&op->fs->mu);
 	op->locked = false;
@@ -328,7 +358,9 @@ static int op_begin_dots(struct op *op, fuse_req_t req, fuse_ino_t ino, const ch
 		return rc;
 	op_lock(op);
 	op->parent = ino;
-	rc = inode_get(op->fs, ino, &op->ip);
+	do
+		rc = inode_get(op->fs, ino, &op->ip);
+	while (fs_miss_retry(op->fs, &rc));
 	if (!rc && op->ip->a.nlink == 0)
 		rc = -ENOENT;
 	if (rc || !strcmp(name, "."))
@@ -344,7 +376,10 @@ static int op_begin_dots(struct op *op, fuse_req_t req, fuse_ino_t ino, const ch
 	if (rc)
 		return rc;
 	op_lock(op);
-	return inode_get(op->fs, parent, &op->ip);
+	do
+		rc = inode_get(op->fs, parent, &op->ip);
+	while (fs_miss_retry(op->fs, &rc));
+	return rc;
 }
 
 void dir_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -530,6 +565,24 @@ void dir_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	fuse_reply_err(req, fs_err(op_end(&op, rc)));
 }
 
+/*
+ * One try of rmdir's reads under fs->mu: the entry and the directory it
+ * names, which must be empty; its records' deletion goes into tx's batch,
+ * begun here.  0, negative errno, -EWOULDBLOCK (fs_miss_retry()).
+ */
+static int rmdir_resolve(struct op *op, uint64_t parent, const char *name, struct inode_tx *tx)
+{
+	op_put(op);
+	int rc = resolve_once(op, parent, name, OP_CHILD);
+	if (!rc && !S_ISDIR(op->ip->a.mode))
+		rc = -ENOTDIR;
+	if (!rc)
+		rc = inode_tx_begin(op->fs, tx);
+	if (!rc)
+		rc = dir_drop(op->fs, tx->b, op->ino, true);
+	return rc;
+}
+
 void dir_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct inode_tx tx;
@@ -541,21 +594,15 @@ void dir_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 		rc = warm_dir_drop(op.fs, op.ino);
 	if (!rc) {
 		op_lock(&op);
-		rc = op_resolve(&op, parent, name, OP_WRITE | OP_NODOTS | OP_CHILD);
+		do
+			rc = rmdir_resolve(&op, parent, name, &tx);
+		while (fs_miss_retry(op.fs, &rc));
 	}
-	if (!rc && !S_ISDIR(op.ip->a.mode))
-		rc = -ENOTDIR;
-	if (!rc)
-		rc = dir_empty(op.fs, op.ino);
-	if (!rc)
-		rc = inode_tx_begin(op.fs, &tx);
 	if (!rc) {
 		inode_tx_add(&tx, op.dp); /* the child's records are dropped, not written */
 		op.dp->a.nlink--;
 		fs_touch(&op.dp->a, false, true, true);
 		rc = dentry_del(&tx, parent, name);
-		if (!rc)
-			rc = inode_batch_drop(op.fs, tx.b, op.ino, false);
 		rc = inode_tx_commit(&tx, rc);
 	}
 	if (!rc) {
@@ -588,6 +635,45 @@ static int rename_exchange(struct op *src, struct op *dst, struct inode_tx *tx)
 }
 
 /*
+ * One try of rename's lookups (fs->mu held): both directories, both entries and the
+ * inodes they name; then tx is begun, and a directory a directory replaces is checked
+ * empty and its records' deletion queued into tx.  *exists: the new name exists.  0, 1
+ * when there is nothing to do (two links to one file), negative errno, -EWOULDBLOCK
+ * (fs_miss_retry()).
+ */
+static int rename_resolve(struct op *src, struct op *dst, unsigned flags, bool *exists,
+                          struct inode_tx *tx)
+{
+	struct mwfs *fs = src->fs;
+	int rc = get_dir(fs, src->parent, &src->dp);
+	if (!rc)
+		rc = get_dir(fs, dst->parent, &dst->dp);
+	if (!rc)
+		rc = dentry_get(fs, true, src->parent, src->name, &src->ino, NULL);
+	if (rc)
+		return rc;
+	rc = dentry_get(fs, true, dst->parent, dst->name, &dst->ino, NULL);
+	if (rc && rc != -ENOENT)
+		return rc;
+	*exists = rc == 0;
+	if (*exists && flags & RENAME_NOREPLACE)
+		return -EEXIST;
+	if (!*exists && flags & RENAME_EXCHANGE)
+		return -ENOENT;
+	if (*exists && dst->ino == src->ino)
+		return 1;
+	rc = inode_get(fs, src->ino, &src->ip);
+	if (!rc && *exists)
+		rc = inode_get(fs, dst->ino, &dst->ip);
+	if (!rc)
+		rc = inode_tx_begin(fs, tx);
+	if (!rc && *exists && !(flags & RENAME_EXCHANGE) && S_ISDIR(src->ip->a.mode) &&
+	    S_ISDIR(dst->ip->a.mode))
+		rc = dir_drop(fs, tx->b, dst->ino, true);
+	return rc;
+}
+
+/*
  * Plain rename: move src's entry to dst, replacing dst's child if any
  * (fs->mu held; both parents and the source in tx).  With wh (WHITEOUT)
  * src's name is not deleted but points at wh.  *dropped is set when
@@ -604,10 +690,7 @@ static int rename_replace(struct op *src, struct op *dst, struct inode_tx *tx, s
 		if (!S_ISDIR(si->a.mode) && S_ISDIR(di->a.mode))
 			return -EISDIR;
 		if (S_ISDIR(di->a.mode)) {
-			rc = dir_empty(src->fs, di->ino);
-			if (rc)
-				return rc;
-			rc = inode_batch_drop(src->fs, tx->b, di->ino, false);
+			/* its records' deletion is in the batch already (rename_resolve()) */
 			dst->dp->a.nlink--;
 			*dropped = true;
 		} else {
@@ -654,29 +737,16 @@ void dir_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t 
 	op_lock(&src);
 	src.parent = parent;
 	dst.parent = newparent;
-	rc = get_dir(fs, parent, &src.dp);
-	if (!rc)
-		rc = get_dir(fs, newparent, &dst.dp);
-	if (!rc)
-		rc = dentry_get(fs, parent, name, &src.ino, NULL);
-	if (rc)
+	bool exists = false;
+	do {
+		op_put(&src);
+		op_put(&dst);
+		rc = rename_resolve(&src, &dst, flags, &exists, &tx);
+	} while (fs_miss_retry(fs, &rc));
+	if (rc > 0) {
+		rc = 0; /* two links to one file: POSIX says do nothing */
 		goto out;
-	rc = dentry_get(fs, newparent, newname, &dst.ino, NULL);
-	if (rc && rc != -ENOENT)
-		goto out;
-	bool exists = rc == 0;
-	rc = 0;
-	if (exists && flags & RENAME_NOREPLACE)
-		rc = -EEXIST;
-	else if (!exists && flags & RENAME_EXCHANGE)
-		rc = -ENOENT;
-	if (rc || (exists && dst.ino == src.ino))
-		goto out; /* two links to one file: POSIX says do nothing */
-	rc = inode_get(fs, src.ino, &src.ip);
-	if (!rc && exists)
-		rc = inode_get(fs, dst.ino, &dst.ip);
-	if (!rc)
-		rc = inode_tx_begin(fs, &tx);
+	}
 	if (rc)
 		goto out;
 	inode_tx_add(&tx, src.ip);
@@ -729,13 +799,16 @@ void dir_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *
 		fuse_reply_err(req, fs_err(rc));
 		return;
 	}
-	rc = inode_get(op.fs, ino, &op.ip);
-	if (!rc && S_ISDIR(op.ip->a.mode))
-		rc = -EPERM;
-	if (!rc && op.ip->a.nlink == 0)
-		rc = -ENOENT;
-	if (!rc)
-		rc = op_resolve(&op, newparent, newname, OP_ABSENT);
+	do {
+		op_put(&op);
+		rc = inode_get(op.fs, ino, &op.ip);
+		if (!rc && S_ISDIR(op.ip->a.mode))
+			rc = -EPERM;
+		if (!rc && op.ip->a.nlink == 0)
+			rc = -ENOENT;
+		if (!rc)
+			rc = resolve_once(&op, newparent, newname, OP_ABSENT);
+	} while (fs_miss_retry(op.fs, &rc));
 	if (!rc)
 		rc = inode_tx_begin(op.fs, &tx);
 	if (!rc) {
@@ -803,7 +876,9 @@ static int dir_parent(struct mwfs *fs, uint64_t ino, uint64_t *parent)
 	if (rc)
 		return rc;
 	mw_mutex_lock(&fs->mu);
-	rc = get_dir(fs, ino, &dp);
+	do
+		rc = get_dir(fs, ino, &dp);
+	while (fs_miss_retry(fs, &rc));
 	if (!rc) {
 		*parent = dp->a.parent ? dp->a.parent : ino;
 		inode_put(fs, dp);
@@ -933,9 +1008,16 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 				e.attr.st_mode = de->type;
 			} else {
 				int r = inode_get(fs, de->ino, &ip);
-				if (r)
+				if (r && r != -EWOULDBLOCK)
 					continue; /* removed since the snapshot */
-				fs_fill_entry(fs, ip, &e);
+				if (r) {
+					/* not in memory: a plain entry, which the kernel looks up
+					 */
+					e.attr.st_ino = de->ino;
+					e.attr.st_mode = de->type;
+				} else {
+					fs_fill_entry(fs, ip, &e);
+				}
 			}
 			need = fuse_add_direntry_plus(req, buf + pos, size - pos, name, &e,
 			                              (off_t)(i + 1));
@@ -995,8 +1077,11 @@ void dir_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file
 	uint64_t t = 0;
 	(void)datasync;
 	(void)fi;
+	int rc;
 	mw_mutex_lock(&fs->mu);
-	int rc = inode_get(fs, ino, &ip);
+	do
+		rc = inode_get(fs, ino, &ip);
+	while (fs_miss_retry(fs, &rc));
 	if (!rc) {
 		t = ip->ticket;
 		inode_put(fs, ip);

@@ -72,11 +72,14 @@ void file_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct mwfs *fs = fuse_req_userdata(req);
 	struct inode *ip = NULL;
 	bool trunc = fi->flags & O_TRUNC;
+	int rc;
 	if ((fi->flags & O_ACCMODE) != O_RDONLY || trunc)
 		fs_want_write(fs); /* a following mount takes the store if it can */
 	mw_mutex_lock(&fs->mu);
 	/* holds a reference until inode_put; a follower's removed file keeps its last state */
-	int rc = fs->ff ? inode_get_removed(fs, ino, &ip) : inode_get(fs, ino, &ip);
+	do
+		rc = fs->ff ? inode_get_removed(fs, ino, &ip) : inode_get(fs, ino, &ip);
+	while (fs_miss_retry(fs, &rc));
 	if (rc)
 		ip = NULL;
 	else if (S_ISDIR(ip->a.mode))

@@ -203,7 +203,7 @@ static int refresh(struct mwfs *fs, uint64_t ino, uint64_t before)
 		mw_mutex_unlock(&fs->refresh_mu);
 		return 0;
 	}
-	int rc = inode_record_get(fs, ino, &val, &vn, &seq);
+	int rc = inode_record_get(fs, ino, false, &val, &vn, &seq);
 	/*
 	 * Removed by the entry being published: its last state is the one just before it
 	 * (the table may hold an older one if the record was not refreshed since).

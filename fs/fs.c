@@ -142,8 +142,11 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	struct inode *ip;
 	struct stat st;
 	(void)fi;
+	int rc;
 	mw_mutex_lock(&fs->mu);
-	int rc = inode_get_removed(fs, ino, &ip); /* fstat of a removed directory: nlink 0 */
+	do
+		rc = inode_get_removed(fs, ino, &ip); /* fstat of a removed directory: nlink 0 */
+	while (fs_miss_retry(fs, &rc));
 	if (!rc) {
 		fs_fill_stat(fs, ip, &st);
 		inode_put(fs, ip);
@@ -196,7 +199,9 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 		return;
 	}
 	mw_mutex_lock(&fs->mu);
-	rc = inode_get_removed(fs, ino, &ip); /* fchmod of a removed directory works too */
+	do
+		rc = inode_get_removed(fs, ino, &ip); /* fchmod of a removed directory works too */
+	while (fs_miss_retry(fs, &rc));
 	if (rc)
 		goto out;
 	if (to_set & FUSE_SET_ATTR_SIZE) {
@@ -287,8 +292,11 @@ static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 	struct mwfs *fs = fuse_req_userdata(req);
 	struct inode *ip;
 	char *copy = NULL;
+	int rc;
 	mw_mutex_lock(&fs->mu);
-	int rc = inode_get(fs, ino, &ip);
+	do
+		rc = inode_get(fs, ino, &ip);
+	while (fs_miss_retry(fs, &rc));
 	if (!rc) {
 		if (!S_ISLNK(ip->a.mode) || !ip->target)
 			rc = -EINVAL;
@@ -449,6 +457,7 @@ int mwfs_open(struct engine *e, const struct mwfs_opts *o, struct mwfs **out)
 		return -EINVAL;
 	}
 	mw_mutex_init(&fs->mu);
+	mw_mutex_set_noio(&fs->mu); /* no store I/O under it: docs/DESIGN.md "Locking" */
 	mw_mutex_init(&fs->refresh_mu);
 	mw_mutex_init(&fs->take_mu);
 	fs_gate_init(&fs->gate);
@@ -475,7 +484,9 @@ int mwfs_open(struct engine *e, const struct mwfs_opts *o, struct mwfs **out)
 	/* pin the root */
 	struct inode *root;
 	mw_mutex_lock(&fs->mu);
-	rc = inode_get(fs, SCHEMA_ROOT_INO, &root);
+	do
+		rc = inode_get(fs, SCHEMA_ROOT_INO, &root);
+	while (fs_miss_retry(fs, &rc));
 	if (!rc)
 		root->nlookup = 1;
 	mw_mutex_unlock(&fs->mu);

@@ -135,7 +135,8 @@ int inode_warm(struct mwfs *fs, uint64_t ino)
 	return fs_warm_key(fs, key, kn);
 }
 
-int inode_record_get(struct mwfs *fs, uint64_t ino, void **val, size_t *vn, uint64_t *seq)
+int inode_record_get(struct mwfs *fs, uint64_t ino, bool locked, void **val, size_t *vn,
+                     uint64_t *seq)
 {
 	uint8_t key[SCHEMA_KEY_MAX];
 	size_t kn = schema_key_inode(key, ino);
@@ -143,11 +144,13 @@ int inode_record_get(struct mwfs *fs, uint64_t ino, void **val, size_t *vn, uint
 
 	*seq = 0;
 	if (!fs->o.read_only)
-		return engine_get(fs->e, key, kn, val, vn);
+		return locked ? fs_get_locked(fs, 0, key, kn, val, vn)
+		              : engine_get(fs->e, key, kn, val, vn);
 	/* -ESTALE: a follower installed a manifest between the two calls; the next is newer */
 	do {
 		*seq = engine_seq(fs->e);
-		rc = engine_get_at(fs->e, *seq, key, kn, val, vn);
+		rc = locked ? fs_get_locked(fs, *seq, key, kn, val, vn)
+		            : engine_get_at(fs->e, *seq, key, kn, val, vn);
 	} while (rc == -ESTALE);
 	return rc;
 }
@@ -209,7 +212,7 @@ int inode_get_removed(struct mwfs *fs, uint64_t ino, struct inode **out)
 	void *val = NULL;
 	size_t vn = 0;
 	uint64_t seq = 0;
-	int rc = inode_record_get(fs, ino, &val, &vn, &seq);
+	int rc = inode_record_get(fs, ino, true, &val, &vn, &seq);
 	if (rc)
 		return rc;
 	const uint8_t *tgt = NULL;
@@ -248,9 +251,15 @@ out:
 	return rc;
 }
 
-int inode_batch_drop(struct mwfs *fs, struct engine_batch *b, uint64_t ino, bool data)
+/* fs_scan() step of inode_batch_drop(): delete the key from the batch arg. */
+static int drop_key(void *arg, const uint8_t *k, size_t kn)
 {
-	uint8_t key[SCHEMA_KEY_MAX], end[SCHEMA_KEY_MAX];
+	return engine_batch_delete(arg, k, kn);
+}
+
+int inode_batch_drop(struct mwfs *fs, struct engine_batch *b, uint64_t ino, bool data, bool locked)
+{
+	uint8_t key[SCHEMA_KEY_MAX];
 	size_t kn = schema_key_inode(key, ino);
 	int rc = engine_batch_delete(b, key, kn);
 	if (!rc) {
@@ -262,17 +271,7 @@ int inode_batch_drop(struct mwfs *fs, struct engine_batch *b, uint64_t ino, bool
 		kn = pass == 2   ? schema_key_xattr_prefix(key, ino)
 		     : pass == 1 ? schema_key_alloc_prefix(key, ino)
 		                 : schema_key_extent_prefix(key, ino);
-		size_t en = schema_prefix_end(key, kn, end);
-		struct engine_iter *it = NULL;
-		for (rc = engine_iter_new(fs->e, key, kn, end, en, &it);
-		     !rc && engine_iter_valid(it); engine_iter_next(it)) {
-			size_t n;
-			const void *k = engine_iter_key(it, &n);
-			rc = engine_batch_delete(b, k, n);
-		}
-		if (!rc)
-			rc = engine_iter_status(it);
-		engine_iter_free(it);
+		rc = fs_scan(fs, locked, key, kn, 0, drop_key, b);
 	}
 	return rc;
 }
@@ -304,7 +303,7 @@ int inode_commit(struct mwfs *fs, struct engine_batch *b, struct inode **ips, si
 {
 	mw_mutex_assert_held(&fs->mu);
 	uint64_t t = 0;
-	int rc = engine_write(fs->e, b, 0, &t);
+	int rc = engine_write(fs->e, b, ENGINE_NOWAIT, &t); /* room was waited for before fs->mu */
 	if (rc)
 		return rc; /* the engine logged why it refuses (a stopped writer), once */
 	for (size_t i = 0; i < n; i++)
@@ -452,7 +451,7 @@ static int reclaim_one(struct mwfs *fs, uint64_t ino)
 {
 	struct engine_batch *b = fs_batch(fs);
 	struct engine_batch_mark m;
-	int rc = b ? inode_batch_drop(fs, b, ino, true) : -ENOMEM;
+	int rc = b ? inode_batch_drop(fs, b, ino, true, false) : -ENOMEM;
 	if (!rc) {
 		engine_batch_get_mark(b, &m);
 		rc = engine_wait_room(fs->e, m.bytes + FS_META_ROOM);
@@ -485,7 +484,7 @@ static int reclaim_batch(struct mwfs *fs, const uint64_t *inos, size_t n)
 	struct engine_batch_mark m;
 	int rc = b ? 0 : -ENOMEM;
 	for (size_t i = 0; !rc && i < n; i++)
-		rc = inode_batch_drop(fs, b, inos[i], true);
+		rc = inode_batch_drop(fs, b, inos[i], true, false);
 	if (!rc) {
 		engine_batch_get_mark(b, &m);
 		rc = engine_wait_room(fs->e, m.bytes + FS_META_ROOM);
@@ -570,7 +569,9 @@ int inode_check(struct mwfs *fs, uint64_t ino)
 	if (rc)
 		return rc;
 	mw_mutex_lock(&fs->mu);
-	rc = inode_get(fs, ino, &ip);
+	do
+		rc = inode_get(fs, ino, &ip);
+	while (fs_miss_retry(fs, &rc));
 	inode_put(fs, ip);
 	mw_mutex_unlock(&fs->mu);
 	return rc;

@@ -146,6 +146,8 @@ struct mwfs {
 	atomic_size_t reclaim_queued;  /* reclaim_n, read without fs->mu */
 	struct fs_gate gate;           /* every request passes it (mode.c) */
 	struct mw_mutex take_mu;       /* one take of the store at a time (mode.c; before fs->mu) */
+	/* steps under fs->mu run again after a warm without it (fs_miss_retry()) */
+	atomic_uint_fast64_t noio_retries;
 };
 
 /* Per-thread scratch, reused across requests (avoids a malloc per read). */
@@ -267,6 +269,41 @@ int fs_retry(struct mwfs *fs, bool wait, int (*once)(void *), void *arg);
 int fs_warm_key(struct mwfs *fs, const uint8_t *key, size_t kn);
 
 /*
+ * Reads under fs->mu, which may not wait for the store (docs/DESIGN.md
+ * "Locking"; debug builds check it).  fs_get_locked(): engine_get_nowait()
+ * of key (seq 0) or engine_get_at_nowait() at seq (val NULL: a probe); -EWOULDBLOCK
+ * when the key is not in memory, and the thread remembers the key for fs_miss_retry().
+ *
+ * fs_scan(): a scan of the keys under prefix pfx, calling fn(arg, key) on
+ * each of the first limit (0: all) until it returns nonzero, which is
+ * returned; 0 at the end, or the scan's error.  locked: fs->mu is held and
+ * the scan reads from memory only (engine_iter_new_nowait()), -EWOULDBLOCK
+ * when a block is not there, and the thread remembers the prefix for
+ * fs_miss_retry(), whose warm step is the same scan without the lock and without
+ * fn (so limit must cover what fn reads).  fn must not wait for the store.
+ *
+ * fs_miss_retry() is the one retry of a step under fs->mu that met -EWOULDBLOCK:
+ * it drops fs->mu, warms the missed key (fs_warm_key()) or scan, takes fs->mu
+ * again and returns true, and the caller runs its step again from where it took
+ * the lock, looking up again whatever it had decided on (another handler
+ * may have run meanwhile).  false when *rc is anything else or the warm
+ * step failed (*rc: its error; fs->mu held again).  The shape of a step:
+ *
+ *	do
+ *		rc = inode_get(fs, ino, &ip);
+ *	while (fs_miss_retry(fs, &rc));
+ *
+ * A cache too small to keep what was warmed until the retry makes the reads
+ * of the step wait under the lock after FS_RETRY_MAX rounds, with the
+ * thread's no-I/O mark lifted for them: late, never stuck.
+ */
+int fs_get_locked(struct mwfs *fs, uint64_t seq, const uint8_t *key, size_t kn, void **val,
+                  size_t *vn);
+int fs_scan(struct mwfs *fs, bool locked, const uint8_t *pfx, size_t pn, size_t limit,
+            int (*fn)(void *arg, const uint8_t *k, size_t kn), void *arg);
+bool fs_miss_retry(struct mwfs *fs, int *rc);
+
+/*
  * pool.c: serve se's requests on up to max_threads workers until it is
  * unmounted or a signal ends it; workers are reused most recently idle
  * first; each request is handled inside gate.  0 or a negative errno (a read
@@ -371,9 +408,11 @@ int follow_refresh(struct mwfs *fs, uint64_t ino);
 
 /*
  * The record of ino (malloc()ed into *val, *vn bytes), as engine_get(); on a read-only
- * mount read at one engine_seq(), which *seq gets (0 on a writable mount).  Any lock.
+ * mount read at one engine_seq(), which *seq gets (0 on a writable mount).  locked: the
+ * caller holds fs->mu, and the record comes from memory or -EWOULDBLOCK (fs_get_locked()).
  */
-int inode_record_get(struct mwfs *fs, uint64_t ino, void **val, size_t *vn, uint64_t *seq);
+int inode_record_get(struct mwfs *fs, uint64_t ino, bool locked, void **val, size_t *vn,
+                     uint64_t *seq);
 /*
  * Put the record val (vn bytes, read at engine sequence seq) in ip: attributes, size, symlink
  * target (fs->mu held).  false: the record is corrupt (logged), ip kept as it was.
@@ -385,7 +424,8 @@ bool inode_record_set(struct inode *ip, const void *val, size_t vn, uint64_t seq
 /*
  * Take a reference on inode ino into *out, loading its record if needed
  * (fs->mu held).  0, -ENOENT if it has no record, -EUCLEAN if the record is
- * corrupt, or the store's error.  Release with inode_put().
+ * corrupt, -EWOULDBLOCK when the record is not in memory (fs_miss_retry()), or
+ * the store's error.  Release with inode_put().
  */
 int inode_get(struct mwfs *fs, uint64_t ino, struct inode **out);
 /*
@@ -434,10 +474,11 @@ int inode_new(struct mwfs *fs, struct engine_batch *b, uint32_t mode, struct ino
 int inode_batch_put(struct mwfs *fs, struct engine_batch *b, const struct inode *ip);
 /*
  * Queue into b the deletion of every record of ino: inode, orphan mark, xattrs and, with
- * data, extents and allocated ranges (a directory has none).  Scans the store: fs->mu need
- * not be held.
+ * data, extents and allocated ranges (a directory has none).  Scans the store (fs_scan()):
+ * locked, under fs->mu from memory only, else without it.  0, or the first error (locked:
+ * -EWOULDBLOCK, for fs_miss_retry()).
  */
-int inode_batch_drop(struct mwfs *fs, struct engine_batch *b, uint64_t ino, bool data);
+int inode_batch_drop(struct mwfs *fs, struct engine_batch *b, uint64_t ino, bool data, bool locked);
 /*
  * Apply b (without waiting for durability) and remember its ticket in the n
  * inodes ips (fs->mu held).  Returns the engine's error unchanged.

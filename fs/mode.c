@@ -123,7 +123,7 @@ static void refresh_all(struct mwfs *fs)
 		void *val = NULL;
 		size_t vn = 0;
 		uint64_t seq;
-		int rc = inode_record_get(fs, inos[i], &val, &vn, &seq);
+		int rc = inode_record_get(fs, inos[i], false, &val, &vn, &seq);
 		mw_mutex_lock(&fs->mu);
 		struct inode *ip = inode_find(fs, inos[i]);
 		if (ip && rc == 0) {

@@ -3,7 +3,7 @@
  * a few threads fetch the next chunk-sized windows (their extents) into the engine's caches so
  * that the ranged GETs of a cold read from S3 overlap instead of running one after the other behind
  * the kernel's own (1 MiB) read-ahead.  This is the read-ahead of a file's bytes, in file order;
- * the engine's own (engine/blob.c, "pack read-ahead") follows packs, for many small files read
+ * the engine's own (engine/read/blob.c, "pack read-ahead") follows packs, for many small files read
  * one after the other, which no file's order shows.
  *
  * Detection is per inode: a read that starts at 0 or near where the last

@@ -3,6 +3,7 @@
  * engine's, then the filesystem's own counters.  Its own file, below fs.c
  * and xattr.c (the root's stats xattr), so that neither calls the other.
  */
+#include <stdatomic.h>
 #include <stdio.h>
 
 #include "hist.h"
@@ -21,12 +22,14 @@ size_t mwfs_stats_format(struct mwfs *fs, char *buf, size_t len)
 	size_t n = engine_stats_format(fs->e, buf, len);
 	ra_counts(fs->ra, &pre, &waited);
 	char tail[256];
-	int w = snprintf(tail, sizeof(tail),
-	                 "fs_readahead_chunks %llu\nfs_read_waits %llu\nfs_folded_windows %llu\n"
-	                 "fs_page_invalidations %llu\nfs_inval_retries %llu\n",
-	                 (unsigned long long)pre, (unsigned long long)waited,
-	                 (unsigned long long)data_flusher_folded(fs->wbf),
-	                 (unsigned long long)nc.inodes, (unsigned long long)nc.retries);
+	int w = snprintf(
+	    tail, sizeof(tail),
+	    "fs_readahead_chunks %llu\nfs_read_waits %llu\nfs_folded_windows %llu\n"
+	    "fs_page_invalidations %llu\nfs_inval_retries %llu\nfs_noio_retries %llu\n",
+	    (unsigned long long)pre, (unsigned long long)waited,
+	    (unsigned long long)data_flusher_folded(fs->wbf), (unsigned long long)nc.inodes,
+	    (unsigned long long)nc.retries,
+	    (unsigned long long)atomic_load_explicit(&fs->noio_retries, memory_order_relaxed));
 	if (w > 0 && n < len)
 		snprintf(buf + n, len - n, "%s", tail);
 	n += w > 0 ? (size_t)w : 0;

@@ -92,12 +92,14 @@ static int check_change(struct mwfs *fs, fuse_ino_t ino, const char *name, size_
 	return rc;
 }
 
-/* Does the xattr under key exist?  0, or -EEXIST/-ENODATA as flags want. */
+/*
+ * Does the xattr under key exist (fs->mu held)?  0, or -EEXIST/-ENODATA as flags want,
+ * -EWOULDBLOCK (fs_miss_retry()).
+ */
 static int check_exists(struct mwfs *fs, const uint8_t *key, size_t kn, int flags)
 {
-	size_t got;
-	uint8_t probe;
-	int rc = engine_get_range(fs->e, key, kn, 0, &probe, 0, &got);
+	size_t len;
+	int rc = fs_get_locked(fs, 0, key, kn, NULL, &len);
 	if (rc && rc != -ENOENT)
 		return rc;
 	if (rc == 0 && (flags & XATTR_CREATE))
@@ -119,10 +121,15 @@ static int change(struct mwfs *fs, fuse_ino_t ino, const char *name, bool remove
 	size_t kn = schema_key_xattr(key, ino, name, strlen(name));
 	struct inode *ip = NULL;
 	struct inode_tx tx;
+	int rc;
 	mw_mutex_lock(&fs->mu);
-	int rc = inode_get(fs, ino, &ip);
-	if (!rc)
-		rc = check_exists(fs, key, kn, flags);
+	do {
+		inode_put(fs, ip);
+		ip = NULL;
+		rc = inode_get(fs, ino, &ip);
+		if (!rc)
+			rc = check_exists(fs, key, kn, flags);
+	} while (fs_miss_retry(fs, &rc));
 	if (!rc)
 		rc = inode_tx_begin(fs, &tx);
 	if (!rc) {

@@ -9,7 +9,7 @@
  * backoff, s->max_retries): what the store does so that a dropped connection
  * or a 503 is not an error.  Riding through an outage (retrying a failed
  * store operation until the store answers, for how long) is the engine's
- * (engine_retry(), engine/read.c).
+ * (engine_retry(), engine/read/read.c).
  */
 #include <errno.h>
 #include <strings.h>

@@ -76,6 +76,15 @@ static int timed(struct store *s, enum store_op op, uint64_t t0, int rc)
 	return rc;
 }
 
+/*
+ * Every request to the store starts here: none may be sent by a thread that
+ * holds the filesystem's lock (util/thread.h, the no-I/O mark; debug builds).
+ */
+static void no_io_check(const char *fn, const char *key)
+{
+	mw_noio_check(fn, key, key ? strlen(key) : 0);
+}
+
 /* Count errors returned to callers; -ENOENT and -EEXIST are answers, not failures. */
 static int result(struct store *s, int rc)
 {
@@ -90,6 +99,7 @@ int store_put(struct store *s, const char *key, const void *buf, size_t len)
 		return -EINVAL;
 	if (s->read_only)
 		return -EROFS;
+	no_io_check(__func__, key);
 	uint64_t t0 = mw_now_us();
 	return result(s, timed(s, STORE_OP_PUT, t0, s->ops->put(s, key, buf, len)));
 }
@@ -102,6 +112,7 @@ int store_put_if_absent(struct store *s, const char *key, const void *buf, size_
 		return -EROFS;
 	if (!s->caps.conditional_create)
 		return -ENOTSUP;
+	no_io_check(__func__, key);
 	uint64_t t0 = mw_now_us();
 	return result(s, timed(s, STORE_OP_PUT, t0, s->ops->put_if_absent(s, key, buf, len)));
 }
@@ -111,6 +122,7 @@ int store_get(struct store *s, const char *key, uint64_t off, uint64_t len, void
 {
 	if (!store_key_valid(key) || !out || !outlen)
 		return -EINVAL;
+	no_io_check(__func__, key);
 	uint64_t t0 = mw_now_us();
 	return result(s, timed(s, STORE_OP_GET, t0, s->ops->get(s, key, off, len, out, outlen)));
 }
@@ -138,6 +150,7 @@ int store_get_into(struct store *s, const char *key, uint64_t off, uint64_t len,
 	if (!store_key_valid(key) || !buf || !outlen || !len || len == STORE_TO_END ||
 	    len > SIZE_MAX)
 		return -EINVAL;
+	no_io_check(__func__, key);
 	uint64_t t0 = mw_now_us();
 	int rc = s->ops->get_into ? s->ops->get_into(s, key, off, len, buf, outlen)
 	                          : get_copy(s, key, off, len, buf, outlen);
@@ -148,6 +161,7 @@ int store_head(struct store *s, const char *key, struct store_stat *st)
 {
 	if (!store_key_valid(key) || !st)
 		return -EINVAL;
+	no_io_check(__func__, key);
 	uint64_t t0 = mw_now_us();
 	return result(s, timed(s, STORE_OP_HEAD, t0, s->ops->head(s, key, st)));
 }
@@ -157,6 +171,7 @@ int store_list(struct store *s, const char *prefix, const char *start_after, siz
 {
 	if (!fn || (prefix && strlen(prefix) > STORE_KEY_MAX))
 		return -EINVAL;
+	no_io_check(__func__, prefix);
 	uint64_t t0 = mw_now_us();
 	int rc = s->ops->list(s, prefix ? prefix : "", start_after ? start_after : "", max_keys, fn,
 	                      arg);
@@ -170,6 +185,7 @@ int store_delete(struct store *s, const char *key)
 		return -EINVAL;
 	if (s->read_only)
 		return -EROFS;
+	no_io_check(__func__, key);
 	uint64_t t0 = mw_now_us();
 	return result(s, timed(s, STORE_OP_DELETE, t0, s->ops->del(s, key)));
 }
@@ -183,6 +199,7 @@ int store_delete_many(struct store *s, const char *const *keys, size_t n)
 		return 0;
 	if (s->read_only)
 		return -EROFS;
+	no_io_check(__func__, keys[0]);
 	uint64_t t0 = mw_now_us();
 	return result(s, timed(s, STORE_OP_DELETE, t0, s->ops->delete_many(s, keys, n)));
 }
@@ -195,6 +212,7 @@ int store_writer_open(struct store *s, const char *key, int flags, struct store_
 		return -EROFS;
 	if ((flags & STORE_W_IF_ABSENT) && !s->caps.conditional_finish)
 		return -ENOTSUP;
+	no_io_check(__func__, key);
 	return result(s, s->ops->writer_open(s, key, flags, out));
 }
 
@@ -204,12 +222,14 @@ int store_writer_write(struct store_writer *w, const void *buf, size_t len)
 		return -EINVAL;
 	if (len == 0)
 		return 0;
+	no_io_check(__func__, NULL);
 	return result(w->store, w->ops->write(w, buf, len));
 }
 
 int store_writer_finish(struct store_writer *w)
 {
 	struct store *s = w->store;
+	no_io_check(__func__, NULL);
 	uint64_t t0 = mw_now_us();
 	return result(s, timed(s, STORE_OP_MPU, t0, w->ops->finish(w)));
 }
@@ -225,12 +245,14 @@ int store_cleanup_uploads(struct store *s, const char *prefix, unsigned older_th
 	unsigned dummy;
 	if (s->read_only)
 		return -EROFS;
+	no_io_check(__func__, prefix);
 	return result(
 	    s, s->ops->cleanup_uploads(s, prefix ? prefix : "", older_than_sec, n ? n : &dummy));
 }
 
 int store_space(struct store *s, struct store_space *out)
 {
+	no_io_check(__func__, NULL);
 	return s->ops->space ? s->ops->space(s, out) : -ENOTSUP;
 }
 

@@ -198,6 +198,8 @@ static const struct stat_type stat_types[] = {
      "inode invalidations sent to the kernel (after direct writes; a follower's changes)"},
     {"fs_inval_retries", true,
      "a follower's inode invalidations sent again: the kernel did not hold the inode yet"},
+    {"fs_noio_retries", true,
+     "steps under the filesystem lock retried after reading what memory lacked without it"},
 };
 
 static const struct stat_type *find_type(const char *name)

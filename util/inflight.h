@@ -9,16 +9,11 @@
  * caches again (INFLIGHT_WAITED); otherwise it takes a slot and releases it
  * with inflight_end() once what it read is cached (or the read failed).
  * When every slot is taken a read goes without one: no waiting for anyone.
-<<<<<<<< HEAD:engine/cache/inflight.h
- * Users: pack ranges (engine/read/blob.c, one registry per engine) and SSTable data
- * blocks (engine/table/sst_read.c, one per reader).  Thread-safe.
-========
- * Users: pack ranges (engine/blob.c, one registry per engine), SSTable data
- * blocks (engine/sst_read.c, one per reader) and chunk-sized windows of files
+ * Users: pack ranges (engine/read/blob.c, one registry per engine), SSTable data
+ * blocks (engine/table/sst_read.c, one per reader) and chunk-sized windows of files
  * (fs/readahead.c: a reader waits for the prefetch of its window, key inode
  * number, 0).  The one registry of reads in flight: in util/ so that both
  * layers use it.  Thread-safe.
->>>>>>>> fsdir:util/inflight.h
  */
 #ifndef MEMWALFS_INFLIGHT_H
 #define MEMWALFS_INFLIGHT_H

@@ -2,6 +2,8 @@
  * thread.c - background threads and checked locks (see thread.h).
  */
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "log.h"
@@ -13,6 +15,25 @@ uintptr_t mw_thread_self(void)
 	static _Thread_local char self;
 
 	return (uintptr_t)&self;
+}
+
+_Thread_local unsigned mw_noio_depth;
+
+_Noreturn void mw_noio_fail(const char *fn, const void *key, size_t klen)
+{
+	char shown[4 * 64 + 1]; /* "\\xNN" at most per byte */
+	size_t n = 0;
+
+	/* keys are binary (the engine's) or text (the store's): escape what is not printable */
+	for (size_t i = 0; i < klen && i < 64; i++) {
+		unsigned char c = ((const unsigned char *)key)[i];
+		n += (size_t)snprintf(shown + n, sizeof(shown) - n,
+		                      c >= 0x20 && c < 0x7f ? "%c" : "\\x%02x", c);
+	}
+	shown[n] = 0;
+	log_err("%s: store I/O or a wait for it under a no-I/O lock (fs->mu), key \"%s\"%s", fn,
+	        shown, klen > 64 ? "..." : "");
+	abort();
 }
 #endif
 

@@ -16,6 +16,16 @@
  * variable must go through mw_cond_wait() / mw_cond_timedwait(), which keep
  * the owner right across the wait.
  *
+ * The no-I/O mark: a mutex set with mw_mutex_set_noio() (the filesystem's
+ * fs->mu) is one under which nothing may wait for the object store, since
+ * every request of the mount queues behind it.  In debug builds its holder
+ * carries a per-thread mark (a depth counter, as mw_noio_enter() sets), and
+ * the entry points that may do store I/O or wait for it (s3/store.c, the
+ * engine's reads, writes and waits) call mw_noio_check(), which aborts,
+ * naming the function and the key, while the mark is set.  Code under such
+ * a lock uses the engine's no-wait calls (ENGINE_NOWAIT, engine.h) instead.
+ * With NDEBUG nothing is tracked and the checks compile to nothing.
+ *
  * Threads: a struct mw_thread is started and stopped by one owner thread;
  * the mutex functions are as thread-safe as pthread's.
  */
@@ -34,19 +44,69 @@ struct mw_mutex {
 	pthread_mutex_t m; /* the lock itself */
 #ifndef NDEBUG
 	_Atomic uintptr_t owner; /* mw_thread_self() of the holder, 0 when free */
+	bool noio;               /* its holder is marked "no store I/O" (mw_mutex_set_noio()) */
 #endif
 };
 
 #ifndef NDEBUG
 /* A token unique to the calling thread (the address of a thread-local). */
 uintptr_t mw_thread_self(void);
+
+/* The calling thread's no-I/O depth: locks held marked so, plus mw_noio_enter()s. */
+extern _Thread_local unsigned mw_noio_depth;
+
+/* Log "fn: store I/O or a wait under a no-I/O lock (key ...)" and abort. */
+_Noreturn void mw_noio_fail(const char *fn, const void *key, size_t klen);
 #endif
+
+/* Mark the calling thread "no store I/O" until the matching mw_noio_leave(). */
+static inline void mw_noio_enter(void)
+{
+#ifndef NDEBUG
+	mw_noio_depth++;
+#endif
+}
+
+static inline void mw_noio_leave(void)
+{
+#ifndef NDEBUG
+	assert(mw_noio_depth > 0);
+	mw_noio_depth--;
+#endif
+}
+
+/*
+ * Debug builds: abort, naming fn and the klen bytes of key (may be NULL),
+ * when the calling thread is marked "no store I/O".  No-op with NDEBUG.
+ */
+static inline void mw_noio_check(const char *fn, const void *key, size_t klen)
+{
+#ifndef NDEBUG
+	if (mw_noio_depth)
+		mw_noio_fail(fn, key, klen);
+#else
+	(void)fn;
+	(void)key;
+	(void)klen;
+#endif
+}
 
 static inline void mw_mutex_init(struct mw_mutex *mu)
 {
 	pthread_mutex_init(&mu->m, NULL);
 #ifndef NDEBUG
 	atomic_init(&mu->owner, 0);
+	mu->noio = false;
+#endif
+}
+
+/* Holding mu marks the holder "no store I/O" (see the top of this file).  Before use. */
+static inline void mw_mutex_set_noio(struct mw_mutex *mu)
+{
+#ifndef NDEBUG
+	mu->noio = true;
+#else
+	(void)mu;
 #endif
 }
 
@@ -60,12 +120,16 @@ static inline void mw_mutex_lock(struct mw_mutex *mu)
 	pthread_mutex_lock(&mu->m);
 #ifndef NDEBUG
 	atomic_store_explicit(&mu->owner, mw_thread_self(), memory_order_relaxed);
+	if (mu->noio)
+		mw_noio_enter();
 #endif
 }
 
 static inline void mw_mutex_unlock(struct mw_mutex *mu)
 {
 #ifndef NDEBUG
+	if (mu->noio)
+		mw_noio_leave();
 	atomic_store_explicit(&mu->owner, 0, memory_order_relaxed);
 #endif
 	pthread_mutex_unlock(&mu->m);

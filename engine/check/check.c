@@ -224,7 +224,7 @@ static void check_sst(struct ck *c, const struct manifest_sst *t)
 		problem(c, t->name, rc, "cannot open the table: %s", strerror(-rc));
 		return;
 	}
-	rc = sst_reader_iter_new(rd, &it);
+	rc = sst_reader_iter_new(rd, false, &it);
 	if (rc) {
 		problem(c, t->name, rc, "cannot iterate the table: %s", strerror(-rc));
 		goto out;

@@ -206,9 +206,20 @@ int engine_open(struct store *st, const struct engine_opts *o, struct engine **o
  */
 int engine_close(struct engine *e);
 
-/* Flags of writes. */
+/*
+ * Flags of writes.  ENGINE_NOWAIT is for a caller that holds a lock every
+ * request needs (the filesystem's fs->mu): the write never waits, neither
+ * for backpressure nor for a full store's next commit attempt.  Such a
+ * caller waits for room before it takes its lock (engine_wait_room()); a
+ * write that finds the room taken meanwhile by another is applied anyway, so
+ * the pending bytes may pass max_pending_bytes by what the writers between
+ * their wait and their write add (a handler's batch each: the bound is
+ * soft by that much).  While the store is full it fails with -ENOSPC at
+ * once.  Not with ENGINE_WAIT (-EINVAL).
+ */
 #define ENGINE_WAIT 0x1   /* return only once the write is durable */
 #define ENGINE_URGENT 0x2 /* commit the group now instead of at the next cadence tick */
+#define ENGINE_NOWAIT 0x4 /* never wait: for a caller under a lock others need */
 
 /* Batches: an ordered list of puts and deletes applied atomically. */
 int engine_batch_new(struct engine_batch **out);
@@ -317,6 +328,30 @@ int engine_handover(struct engine *e, unsigned hold_ms);
 int engine_get(struct engine *e, const void *key, size_t klen, void **val, size_t *vlen);
 
 /*
+ * The no-I/O rule: a thread that holds a lock every request needs (the
+ * filesystem's fs->mu) must not wait for the store, or a cache miss or a
+ * slow GET stalls the whole mount.  Such a thread reads with the _nowait
+ * calls, which answer only from what this machine holds: the MemTables, the
+ * tables' index and filter blocks (in memory from open), the block cache,
+ * and the disk cache (local disk: a short read, never a store request).  A
+ * key whose block is in none of them gives -EWOULDBLOCK, as does a blob
+ * value (file data, never read under such a lock), and the store is not
+ * asked; the caller drops its lock, warms the key (engine_prefetch(), or
+ * an engine_get() whose value it drops), takes the lock again, looks up
+ * again whatever it decided on before, and retries.  Otherwise as
+ * engine_get() and engine_get_at().  In debug builds (util/thread.h, the
+ * no-I/O mark) every call that may reach the store or wait for it
+ * (engine_get(), engine_get_at(), engine_get_range(), engine_prefetch(),
+ * a blob's engine_ref_read(), engine_write() without ENGINE_NOWAIT,
+ * engine_wait_room(), engine_wait(), engine_sync()) and every store request
+ * aborts when made under such a lock, as does engine_iter_new() (a scan
+ * under it is engine_iter_new_nowait()).  val may be NULL: a probe,
+ * which only says whether key is there (0 or -ENOENT) and sets *vlen to the
+ * value's length, a blob's too, without its bytes.
+ */
+int engine_get_nowait(struct engine *e, const void *key, size_t klen, void **val, size_t *vlen);
+
+/*
  * Earlier states of a read-only engine (a follower's, docs/FOLLOWERS.md).  engine_seq():
  * the sequence number of the state readers see now; reads at it see that state for as long
  * as the engine holds it, however far the follower applies the writer's entries meanwhile.
@@ -328,6 +363,8 @@ int engine_get(struct engine *e, const void *key, size_t klen, void **val, size_
 uint64_t engine_seq(struct engine *e);
 int engine_get_at(struct engine *e, uint64_t seq, const void *key, size_t klen, void **val,
                   size_t *vlen);
+int engine_get_at_nowait(struct engine *e, uint64_t seq, const void *key, size_t klen, void **val,
+                         size_t *vlen);
 
 /*
  * Like engine_get() but copies at most len bytes of the value starting at
@@ -428,6 +465,16 @@ int engine_batch_put_ref(struct engine_batch *b, const void *key, size_t klen,
  */
 int engine_iter_new(struct engine *e, const void *start, size_t slen, const void *end, size_t elen,
                     struct engine_iter **out);
+/*
+ * engine_iter_new() from memory only, for a caller under a no-I/O lock (see
+ * engine_get_nowait()): a data block in neither the block nor the disk cache
+ * ends the scan with engine_iter_status() -EWOULDBLOCK, as does
+ * engine_iter_value() of a blob; the store is not asked.  The caller drops
+ * its lock, warms the range (a scan of it with engine_iter_new()), and
+ * starts over under the lock.
+ */
+int engine_iter_new_nowait(struct engine *e, const void *start, size_t slen, const void *end,
+                           size_t elen, struct engine_iter **out);
 /* engine_iter_new() over the state at seq (see engine_get_at(): -ESTALE, -EINVAL). */
 int engine_iter_new_at(struct engine *e, uint64_t seq, const void *start, size_t slen,
                        const void *end, size_t elen, struct engine_iter **out);

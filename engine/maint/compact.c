@@ -480,7 +480,7 @@ static int open_inputs(struct store *st, struct compact_job *j, const struct com
 			log_err("compact: cannot open input %s: %s", j->in[i].name, strerror(-rc));
 			return rc;
 		}
-		rc = sst_reader_iter_new(r, &its[i]);
+		rc = sst_reader_iter_new(r, false, &its[i]);
 		sst_reader_unref(r); /* the iterator holds its own reference */
 		if (rc)
 			return rc;

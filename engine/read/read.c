@@ -184,9 +184,11 @@ static void view_put(struct view *v)
  * One iterator per source of view v, newest first (MemTables, then
  * SSTables from the newest), merged into *out (internal order, every
  * version).  The iterators hold references of their own, so v may be put
- * afterwards.  Returns 0 or a negative errno (nothing to free then).
+ * afterwards.  cached: the tables' iterators read only cached blocks
+ * (sst_reader_iter_new()).  Returns 0 or a negative errno (nothing to free
+ * then).
  */
-static int view_merged_iter(const struct view *v, struct kv_iter **out)
+static int view_merged_iter(const struct view *v, bool cached, struct kv_iter **out)
 {
 	struct kv_iter **kids;
 	size_t nk = 0;
@@ -199,7 +201,7 @@ static int view_merged_iter(const struct view *v, struct kv_iter **out)
 		if ((rc = memtable_iter_new(v->mems[i], &kids[nk])) == 0)
 			nk++;
 	for (size_t i = v->nssts; i-- > 0 && !rc;)
-		if ((rc = sst_reader_iter_new(v->ssts[i], &kids[nk])) == 0)
+		if ((rc = sst_reader_iter_new(v->ssts[i], cached, &kids[nk])) == 0)
 			nk++;
 	if (rc == 0 && (rc = kv_merge_iter_new(kids, nk, out)) == 0)
 		nk = 0; /* the merger owns them */
@@ -217,10 +219,11 @@ static int view_merged_iter(const struct view *v, struct kv_iter **out)
  * Find the newest entry of key visible at at (SNAP_NOW: e->visible_seq).  Returns 0 with a
  * malloc()ed copy of the stored value in *val (*vlen bytes): the value itself, or for a
  * blob its descriptor (*is_blob), decoded into *d (whose hashes point into *val); or
- * -ENOENT, -ESTALE (view_get()).
+ * -ENOENT, -ESTALE (view_get()); nowait: -EWOULDBLOCK instead of reading a table's block
+ * from the store.
  */
-static int lookup(struct engine *e, uint64_t at, const void *key, size_t klen, void **val,
-                  size_t *vlen, bool *is_blob, struct blob_desc *d)
+static int lookup(struct engine *e, uint64_t at, const void *key, size_t klen, bool nowait,
+                  void **val, size_t *vlen, bool *is_blob, struct blob_desc *d)
 {
 	uint64_t snap =
 	    at != SNAP_NOW ? at : atomic_load_explicit(&e->visible_seq, memory_order_acquire);
@@ -237,7 +240,8 @@ static int lookup(struct engine *e, uint64_t at, const void *key, size_t klen, v
 	for (size_t i = 0; i < w.nmems && !found; i++)
 		found = memtable_get(w.mems[i], key, klen, snap, &type, &v, &vn, &seq);
 	for (size_t i = w.nssts; i-- > 0 && !found;) {
-		found = sst_reader_get(w.ssts[i], key, klen, snap, &type, &seq, &owned, &vn);
+		found =
+		    sst_reader_get(w.ssts[i], key, klen, snap, nowait, &type, &seq, &owned, &vn);
 		v = owned;
 	}
 	if (found < 0) {
@@ -263,9 +267,12 @@ static int lookup(struct engine *e, uint64_t at, const void *key, size_t klen, v
 	return rc;
 }
 
-/* engine_get() of the state at at (SNAP_NOW: the current one). */
-static int get_at(struct engine *e, uint64_t at, const void *key, size_t klen, void **val,
-                  size_t *vlen)
+/*
+ * engine_get() of the state at at (SNAP_NOW: the current one).  nowait: from memory
+ * only (engine_get_nowait()).
+ */
+static int get_at(struct engine *e, uint64_t at, const void *key, size_t klen, bool nowait,
+                  void **val, size_t *vlen)
 {
 	struct blob_desc d;
 	bool is_blob = false;
@@ -273,11 +280,20 @@ static int get_at(struct engine *e, uint64_t at, const void *key, size_t klen, v
 	size_t n = 0;
 	int rc;
 
-	if (!e || !key || !val || !vlen)
+	if (!e || !key || (!val && !nowait) || !vlen)
 		return -EINVAL;
-	rc = lookup(e, at, key, klen, &v, &n, &is_blob, &d);
+	rc = lookup(e, at, key, klen, nowait, &v, &n, &is_blob, &d);
 	if (rc)
 		return rc;
+	if (!val) {
+		*vlen = is_blob ? (size_t)d.length : n; /* a probe: is it there, how long */
+		free(v);
+		return 0;
+	}
+	if (is_blob && nowait) {
+		free(v);
+		return -EWOULDBLOCK; /* blobs are file data: never read under a caller's lock */
+	}
 	if (is_blob) {
 		rc = blob_fetch(e, &d, &bytes);
 		free(v);
@@ -293,7 +309,13 @@ static int get_at(struct engine *e, uint64_t at, const void *key, size_t klen, v
 
 int engine_get(struct engine *e, const void *key, size_t klen, void **val, size_t *vlen)
 {
-	return get_at(e, SNAP_NOW, key, klen, val, vlen);
+	mw_noio_check(__func__, key, key ? klen : 0);
+	return get_at(e, SNAP_NOW, key, klen, false, val, vlen);
+}
+
+int engine_get_nowait(struct engine *e, const void *key, size_t klen, void **val, size_t *vlen)
+{
+	return get_at(e, SNAP_NOW, key, klen, true, val, vlen);
 }
 
 uint64_t engine_seq(struct engine *e)
@@ -304,9 +326,18 @@ uint64_t engine_seq(struct engine *e)
 int engine_get_at(struct engine *e, uint64_t seq, const void *key, size_t klen, void **val,
                   size_t *vlen)
 {
+	mw_noio_check(__func__, key, key ? klen : 0);
 	if (!e || !e->o.read_only || seq == SNAP_NOW)
 		return -EINVAL;
-	return get_at(e, seq, key, klen, val, vlen);
+	return get_at(e, seq, key, klen, false, val, vlen);
+}
+
+int engine_get_at_nowait(struct engine *e, uint64_t seq, const void *key, size_t klen, void **val,
+                         size_t *vlen)
+{
+	if (!e || !e->o.read_only || seq == SNAP_NOW)
+		return -EINVAL;
+	return get_at(e, seq, key, klen, true, val, vlen);
 }
 
 int engine_get_range(struct engine *e, const void *key, size_t klen, uint64_t off, void *buf,
@@ -318,9 +349,10 @@ int engine_get_range(struct engine *e, const void *key, size_t klen, uint64_t of
 	size_t n = 0;
 	int rc;
 
+	mw_noio_check(__func__, key, key ? klen : 0);
 	if (!e || !key || (!buf && len) || !got)
 		return -EINVAL;
-	rc = lookup(e, SNAP_NOW, key, klen, &v, &n, &is_blob, &d);
+	rc = lookup(e, SNAP_NOW, key, klen, false, &v, &n, &is_blob, &d);
 	if (rc)
 		return rc;
 	*got = 0;
@@ -462,6 +494,7 @@ int engine_ref_read(struct engine *e, const struct engine_ref *r, uint64_t off, 
 		memcpy(buf, (const uint8_t *)r->p + off, len);
 		return 0;
 	}
+	mw_noio_check(__func__, NULL, 0); /* a blob's bytes may come from the store */
 	if ((rc = blob_desc_decode(r->p, r->n, &d)))
 		return rc;
 	if (off > d.length || len > d.length - off)
@@ -493,7 +526,7 @@ int read_merged_iter(struct engine *e, struct kv_iter **out, uint64_t *gen)
 	mw_mutex_unlock(&e->mu);
 	if (rc)
 		return rc;
-	rc = view_merged_iter(&w, out);
+	rc = view_merged_iter(&w, false, out);
 	view_put(&w);
 	return rc;
 }
@@ -517,7 +550,8 @@ int read_newest_seq_locked(struct engine *e, const void *key, size_t klen, bool 
 	if (!with_ssts)
 		return 0;
 	for (size_t i = e->nssts; i-- > 0;) {
-		found = sst_reader_get(e->ssts[i], key, klen, UINT64_MAX, &type, seq, &owned, &vn);
+		found = sst_reader_get(e->ssts[i], key, klen, UINT64_MAX, false, &type, seq, &owned,
+		                       &vn);
 		free(owned);
 		owned = NULL;
 		if (found)
@@ -536,11 +570,15 @@ struct engine_iter {
 	void *blob;       /* the current blob's bytes, fetched on demand (owned) */
 	size_t blob_len;  /* bytes in blob */
 	bool have_blob;   /* blob holds the current entry's value */
+	bool nowait;      /* from memory only (engine_iter_new_nowait()) */
 	int status;       /* 0, or the error that ended the scan */
 };
 
-/* engine_iter_new() over the state at at (SNAP_NOW: the current one). */
-static int iter_new_at(struct engine *e, uint64_t at, const void *start, size_t slen,
+/*
+ * engine_iter_new() over the state at at (SNAP_NOW: the current one).  nowait: from memory
+ * only (engine_iter_new_nowait()).
+ */
+static int iter_new_at(struct engine *e, uint64_t at, bool nowait, const void *start, size_t slen,
                        const void *end, size_t elen, struct engine_iter **out)
 {
 	uint64_t snap =
@@ -554,9 +592,10 @@ static int iter_new_at(struct engine *e, uint64_t at, const void *start, size_t 
 	if (!it)
 		return -ENOMEM;
 	it->e = e;
+	it->nowait = nowait;
 	if ((rc = view_get(e, &w, at)))
 		goto fail;
-	rc = view_merged_iter(&w, &mi);
+	rc = view_merged_iter(&w, nowait, &mi);
 	view_put(&w);
 	if (rc)
 		goto fail;
@@ -577,15 +616,23 @@ fail:
 int engine_iter_new(struct engine *e, const void *start, size_t slen, const void *end, size_t elen,
                     struct engine_iter **out)
 {
-	return iter_new_at(e, SNAP_NOW, start, slen, end, elen, out);
+	mw_noio_check(__func__, start, start ? slen : 0);
+	return iter_new_at(e, SNAP_NOW, false, start, slen, end, elen, out);
+}
+
+int engine_iter_new_nowait(struct engine *e, const void *start, size_t slen, const void *end,
+                           size_t elen, struct engine_iter **out)
+{
+	return iter_new_at(e, SNAP_NOW, true, start, slen, end, elen, out);
 }
 
 int engine_iter_new_at(struct engine *e, uint64_t seq, const void *start, size_t slen,
                        const void *end, size_t elen, struct engine_iter **out)
 {
+	mw_noio_check(__func__, start, start ? slen : 0);
 	if (!e || !e->o.read_only || seq == SNAP_NOW)
 		return -EINVAL;
-	return iter_new_at(e, seq, start, slen, end, elen, out);
+	return iter_new_at(e, seq, false, start, slen, end, elen, out);
 }
 
 static void drop_blob(struct engine_iter *it)
@@ -633,6 +680,9 @@ int engine_iter_value(struct engine_iter *it, const void **val, size_t *vlen)
 		return 0;
 	}
 	if (!it->have_blob) {
+		if (it->nowait)
+			return -EWOULDBLOCK; /* blobs are file data: never read under a caller's
+			                        lock */
 		rc = blob_desc_decode(v, vn, &d);
 		if (rc == 0)
 			rc = blob_fetch(it->e, &d, &it->blob);

@@ -202,9 +202,10 @@ void sst_reader_unref(struct sst_reader *r);
  * found, filling *type, *seq and *val, *vlen (a malloc()ed copy owned by the
  * caller, never NULL; val may be NULL to skip the copy); 0 when the table
  * has no such entry (a KV_DELETE found is returned as 1 with that type);
- * -EUCLEAN, -EIO, -ENOMEM.  Thread-safe.
+ * -EUCLEAN, -EIO, -ENOMEM.  cached: read the data block from the block or
+ * disk cache only, -EWOULDBLOCK when neither has it.  Thread-safe.
  */
-int sst_reader_get(struct sst_reader *r, const void *key, size_t klen, uint64_t snap,
+int sst_reader_get(struct sst_reader *r, const void *key, size_t klen, uint64_t snap, bool cached,
                    enum kv_type *type, uint64_t *seq, void **val, size_t *vlen);
 
 /* True when the bloom filter says key may be in the table (no I/O). */
@@ -213,9 +214,11 @@ bool sst_reader_may_contain(struct sst_reader *r, const void *key, size_t klen);
 /*
  * An iterator over every entry in internal order; holds its own reference
  * on r.  seek(key) positions on the newest version of the first user key
- * >= key.  Errors surface through kv_iter_status().  One thread at a time.
+ * >= key.  Errors surface through kv_iter_status().  cached: data blocks
+ * from the block or disk cache only, as sst_reader_get(); one in neither
+ * ends the scan with -EWOULDBLOCK.  One thread at a time.
  */
-int sst_reader_iter_new(struct sst_reader *r, struct kv_iter **out);
+int sst_reader_iter_new(struct sst_reader *r, bool cached, struct kv_iter **out);
 
 /* Properties of the table (borrowed: valid while the reference is held). */
 const struct sst_props *sst_reader_props(const struct sst_reader *r);

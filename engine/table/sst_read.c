@@ -138,15 +138,17 @@ static size_t disk_key(const struct sst_reader *r, uint64_t off, uint8_t k[DISKC
 }
 
 static int read_block_from(struct sst_reader *r, const struct sst_block_iter *ix,
-                           const struct sst_handle *h, const uint8_t ckey[16],
+                           const struct sst_handle *h, const uint8_t ckey[16], bool cached,
                            struct blockref *out);
 
 /*
  * The data block at h (ix: the index iterator on h's entry, for the blocks
  * after it, or NULL) from the block cache, else read once for all threads.
+ * cached: from the block or disk cache only, else -EWOULDBLOCK (no store
+ * read, no wait for another thread's).
  */
 static int read_block(struct sst_reader *r, const struct sst_block_iter *ix,
-                      const struct sst_handle *h, struct blockref *out)
+                      const struct sst_handle *h, bool cached, struct blockref *out)
 {
 	uint8_t ckey[16];
 	int slot = -1;
@@ -173,13 +175,13 @@ static int read_block(struct sst_reader *r, const struct sst_block_iter *ix,
 		 * take the block from the cache.  With no cache, or after two waits, read
 		 * it ourselves.
 		 */
-		if (!r->cache || tries >= 2)
+		if (!r->cache || tries >= 2 || cached)
 			break;
 		slot = inflight_begin(&r->fetching, 0, 0, h->off, h->off + 1);
 		if (slot != INFLIGHT_WAITED)
 			break;
 	}
-	int rc = read_block_from(r, ix, h, ckey, out);
+	int rc = read_block_from(r, ix, h, ckey, cached, out);
 	inflight_end(&r->fetching, slot);
 	return rc;
 }
@@ -265,9 +267,13 @@ static void keep_around(struct sst_reader *r, const struct sst_handle *h, const 
 		diskcache_put(r->dcache, dkey, dklen, sealed, len);
 }
 
-/* read_block() of a block not in the memory cache: the disk cache or the store. */
+/*
+ * read_block() of a block not in the memory cache: the disk cache or (not
+ * cached) the store.
+ */
 static int read_block_from(struct sst_reader *r, const struct sst_block_iter *ix,
-                           const struct sst_handle *h, const uint8_t ckey[16], struct blockref *out)
+                           const struct sst_handle *h, const uint8_t ckey[16], bool cached,
+                           struct blockref *out)
 {
 	struct cblock *cb = NULL;
 	enum sst_fault f = SST_OK;
@@ -304,6 +310,10 @@ static int read_block_from(struct sst_reader *r, const struct sst_block_iter *ix
 		diskcache_drop(r->dcache, dkey, dklen, true); /* a wrong entry: read the store */
 		free(buf);
 		buf = NULL;
+	}
+	if (cached) {
+		rc = -EWOULDBLOCK; /* the caller warms it without its lock and asks again */
+		goto out;
 	}
 	nmore = around(r, ix, h, more);
 	rc = store_get(
@@ -567,7 +577,7 @@ static int index_handle(struct sst_reader *r, const struct sst_block_iter *it, s
 	return 0;
 }
 
-int sst_reader_get(struct sst_reader *r, const void *key, size_t klen, uint64_t snap,
+int sst_reader_get(struct sst_reader *r, const void *key, size_t klen, uint64_t snap, bool cached,
                    enum kv_type *type, uint64_t *seq, void **val, size_t *vlen)
 {
 	struct sst_block_iter ix, di;
@@ -595,7 +605,7 @@ int sst_reader_get(struct sst_reader *r, const void *key, size_t klen, uint64_t 
 	rc = index_handle(r, &ix, &h);
 	if (rc)
 		goto out;
-	rc = read_block(r, &ix, &h, &br);
+	rc = read_block(r, &ix, &h, cached, &br);
 	if (rc)
 		goto out;
 	sst_block_iter_init(&di, &br.b->blk);
@@ -642,6 +652,7 @@ struct sst_iter {
 	struct sst_block_iter ix; /* over the index block */
 	struct blockref br;       /* the current data block (b NULL: none) */
 	struct sst_block_iter di; /* over br.b->blk */
+	bool cached;              /* blocks from the block or disk cache only (-EWOULDBLOCK) */
 	int status;               /* sticky error */
 };
 
@@ -674,7 +685,7 @@ static bool it_load(struct sst_iter *it)
 	}
 	rc = index_handle(it->r, &it->ix, &h);
 	if (!rc)
-		rc = read_block(it->r, &it->ix, &h, &it->br);
+		rc = read_block(it->r, &it->ix, &h, it->cached, &it->br);
 	if (rc) {
 		it_fail(it, rc);
 		return false;
@@ -800,7 +811,7 @@ static const struct kv_iter_ops sst_iter_ops = {
     .destroy = it_destroy,
 };
 
-int sst_reader_iter_new(struct sst_reader *r, struct kv_iter **out)
+int sst_reader_iter_new(struct sst_reader *r, bool cached, struct kv_iter **out)
 {
 	struct sst_iter *it = calloc(1, sizeof(*it));
 
@@ -809,6 +820,7 @@ int sst_reader_iter_new(struct sst_reader *r, struct kv_iter **out)
 	it->base.ops = &sst_iter_ops;
 	sst_reader_ref(r);
 	it->r = r;
+	it->cached = cached;
 	sst_block_iter_init(&it->ix, &r->index);
 	sst_block_iter_init(&it->di, NULL);
 	*out = &it->base;

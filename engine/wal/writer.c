@@ -330,6 +330,7 @@ int engine_write(struct engine *e, struct engine_batch *b, int flags, uint64_t *
 static void room_wait_locked(struct engine *e, size_t bytes, bool *waited)
 {
 	mw_mutex_assert_held(&e->mu);
+	mw_noio_check("engine backpressure wait", NULL, 0);
 	while (!e->w.sticky && e->stats.outage_error != -ENOSPC && e->stats.pending_bytes > 0 &&
 	       e->stats.pending_bytes + bytes > e->o.max_pending_bytes) {
 		if (!*waited)
@@ -358,6 +359,7 @@ int engine_wait_room(struct engine *e, size_t bytes)
 	bool waited = false;
 	int rc;
 
+	mw_noio_check(__func__, NULL, 0);
 	if (!e)
 		return -EINVAL;
 	if (e->o.read_only)
@@ -383,18 +385,23 @@ int writer_write_if(struct engine *e, struct engine_batch *b, int flags, uint64_
 	bool waited = false;
 	int rc = 0;
 
-	if (!e || !b || (flags & ~(ENGINE_WAIT | ENGINE_URGENT)))
+	if (!e || !b || (flags & ~(ENGINE_WAIT | ENGINE_URGENT | ENGINE_NOWAIT)) ||
+	    (flags & (ENGINE_WAIT | ENGINE_NOWAIT)) == (ENGINE_WAIT | ENGINE_NOWAIT))
 		return -EINVAL;
 	if (e->o.read_only)
 		return -EROFS;
+	bool nowait = flags & ENGINE_NOWAIT;
+	if (!nowait)
+		mw_noio_check("engine_write", NULL, 0);
 	mw_mutex_lock(&e->mu);
-	room_wait_locked(e, b->bytes, &waited);
+	if (!nowait)
+		room_wait_locked(e, b->bytes, &waited); /* a no-wait writer waited before */
 	if (e->w.sticky || handover_locked(e)) {
 		rc =
 		    e->w.sticky ? e->w.sticky : -ESTALE; /* a takeover is under way: as if fenced */
 		goto out;
 	}
-	if (still_full_locked(e)) {
+	if (nowait ? e->stats.outage_error == -ENOSPC : still_full_locked(e)) {
 		rc = -ENOSPC; /* the store is full: refuse new data until a commit lands */
 		goto out;
 	}
@@ -473,6 +480,7 @@ int engine_wait(struct engine *e, uint64_t ticket, bool urgent)
 		return -EINVAL;
 	if (e->o.read_only)
 		return 0;
+	mw_noio_check(__func__, NULL, 0);
 	mw_mutex_lock(&e->mu);
 	rc = wait_locked(e, ticket, urgent);
 	mw_mutex_unlock(&e->mu);
@@ -487,6 +495,7 @@ int engine_sync(struct engine *e)
 		return -EINVAL;
 	if (e->o.read_only)
 		return 0;
+	mw_noio_check(__func__, NULL, 0);
 	mw_mutex_lock(&e->mu);
 	if (e->w.sticky)
 		rc = e->w.sticky;

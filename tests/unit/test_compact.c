@@ -198,7 +198,7 @@ static void read_tables(struct store *s, const struct manifest_sst *t, size_t n,
 		struct kv_iter *it;
 
 		assert_int_equal(sst_reader_open(s, t[i].name, t[i].size, NULL, &r), 0);
-		assert_int_equal(sst_reader_iter_new(r, &it), 0);
+		assert_int_equal(sst_reader_iter_new(r, false, &it), 0);
 		for (kv_iter_seek_first(it); kv_iter_valid(it); kv_iter_next(it)) {
 			struct ent e = {0};
 			size_t kl, vl;

@@ -172,7 +172,7 @@ static void verify(struct sst_reader *r, const struct model *m)
 	struct kv_iter *it;
 	size_t i;
 
-	assert_int_equal(sst_reader_iter_new(r, &it), 0);
+	assert_int_equal(sst_reader_iter_new(r, false, &it), 0);
 	kv_iter_seek_first(it);
 	for (i = 0; i < m->n; i++) {
 		check_entry(it, &m->e[i]);
@@ -193,7 +193,8 @@ static void verify(struct sst_reader *r, const struct model *m)
 		uint8_t *k2;
 
 		/* get at snap = e->seq finds exactly e */
-		assert_int_equal(sst_reader_get(r, e->key, e->klen, e->seq, &t, &seq, &v, &vl), 1);
+		assert_int_equal(
+		    sst_reader_get(r, e->key, e->klen, e->seq, false, &t, &seq, &v, &vl), 1);
 		assert_int_equal(seq, e->seq);
 		assert_int_equal(t, e->type);
 		assert_int_equal(vl, e->vlen);
@@ -202,8 +203,8 @@ static void verify(struct sst_reader *r, const struct model *m)
 		free(v);
 		/* just below it: the next older version, or nothing */
 		if (e->seq > 0) {
-			int rc =
-			    sst_reader_get(r, e->key, e->klen, e->seq - 1, NULL, &seq, NULL, NULL);
+			int rc = sst_reader_get(r, e->key, e->klen, e->seq - 1, false, NULL, &seq,
+			                        NULL, NULL);
 			bool older = nx < m->n &&
 			             kv_key_cmp(m->e[nx].key, m->e[nx].klen, e->key, e->klen) == 0;
 
@@ -215,7 +216,8 @@ static void verify(struct sst_reader *r, const struct model *m)
 			continue;
 		/* newest version at the newest snapshot */
 		assert_int_equal(
-		    sst_reader_get(r, e->key, e->klen, UINT64_MAX, NULL, &seq, NULL, NULL), 1);
+		    sst_reader_get(r, e->key, e->klen, UINT64_MAX, false, NULL, &seq, NULL, NULL),
+		    1);
 		assert_int_equal(seq, e->seq);
 		/* seek to the key lands on its newest version */
 		kv_iter_seek(it, e->key, e->klen);
@@ -233,9 +235,9 @@ static void verify(struct sst_reader *r, const struct model *m)
 			assert_false(kv_iter_valid(it));
 		/* absent key between (unless key + "\0" is the next key) */
 		if (nx == m->n || kv_key_cmp(m->e[nx].key, m->e[nx].klen, k2, e->klen + 1) != 0)
-			assert_int_equal(
-			    sst_reader_get(r, k2, e->klen + 1, UINT64_MAX, NULL, NULL, NULL, NULL),
-			    0);
+			assert_int_equal(sst_reader_get(r, k2, e->klen + 1, UINT64_MAX, false, NULL,
+			                                NULL, NULL, NULL),
+			                 0);
 		free(k2);
 	}
 	assert_int_equal(kv_iter_status(it), 0);
@@ -282,8 +284,8 @@ static void test_empty_table(void **state)
 	assert_int_equal(p.entries, 0);
 	assert_int_equal(p.data_blocks, 0);
 	r = open_r(f->s, "sst/empty");
-	assert_int_equal(sst_reader_get(r, "a", 1, UINT64_MAX, NULL, NULL, NULL, NULL), 0);
-	assert_int_equal(sst_reader_iter_new(r, &it), 0);
+	assert_int_equal(sst_reader_get(r, "a", 1, UINT64_MAX, false, NULL, NULL, NULL, NULL), 0);
+	assert_int_equal(sst_reader_iter_new(r, false, &it), 0);
 	kv_iter_seek_first(it);
 	assert_false(kv_iter_valid(it));
 	kv_iter_seek(it, "a", 1);
@@ -426,7 +428,7 @@ static void test_many_versions(void **state)
 	for (uint64_t s = 999; s <= 3005; s += 1) {
 		uint64_t seq;
 		enum kv_type t;
-		int rc = sst_reader_get(r, "hot", 3, s, &t, &seq, NULL, NULL);
+		int rc = sst_reader_get(r, "hot", 3, s, false, &t, &seq, NULL, NULL);
 
 		if (s < 1000) {
 			assert_int_equal(rc, 0);
@@ -557,7 +559,7 @@ static void test_read_cost_and_cache(void **state)
 
 			sst_reader_stats(r, &a);
 			assert_int_equal(sst_reader_get(r, m.e[i].key, m.e[i].klen, UINT64_MAX,
-			                                NULL, NULL, NULL, NULL),
+			                                false, NULL, NULL, NULL, NULL),
 			                 1);
 			sst_reader_stats(r, &b);
 			assert_true(b.blocks_read - a.blocks_read + b.cache_hits - a.cache_hits ==
@@ -586,7 +588,8 @@ struct cold_get {
 static void *cold_get_main(void *arg)
 {
 	struct cold_get *g = arg;
-	g->rc = sst_reader_get(g->r, g->e->key, g->e->klen, UINT64_MAX, NULL, NULL, NULL, NULL);
+	g->rc =
+	    sst_reader_get(g->r, g->e->key, g->e->klen, UINT64_MAX, false, NULL, NULL, NULL, NULL);
 	return NULL;
 }
 
@@ -663,7 +666,7 @@ static void test_bloom_fp_100k(void **state)
 		int kl = snprintf(k, sizeof(k), "user/%09u", i * 2 + 1);
 
 		assert_int_equal(
-		    sst_reader_get(r, k, (size_t)kl, UINT64_MAX, NULL, NULL, NULL, NULL), 0);
+		    sst_reader_get(r, k, (size_t)kl, UINT64_MAX, false, NULL, NULL, NULL, NULL), 0);
 	}
 	sst_reader_stats(r, &st);
 	fp = (double)(st.bloom_checks - st.bloom_negatives) / (double)st.bloom_checks;
@@ -681,7 +684,7 @@ static void test_bloom_fp_100k(void **state)
 		int kl = snprintf(k, sizeof(k), "user/%09u", i * 2);
 
 		assert_int_equal(
-		    sst_reader_get(r, k, (size_t)kl, UINT64_MAX, NULL, NULL, NULL, NULL), 1);
+		    sst_reader_get(r, k, (size_t)kl, UINT64_MAX, false, NULL, NULL, NULL, NULL), 1);
 	}
 	sst_reader_unref(r);
 	sst_props_free(&p);
@@ -707,7 +710,7 @@ static int read_all(struct store *s, const char *key, const struct model *m)
 
 	if (rc)
 		return rc;
-	assert_int_equal(sst_reader_iter_new(r, &it), 0);
+	assert_int_equal(sst_reader_iter_new(r, false, &it), 0);
 	for (kv_iter_seek_first(it); kv_iter_valid(it); kv_iter_next(it))
 		n++;
 	rc = kv_iter_status(it);
@@ -715,8 +718,8 @@ static int read_all(struct store *s, const char *key, const struct model *m)
 	for (size_t i = 0; !rc && i < m->n; i++) {
 		void *v = NULL;
 		size_t vl;
-		int g =
-		    sst_reader_get(r, m->e[i].key, m->e[i].klen, m->e[i].seq, NULL, NULL, &v, &vl);
+		int g = sst_reader_get(r, m->e[i].key, m->e[i].klen, m->e[i].seq, false, NULL, NULL,
+		                       &v, &vl);
 
 		if (g < 0)
 			rc = g;
@@ -740,8 +743,8 @@ static void get_in_order(struct sst_reader *r, const struct model *m, int *rcs)
 		void *v = NULL;
 		size_t vl = 0;
 
-		rcs[i] =
-		    sst_reader_get(r, m->e[i].key, m->e[i].klen, UINT64_MAX, NULL, NULL, &v, &vl);
+		rcs[i] = sst_reader_get(r, m->e[i].key, m->e[i].klen, UINT64_MAX, false, NULL, NULL,
+		                        &v, &vl);
 		if (rcs[i] == 1) {
 			assert_int_equal(vl, m->e[i].vlen);
 			assert_memory_equal(v, m->e[i].val, vl);
@@ -778,7 +781,7 @@ static void test_read_around(void **state)
 		assert_int_equal(cache_new(4 << 20, &c), 0);
 		struct sst_reader_opts ro = {.cache = c, .read_around = 16384};
 		assert_int_equal(sst_reader_open(f->s, "sst/around", p.file_size, &ro, &r), 0);
-		assert_int_equal(sst_reader_iter_new(r, &it), 0);
+		assert_int_equal(sst_reader_iter_new(r, false, &it), 0);
 		for (kv_iter_seek_first(it); kv_iter_valid(it); kv_iter_next(it))
 			check_entry(it, &m.e[i++]);
 		assert_int_equal(kv_iter_status(it), 0);
@@ -856,17 +859,18 @@ static void test_corrupt_data_block(void **state)
 	free(buf);
 	r = open_r(f->s, "sst/corrupt"); /* metadata is intact */
 	assert_int_equal(
-	    sst_reader_get(r, m.e[0].key, m.e[0].klen, UINT64_MAX, NULL, NULL, NULL, NULL),
+	    sst_reader_get(r, m.e[0].key, m.e[0].klen, UINT64_MAX, false, NULL, NULL, NULL, NULL),
 	    -EUCLEAN);
 	/* blocks after it still read fine */
-	assert_int_equal(
-	    sst_reader_get(r, m.e[199].key, m.e[199].klen, UINT64_MAX, NULL, NULL, NULL, NULL), 1);
-	assert_int_equal(sst_reader_iter_new(r, &it), 0);
+	assert_int_equal(sst_reader_get(r, m.e[199].key, m.e[199].klen, UINT64_MAX, false, NULL,
+	                                NULL, NULL, NULL),
+	                 1);
+	assert_int_equal(sst_reader_iter_new(r, false, &it), 0);
 	kv_iter_seek_first(it);
 	assert_false(kv_iter_valid(it));
 	assert_int_equal(kv_iter_status(it), -EUCLEAN);
 	kv_iter_destroy(it);
-	assert_int_equal(sst_reader_iter_new(r, &it), 0);
+	assert_int_equal(sst_reader_iter_new(r, false, &it), 0);
 	kv_iter_seek(it, m.e[150].key, m.e[150].klen);
 	check_entry(it, &m.e[150]);
 	kv_iter_destroy(it);
@@ -1002,7 +1006,7 @@ static void test_refcount(void **state)
 	fill(&m, 10);
 	build(f->s, "sst/ref", &m, NULL, NULL);
 	r = open_r(f->s, "sst/ref");
-	assert_int_equal(sst_reader_iter_new(r, &it), 0);
+	assert_int_equal(sst_reader_iter_new(r, false, &it), 0);
 	sst_reader_unref(r); /* the iterator keeps it alive */
 	kv_iter_seek_first(it);
 	check_entry(it, &m.e[0]);
@@ -1067,12 +1071,13 @@ static void test_flush_promote(void **state)
 		size_t vl;
 
 		assert_int_equal(
-		    sst_reader_get(r, "ino/000050", 10, UINT64_MAX, &t, NULL, &val, &vl), 1);
+		    sst_reader_get(r, "ino/000050", 10, UINT64_MAX, false, &t, NULL, &val, &vl), 1);
 		assert_int_equal(t, KV_BLOB);
 		assert_int_equal(vl, sizeof(desc));
 		assert_memory_equal(val, desc, vl);
 		free(val);
-		assert_int_equal(sst_reader_get(r, "ino/000050", 10, 999, &t, NULL, &val, &vl), 1);
+		assert_int_equal(
+		    sst_reader_get(r, "ino/000050", 10, 999, false, &t, NULL, &val, &vl), 1);
 		assert_int_equal(t, KV_INLINE);
 		assert_memory_equal(val, "attrs 50", 8);
 		free(val);
