@@ -30,6 +30,7 @@
 #include "log.h"
 #include "manifest.h"
 #include "lease.h"
+#include "regmap.h"
 #include "snapshot.h"
 #include "sst.h"
 #include "sst_flush.h"
@@ -863,6 +864,37 @@ static int plan_mounts(struct pass *ps, struct gc_plan *plan)
 }
 
 /*
+ * The region map (docs/REGIONS.md "The region map"): the newest REGMAP_KEEP versions
+ * stay; older ones go once older than the grace.  A reader that listed one GC deletes
+ * lists again; a writer only builds on a version it listed as the newest.
+ */
+static int plan_regions(struct pass *ps, struct gc_plan *plan)
+{
+	struct listing l = {0};
+	uint64_t v, newest = 0;
+	int rc = list_prefix(ps->g->st, FMT_REGIONS_PREFIX, &l);
+
+	for (size_t i = 0; !rc && i < l.n; i++)
+		if (fmt_parse_regions_name(l.names[i], &v) == 0 && v > newest)
+			newest = v;
+	for (size_t i = 0; !rc && i < l.n; i++) {
+		int64_t age;
+
+		if (fmt_parse_regions_name(l.names[i], &v) != 0 || v + REGMAP_KEEP > newest)
+			continue; /* not ours to judge, or among the newest */
+		rc = object_age(ps->g->st, l.names[i], ps->now, &age);
+		if (rc == -ENOENT) {
+			rc = 0;
+			continue;
+		}
+		if (!rc && age >= (int64_t)ps->o->grace_sec)
+			rc = plan_delete(plan, l.names[i], l.sizes[i], &plan->n_region);
+	}
+	listing_free(&l);
+	return rc;
+}
+
+/*
  * May SSTable id of epoch be in flight (uploaded, not yet committed)?  Its
  * table, and the pack of blobs its flush promoted, must then stay.
  */
@@ -1035,7 +1067,8 @@ int gc_plan_make(struct gc *g, const struct gc_opts *o, struct gc_plan *out)
 	plan.wal_entry_floor = ps.wal_floor;
 	if ((rc = plan_manifests(&ps, &plan)) || (rc = plan_wal(&ps, &plan)) ||
 	    (rc = plan_ssts(&ps, &plan)) || (rc = plan_packs(&ps, &plan)) ||
-	    (rc = plan_holders(&ps, &plan)) || (rc = plan_mounts(&ps, &plan)))
+	    (rc = plan_holders(&ps, &plan)) || (rc = plan_mounts(&ps, &plan)) ||
+	    (rc = plan_regions(&ps, &plan)))
 		goto out;
 	cache_prune(g);
 	man_prune(g, plan.oldest_kept);
@@ -1100,7 +1133,7 @@ int gc_plan_execute(struct gc *g, const struct gc_opts *o, const struct gc_plan 
 	if (done)
 		log_info("gc: deleted %" PRIu64 " objects (%" PRIu64 " WAL, %" PRIu64
 		         " manifests, %" PRIu64 " tables, %" PRIu64 " packs, %" PRIu64
-		         " holders and leases planned)",
+		         " region objects planned)",
 		         done, plan->n_wal, plan->n_manifest, plan->n_sst, plan->n_pack,
 		         plan->n_region);
 	if (deleted)

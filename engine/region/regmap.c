@@ -229,14 +229,13 @@ int region_map_add(struct store *st, const struct region_entry *want, struct reg
 			*m = next;
 			if (rid)
 				*rid = e.rid;
-			log_info("region: region %" PRIu32 " added (map version %" PRIu64 ")", e.rid,
-			         m->version);
+			log_info("region: region %" PRIu32 " added (map version %" PRIu64 ")",
+			         e.rid, m->version);
 			return 0;
 		}
 		if (rc != -EEXIST)
 			return rc;
 	}
-	log_err("region: adding a region lost %d races for the next map version",
-	        REGMAP_ADD_TRIES);
+	log_err("region: adding a region lost %d races for the next map version", REGMAP_ADD_TRIES);
 	return -EAGAIN;
 }

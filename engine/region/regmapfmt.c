@@ -75,8 +75,8 @@ int regmap_format(const struct region_map *m, char **out, size_t *len)
 	for (size_t i = 0; i < m->n; i++) {
 		const struct region_entry *e = &m->v[i];
 		text_add(&t,
-		         "region %" PRIu32 " root %" PRIu64 " parent %" PRIu64 " name %s since %" PRId64
-		         " path %s\n",
+		         "region %" PRIu32 " root %" PRIu64 " parent %" PRIu64
+		         " name %s since %" PRId64 " path %s\n",
 		         e->rid, e->root_ino, e->parent_ino,
 		         regmap_encode(name, sizeof(name), e->name), e->since,
 		         regmap_encode(path, sizeof(path), e->path));
@@ -236,8 +236,8 @@ int regmap_parse(const char *name, const void *buf, size_t len, struct region_ma
 		return rc;
 	while (text_next_line(&p, end, &ln)) {
 		if (text_is(&ln, "version")) {
-			if ((have & H_VERSION) || !text_num(ln.val, ln.vlen, UINT64_MAX, &m.version) ||
-			    m.version == 0)
+			if ((have & H_VERSION) ||
+			    !text_num(ln.val, ln.vlen, UINT64_MAX, &m.version) || m.version == 0)
 				goto bad;
 			have |= H_VERSION;
 		} else if (text_is(&ln, "max_rid")) {
@@ -267,7 +267,8 @@ int regmap_parse(const char *name, const void *buf, size_t len, struct region_ma
 		qsort(m.v, m.n, sizeof(*m.v), rid_cmp);
 	for (size_t i = 0; i < m.n; i++)
 		if ((i && m.v[i].rid == m.v[i - 1].rid) || m.v[i].rid > m.max_rid) {
-			log_err("region: %s: region %" PRIu32 " listed twice or above max_rid %" PRIu32,
+			log_err("region: %s: region %" PRIu32
+			        " listed twice or above max_rid %" PRIu32,
 			        name, m.v[i].rid, m.max_rid);
 			goto fail;
 		}

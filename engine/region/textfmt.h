@@ -16,10 +16,10 @@
 
 /* A growing text buffer; zero it to start.  The first error sticks in err. */
 struct text {
-	char *p;        /* the text, NUL-terminated (malloc()ed; NULL until the first add) */
-	size_t len;     /* its length without the NUL */
-	size_t cap;     /* bytes allocated at p */
-	int err;        /* 0, or the first error (-ENOMEM, -EINVAL): later adds do nothing */
+	char *p;    /* the text, NUL-terminated (malloc()ed; NULL until the first add) */
+	size_t len; /* its length without the NUL */
+	size_t cap; /* bytes allocated at p */
+	int err;    /* 0, or the first error (-ENOMEM, -EINVAL): later adds do nothing */
 };
 
 /* Append the printf-formatted text to t. */
