@@ -135,14 +135,6 @@ int region_map_poll(struct store *st, struct region_map *m)
 	return 1;
 }
 
-void region_map_free(struct region_map *m)
-{
-	if (!m)
-		return;
-	free(m->v);
-	memset(m, 0, sizeof(*m));
-}
-
 const struct region_entry *region_map_find(const struct region_map *m, uint32_t rid)
 {
 	size_t lo = 0, hi = m->n;

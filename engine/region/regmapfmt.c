@@ -90,6 +90,14 @@ int regmap_format(const struct region_map *m, char **out, size_t *len)
 	return 0;
 }
 
+void region_map_free(struct region_map *m)
+{
+	if (!m)
+		return;
+	free(m->v);
+	memset(m, 0, sizeof(*m));
+}
+
 /* ------------------------------------------------------------------ */
 /* Decoding                                                            */
 /* ------------------------------------------------------------------ */
