@@ -815,7 +815,7 @@ const char *holder_state_name(enum holder_state s);
  */
 #define REGION_INO_SHIFT 40                         /* ino = rid << 40 | n */
 #define REGION_RID_MAX ((uint32_t)((1u << 23) - 1)) /* rid << 40 stays below 2^63 */
-#define REGION_ROOT_INO(rid) ((uint64_t)(rid) << REGION_INO_SHIFT | 1) /* its root dir */
+#define REGION_ROOT_INO(rid) (((uint64_t)(rid) << REGION_INO_SHIFT) | 1) /* its root dir */
 #define REGION_OF_INO(ino) ((uint32_t)((uint64_t)(ino) >> REGION_INO_SHIFT))
 
 /* One region of the map. */
