@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -28,6 +29,7 @@
 #include "engine.h"
 #include "fsck.h"
 #include "human.h"
+#include "regmap.h"
 #include "storeopt.h"
 
 /* Parsed command line of both commands. */
@@ -266,6 +268,44 @@ static void print_orphans(const struct view *v, const struct check_report *r)
 	       r->awaiting_gc);
 }
 
+/*
+ * The region map, one line a region (names and paths percent-encoded as in the map:
+ * docs/REGIONS.md "The region map").  One LIST and one GET.
+ */
+static void print_regions(struct store *st)
+{
+	struct region_map m = {0};
+	char name[REGMAP_ENC_MAX(sizeof(m.v->name))], path[REGMAP_ENC_MAX(sizeof(m.v->path))];
+	char when[64];
+	int rc = region_map_load(st, &m);
+
+	if (rc) {
+		printf("regions: the region map does not load: %s\n", strerror(-rc));
+		return;
+	}
+	if (!m.version) {
+		printf("regions: no region map (region 0 is the whole store)\n");
+		return;
+	}
+	printf("regions: map version %" PRIu64 ", %zu regions besides region 0, largest rid "
+	       "given %" PRIu32 "\n",
+	       m.version, m.n, m.max_rid);
+	for (size_t i = 0; i < m.n; i++) {
+		const struct region_entry *e = &m.v[i];
+		time_t t = (time_t)e->since;
+		struct tm tm;
+		if (!gmtime_r(&t, &tm) ||
+		    !strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", &tm))
+			snprintf(when, sizeof(when), "%" PRId64, e->since);
+		printf("  region %" PRIu32 " root %" PRIu64 " parent %" PRIu64 " name %s path %s "
+		       "since %s\n",
+		       e->rid, e->root_ino, e->parent_ino,
+		       regmap_encode(name, sizeof(name), e->name),
+		       regmap_encode(path, sizeof(path), e->path), when);
+	}
+	region_map_free(&m);
+}
+
 static int open_store(const struct args *a, const char *cmd, struct store **st)
 {
 	/* only reads: a missing store is an error, and nothing is written */
@@ -316,7 +356,9 @@ int cmd_inspect(int argc, char **argv)
 	print_count("wal", &r.wal);
 	print_count("pack", &r.packs);
 	print_count("sst", &r.ssts);
+	print_count("region", &r.regions);
 	print_count("other", &r.other);
+	print_regions(st);
 	if (r.problems)
 		printf("%" PRIu64 " problems (run memwalfs fsck)\n", r.problems);
 	store_close(st);

@@ -30,15 +30,17 @@
 #include "format.h"
 #include "grow.h"
 #include "iter.h"
+#include "lease.h"
 #include "manifest.h"
 #include "pack.h"
+#include "regmap.h"
 #include "sst.h"
 #include "sst_flush.h"
 #include "store.h"
 #include "wal.h"
 
 /* Object kinds by prefix. */
-enum okind { K_MANIFEST, K_WAL, K_PACK, K_SST, K_HINT, K_OTHER };
+enum okind { K_MANIFEST, K_WAL, K_PACK, K_SST, K_HINT, K_REGION, K_OTHER };
 
 /* One listed object. */
 struct obj {
@@ -82,6 +84,8 @@ __attribute__((format(printf, 4, 5))) static void problem(struct ck *c, const ch
 
 static enum okind kind_of(const char *name)
 {
+	uint64_t v;
+
 	if (!strncmp(name, FMT_MANIFEST_PREFIX, strlen(FMT_MANIFEST_PREFIX)))
 		return K_MANIFEST;
 	if (!strncmp(name, FMT_WAL_PREFIX, strlen(FMT_WAL_PREFIX)))
@@ -92,6 +96,11 @@ static enum okind kind_of(const char *name)
 		return K_SST;
 	if (!strcmp(name, FMT_HINT_KEY))
 		return K_HINT;
+	/* the objects of regions (docs/REGIONS.md): not the engine's, but known */
+	if (fmt_parse_regions_name(name, &v) == 0 || fmt_parse_holder_name(name, &v) == 0 ||
+	    (!strncmp(name, FMT_MOUNTS_PREFIX, strlen(FMT_MOUNTS_PREFIX)) &&
+	     lease_id_valid(name + strlen(FMT_MOUNTS_PREFIX))))
+		return K_REGION;
 	return K_OTHER;
 }
 
@@ -125,6 +134,9 @@ static int list_cb(void *arg, const char *key, uint64_t size)
 		break;
 	case K_HINT:
 		cnt = &c->r->manifests;
+		break;
+	case K_REGION:
+		cnt = &c->r->regions;
 		break;
 	default:
 		cnt = &c->r->other;
@@ -444,6 +456,35 @@ static void load_manifest(struct ck *c, uint64_t latest, struct manifest *m)
 	}
 }
 
+/*
+ * The newest region map listed must decode (docs/REGIONS.md "The region map"): a map that
+ * does not stops every mount from knowing the store's regions.
+ */
+static void check_region_map(struct ck *c)
+{
+	struct region_map rm = {0};
+	uint64_t v, newest = 0;
+	int rc;
+
+	for (size_t i = 0; i < c->n; i++)
+		if (c->objs[i].kind == K_REGION &&
+		    fmt_parse_regions_name(c->objs[i].name, &v) == 0 && v > newest)
+			newest = v;
+	if (!newest)
+		return;
+	/* the newest at the listing: a map added since is not seen, as other objects */
+	rc = region_map_load(c->st, &rm);
+	if (rc) {
+		char name[FMT_NAME_MAX];
+		fmt_regions_name(name, newest);
+		problem(c, name, rc, "the newest region map does not load");
+		return;
+	}
+	c->r->regions_version = rm.version;
+	c->r->nregions = rm.n;
+	region_map_free(&rm);
+}
+
 int check_store(struct store *st, const struct check_opts *o, struct check_report *r)
 {
 	static const struct check_opts none = {0};
@@ -466,6 +507,7 @@ int check_store(struct store *st, const struct check_opts *o, struct check_repor
 	rc = store_list(st, "", NULL, 0, list_cb, &c);
 	if (rc)
 		goto out;
+	check_region_map(&c);
 	load_manifest(&c, latest, &m);
 	if (!m.version) {
 		for (size_t i = 0; i < c.n; i++)
@@ -524,7 +566,7 @@ int check_store(struct store *st, const struct check_opts *o, struct check_repor
 	for (size_t i = 0; i < c.n; i++) {
 		struct obj *ob = &c.objs[i];
 		const char *why = NULL;
-		if (ob->ref || ob->gc || ob->kind == K_HINT)
+		if (ob->ref || ob->gc || ob->kind == K_HINT || ob->kind == K_REGION)
 			continue;
 		switch (ob->kind) {
 		case K_WAL:

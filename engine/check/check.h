@@ -77,6 +77,9 @@ struct check_report {
 	uint64_t wal_covered;      /* its covered WAL position */
 	uint64_t last_seq;         /* its last sequence number */
 	struct check_count manifests, wal, packs, ssts, other; /* everything listed */
+	struct check_count regions; /* the objects of regions (regions/, holder/, mounts/) */
+	uint64_t regions_version;   /* the region map's version (0: none, region 0 only) */
+	uint64_t nregions;          /* regions in it (besides region 0) */
 	uint64_t wal_uncovered;     /* WAL entries at or after wal_covered */
 	uint64_t wal_old;           /* WAL entries below it still present */
 	uint64_t sst_entries;       /* entries iterated in live SSTables */

@@ -182,3 +182,13 @@ int fmt_parse_holder_name(const char *name, uint64_t *epoch)
 {
 	return parse_num(name, FMT_HOLDER_PREFIX, epoch);
 }
+
+void fmt_regions_name(char *buf, uint64_t version)
+{
+	snprintf(buf, FMT_NAME_MAX, FMT_REGIONS_PREFIX "%020" PRIu64, version);
+}
+
+int fmt_parse_regions_name(const char *name, uint64_t *version)
+{
+	return parse_num(name, FMT_REGIONS_PREFIX, version);
+}

@@ -24,6 +24,8 @@
  *                                     its renewals; docs/REGIONS.md)
  *   <region prefix>holder/<epoch:20>  who claims epoch of a region (text; created
  *                                     once, before the claim; docs/REGIONS.md)
+ *   regions/<version:20>              the region map, version N (text; created once,
+ *                                     never rewritten; docs/REGIONS.md)
  *
  * Region rid > 0 keeps its objects under "r/<rid>/" (decimal rid); region 0, the
  * whole store as before regions, at the root (prefix "").
@@ -44,6 +46,7 @@
 #define FMT_HINT_KEY "hint/manifest"
 #define FMT_MOUNTS_PREFIX "mounts/"
 #define FMT_HOLDER_PREFIX "holder/" /* under the region's prefix */
+#define FMT_REGIONS_PREFIX "regions/"
 /* Large enough for any region prefix ("r/4294967295/") plus NUL. */
 #define FMT_REGION_PREFIX_MAX 16
 /* Large enough for the longest name above plus NUL. */
@@ -252,6 +255,10 @@ void fmt_region_prefix(char *buf, uint32_t rid);
 void fmt_holder_name(char *buf, uint32_t rid, uint64_t epoch);
 /* Parse a region 0 holder name "holder/<epoch:20>".  0 or -EINVAL. */
 int fmt_parse_holder_name(const char *name, uint64_t *epoch);
+/* "regions/<version:20>" into buf (FMT_NAME_MAX). */
+void fmt_regions_name(char *buf, uint64_t version);
+/* Parse "regions/<version:20>".  0 or -EINVAL. */
+int fmt_parse_regions_name(const char *name, uint64_t *version);
 
 /* XXH3_64 of n bytes (the one checksum of every format). */
 uint64_t fmt_hash(const void *p, size_t n);

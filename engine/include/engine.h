@@ -836,4 +836,95 @@ void region_lease_get_stats(struct region_lease *l, struct region_lease_stats *o
 /* The name of a holder state: "free", "live", "unsure", "dead", "self". */
 const char *holder_state_name(enum holder_state s);
 
+/* ------------------------------------------------------------------ */
+/* Regions: the map                                                    */
+/* ------------------------------------------------------------------ */
+
+/*
+ * The store's list of its regions (engine/region/regmap.c, docs/REGIONS.md "The region
+ * map"): objects regions/<version:20>, version 1, 2, 3, ..., each created once by
+ * put_if_absent and never rewritten; the newest one is the map.  Region 0 (the whole
+ * store before regions, root inode 1) is never listed: a store without a map has region 0
+ * only.
+ *
+ * A region rid > 0 owns the inode numbers rid << 40 | n (n < 2^40); its root is the
+ * directory of inode rid << 40 | 1, whose dentry (name in parent_ino) lives in the parent
+ * directory's region.  rid is 1..REGION_RID_MAX, so that every inode number fits in 63 bits.
+ * rids are never reused: the map keeps the largest rid ever given (max_rid) even when a
+ * later version drops an entry.
+ *
+ * Errors: negative errno; the store's errors as they come; -EUCLEAN for a map object
+ * that does not parse, -EPROTONOSUPPORT for one of a newer format version (both logged,
+ * naming the object; the older versions are not used instead: they may lack regions).
+ * Threads: the functions keep no state of their own; any thread may call them, on one
+ * store at once.  A struct region_map is the caller's: calls on one map must not run
+ * at once (lock it, or give each thread its own).
+ */
+#define REGION_INO_SHIFT 40                         /* ino = rid << 40 | n */
+#define REGION_RID_MAX ((uint32_t)((1u << 23) - 1)) /* rid << 40 stays below 2^63 */
+#define REGION_ROOT_INO(rid) (((uint64_t)(rid) << REGION_INO_SHIFT) | 1) /* its root dir */
+#define REGION_OF_INO(ino) ((uint32_t)((uint64_t)(ino) >> REGION_INO_SHIFT))
+
+/* One region of the map. */
+struct region_entry {
+	uint32_t rid;        /* 1..REGION_RID_MAX */
+	uint64_t root_ino;   /* its root directory: REGION_ROOT_INO(rid) */
+	uint64_t parent_ino; /* the directory that holds the root's dentry (another region's) */
+	char name[256];      /* the root's name in parent_ino (1..255 bytes, no '/', not "."
+	                        or ".."), as at creation */
+	char path[1024];     /* the root's path at creation (1..1023 bytes), for people */
+	int64_t since;       /* unix seconds of its creation */
+};
+
+/* The map: one version of regions/.  Zero it ({0}) for "no map read yet". */
+struct region_map {
+	uint64_t version;       /* N of regions/<N> it was read from (0: no map: region 0 only) */
+	uint32_t max_rid;       /* the largest rid ever given (>= every entry's rid) */
+	struct region_entry *v; /* the regions, by rid ascending (malloc()ed; NULL when n is 0) */
+	size_t n;               /* entries in v */
+};
+
+/*
+ * Read the newest map of st into *m (written only on success; whatever *m held is not
+ * freed).  No map: 0 with *m zeroed (version 0, n 0).  Cost: one LIST of regions/ (GC
+ * keeps it to a few names) and one GET.  Free with region_map_free().
+ */
+int region_map_load(struct store *st, struct region_map *m);
+
+/*
+ * Is there a map newer than m->version (m: a map from region_map_load(), _poll(),
+ * _add(), or zeroed)?  One LIST (start_after regions/<m->version>); if there is, one GET
+ * of the newest, which replaces *m (the old contents freed).  1: *m changed; 0: no newer
+ * map (*m untouched; exactly one request); an error: *m untouched.
+ */
+int region_map_poll(struct store *st, struct region_map *m);
+
+/*
+ * Add a region: want's parent_ino, name, path and since (0: now) are used; its rid and
+ * root_ino are ignored.  The new region gets rid = max_rid + 1 and root_ino
+ * REGION_ROOT_INO(rid); regions/<newest + 1> is written by put_if_absent.  Losing the
+ * race to another writer (-EEXIST of the put) reloads the newest map and tries again,
+ * at most 16 times.  *m (a map as for region_map_poll()) is brought up to date first
+ * (one LIST when it is the newest) and, on success, replaced by the map written; *rid
+ * (may be NULL) gets the rid.  Errors: -EINVAL (want's name, path or parent_ino is not
+ * valid); -EEXIST (a region whose root is name in parent_ino is in the map already: *m
+ * is the map that has it); -ENOSPC (every rid is used); -EAGAIN (lost 16 races); the
+ * store's and the load's errors.  *m may have been brought up to date on any error.
+ */
+int region_map_add(struct store *st, const struct region_entry *want, struct region_map *m,
+                   uint32_t *rid);
+
+/* Free m's entries and zero it.  Accepts NULL and a zeroed map. */
+void region_map_free(struct region_map *m);
+
+/* The entry of rid in m, or NULL (always for rid 0).  Valid until m changes.  No I/O. */
+const struct region_entry *region_map_find(const struct region_map *m, uint32_t rid);
+
+/*
+ * The entry whose root is name in directory parent_ino, or NULL.  Valid until m changes.
+ * No I/O.
+ */
+const struct region_entry *region_map_find_root(const struct region_map *m, uint64_t parent_ino,
+                                                const char *name);
+
 #endif /* MEMWALFS_ENGINE_H */

@@ -30,6 +30,7 @@
 #include "log.h"
 #include "manifest.h"
 #include "lease.h"
+#include "regmap.h"
 #include "snapshot.h"
 #include "sst.h"
 #include "sst_flush.h"
@@ -805,6 +806,23 @@ static int plan_wal(struct pass *ps, struct gc_plan *plan)
 }
 
 /*
+ * Plan the delete of region object i of l if it is at least min_age seconds old (one
+ * HEAD; a vanished one is skipped).  0 or the HEAD's error.
+ */
+static int plan_region_aged(struct pass *ps, struct gc_plan *plan, const struct listing *l,
+                            size_t i, int64_t min_age)
+{
+	int64_t age;
+	int rc = object_age(ps->g->st, l->names[i], ps->now, &age);
+
+	if (rc == -ENOENT)
+		return 0;
+	if (!rc && age >= min_age)
+		rc = plan_delete(plan, l->names[i], l->sizes[i], &plan->n_region);
+	return rc;
+}
+
+/*
  * Region 0's holder objects (docs/REGIONS.md): the two highest listed and every one of
  * the epoch before the newest manifest's or later stay (the holder, a taker about to
  * claim); older ones go once older than the grace.  A late re-creation of a deleted one
@@ -818,17 +836,10 @@ static int plan_holders(struct pass *ps, struct gc_plan *plan)
 
 	for (size_t i = 0; !rc && i + 2 < l.n; i++) {
 		uint64_t ep;
-		int64_t age;
 
 		if (fmt_parse_holder_name(l.names[i], &ep) != 0 || ep + 1 >= cur)
 			continue;
-		rc = object_age(ps->g->st, l.names[i], ps->now, &age);
-		if (rc == -ENOENT) {
-			rc = 0;
-			continue;
-		}
-		if (!rc && age >= (int64_t)ps->o->grace_sec)
-			rc = plan_delete(plan, l.names[i], l.sizes[i], &plan->n_region);
+		rc = plan_region_aged(ps, plan, &l, i, (int64_t)ps->o->grace_sec);
 	}
 	listing_free(&l);
 	return rc;
@@ -846,17 +857,32 @@ static int plan_mounts(struct pass *ps, struct gc_plan *plan)
 	int rc = list_prefix(ps->g->st, FMT_MOUNTS_PREFIX, &l);
 
 	for (size_t i = 0; !rc && i < l.n; i++) {
-		int64_t age;
-
 		if (!lease_id_valid(l.names[i] + strlen(FMT_MOUNTS_PREFIX)))
 			continue; /* not ours to judge */
-		rc = object_age(ps->g->st, l.names[i], ps->now, &age);
-		if (rc == -ENOENT) {
-			rc = 0;
-			continue;
-		}
-		if (!rc && age >= LEASE_GC_MOUNT_AGE_SEC)
-			rc = plan_delete(plan, l.names[i], l.sizes[i], &plan->n_region);
+		rc = plan_region_aged(ps, plan, &l, i, LEASE_GC_MOUNT_AGE_SEC);
+	}
+	listing_free(&l);
+	return rc;
+}
+
+/*
+ * The region map (docs/REGIONS.md "The region map"): the newest REGMAP_KEEP versions
+ * stay; older ones go once older than the grace.  A reader that listed one GC deletes
+ * lists again; a writer only builds on a version it listed as the newest.
+ */
+static int plan_regions(struct pass *ps, struct gc_plan *plan)
+{
+	struct listing l = {0};
+	uint64_t v, newest = 0;
+	int rc = list_prefix(ps->g->st, FMT_REGIONS_PREFIX, &l);
+
+	for (size_t i = 0; !rc && i < l.n; i++)
+		if (fmt_parse_regions_name(l.names[i], &v) == 0 && v > newest)
+			newest = v;
+	for (size_t i = 0; !rc && i < l.n; i++) {
+		if (fmt_parse_regions_name(l.names[i], &v) != 0 || v + REGMAP_KEEP > newest)
+			continue; /* not ours to judge, or among the newest */
+		rc = plan_region_aged(ps, plan, &l, i, (int64_t)ps->o->grace_sec);
 	}
 	listing_free(&l);
 	return rc;
@@ -1035,7 +1061,8 @@ int gc_plan_make(struct gc *g, const struct gc_opts *o, struct gc_plan *out)
 	plan.wal_entry_floor = ps.wal_floor;
 	if ((rc = plan_manifests(&ps, &plan)) || (rc = plan_wal(&ps, &plan)) ||
 	    (rc = plan_ssts(&ps, &plan)) || (rc = plan_packs(&ps, &plan)) ||
-	    (rc = plan_holders(&ps, &plan)) || (rc = plan_mounts(&ps, &plan)))
+	    (rc = plan_holders(&ps, &plan)) || (rc = plan_mounts(&ps, &plan)) ||
+	    (rc = plan_regions(&ps, &plan)))
 		goto out;
 	cache_prune(g);
 	man_prune(g, plan.oldest_kept);
@@ -1100,7 +1127,7 @@ int gc_plan_execute(struct gc *g, const struct gc_opts *o, const struct gc_plan 
 	if (done)
 		log_info("gc: deleted %" PRIu64 " objects (%" PRIu64 " WAL, %" PRIu64
 		         " manifests, %" PRIu64 " tables, %" PRIu64 " packs, %" PRIu64
-		         " holders and leases planned)",
+		         " region objects planned)",
 		         done, plan->n_wal, plan->n_manifest, plan->n_sst, plan->n_pack,
 		         plan->n_region);
 	if (deleted)

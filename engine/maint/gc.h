@@ -96,8 +96,8 @@ struct gc_plan {
 	size_t ndeletes;
 	uint64_t delete_bytes;                     /* their total size */
 	uint64_t n_wal, n_manifest, n_sst, n_pack; /* deletes per class */
-	uint64_t n_region; /* holder/ objects of old epochs and mounts/ leases unwritten for
-	                      7 days (docs/REGIONS.md) */
+	uint64_t n_region;          /* holder/ objects of old epochs, mounts/ leases unwritten for
+	                               7 days, regions/ versions below the newest 4 (docs/REGIONS.md) */
 	struct gc_pack_stat *packs; /* every pack that stays (malloc()ed) */
 	size_t npacks;
 	struct gc_pack_id *repack; /* packs selected for repack (malloc()ed) */

@@ -676,16 +676,7 @@ int main(int argc, char **argv)
 	};
 	char name[64];
 
-	if (argc > 1 && !strcmp(argv[1], "s3")) {
-		struct tu_store *probe = NULL;
-		int rc = tu_have_s3() ? tu_store_open("s3", &probe) : TU_SKIP;
-		tu_store_close(probe);
-		if (rc) {
-			fprintf(stderr, "S3 store unavailable (%d): SKIP\n", rc);
-			return TU_SKIP;
-		}
-		kind = "s3";
-	}
+	kind = tu_kind_arg(argc, argv, kind);
 	snprintf(name, sizeof(name), "region_lease/%s", kind);
 	return cmocka_run_group_tests_name(name, tests, NULL, NULL) ? 1 : 0;
 }

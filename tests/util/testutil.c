@@ -150,6 +150,22 @@ bool tu_have_s3(void)
 	return e && *e;
 }
 
+const char *tu_kind_arg(int argc, char **argv, const char *dflt)
+{
+	struct tu_store *probe = NULL;
+	int rc;
+
+	if (argc < 2 || strcmp(argv[1], "s3"))
+		return dflt;
+	rc = tu_have_s3() ? tu_store_open("s3", &probe) : TU_SKIP;
+	tu_store_close(probe);
+	if (rc) {
+		fprintf(stderr, "S3 store unavailable (%d): SKIP\n", rc);
+		exit(TU_SKIP);
+	}
+	return "s3";
+}
+
 void tu_require_fuse(void)
 {
 	int fd = open("/dev/fuse", O_RDWR | O_CLOEXEC);

@@ -127,6 +127,13 @@ double tu_now_sec(void);
 /* True when S3_ENDPOINT is set (the s3 kind can run). */
 bool tu_have_s3(void);
 
+/*
+ * The store kind a test that runs "local" (or "fault") and "s3" was asked for: argv[1]
+ * "s3" gives "s3" once a probe store opened there (else it exits TU_SKIP, saying why);
+ * anything else gives dflt.
+ */
+const char *tu_kind_arg(int argc, char **argv, const char *dflt);
+
 /* Exit with TU_SKIP (after printing why) when /dev/fuse cannot be opened. */
 void tu_require_fuse(void);
 
