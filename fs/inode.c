@@ -412,6 +412,10 @@ int inode_new(struct mwfs *fs, struct engine_batch *b, uint64_t parent, uint32_t
 	int rc;
 	if (!r)
 		return -ENOENT;
+	/* b is a batch of that region: its superblock goes to that engine */
+	assert(fs_batch_region(fs, b, NULL) == r);
+	if (fs_batch_region(fs, b, NULL) != r)
+		return -EXDEV;
 	/* the first number past the region's range (region 0: 2^40) */
 	uint64_t end = ((uint64_t)r->rid + 1) << FS_REGION_SHIFT;
 	if (r->next_ino >= end)
