@@ -7,6 +7,7 @@
  * <- fs.c (dir.c and xattr.c beside file.c; readahead.c and schema.c below
  * them all).
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -61,14 +62,76 @@ uint8_t *fs_tls_buf(struct mwfs *fs, size_t n)
 	return t->buf;
 }
 
-/* The thread's batch, emptied (NULL on allocation failure). */
-struct engine_batch *fs_batch(struct mwfs *fs)
+/* The thread's batch, emptied and bound to ino's region. */
+int fs_batch(struct mwfs *fs, uint64_t ino, struct engine_batch **out)
 {
+	struct fs_region *r = fs_region_of(fs, ino);
+	if (!r)
+		return -ENOENT;
 	struct tls *t = fs_tls(fs);
 	if (!t)
-		return NULL;
+		return -ENOMEM;
 	engine_batch_clear(t->b);
-	return t->b;
+	t->breg = r;
+	t->bxdev = false;
+	*out = t->b;
+	return 0;
+}
+
+struct fs_region *fs_batch_region(struct mwfs *fs, const struct engine_batch *b, bool *xdev)
+{
+	struct tls *t = pthread_getspecific(fs->tkey);
+	if (!t || t->b != b)
+		return NULL;
+	if (xdev)
+		*xdev = t->bxdev;
+	return t->breg;
+}
+
+/*
+ * May key go into b?  Only the thread's batch, and only a key of its region (the
+ * superblock: any).  A key of another region is a bug of the caller (the region rules of
+ * region.c come first): it asserts; else b is marked and -EXDEV returned.
+ */
+static int batch_key(struct mwfs *fs, struct engine_batch *b, const uint8_t *key, size_t kn)
+{
+	struct tls *t = pthread_getspecific(fs->tkey);
+	assert(t && t->b == b && t->breg);
+	if (!t || t->b != b || !t->breg)
+		return -EINVAL;
+	int64_t rid = fs_key_rid(key, kn);
+	if (rid < 0 || (uint32_t)rid == t->breg->rid)
+		return 0;
+	assert(!"a batch key of another region");
+	t->bxdev = true;
+	return -EXDEV;
+}
+
+int fs_batch_put(struct mwfs *fs, struct engine_batch *b, const uint8_t *key, size_t kn,
+                 const void *val, size_t vn)
+{
+	int rc = batch_key(fs, b, key, kn);
+	return rc ? rc : engine_batch_put(b, key, kn, val, vn);
+}
+
+int fs_batch_del(struct mwfs *fs, struct engine_batch *b, const uint8_t *key, size_t kn)
+{
+	int rc = batch_key(fs, b, key, kn);
+	return rc ? rc : engine_batch_delete(b, key, kn);
+}
+
+int fs_batch_put_ref(struct mwfs *fs, struct engine_batch *b, const uint8_t *key, size_t kn,
+                     const struct engine_ref *ref, uint64_t off, uint64_t len)
+{
+	int rc = batch_key(fs, b, key, kn);
+	return rc ? rc : engine_batch_put_ref(b, key, kn, ref, off, len);
+}
+
+int fs_batch_put_borrowed(struct mwfs *fs, struct engine_batch *b, const uint8_t *key, size_t kn,
+                          const void *val, size_t vn)
+{
+	int rc = batch_key(fs, b, key, kn);
+	return rc ? rc : engine_batch_put_borrowed(b, key, kn, val, vn);
 }
 
 /* Positive errno for fuse_reply_err() from an engine/fs error. */
@@ -88,9 +151,10 @@ int fs_err(int rc)
 	}
 }
 
-int fs_writable(struct mwfs *fs)
+int fs_writable(struct mwfs *fs, uint64_t ino)
 {
-	return fs->o.read_only ? -EROFS : engine_write_error(fs->e);
+	struct fs_region *r = fs_region_of(fs, ino);
+	return r && r->writer ? engine_write_error(r->e) : -EROFS;
 }
 
 /*
@@ -145,22 +209,28 @@ void fs_clock_seen(int64_t sec, uint32_t nsec)
  * Without it on a local store, the size and free space of the filesystem that holds the store,
  * as df of it says, minus nothing and plus nothing (as bindfs): a program that fills the mount
  * until ENOSPC stops where the host's disk would, and is not told of a petabyte that is not
- * there.  Takes the engine's lock briefly, not fs->mu.
+ * there.  Every region is in the one store: the space is the store's, the live data the sum
+ * of the regions'.  Takes the engines' locks briefly, not fs->mu.
  */
 void fs_space(struct mwfs *fs, struct fs_space *sp)
 {
 	struct engine_space es;
-	if (!fs->o.capacity && !engine_store_space(fs->e, &es)) {
+	if (!fs->o.capacity && !engine_store_space(fs->reg[0].e, &es)) {
 		sp->total = es.total & ~(uint64_t)4095;
 		sp->free = es.free < sp->total ? es.free : sp->total;
 		sp->avail = es.avail < sp->free ? es.avail : sp->free;
 		return;
 	}
-	struct engine_stats s;
-	engine_get_stats(fs->e, &s);
+	uint64_t live = 0;
+	unsigned n = atomic_load_explicit(&fs->nreg, memory_order_acquire);
+	for (unsigned i = 0; i < n; i++) {
+		struct engine_stats s;
+		engine_get_stats(fs->reg[i].e, &s);
+		live += s.live_bytes_est;
+	}
 	uint64_t cap = fs->o.capacity ? fs->o.capacity : MWFS_DEFAULT_CAPACITY;
 	cap &= ~(uint64_t)4095;
-	uint64_t used = (s.live_bytes_est + 4095) & ~(uint64_t)4095;
+	uint64_t used = (live + 4095) & ~(uint64_t)4095;
 	sp->total = cap;
 	sp->free = sp->avail = used < cap ? cap - used : 0;
 }
@@ -325,14 +395,14 @@ int fs_retry(struct mwfs *fs, bool wait, int (*once)(void *), void *arg)
 	int rc = once(arg);
 	if (!engine_err_transient(rc) || (!wait && !outage_enter(fs)))
 		return rc;
-	rc = engine_retry(fs->e, rc, once, arg);
+	rc = engine_retry(fs->reg[0].e, rc, once, arg); /* one policy: the mount's options */
 	if (!wait)
 		outage_leave(fs);
 	return rc;
 }
 
 struct warm_arg {
-	struct mwfs *fs;
+	struct engine *e;
 	const uint8_t *key;
 	size_t kn;
 };
@@ -340,12 +410,16 @@ struct warm_arg {
 static int warm_once(void *arg)
 {
 	struct warm_arg *w = arg;
-	return engine_prefetch(w->fs->e, w->key, w->kn);
+	return engine_prefetch(w->e, w->key, w->kn);
 }
 
 int fs_warm_key(struct mwfs *fs, const uint8_t *key, size_t kn)
 {
-	struct warm_arg w = {fs, key, kn};
+	int64_t rid = fs_key_rid(key, kn);
+	struct fs_region *r = rid < 0 ? &fs->reg[0] : fs_region_get(fs, (uint32_t)rid);
+	if (!r)
+		return -ENOENT;
+	struct warm_arg w = {r->e, key, kn};
 	return fs_retry(fs, false, warm_once, &w);
 }
 
@@ -424,18 +498,28 @@ static int read_locked_end(bool nowait, const uint8_t *key, size_t kn, bool scan
 	return rc;
 }
 
+/* The engine of key k's region (its inode's; an entry's parent's), or NULL: not known here. */
+static struct engine *key_engine(struct mwfs *fs, const uint8_t *k, size_t kn)
+{
+	int64_t rid = fs_key_rid(k, kn);
+	struct fs_region *r = fs_region_get(fs, rid < 0 ? 0 : (uint32_t)rid);
+	return r ? r->e : NULL;
+}
+
 int fs_get_locked(struct mwfs *fs, uint64_t seq, const uint8_t *key, size_t kn, void **val,
                   size_t *vn)
 {
+	struct engine *e = key_engine(fs, key, kn);
+	if (!e)
+		return -ENOENT; /* a region this mount has no engine for */
 	bool nowait = read_locked_begin(fs);
 	void *v = NULL;
 	int rc;
 	if (nowait)
-		rc = seq ? engine_get_at_nowait(fs->e, seq, key, kn, val, vn)
-		         : engine_get_nowait(fs->e, key, kn, val, vn);
+		rc = seq ? engine_get_at_nowait(e, seq, key, kn, val, vn)
+		         : engine_get_nowait(e, key, kn, val, vn);
 	else
-		rc = seq ? engine_get_at(fs->e, seq, key, kn, &v, vn)
-		         : engine_get(fs->e, key, kn, &v, vn);
+		rc = seq ? engine_get_at(e, seq, key, kn, &v, vn) : engine_get(e, key, kn, &v, vn);
 	if (!nowait && val)
 		*val = v;
 	else
@@ -449,9 +533,12 @@ int fs_scan(struct mwfs *fs, bool locked, const uint8_t *pfx, size_t pn, size_t 
 	uint8_t end[SCHEMA_KEY_MAX];
 	size_t en = schema_prefix_end(pfx, pn, end);
 	struct engine_iter *it = NULL;
+	struct engine *e = key_engine(fs, pfx, pn);
+	if (!e)
+		return -ENOENT;
 	bool nowait = locked && read_locked_begin(fs);
-	int rc = nowait ? engine_iter_new_nowait(fs->e, pfx, pn, end, en, &it)
-	                : engine_iter_new(fs->e, pfx, pn, end, en, &it);
+	int rc = nowait ? engine_iter_new_nowait(e, pfx, pn, end, en, &it)
+	                : engine_iter_new(e, pfx, pn, end, en, &it);
 	for (size_t i = 0; !rc && engine_iter_valid(it);) {
 		size_t n;
 		const uint8_t *k = engine_iter_key(it, &n);

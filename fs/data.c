@@ -104,16 +104,16 @@ static int data_put_runs(struct mwfs *fs, struct inode *ip, struct wbuf_piece *p
 			end = p[i].off + p[i].len;
 	}
 	/* wait for backpressure here, not under fs->mu (every lookup needs it) */
-	int rc = engine_wait_room(fs->e, bytes + FS_META_ROOM);
+	int rc = engine_wait_room(fs_eng(fs, ip->ino), bytes + FS_META_ROOM);
+	struct engine_batch *b = NULL;
+	if (!rc)
+		rc = fs_batch(fs, ip->ino, &b);
 	if (rc)
 		return rc;
-	struct engine_batch *b = fs_batch(fs);
-	if (!b)
-		return -ENOMEM;
 	/* the scan may read the store: before fs->mu (dlock keeps the extents still) */
 	rc = ext_clear_set(fs, b, ip, ranges, n, &removed);
 	for (size_t i = 0; i < n && !rc; i++)
-		rc = ext_add(b, ip->ino, p[i].off, p[i].data, (size_t)p[i].len, &added);
+		rc = ext_add(fs, b, ip->ino, p[i].off, p[i].data, (size_t)p[i].len, &added);
 	if (rc)
 		return rc;
 	mw_mutex_lock(&fs->mu);

@@ -63,8 +63,10 @@ static int dentry_get(struct mwfs *fs, bool locked, uint64_t parent, const char 
 	void *val = NULL;
 	size_t vn = 0;
 	uint32_t t;
-	int rc = locked ? fs_get_locked(fs, 0, key, kn, &val, &vn)
-	                : engine_get(fs->e, key, kn, &val, &vn);
+	struct engine *e = fs_eng(fs, parent); /* an entry lives in its parent's region */
+	int rc = !e       ? -ENOENT
+	         : locked ? fs_get_locked(fs, 0, key, kn, &val, &vn)
+	                  : engine_get(e, key, kn, &val, &vn);
 	if (!rc)
 		rc = schema_dentry_decode(val, vn, ino, type ? type : &t);
 	free(val);
@@ -88,7 +90,7 @@ static int dentry_put(struct inode_tx *tx, uint64_t parent, const char *name,
 	size_t kn = schema_key_dentry(key, parent, name, strlen(name));
 	schema_dentry_encode(child->ino, child->a.mode, val);
 	dgen_bump(tx->fs, parent);
-	return engine_batch_put(tx->b, key, kn, val, sizeof(val));
+	return fs_batch_put(tx->fs, tx->b, key, kn, val, sizeof(val));
 }
 
 static int dentry_del(struct inode_tx *tx, uint64_t parent, const char *name)
@@ -96,7 +98,7 @@ static int dentry_del(struct inode_tx *tx, uint64_t parent, const char *name)
 	uint8_t key[SCHEMA_KEY_MAX];
 	size_t kn = schema_key_dentry(key, parent, name, strlen(name));
 	dgen_bump(tx->fs, parent);
-	return engine_batch_delete(tx->b, key, kn);
+	return fs_batch_del(tx->fs, tx->b, key, kn);
 }
 
 /* fs_scan() step of dir_drop(): an entry, live or not yet removed, makes it not empty. */
@@ -129,8 +131,8 @@ static int dir_drop(struct mwfs *fs, struct engine_batch *b, uint64_t ino, bool 
  */
 static int warm_dir_drop(struct mwfs *fs, uint64_t ino)
 {
-	struct engine_batch *b = fs_batch(fs);
-	int rc = b ? dir_drop(fs, b, ino, false) : 0;
+	struct engine_batch *b = NULL;
+	int rc = fs_batch(fs, ino, &b) ? 0 : dir_drop(fs, b, ino, false);
 	/* not empty: the check under the lock says so again, with nothing more to read */
 	return rc != -ENOTEMPTY && engine_err_transient(rc) ? rc : 0;
 }
@@ -182,26 +184,31 @@ struct op {
 };
 
 enum {
-	OP_WRITE = 1,  /* changes the tree: -EROFS on a read-only mount, EIO once fenced */
-	OP_CHILD = 2,  /* the entry must exist: its inode goes to op->ip */
-	OP_ABSENT = 4, /* the entry must not exist: else -EEXIST */
-	OP_NODOTS = 8, /* rmdir: "." is -EINVAL, ".." is -ENOTEMPTY */
+	OP_WRITE = 1,   /* changes the tree: -EROFS on a read-only mount, EIO once fenced */
+	OP_CHILD = 2,   /* the entry must exist: its inode goes to op->ip */
+	OP_ABSENT = 4,  /* the entry must not exist: else -EEXIST */
+	OP_NODOTS = 8,  /* rmdir: "." is -EINVAL, ".." is -ENOTEMPTY */
+	OP_REMOVE = 16, /* unlink, rmdir: the entry and its inode in one region (region.c) */
 };
 
-/* Start op for req and validate name (no lock taken).  0 or negative errno. */
-static int op_check(struct op *op, fuse_req_t req, const char *name, int how)
+/*
+ * Start op for req and validate name in directory parent (no lock taken).  0 or negative
+ * errno.
+ */
+static int op_check(struct op *op, fuse_req_t req, uint64_t parent, const char *name, int how)
 {
 	memset(op, 0, sizeof(*op));
 	op->fs = fuse_req_userdata(req);
 	op->name = name;
 	int rc = check_name(name);
 	if (!rc && (how & OP_WRITE)) {
-		fs_want_write(op->fs);    /* a following mount takes the store if it can */
-		rc = fs_writable(op->fs); /* -EROFS, or EIO once fenced */
+		/* the entry is in the parent's region: that is the region to write */
+		fs_want_write(op->fs, parent);    /* a following mount takes it if it can */
+		rc = fs_writable(op->fs, parent); /* -EROFS, or EIO once fenced */
 	}
 	/* backpressure (a slow or unreachable store) holds this writer, not fs->mu */
 	if (!rc && (how & OP_WRITE))
-		rc = engine_wait_room(op->fs->e, FS_META_ROOM);
+		rc = engine_wait_room(fs_eng(op->fs, parent), FS_META_ROOM);
 	if (!rc && (how & OP_NODOTS) && !strcmp(name, "."))
 		rc = -EINVAL;
 	if (!rc && (how & OP_NODOTS) && !strcmp(name, ".."))
@@ -290,6 +297,8 @@ static int resolve_once(struct op *op, uint64_t parent, const char *name, int ho
 	if (rc)
 		return rc;
 	op->ino = ino;
+	if ((how & OP_REMOVE) && (rc = fs_region_unlink(parent, ino)))
+		return rc; /* a region's root: its inode is in another region than its entry */
 	return (how & OP_CHILD) ? inode_get(op->fs, ino, &op->ip) : 0;
 }
 
@@ -318,7 +327,7 @@ static int op_resolve(struct op *op, uint64_t parent, const char *name, int how)
 /* op_check(), op_warm() (keeping fs->mu) and op_resolve() of parent/name in one. */
 static int op_begin(struct op *op, fuse_req_t req, fuse_ino_t parent, const char *name, int how)
 {
-	int rc = op_check(op, req, name, how);
+	int rc = op_check(op, req, parent, name, how);
 	if (!rc)
 		rc = op_warm(op, parent, name, true);
 	if (rc)
@@ -404,7 +413,8 @@ void dir_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		 * for the entry timeout (docs/FOLLOWERS.md).
 		 */
 		memset(&e, 0, sizeof(e));
-		e.entry_timeout = op.fs->ff ? 0 : op.fs->o.entry_timeout;
+		struct fs_region *r = fs_region_of(op.fs, parent);
+		e.entry_timeout = r && r->ff ? 0 : op.fs->o.entry_timeout;
 		fuse_reply_entry(req, &e);
 	} else if (rc) {
 		fuse_reply_err(req, fs_err(rc));
@@ -440,7 +450,7 @@ static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	struct fuse_entry_param e;
 	struct inode_tx tx;
 	struct op op;
-	int rc = op_check(&op, req, name, OP_WRITE);
+	int rc = op_check(&op, req, parent, name, OP_WRITE);
 	if (!rc && link && strlen(link) >= 4096)
 		rc = -ENAMETOOLONG;
 	if (!rc)
@@ -451,9 +461,9 @@ static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	}
 	rc = op_resolve(&op, parent, name, OP_ABSENT);
 	if (!rc)
-		rc = inode_tx_begin(op.fs, &tx);
-	if (!rc)
-		rc = inode_new(op.fs, tx.b, mode, &op.ip);
+		rc = inode_tx_begin(op.fs, &tx, parent);
+	if (!rc) /* in the parent's region: the entry, the inode and the parent commit together */
+		rc = inode_new(op.fs, tx.b, parent, mode, &op.ip);
 	if (rc)
 		goto out;
 	struct inode *ip = op.ip, *dp = op.dp;
@@ -533,7 +543,7 @@ void dir_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode
  * tx, which writes its record).  At nlink 0 it becomes an orphan,
  * reclaimed when the last user lets go (or at the next mount).
  */
-static int unlink_one(struct engine_batch *b, struct inode *ip)
+static int unlink_one(struct mwfs *fs, struct engine_batch *b, struct inode *ip)
 {
 	ip->a.nlink--;
 	fs_touch(&ip->a, false, false, true);
@@ -541,25 +551,25 @@ static int unlink_one(struct engine_batch *b, struct inode *ip)
 		return 0;
 	uint8_t key[SCHEMA_KEY_MAX];
 	size_t kn = schema_key_orphan(key, ip->ino);
-	return engine_batch_put(b, key, kn, "", 0);
+	return fs_batch_put(fs, b, key, kn, "", 0);
 }
 
 void dir_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct inode_tx tx;
 	struct op op;
-	int rc = op_begin(&op, req, parent, name, OP_WRITE | OP_CHILD);
+	int rc = op_begin(&op, req, parent, name, OP_WRITE | OP_CHILD | OP_REMOVE);
 	if (!rc && S_ISDIR(op.ip->a.mode))
 		rc = -EISDIR;
 	if (!rc)
-		rc = inode_tx_begin(op.fs, &tx);
+		rc = inode_tx_begin(op.fs, &tx, parent);
 	if (!rc) {
 		inode_tx_add(&tx, op.ip);
 		inode_tx_add(&tx, op.dp);
 		fs_touch(&op.dp->a, false, true, true);
 		rc = dentry_del(&tx, parent, name);
 		if (!rc)
-			rc = unlink_one(tx.b, op.ip);
+			rc = unlink_one(op.fs, tx.b, op.ip);
 		rc = inode_tx_commit(&tx, rc);
 	}
 	fuse_reply_err(req, fs_err(op_end(&op, rc)));
@@ -573,11 +583,11 @@ void dir_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 static int rmdir_resolve(struct op *op, uint64_t parent, const char *name, struct inode_tx *tx)
 {
 	op_put(op);
-	int rc = resolve_once(op, parent, name, OP_CHILD);
+	int rc = resolve_once(op, parent, name, OP_CHILD | OP_REMOVE);
 	if (!rc && !S_ISDIR(op->ip->a.mode))
 		rc = -ENOTDIR;
 	if (!rc)
-		rc = inode_tx_begin(op->fs, tx);
+		rc = inode_tx_begin(op->fs, tx, parent);
 	if (!rc)
 		rc = dir_drop(op->fs, tx->b, op->ino, true);
 	return rc;
@@ -587,9 +597,12 @@ void dir_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct inode_tx tx;
 	struct op op;
-	int rc = op_check(&op, req, name, OP_WRITE | OP_NODOTS | OP_CHILD);
+	int how = OP_WRITE | OP_NODOTS | OP_CHILD | OP_REMOVE;
+	int rc = op_check(&op, req, parent, name, how);
 	if (!rc)
 		rc = op_warm(&op, parent, name, false);
+	if (!rc && op.ino)
+		rc = fs_region_unlink(parent, op.ino); /* a region's root: before reading it */
 	if (!rc && op.ino)
 		rc = warm_dir_drop(op.fs, op.ino);
 	if (!rc) {
@@ -662,11 +675,14 @@ static int rename_resolve(struct op *src, struct op *dst, unsigned flags, bool *
 		return -ENOENT;
 	if (*exists && dst->ino == src->ino)
 		return 1;
-	rc = inode_get(fs, src->ino, &src->ip);
+	/* every key in one region, or nothing changes (region.c) */
+	rc = fs_region_rename(src->parent, dst->parent, src->ino, *exists ? dst->ino : 0);
+	if (!rc)
+		rc = inode_get(fs, src->ino, &src->ip);
 	if (!rc && *exists)
 		rc = inode_get(fs, dst->ino, &dst->ip);
 	if (!rc)
-		rc = inode_tx_begin(fs, tx);
+		rc = inode_tx_begin(fs, tx, src->parent);
 	if (!rc && *exists && !(flags & RENAME_EXCHANGE) && S_ISDIR(src->ip->a.mode) &&
 	    S_ISDIR(dst->ip->a.mode))
 		rc = dir_drop(fs, tx->b, dst->ino, true);
@@ -695,7 +711,7 @@ static int rename_replace(struct op *src, struct op *dst, struct inode_tx *tx, s
 			*dropped = true;
 		} else {
 			inode_tx_add(tx, di);
-			rc = unlink_one(tx->b, di);
+			rc = unlink_one(src->fs, tx->b, di);
 		}
 	}
 	if (!rc)
@@ -714,8 +730,8 @@ void dir_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t 
 	struct inode_tx tx;
 	struct inode *wh = NULL; /* RENAME_WHITEOUT: the whiteout left at src */
 	bool dropped = false;
-	int rc = op_check(&src, req, name, 0);
-	int rc2 = op_check(&dst, req, newname, OP_WRITE);
+	int rc = op_check(&src, req, parent, name, 0);
+	int rc2 = op_check(&dst, req, newparent, newname, OP_WRITE);
 	if (!rc)
 		rc = rc2;
 	if (!rc && ((flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE | RENAME_WHITEOUT)) ||
@@ -725,6 +741,9 @@ void dir_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t 
 		rc = op_warm(&src, parent, name, false);
 	if (!rc)
 		rc = op_warm(&dst, newparent, newname, false);
+	/* across regions: refused before anything is read of them (again under the lock) */
+	if (!rc && src.ino)
+		rc = fs_region_rename(parent, newparent, src.ino, dst.ino);
 	/* a directory being replaced is checked empty and dropped under the lock */
 	if (!rc && dst.ino && dst.type == S_IFDIR &&
 	    !(flags & (RENAME_EXCHANGE | RENAME_NOREPLACE)))
@@ -758,7 +777,7 @@ void dir_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t 
 	} else {
 		if (flags & RENAME_WHITEOUT) {
 			/* a character device 0/0 with mode 0, as the kernel and ext4 make it */
-			rc = inode_new(fs, tx.b, S_IFCHR, &wh);
+			rc = inode_new(fs, tx.b, parent, S_IFCHR, &wh);
 			if (!rc) {
 				inode_tx_add(&tx, wh);
 				init_node(wh, src.dp, fuse_req_ctx(req), 0);
@@ -790,7 +809,10 @@ void dir_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *
 	struct fuse_entry_param e;
 	struct inode_tx tx;
 	struct op op;
-	int rc = op_check(&op, req, newname, OP_WRITE);
+	int rc = op_check(&op, req, newparent, newname, OP_WRITE);
+	if (!rc)
+		rc = fs_region_link(ino,
+		                    newparent); /* the inode's record and the entry: one region */
 	if (!rc)
 		rc = inode_warm(op.fs, ino);
 	if (!rc)
@@ -810,7 +832,7 @@ void dir_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *
 			rc = resolve_once(&op, newparent, newname, OP_ABSENT);
 	} while (fs_miss_retry(op.fs, &rc));
 	if (!rc)
-		rc = inode_tx_begin(op.fs, &tx);
+		rc = inode_tx_begin(op.fs, &tx, newparent);
 	if (!rc) {
 		inode_tx_add(&tx, op.ip);
 		inode_tx_add(&tx, op.dp);
@@ -908,8 +930,11 @@ static int dirh_load(struct mwfs *fs, struct dirh *d, uint64_t ino)
 	size_t kn = schema_key_dentry_prefix(key, ino);
 	size_t en = schema_prefix_end(key, kn, end);
 	struct engine_iter *it = NULL;
+	struct engine *e = fs_eng(fs, ino); /* the directory's entries are in its region */
+	if (!rc && !e)
+		rc = -ENOENT;
 	if (!rc)
-		rc = engine_iter_new(fs->e, key, kn, end, en, &it);
+		rc = engine_iter_new(e, key, kn, end, en, &it);
 	for (; !rc && engine_iter_valid(it); engine_iter_next(it)) {
 		size_t n, vn;
 		const uint8_t *k = engine_iter_key(it, &n);
@@ -1087,7 +1112,8 @@ void dir_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file
 		inode_put(fs, ip);
 	}
 	mw_mutex_unlock(&fs->mu);
-	if (!rc && !fs->o.read_only)
-		rc = t ? engine_wait(fs->e, t, true) : engine_sync(fs->e);
+	struct fs_region *r = fs_region_of(fs, ino);
+	if (!rc && r && r->writer) /* its entries and record are in its region */
+		rc = t ? engine_wait(r->e, t, true) : engine_sync(r->e);
 	fuse_reply_err(req, fs_err(rc));
 }

@@ -58,9 +58,12 @@ static int iter_open_tag(struct mwfs *fs, uint8_t tag, uint64_t ino, uint64_t at
 	size_t pn = tag == SCHEMA_TAG_ALLOC ? schema_key_alloc_prefix(pfx, ino)
 	                                    : schema_key_extent_prefix(pfx, ino);
 	size_t en = schema_prefix_end(pfx, pn, end);
+	struct engine *e = fs_eng(fs, ino); /* an inode's data is in its region */
+	if (!e)
+		return -ENOENT;
 	if (at)
-		return engine_iter_new_at(fs->e, at, pfx, pn, en ? end : NULL, en, it);
-	return engine_iter_new(fs->e, pfx, pn, en ? end : NULL, en, it);
+		return engine_iter_new_at(e, at, pfx, pn, en ? end : NULL, en, it);
+	return engine_iter_new(e, pfx, pn, en ? end : NULL, en, it);
 }
 
 static int iter_open(struct mwfs *fs, uint64_t ino, uint64_t at, struct engine_iter **it)
@@ -155,6 +158,7 @@ static int scan_once(struct mwfs *fs, uint64_t ino, uint64_t at, uint64_t from, 
 
 struct read_arg {
 	struct mwfs *fs;
+	struct engine *e; /* ino's region's */
 	uint64_t ino, at;
 	uint64_t off, n; /* the file range read */
 	uint8_t *dst;
@@ -171,7 +175,7 @@ static int read_one(void *arg, const struct ext *x)
 	if (a > r->filled) /* a hole before this extent */
 		memset(r->dst + (r->filled - r->off), 0, a - r->filled);
 	int rc =
-	    engine_ref_read(r->fs->e, &x->ref, a - x->start, r->dst + (a - r->off), z - a, r->wait);
+	    engine_ref_read(r->e, &x->ref, a - x->start, r->dst + (a - r->off), z - a, r->wait);
 	if (rc == 0)
 		r->filled = z;
 	return rc;
@@ -189,9 +193,11 @@ static int read_once(void *arg)
 int ext_read(struct mwfs *fs, uint64_t ino, uint64_t at, uint64_t off, uint8_t *dst, size_t n,
              bool wait)
 {
-	struct read_arg r = {fs, ino, at, off, n, dst, off, wait, 0};
+	struct read_arg r = {fs, fs_eng(fs, ino), ino, at, off, n, dst, off, wait, 0};
 	if (n == 0)
 		return 0;
+	if (!r.e)
+		return -ENOENT;
 	int rc = fs_retry(fs, wait, read_once, &r);
 	if (rc)
 		return rc;
@@ -201,7 +207,7 @@ int ext_read(struct mwfs *fs, uint64_t ino, uint64_t at, uint64_t off, uint8_t *
 }
 
 struct prefetch_arg {
-	struct mwfs *fs;
+	struct engine *e; /* the inode's region's */
 	uint64_t off, n;
 };
 
@@ -210,12 +216,14 @@ static int prefetch_one(void *arg, const struct ext *x)
 	struct prefetch_arg *p = arg;
 	uint64_t a = x->start > p->off ? x->start : p->off;
 	uint64_t z = x->end < p->off + p->n ? x->end : p->off + p->n;
-	return engine_ref_prefetch(p->fs->e, &x->ref, a - x->start, z - a);
+	return engine_ref_prefetch(p->e, &x->ref, a - x->start, z - a);
 }
 
 int ext_prefetch(struct mwfs *fs, uint64_t ino, uint64_t off, uint64_t n)
 {
-	struct prefetch_arg p = {fs, off, n};
+	struct prefetch_arg p = {fs_eng(fs, ino), off, n};
+	if (!p.e)
+		return -ENOENT;
 	return scan_once(fs, ino, 0, off, off + n, prefetch_one, &p);
 }
 
@@ -250,9 +258,9 @@ static int keep_part(struct clear_arg *c, const struct ext *x, uint64_t from, ui
 	uint8_t key[SCHEMA_KEY_MAX], v[SCHEMA_ALLOC_LEN];
 	size_t kn = rec_key(key, c->tag, c->ip->ino, to);
 	if (c->tag == SCHEMA_TAG_EXTENT)
-		return engine_batch_put_ref(c->b, key, kn, &x->ref, from - x->start, to - from);
+		return fs_batch_put_ref(c->fs, c->b, key, kn, &x->ref, from - x->start, to - from);
 	put_be64(v, from);
-	return engine_batch_put(c->b, key, kn, v, sizeof(v));
+	return fs_batch_put(c->fs, c->b, key, kn, v, sizeof(v));
 }
 
 static int clear_one(void *arg, const struct ext *x)
@@ -277,7 +285,7 @@ static int clear_one(void *arg, const struct ext *x)
 	if (!rc && pos < x->end) /* keep the last part, under the same key */
 		rc = keep_part(c, x, pos, x->end);
 	else if (!rc)
-		rc = engine_batch_delete(c->b, key, rec_key(key, c->tag, c->ip->ino, x->end));
+		rc = fs_batch_del(c->fs, c->b, key, rec_key(key, c->tag, c->ip->ino, x->end));
 	return rc;
 }
 
@@ -398,10 +406,11 @@ static int alloc_once(void *arg)
 	if (a->off > 0 && (a->n == 0 || a->held[0].off > a->off)) {
 		void *val = NULL;
 		size_t vn = 0, kn = schema_key_alloc(key, a->ino, a->off);
-		rc = engine_get(a->fs->e, key, kn, &val, &vn);
+		struct engine *e = fs_eng(a->fs, a->ino);
+		rc = e ? engine_get(e, key, kn, &val, &vn) : -ENOENT;
 		if (!rc && vn == SCHEMA_ALLOC_LEN && get_be64(val) < a->off) {
 			first = get_be64(val);
-			rc = engine_batch_delete(a->b, key, kn);
+			rc = fs_batch_del(a->fs, a->b, key, kn);
 		}
 		free(val);
 		if (rc == -ENOENT)
@@ -412,8 +421,8 @@ static int alloc_once(void *arg)
 		uint64_t next = i < a->n ? a->held[i].off : a->end;
 		if (next > pos) { /* a gap [pos, next) */
 			put_be64(v, pos == a->off ? first : pos);
-			rc = engine_batch_put(a->b, key, schema_key_alloc(key, a->ino, next), v,
-			                      sizeof(v));
+			rc = fs_batch_put(a->fs, a->b, key, schema_key_alloc(key, a->ino, next), v,
+			                  sizeof(v));
 			a->added += next - pos;
 		}
 		if (i < a->n && a->held[i].off + a->held[i].len > pos)
@@ -439,15 +448,15 @@ int ext_alloc(struct mwfs *fs, struct engine_batch *b, struct inode *ip, uint64_
 	return rc;
 }
 
-int ext_add(struct engine_batch *b, uint64_t ino, uint64_t off, const uint8_t *data, size_t n,
-            uint64_t *added)
+int ext_add(struct mwfs *fs, struct engine_batch *b, uint64_t ino, uint64_t off,
+            const uint8_t *data, size_t n, uint64_t *added)
 {
 	uint8_t key[SCHEMA_KEY_MAX];
 	if (n == 0 || fs_all_zero(data, n))
 		return 0;
 	size_t kn = schema_key_extent(key, ino, off + n);
 	/* borrowed: data (a FUSE request's or the write buffer's) outlives the commit */
-	int rc = engine_batch_put_borrowed(b, key, kn, data, n);
+	int rc = fs_batch_put_borrowed(fs, b, key, kn, data, n);
 	if (!rc)
 		*added += n;
 	return rc;
@@ -468,7 +477,7 @@ static int share_one(void *arg, const struct ext *x)
 	uint64_t a = x->start > s->soff ? x->start : s->soff;
 	uint64_t z = x->end < s->soff + s->len ? x->end : s->soff + s->len;
 	size_t kn = schema_key_extent(key, s->dst, s->doff + (z - s->soff));
-	int rc = engine_batch_put_ref(s->b, key, kn, &x->ref, a - x->start, z - a);
+	int rc = fs_batch_put_ref(s->fs, s->b, key, kn, &x->ref, a - x->start, z - a);
 	if (!rc)
 		s->added += z - a;
 	return rc;

@@ -81,8 +81,8 @@ int ext_alloc(struct mwfs *fs, struct engine_batch *b, struct inode *ip, uint64_
  * the stored bytes it adds.  data is borrowed, not copied: it must stay
  * unchanged until b has been written (engine_write()).
  */
-int ext_add(struct engine_batch *b, uint64_t ino, uint64_t off, const uint8_t *data, size_t n,
-            uint64_t *added);
+int ext_add(struct mwfs *fs, struct engine_batch *b, uint64_t ino, uint64_t off,
+            const uint8_t *data, size_t n, uint64_t *added);
 
 /*
  * Queue into b extents of dst that share the stored bytes of src's

@@ -43,7 +43,7 @@ static struct inode *fh_inode(const struct fuse_file_info *fi)
  */
 static int open_truncate(fuse_req_t req, struct mwfs *fs, struct inode *ip)
 {
-	int rc = engine_wait_room(fs->e, FS_META_ROOM);
+	int rc = engine_wait_room(fs_eng(fs, ip->ino), FS_META_ROOM);
 	if (rc)
 		return rc;
 	pthread_rwlock_wrlock(&ip->dlock);
@@ -74,18 +74,20 @@ void file_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	bool trunc = fi->flags & O_TRUNC;
 	int rc;
 	if ((fi->flags & O_ACCMODE) != O_RDONLY || trunc)
-		fs_want_write(fs); /* a following mount takes the store if it can */
+		fs_want_write(fs, ino); /* a following mount takes the region if it can */
+	struct fs_region *r = fs_region_of(fs, ino);
+	bool follows = r && r->ff; /* r->ff changes only while no request runs (mode.c) */
 	mw_mutex_lock(&fs->mu);
 	/* holds a reference until inode_put; a follower's removed file keeps its last state */
 	do
-		rc = fs->ff ? inode_get_removed(fs, ino, &ip) : inode_get(fs, ino, &ip);
+		rc = follows ? inode_get_removed(fs, ino, &ip) : inode_get(fs, ino, &ip);
 	while (fs_miss_retry(fs, &rc));
 	if (rc)
 		ip = NULL;
 	else if (S_ISDIR(ip->a.mode))
 		rc = -EISDIR;
 	else if ((fi->flags & O_ACCMODE) != O_RDONLY || trunc)
-		rc = fs_writable(fs); /* -EROFS, or EIO once fenced */
+		rc = fs_writable(fs, ino); /* -EROFS, or EIO once fenced */
 	trunc = trunc && ip && S_ISREG(ip->a.mode);
 	mw_mutex_unlock(&fs->mu);
 	if (!rc && trunc)
@@ -101,7 +103,7 @@ void file_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	fi->fh = fs_fh(ip, fi->flags);
-	if (fs->ff && !fs->o.follow_page_cache) {
+	if (follows && !fs->o.follow_page_cache) {
 		/*
 		 * A follower: every read() reaches us and is answered whole from one state
 		 * of the writer (file_read()).  Through the page cache the kernel would cut
@@ -126,9 +128,10 @@ static int read_locked(struct mwfs *fs, struct inode *ip, uint64_t off, size_t s
                        size_t *len)
 {
 	int rc = 0;
+	struct fs_region *r = fs_region_of(fs, ip->ino);
 	mw_mutex_lock(&fs->mu);
 	uint64_t fsize = ip->a.size;
-	uint64_t at = fs->ff && ip->gone ? ip->seq : 0;
+	uint64_t at = r && r->ff && ip->gone ? ip->seq : 0;
 	mw_mutex_unlock(&fs->mu);
 	*len = 0;
 	if (off < fsize)
@@ -163,13 +166,13 @@ void file_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fu
 	}
 	struct fsfollow_read fr;
 	int rc;
-	fsfollow_read_begin(fs, &fr);
+	fsfollow_read_begin(fs, ip->ino, &fr);
 	do {
 		pthread_rwlock_rdlock(&ip->dlock);
 		rc = read_locked(fs, ip, (uint64_t)off, size, buf, &len);
 		pthread_rwlock_unlock(&ip->dlock);
-	} while (!fsfollow_read_done(fs, &fr));
-	if (rc == -ESTALE && fs->ff)
+	} while (!fsfollow_read_done(&fr));
+	if (rc == -ESTALE && fr.ff)
 		fuse_reply_err(req, ESTALE); /* a removed file's last state is no longer held */
 	else if (rc)
 		fuse_reply_err(req, fs_err(rc));
@@ -220,7 +223,7 @@ void file_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, of
 	struct inode *ip = fh_inode(fi);
 	size_t pos = 0;
 	(void)ino;
-	int rc = fs_writable(fs);
+	int rc = fs_writable(fs, ip->ino);
 	if (rc) {
 		fuse_reply_err(req, fs_err(rc));
 		return;
@@ -280,7 +283,10 @@ void file_copy_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in, struct fus
 	uint64_t copied = 0;
 	(void)ino_in;
 	(void)ino_out;
-	int rc = fs_writable(fs); /* -EROFS, or EIO once fenced */
+	int rc = fs_writable(fs, dst->ino); /* -EROFS, or EIO once fenced */
+	/* the destination's extents would name blobs of the source region's engine */
+	if (!rc && fs_ino_rid(src->ino) != fs_ino_rid(dst->ino))
+		rc = -EXDEV; /* the kernel copies the bytes itself */
 	if (!rc && flags)
 		rc = -EINVAL;
 	else if (!rc && (off_in < 0 || off_out < 0 || (uint64_t)off_out + len < (uint64_t)off_out ||
@@ -304,10 +310,10 @@ void file_copy_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in, struct fus
 		uint64_t n = total - copied < COPY_PIECE ? total - copied : COPY_PIECE;
 		uint64_t so = (uint64_t)off_in + copied, dof = (uint64_t)off_out + copied;
 		uint64_t removed = 0, added = 0;
-		rc = engine_wait_room(fs->e, FS_META_ROOM);
-		struct engine_batch *b = rc ? NULL : fs_batch(fs);
-		if (!rc && !b)
-			rc = -ENOMEM;
+		rc = engine_wait_room(fs_eng(fs, dst->ino), FS_META_ROOM);
+		struct engine_batch *b = NULL;
+		if (!rc)
+			rc = fs_batch(fs, dst->ino, &b);
 		if (!rc)
 			rc = ext_clear(fs, b, dst, dof, dof + n, &removed);
 		if (!rc)
@@ -351,10 +357,11 @@ void file_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	/* once the writer stopped (fenced), a close of a handle opened for writing fails
 	   (what the kernel wrote back through it may have been refused), and so does one
 	   of a file whose last change will never be committed (every write is settled) */
+	struct engine *e = fs_eng(fs, ip->ino);
 	if (!rc && (fi->fh & FS_FH_WRITE))
-		rc = engine_write_error(fs->e);
-	if (!rc && t && engine_write_error(fs->e))
-		rc = engine_wait(fs->e, t, false);
+		rc = engine_write_error(e);
+	if (!rc && t && engine_write_error(e))
+		rc = engine_wait(e, t, false);
 	fuse_reply_err(req, fs_err(rc));
 }
 
@@ -364,7 +371,7 @@ void file_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct inode *ip = fh_inode(fi);
 	(void)ino;
 	pthread_rwlock_wrlock(&ip->dlock);
-	int rc = fs->o.read_only ? 0 : data_flush(fs, ip);
+	int rc = fs_region_writes(fs, ip->ino) ? data_flush(fs, ip) : 0;
 	mw_mutex_lock(&fs->mu);
 	bool last = ip->nopen == 1;
 	mw_mutex_unlock(&fs->mu);
@@ -385,7 +392,8 @@ void file_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_i
 	struct inode *ip = fh_inode(fi);
 	(void)ino;
 	(void)datasync; /* data and its inode record travel in the same batches */
-	if (fs->o.read_only) {
+	struct fs_region *r = fs_region_of(fs, ip->ino);
+	if (!r || !r->writer) {
 		fuse_reply_err(req, 0);
 		return;
 	}
@@ -396,16 +404,16 @@ void file_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_i
 	uint64_t t = ip->ticket;
 	mw_mutex_unlock(&fs->mu);
 	if (!rc)
-		rc = t ? engine_wait(fs->e, t, true) : engine_sync(fs->e);
+		rc = t ? engine_wait(r->e, t, true) : engine_sync(r->e);
 	fuse_reply_err(req, fs_err(rc));
 }
 
 int file_truncate_prepare(struct mwfs *fs, struct inode *ip, uint64_t size, struct engine_batch **b,
                           uint64_t *removed)
 {
-	*b = fs_batch(fs);
-	if (!*b)
-		return -ENOMEM;
+	int rc = fs_batch(fs, ip->ino, b);
+	if (rc)
+		return rc;
 	mw_mutex_lock(&fs->mu);
 	bool shrink = size < ip->a.size || size < ip->rec_size;
 	mw_mutex_unlock(&fs->mu);
@@ -426,7 +434,7 @@ void file_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t l
 	struct mwfs *fs = fuse_req_userdata(req);
 	struct inode *ip = fh_inode(fi);
 	(void)ino;
-	int rc = fs_writable(fs); /* -EROFS, or EIO once fenced */
+	int rc = fs_writable(fs, ip->ino); /* -EROFS, or EIO once fenced */
 	if (!rc && (off < 0 || len <= 0))
 		rc = -EINVAL;
 	else if (!rc && (mode & ~(FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE)))
@@ -438,17 +446,17 @@ void file_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t l
 		return;
 	}
 	uint64_t end = (uint64_t)off + (uint64_t)len;
-	rc = engine_wait_room(fs->e, FS_META_ROOM);
+	rc = engine_wait_room(fs_eng(fs, ip->ino), FS_META_ROOM);
 	if (rc) {
 		fuse_reply_err(req, fs_err(rc));
 		return;
 	}
 	pthread_rwlock_wrlock(&ip->dlock);
 	rc = data_flush(fs, ip);
-	struct engine_batch *b = rc ? NULL : fs_batch(fs);
+	struct engine_batch *b = NULL;
 	uint64_t removed = 0, added = 0;
-	if (!rc && !b)
-		rc = -ENOMEM;
+	if (!rc)
+		rc = fs_batch(fs, ip->ino, &b);
 	if (!rc && (mode & FALLOC_FL_PUNCH_HOLE)) {
 		/*
 		 * The extents and allocated ranges inside go (past the end of the file too: a
@@ -512,7 +520,7 @@ void file_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, struct fu
 		return;
 	}
 	pthread_rwlock_wrlock(&ip->dlock);
-	int rc = fs->o.read_only ? 0 : data_flush(fs, ip);
+	int rc = fs_region_writes(fs, ip->ino) ? data_flush(fs, ip) : 0;
 	mw_mutex_lock(&fs->mu);
 	uint64_t size = ip->a.size;
 	mw_mutex_unlock(&fs->mu);

@@ -46,6 +46,7 @@
 
 struct fsfollow {
 	struct mwfs *fs;       /* borrowed */
+	struct fs_region *r;   /* the region whose following engine calls us (borrowed) */
 	_Atomic uint64_t keys; /* keys applied */
 	/*
 	 * Publishes begun plus publishes ended: odd while the follower thread is between
@@ -73,7 +74,7 @@ static void follow_gate(void *arg, bool hold)
 	if (hold) {
 		pthread_rwlock_wrlock(&ff->gate);
 		atomic_fetch_add(&ff->pubs, 1);
-		ff->before = engine_seq(ff->fs->e); /* the entry is not applied yet */
+		ff->before = engine_seq(ff->r->e); /* the entry is not applied yet */
 		return;
 	}
 	atomic_fetch_add(&ff->pubs, 1);
@@ -96,16 +97,19 @@ static uint64_t pubs_even(struct fsfollow *ff)
 	return p;
 }
 
-void fsfollow_read_begin(struct mwfs *fs, struct fsfollow_read *r)
+void fsfollow_read_begin(struct mwfs *fs, uint64_t ino, struct fsfollow_read *r)
 {
+	struct fs_region *reg = fs_region_of(fs, ino);
 	*r = (struct fsfollow_read){0};
-	if (fs->ff)
-		r->pubs = pubs_even(fs->ff);
+	/* reg->ff changes only while no request runs (mode.c): the same until the read ends */
+	r->ff = reg ? reg->ff : NULL;
+	if (r->ff)
+		r->pubs = pubs_even(r->ff);
 }
 
-bool fsfollow_read_done(struct mwfs *fs, struct fsfollow_read *r)
+bool fsfollow_read_done(struct fsfollow_read *r)
 {
-	struct fsfollow *ff = fs->ff;
+	struct fsfollow *ff = r->ff;
 
 	if (!ff)
 		return true;
@@ -187,7 +191,19 @@ static int refresh(struct mwfs *fs, uint64_t ino, uint64_t before)
 	size_t vn = 0, ln = 0;
 	uint64_t seq = 0;
 	int held;
+	struct fs_region *r = fs_region_of(fs, ino);
 
+	if (!r || r->writer) {
+		/*
+		 * A region this mount writes: its table entries are ahead of the engine (changes
+		 * not committed yet, write buffers), never read back; the kernel is told all
+		 * the same (a direct write).  One it does not know: nothing of it is held.
+		 */
+		mw_mutex_lock(&fs->mu);
+		held = r && inode_find(fs, ino) != NULL;
+		mw_mutex_unlock(&fs->mu);
+		return held;
+	}
 	/*
 	 * One refresh at a time: the notify thread's and the follower's callback's would
 	 * otherwise interleave, and a record read before an entry was published could be put
@@ -209,7 +225,7 @@ static int refresh(struct mwfs *fs, uint64_t ino, uint64_t before)
 	 * (the table may hold an older one if the record was not refreshed since).
 	 */
 	bool have_last =
-	    rc == -ENOENT && before && engine_get_at(fs->e, before, key, kn, &last, &ln) == 0;
+	    rc == -ENOENT && before && engine_get_at(r->e, before, key, kn, &last, &ln) == 0;
 	mw_mutex_lock(&fs->mu);
 	struct inode *ip = inode_find(fs, ino);
 	if (ip && rc == 0) {
@@ -240,12 +256,13 @@ int follow_refresh(struct mwfs *fs, uint64_t ino)
 	return refresh(fs, ino, 0);
 }
 
-int fsfollow_start(struct mwfs *fs, struct fsfollow **out)
+int fsfollow_start(struct mwfs *fs, struct fs_region *r, struct fsfollow **out)
 {
 	struct fsfollow *ff = calloc(1, sizeof(*ff));
 	if (!ff)
 		return -ENOMEM;
 	ff->fs = fs;
+	ff->r = r;
 	mw_mutex_init(&ff->pub_mu);
 	pthread_cond_init(&ff->pub_cv, NULL);
 	pthread_rwlockattr_t ga;
@@ -259,7 +276,7 @@ int fsfollow_start(struct mwfs *fs, struct fsfollow **out)
 		free(ff);
 		return -rc;
 	}
-	engine_follow_set_fn(fs->e, follow_keys, follow_gate, ff);
+	engine_follow_set_fn(r->e, follow_keys, follow_gate, ff);
 	*out = ff;
 	return 0;
 }
@@ -268,7 +285,7 @@ void fsfollow_stop(struct fsfollow *ff)
 {
 	if (!ff)
 		return;
-	engine_follow_set_fn(ff->fs->e, NULL, NULL, NULL); /* returns once no call is in progress */
+	engine_follow_set_fn(ff->r->e, NULL, NULL, NULL); /* returns once no call is in progress */
 	struct fsnotify_counts c;
 	fsnotify_counts(ff->fs->nf, &c);
 	log_info("follow: %llu keys applied, %llu inodes refreshed, %llu inode and %llu entry "

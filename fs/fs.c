@@ -184,14 +184,14 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 	uint64_t removed = 0;
 	bool dlocked = false;
 	(void)fi;
-	fs_want_write(fs);        /* a following mount takes the store if it can */
-	int rc = fs_writable(fs); /* -EROFS, or EIO once fenced */
+	fs_want_write(fs, ino);        /* a following mount takes the region if it can */
+	int rc = fs_writable(fs, ino); /* -EROFS, or EIO once fenced */
 	if (rc) {
 		fuse_reply_err(req, fs_err(rc));
 		return;
 	}
 	/* backpressure and a cold inode record are waited for before fs->mu (dir.c op_warm()) */
-	rc = engine_wait_room(fs->e, FS_META_ROOM);
+	rc = engine_wait_room(fs_eng(fs, ino), FS_META_ROOM);
 	if (!rc)
 		rc = inode_warm(fs, ino);
 	if (rc) {
@@ -232,7 +232,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 	struct inode_tx tx;
 	if (b)
 		inode_tx_begin_on(fs, &tx, b);
-	else if ((rc = inode_tx_begin(fs, &tx)))
+	else if ((rc = inode_tx_begin(fs, &tx, ino)))
 		goto out;
 	inode_tx_add(&tx, ip);
 	if (to_set & FUSE_SET_ATTR_SIZE) {
@@ -325,9 +325,16 @@ static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 	sv.f_blocks = sp.total / 4096;
 	sv.f_bfree = sp.free / 4096;
 	sv.f_bavail = sp.avail / 4096;
-	sv.f_files = 1ull << 40;
+	/* each region is a range of 2^40 inode numbers: the free ones are summed */
+	unsigned nreg = atomic_load_explicit(&fs->nreg, memory_order_acquire);
+	sv.f_files = (uint64_t)nreg << FS_REGION_SHIFT;
+	sv.f_ffree = 0;
 	mw_mutex_lock(&fs->mu);
-	sv.f_ffree = sv.f_files - fs->next_ino;
+	for (unsigned i = 0; i < nreg; i++) {
+		const struct fs_region *r = &fs->reg[i];
+		uint64_t end = ((uint64_t)r->rid + 1) << FS_REGION_SHIFT;
+		sv.f_ffree += r->next_ino < end ? end - r->next_ino : 0;
+	}
 	mw_mutex_unlock(&fs->mu);
 	sv.f_favail = sv.f_ffree;
 	sv.f_namemax = SCHEMA_NAME_MAX;
@@ -391,7 +398,8 @@ static const struct fuse_lowlevel_ops mwfs_ops = {
 
 /* ---- open, format, mount ------------------------------------------------ */
 
-static int format(struct mwfs *fs)
+/* Format region 0's engine e: superblock and root directory, durably. */
+static int format(struct mwfs *fs, struct engine *e)
 {
 	struct schema_super sb = {SCHEMA_VERSION, fs->o.chunk_size, SCHEMA_ROOT_INO + 1};
 	struct schema_inode root;
@@ -416,7 +424,7 @@ static int format(struct mwfs *fs)
 	if (!rc)
 		rc = engine_batch_put(b, key, kn, val, vn);
 	if (!rc)
-		rc = engine_write(fs->e, b, ENGINE_WAIT | ENGINE_URGENT, NULL);
+		rc = engine_write(e, b, ENGINE_WAIT | ENGINE_URGENT, NULL);
 	engine_batch_free(b);
 	if (rc) {
 		log_err("formatting the store: %s", strerror(-rc));
@@ -424,7 +432,6 @@ static int format(struct mwfs *fs)
 	}
 	log_info("formatted a new filesystem (chunk size %u)", sb.chunk_size);
 	fs->cs = sb.chunk_size;
-	fs->next_ino = fs->ino_limit = sb.next_ino;
 	return 0;
 }
 
@@ -448,7 +455,6 @@ int mwfs_open(struct engine *e, const struct mwfs_opts *o, struct mwfs **out)
 	int rc;
 	if (!fs)
 		return -ENOMEM;
-	fs->e = e;
 	fs->o = *o;
 	if (fs->o.chunk_size < 4096 || (fs->o.chunk_size & (fs->o.chunk_size - 1)) ||
 	    fs->o.chunk_size > (64u << 20)) {
@@ -472,15 +478,19 @@ int mwfs_open(struct engine *e, const struct mwfs_opts *o, struct mwfs **out)
 			log_err("the store holds no filesystem (and it is opened read-only)");
 			goto fail;
 		}
-		rc = format(fs);
+		rc = format(fs, e);
 		if (rc)
 			goto fail;
 	} else if (rc) {
 		goto fail;
 	} else {
 		fs->cs = sb.chunk_size;
-		fs->next_ino = fs->ino_limit = sb.next_ino;
 	}
+	/* region 0: the store's root; the mount adds the others (fs_region_add()) */
+	rc = fs_region_add(fs, 0, e, !o->read_only);
+	if (rc)
+		goto fail;
+	struct fs_region *r0 = &fs->reg[0];
 	/* pin the root */
 	struct inode *root;
 	mw_mutex_lock(&fs->mu);
@@ -510,7 +520,7 @@ int mwfs_open(struct engine *e, const struct mwfs_opts *o, struct mwfs **out)
 	if (!o->read_only || follow)
 		rc = fsnotify_start(fs, follow ? follow_refresh : NULL, &fs->nf);
 	if (!rc && follow)
-		rc = fsfollow_start(fs, &fs->ff);
+		rc = fsfollow_start(fs, r0, &r0->ff);
 	if (rc) {
 		fsnotify_stop(fs->nf);
 		fs->nf = NULL;
@@ -585,15 +595,20 @@ int mwfs_close(struct mwfs *fs)
 	if (!fs)
 		return 0;
 	int rc = 0;
-	fsfollow_stop(fs->ff); /* first: it queues for the notify thread */
-	fs->ff = NULL;
+	unsigned nreg = atomic_load_explicit(&fs->nreg, memory_order_acquire);
+	bool written = false;
+	for (unsigned i = 0; i < nreg; i++) {
+		fsfollow_stop(fs->reg[i].ff); /* first: they queue for the notify thread */
+		fs->reg[i].ff = NULL;
+		written = written || fs->reg[i].writer;
+	}
 	fsnotify_stop(fs->nf); /* before the session goes: it notifies the kernel */
 	fs->nf = NULL;
 	ra_stop(fs->ra);
 	fs->ra = NULL;
 	data_flusher_stop(fs->wbf);
 	fs->wbf = NULL;
-	if (!fs->o.read_only) {
+	if (written) {
 		rc = data_flush_all(fs);
 		mw_mutex_lock(&fs->mu);
 		/* nothing is open any more: every unlinked inode can go */

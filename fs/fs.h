@@ -38,7 +38,8 @@ struct mwfs_opts {
 	uint32_t chunk_size;        /* data chunk size used when formatting (default 1 MiB) */
 	double entry_timeout;       /* kernel dentry cache time in seconds (default 10) */
 	double attr_timeout;        /* kernel attribute cache time in seconds (default 10) */
-	bool read_only;             /* the engine was opened read-only */
+	bool read_only;             /* region 0's engine was opened read-only (the FUSE init
+	                               negotiation; writes are decided per region) */
 	bool writeback;             /* ask for the kernel writeback cache (default true) */
 	bool follow_page_cache;     /* a follower's files through the kernel's page cache
 	                               (default false: direct I/O, docs/FOLLOWERS.md "Reads") */
@@ -52,36 +53,45 @@ struct mwfs_opts {
 	const char *daemon_info;    /* value of MWFS_DAEMON_XATTR on the root ("PID STATUSPATH"),
 	                               or NULL; borrowed: must outlive the filesystem */
 	/*
-	 * A read-write mount of a store that another live mount holds: opened on a following
-	 * engine with read_only set, and these hooks (fs/mode.c).  At the first change asked
-	 * for, take(take_arg, &writer) is called, from a request's thread with no lock held;
-	 * it decides without store I/O whether the store can be taken (else -EROFS: the
-	 * change fails with it) and opens a writer engine on it (store I/O).  The mount then
-	 * switches to that engine and calls taken(take_arg, done, now): done is the engine to
-	 * close (the follower it used, or the writer when it could not switch: now NULL),
-	 * now the engine it uses from then on.  NULL: a mount that never takes the store.
+	 * A read-write mount of a region that another live mount holds: the region is opened
+	 * on a following engine (region 0: with read_only set), and these hooks (fs/mode.c)
+	 * take it over.  At the first change of region rid asked for, take(take_arg, rid,
+	 * &writer) is called, from a request's thread with no lock held; it decides without
+	 * store I/O whether the region can be taken (else -EROFS: the change fails with it)
+	 * and opens a writer engine on it (store I/O).  The mount then switches the region to
+	 * that engine and calls taken(take_arg, rid, done, now): done is the engine to close
+	 * (the follower it used, or the writer when it could not switch: now NULL), now the
+	 * engine it uses from then on.  NULL: a mount that never takes a region.
 	 */
-	int (*take)(void *arg, struct engine **writer);
-	void (*taken)(void *arg, struct engine *done, struct engine *now);
+	int (*take)(void *arg, uint32_t rid, struct engine **writer);
+	void (*taken)(void *arg, uint32_t rid, struct engine *done, struct engine *now);
 	/*
 	 * `memwalfs region release` (getxattr of MWFS_RELEASE_XATTR on the root of a writing
 	 * mount): once every write buffer is in the writer and durable and no request runs,
-	 * release(take_arg, writer, &follower) opens a following engine, closes the writer
-	 * (its final commit) and lets the store go; 0 and *follower, to which the mount
-	 * switches (reads served, changes EROFS, the next change takes the store again), or
-	 * an error with the writer still open and in use.  NULL: -ENOTSUP.
+	 * release(take_arg, rid, writer, &follower) opens a following engine on region rid,
+	 * closes its writer (the final commit) and lets the region go; 0 and *follower, to
+	 * which the mount switches the region (reads served, changes EROFS, the next change
+	 * takes it again), or an error with the writer still open and in use.  NULL: -ENOTSUP.
 	 */
-	int (*release)(void *arg, struct engine *writer, struct engine **follower);
+	int (*release)(void *arg, uint32_t rid, struct engine *writer, struct engine **follower);
 	/*
-	 * The text of MWFS_REGIONS_XATTR (`memwalfs region list MNT`): the regions, their
-	 * holders and this mount's lag, into buf (len bytes); returns its length.  NULL:
-	 * ENODATA (a read-only mount without a lease).
+	 * The text of MWFS_REGIONS_XATTR (`memwalfs region list MNT`): regions(take_arg, rid,
+	 * buf, len) writes what it knows of region rid (its holder, this mount's lag) into buf
+	 * (len bytes) and returns its length; it is called for each region of the mount's
+	 * table in turn, then once with MWFS_RID_MOUNT for the lines about the mount itself
+	 * (its lease).  NULL: ENODATA (a read-only mount without a lease).
 	 */
-	size_t (*regions)(void *arg, char *buf, size_t len);
-	/* More "name value" lines for the statistics (the mount's lease), into buf; NULL: none */
-	size_t (*hold_stats)(void *arg, char *buf, size_t len);
+	size_t (*regions)(void *arg, uint32_t rid, char *buf, size_t len);
+	/*
+	 * More "name value" lines for the statistics, into buf: the mount's lease and the
+	 * holder of region rid (region 0 for now); NULL: none.
+	 */
+	size_t (*hold_stats)(void *arg, uint32_t rid, char *buf, size_t len);
 	void *take_arg; /* the hooks' argument */
 };
+
+/* mwfs_opts.regions: not a region, the lines about the mount itself. */
+#define MWFS_RID_MOUNT UINT32_MAX
 
 /* Fill *o with the defaults. */
 void mwfs_opts_default(struct mwfs_opts *o);
@@ -96,7 +106,7 @@ void mwfs_opts_default(struct mwfs_opts *o);
  */
 int mwfs_open(struct engine *e, const struct mwfs_opts *o, struct mwfs **out);
 
-/* The engine fs uses now (another one after a take, see mwfs_opts.take). */
+/* The engine of region 0 that fs uses now (another one after a take, see mwfs_opts.take). */
 struct engine *mwfs_engine(struct mwfs *fs);
 
 /*

@@ -140,17 +140,20 @@ int inode_record_get(struct mwfs *fs, uint64_t ino, bool locked, void **val, siz
 {
 	uint8_t key[SCHEMA_KEY_MAX];
 	size_t kn = schema_key_inode(key, ino);
+	struct fs_region *r = fs_region_of(fs, ino);
 	int rc;
 
 	*seq = 0;
-	if (!fs->o.read_only)
+	if (!r)
+		return -ENOENT; /* a region this mount has no engine for */
+	if (r->writer)
 		return locked ? fs_get_locked(fs, 0, key, kn, val, vn)
-		              : engine_get(fs->e, key, kn, val, vn);
+		              : engine_get(r->e, key, kn, val, vn);
 	/* -ESTALE: a follower installed a manifest between the two calls; the next is newer */
 	do {
-		*seq = engine_seq(fs->e);
+		*seq = engine_seq(r->e);
 		rc = locked ? fs_get_locked(fs, *seq, key, kn, val, vn)
-		            : engine_get_at(fs->e, *seq, key, kn, val, vn);
+		            : engine_get_at(r->e, *seq, key, kn, val, vn);
 	} while (rc == -ESTALE);
 	return rc;
 }
@@ -251,27 +254,35 @@ out:
 	return rc;
 }
 
-/* fs_scan() step of inode_batch_drop(): delete the key from the batch arg. */
+/* fs_scan() step of inode_batch_drop(): delete the key from the batch (a struct drop_arg). */
+struct drop_arg {
+	struct mwfs *fs;
+	struct engine_batch *b;
+};
 static int drop_key(void *arg, const uint8_t *k, size_t kn)
 {
-	return engine_batch_delete(arg, k, kn);
+	struct drop_arg *d = arg;
+	return fs_batch_del(d->fs, d->b, k, kn);
 }
 
 int inode_batch_drop(struct mwfs *fs, struct engine_batch *b, uint64_t ino, bool data, bool locked)
 {
 	uint8_t key[SCHEMA_KEY_MAX];
+	struct drop_arg d = {fs, b};
+	if (!fs_eng(fs, ino))
+		return -ENOENT;
 	size_t kn = schema_key_inode(key, ino);
-	int rc = engine_batch_delete(b, key, kn);
+	int rc = fs_batch_del(fs, b, key, kn);
 	if (!rc) {
 		kn = schema_key_orphan(key, ino);
-		rc = engine_batch_delete(b, key, kn);
+		rc = fs_batch_del(fs, b, key, kn);
 	}
 	/* data: extents (pass 0) and allocated ranges (1); then the xattrs (2) */
 	for (int pass = data ? 0 : 2; pass < 3 && !rc; pass++) {
 		kn = pass == 2   ? schema_key_xattr_prefix(key, ino)
 		     : pass == 1 ? schema_key_alloc_prefix(key, ino)
 		                 : schema_key_extent_prefix(key, ino);
-		rc = fs_scan(fs, locked, key, kn, 0, drop_key, b);
+		rc = fs_scan(fs, locked, key, kn, 0, drop_key, &d);
 	}
 	return rc;
 }
@@ -280,7 +291,6 @@ int inode_batch_drop(struct mwfs *fs, struct engine_batch *b, uint64_t ino, bool
 int inode_batch_put(struct mwfs *fs, struct engine_batch *b, const struct inode *ip)
 {
 	mw_mutex_assert_held(&fs->mu);
-	(void)fs;
 	uint8_t key[SCHEMA_KEY_MAX];
 	uint8_t rec[SCHEMA_INODE_LEN + 4096];
 	if (ip->gone)
@@ -292,18 +302,29 @@ int inode_batch_put(struct mwfs *fs, struct engine_batch *b, const struct inode 
 	a.size = S_ISREG(a.mode) ? ip->rec_size : a.size;
 	size_t kn = schema_key_inode(key, ip->ino);
 	size_t rn = schema_inode_encode(&a, ip->target, tlen, rec);
-	return engine_batch_put(b, key, kn, rec, rn);
+	return fs_batch_put(fs, b, key, kn, rec, rn);
 }
 
 /*
- * Apply b (non-waiting) and remember its ticket in the n inodes touched
- * (fs->mu held).  Returns the engine's error unchanged.
+ * Apply b (non-waiting) to its region's engine and remember its ticket in the n inodes
+ * touched (fs->mu held).  Returns the engine's error unchanged.
  */
 int inode_commit(struct mwfs *fs, struct engine_batch *b, struct inode **ips, size_t n)
 {
 	mw_mutex_assert_held(&fs->mu);
+	bool xdev = false;
+	struct fs_region *r = fs_batch_region(fs, b, &xdev);
+	assert(r && !xdev);
+	if (!r)
+		return -EINVAL; /* not the thread's batch (fs_batch()) */
+	if (xdev)
+		return -EXDEV; /* a key of another region was refused: never half a change */
+	if (!r->writer)
+		return -EROFS;
+	for (size_t i = 0; i < n; i++)
+		assert(!ips[i] || fs_ino_rid(ips[i]->ino) == r->rid);
 	uint64_t t = 0;
-	int rc = engine_write(fs->e, b, ENGINE_NOWAIT, &t); /* room was waited for before fs->mu */
+	int rc = engine_write(r->e, b, ENGINE_NOWAIT, &t); /* room was waited for before fs->mu */
 	if (rc)
 		return rc; /* the engine logged why it refuses (a stopped writer), once */
 	for (size_t i = 0; i < n; i++)
@@ -317,13 +338,13 @@ int inode_commit(struct mwfs *fs, struct engine_batch *b, struct inode **ips, si
  * -ENOMEM.  Nothing to free: an uncommitted tx is simply dropped, after
  * inode_tx_undo() if its inodes were changed.
  */
-int inode_tx_begin(struct mwfs *fs, struct inode_tx *tx)
+int inode_tx_begin(struct mwfs *fs, struct inode_tx *tx, uint64_t ino)
 {
 	mw_mutex_assert_held(&fs->mu);
 	tx->fs = fs;
 	tx->n = 0;
-	tx->b = fs_batch(fs);
-	return tx->b ? 0 : -ENOMEM;
+	tx->b = NULL;
+	return fs_batch(fs, ino, &tx->b);
 }
 
 void inode_tx_begin_on(struct mwfs *fs, struct inode_tx *tx, struct engine_batch *b)
@@ -382,26 +403,39 @@ int inode_tx_commit(struct inode_tx *tx, int rc)
 }
 
 /*
- * Allocate a new inode number and an in-memory inode with one reference
- * (fs->mu held).  Queues a superblock update into b when a new range of
- * numbers is taken.  The caller fills ip->a and commits b; on failure it
- * sets ip->gone and calls inode_put().
+ * Allocate a new inode number in parent's region and an in-memory inode with one reference
+ * (fs->mu held).  Queues the region's superblock update into b when a new range of numbers
+ * is taken.  The caller fills ip->a and commits b; on failure it sets ip->gone and calls
+ * inode_put().
  */
-int inode_new(struct mwfs *fs, struct engine_batch *b, uint32_t mode, struct inode **out)
+int inode_new(struct mwfs *fs, struct engine_batch *b, uint64_t parent, uint32_t mode,
+              struct inode **out)
 {
 	mw_mutex_assert_held(&fs->mu);
+	struct fs_region *r = fs_region_of(fs, parent);
 	int rc;
-	if (fs->next_ino >= fs->ino_limit) {
-		struct schema_super sb = {SCHEMA_VERSION, fs->cs, fs->ino_limit + MWFS_INO_RANGE};
+	if (!r)
+		return -ENOENT;
+	/* b is a batch of that region: its superblock goes to that engine */
+	assert(fs_batch_region(fs, b, NULL) == r);
+	if (fs_batch_region(fs, b, NULL) != r)
+		return -EXDEV;
+	/* the first number past the region's range (region 0: 2^40) */
+	uint64_t end = ((uint64_t)r->rid + 1) << FS_REGION_SHIFT;
+	if (r->next_ino >= end)
+		return -ENOSPC;
+	if (r->next_ino >= r->ino_limit) {
+		uint64_t limit = r->ino_limit + MWFS_INO_RANGE;
+		struct schema_super sb = {SCHEMA_VERSION, fs->cs, limit < end ? limit : end};
 		uint8_t key[4], val[SCHEMA_SUPER_LEN];
 		size_t kn = schema_key_super(key);
 		schema_super_encode(&sb, val);
-		rc = engine_batch_put(b, key, kn, val, sizeof(val));
+		rc = fs_batch_put(fs, b, key, kn, val, sizeof(val));
 		if (rc)
 			return rc;
-		fs->ino_limit = sb.next_ino;
+		r->ino_limit = sb.next_ino;
 	}
-	struct inode *ip = inode_alloc(fs->next_ino);
+	struct inode *ip = inode_alloc(r->next_ino);
 	if (!ip)
 		return -ENOMEM;
 	rc = table_insert(fs, ip);
@@ -409,7 +443,7 @@ int inode_new(struct mwfs *fs, struct engine_batch *b, uint32_t mode, struct ino
 		inode_free(ip);
 		return rc;
 	}
-	fs->next_ino++;
+	r->next_ino++;
 	ip->refs = 1;
 	ip->alloc = EXT_ALLOC_NONE; /* a new inode has no allocated range to look for */
 	ip->a.mode = mode;
@@ -434,7 +468,8 @@ static void maybe_evict(struct mwfs *fs, struct inode *ip)
 {
 	if (ip->nlookup || ip->nopen || ip->refs || ip->ino == SCHEMA_ROOT_INO)
 		return;
-	if (ip->a.nlink == 0 && !ip->gone && !fs->o.read_only && !reclaim_queue(fs, ip->ino))
+	if (ip->a.nlink == 0 && !ip->gone && fs_region_writes(fs, ip->ino) &&
+	    !reclaim_queue(fs, ip->ino))
 		log_warn("reclaiming inode %llu: out of memory (stays an orphan until the next "
 		         "mount)",
 		         (unsigned long long)ip->ino);
@@ -449,12 +484,14 @@ static void maybe_evict(struct mwfs *fs, struct inode *ip)
  */
 static int reclaim_one(struct mwfs *fs, uint64_t ino)
 {
-	struct engine_batch *b = fs_batch(fs);
+	struct engine_batch *b = NULL;
 	struct engine_batch_mark m;
-	int rc = b ? inode_batch_drop(fs, b, ino, true, false) : -ENOMEM;
+	int rc = fs_batch(fs, ino, &b);
+	if (!rc)
+		rc = inode_batch_drop(fs, b, ino, true, false);
 	if (!rc) {
 		engine_batch_get_mark(b, &m);
-		rc = engine_wait_room(fs->e, m.bytes + FS_META_ROOM);
+		rc = engine_wait_room(fs_eng(fs, ino), m.bytes + FS_META_ROOM);
 	}
 	if (rc)
 		return rc;
@@ -476,18 +513,19 @@ static int reclaim_one(struct mwfs *fs, uint64_t ino)
  * held): the scans run before the lock; under it every inode is checked to
  * be still unused.  If one is in use again (rare: a handle opened it by
  * number), the batch is dropped and each inode goes through reclaim_one(),
- * which skips that one.  0 or the error (the inodes then stay orphans).
+ * which skips that one.  The inodes are of one region (n >= 1).  0 or the error (the
+ * inodes then stay orphans).
  */
 static int reclaim_batch(struct mwfs *fs, const uint64_t *inos, size_t n)
 {
-	struct engine_batch *b = fs_batch(fs);
+	struct engine_batch *b = NULL;
 	struct engine_batch_mark m;
-	int rc = b ? 0 : -ENOMEM;
+	int rc = fs_batch(fs, inos[0], &b);
 	for (size_t i = 0; !rc && i < n; i++)
 		rc = inode_batch_drop(fs, b, inos[i], true, false);
 	if (!rc) {
 		engine_batch_get_mark(b, &m);
-		rc = engine_wait_room(fs->e, m.bytes + FS_META_ROOM);
+		rc = engine_wait_room(fs_eng(fs, inos[0]), m.bytes + FS_META_ROOM);
 	}
 	if (rc)
 		return rc;
@@ -517,7 +555,7 @@ static int reclaim_batch(struct mwfs *fs, const uint64_t *inos, size_t n)
 }
 
 /*
- * Drain the reclaim queue, RECLAIM_BATCH inodes per commit.  The write-buffer
+ * Drain the reclaim queue, RECLAIM_BATCH inodes of one region per commit.  The write-buffer
  * flusher calls it on every pass (100 ms by default), so a handler that lets
  * an unlinked inode go (unlink, rename, forget, release) only queues it: an
  * `rm -r` of many files costs one commit per batch for the records, not one
@@ -531,8 +569,15 @@ void inode_reclaim_queued(struct mwfs *fs)
 	while (atomic_load(&fs->reclaim_queued)) {
 		size_t n = 0;
 		mw_mutex_lock(&fs->mu);
-		while (n < RECLAIM_BATCH && fs->reclaim_n)
-			inos[n++] = fs->reclaim[--fs->reclaim_n];
+		/* the newest's region: a batch commits in one region (fs_batch()) */
+		uint32_t rid = fs->reclaim_n ? fs_ino_rid(fs->reclaim[fs->reclaim_n - 1]) : 0;
+		for (size_t i = fs->reclaim_n; i-- > 0 && n < RECLAIM_BATCH;) {
+			if (fs_ino_rid(fs->reclaim[i]) != rid)
+				continue;
+			inos[n++] = fs->reclaim[i];
+			/* every entry after i was looked at already: the last may move into i */
+			fs->reclaim[i] = fs->reclaim[--fs->reclaim_n];
+		}
 		atomic_store(&fs->reclaim_queued, fs->reclaim_n);
 		mw_mutex_unlock(&fs->mu);
 		if (!n)
@@ -589,10 +634,9 @@ void inode_forget(struct mwfs *fs, uint64_t ino, uint64_t n)
 }
 
 /*
- * Reclaim every orphan that is not open (fs->mu NOT held): at mount (after a
- * crash nothing is open) and at unmount.
+ * Reclaim every orphan of region r that is not open (fs->mu NOT held).
  */
-int inode_reclaim_orphans(struct mwfs *fs)
+static int reclaim_orphans(struct mwfs *fs, struct fs_region *r)
 {
 	uint8_t key[SCHEMA_KEY_MAX], end[SCHEMA_KEY_MAX];
 	key[0] = SCHEMA_TAG_ORPHAN;
@@ -601,7 +645,7 @@ int inode_reclaim_orphans(struct mwfs *fs)
 	size_t n = 0, cap = 0, done = 0;
 	struct engine_iter *it = NULL;
 	int rc;
-	for (rc = engine_iter_new(fs->e, key, 1, end, en, &it); !rc && engine_iter_valid(it);
+	for (rc = engine_iter_new(r->e, key, 1, end, en, &it); !rc && engine_iter_valid(it);
 	     engine_iter_next(it)) {
 		size_t kn;
 		const uint8_t *k = engine_iter_key(it, &kn);
@@ -615,15 +659,39 @@ int inode_reclaim_orphans(struct mwfs *fs)
 		rc = engine_iter_status(it);
 	engine_iter_free(it);
 	for (size_t i = 0; !rc && i < n; i++) {
+		if (fs_ino_rid(inos[i]) != r->rid) {
+			/* a key of another region in this engine: not ours to delete */
+			log_warn("region %u: orphan mark of inode %llu of region %u; left alone",
+			         r->rid, (unsigned long long)inos[i], fs_ino_rid(inos[i]));
+			continue;
+		}
 		rc = reclaim_one(fs, inos[i]);
 		done += rc == 0;
 		rc = rc > 0 ? 0 : rc;
 	}
 	if (n)
-		log_info("reclaimed %zu of %zu orphan inode(s): %s", done, n,
-		         rc ? strerror(-rc) : "ok");
+		log_info("reclaimed %zu of %zu orphan inode(s)%s: %s", done, n,
+		         r->rid ? " of a region" : "", rc ? strerror(-rc) : "ok");
 	free(inos);
 	return rc;
+}
+
+/*
+ * Reclaim every orphan that is not open, in every region this mount writes (fs->mu NOT
+ * held): at mount (after a crash nothing is open), after a take, and at unmount.
+ */
+int inode_reclaim_orphans(struct mwfs *fs)
+{
+	int first = 0;
+	unsigned n = atomic_load_explicit(&fs->nreg, memory_order_acquire);
+	for (unsigned i = 0; i < n; i++) {
+		if (!fs->reg[i].writer)
+			continue;
+		int rc = reclaim_orphans(fs, &fs->reg[i]);
+		if (rc && !first)
+			first = rc;
+	}
+	return first;
 }
 
 /* Free every in-memory inode (at close; no handler runs any more). */

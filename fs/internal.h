@@ -113,10 +113,58 @@ struct fs_gate {
 
 #define FS_DGEN_SLOTS 64 /* entries of mwfs.dgen */
 
+/*
+ * Regions (docs/REGIONS.md, "Routing in fs/").  A region is an inode-number range with an
+ * engine of its own: ino = rid << FS_REGION_SHIFT | n.  Region 0 is the store as before
+ * regions (root 1); every key of an inode ('I', 'E', 'A', 'X', 'O' ino) lives in the region
+ * of that inode, a directory entry ('D' parent name) in its parent's, and each region's
+ * engine has its own superblock ('S') with the next inode number of its range.
+ */
+#define FS_REGION_SHIFT 40
+#define FS_REGIONS_MAX 64 /* entries of mwfs.reg */
+
+/* The region of inode number ino. */
+static inline uint32_t fs_ino_rid(uint64_t ino)
+{
+	return (uint32_t)(ino >> FS_REGION_SHIFT);
+}
+
+/*
+ * The region engine key k (kn bytes) belongs to: that of the inode number after the tag
+ * (a directory entry's is its parent's).  -1 for the superblock ('S', one per region's
+ * engine: it belongs to whichever region's engine it is written to) or a key too short.
+ */
+static inline int64_t fs_key_rid(const uint8_t *k, size_t kn)
+{
+	if (kn < 9 || k[0] == SCHEMA_TAG_SUPER)
+		return -1;
+	uint64_t ino = 0;
+	for (int i = 1; i < 9; i++)
+		ino = ino << 8 | k[i];
+	return fs_ino_rid(ino);
+}
+
+/*
+ * One region of the mount's table (mwfs.reg): its engine and what this mount does with it.
+ * An entry is filled by fs_region_add() before it is published (mwfs.nreg) and never
+ * removed while the mount runs.  e, writer and ff change only while every request is held
+ * at the gate (mode.c's switch and release, with the region's hooks stopped), so requests
+ * and background threads read them without a lock.
+ */
+struct fs_region {
+	uint32_t rid;        /* region id (immutable) */
+	struct engine *e;    /* its engine, borrowed (the mount command opens and closes it) */
+	bool writer;         /* this mount writes it (else it follows it, or a ro mount reads) */
+	struct fsfollow *ff; /* a following engine's hooks (follow.c), else NULL */
+	uint64_t next_ino;   /* next inode number to hand out in it; fs->mu */
+	uint64_t ino_limit;  /* its superblock's next_ino (persisted bound); fs->mu */
+};
+
 struct mwfs {
-	struct engine *e;    /* borrowed */
-	struct mwfs_opts o;  /* options */
-	uint32_t cs;         /* chunk size (superblock) */
+	struct fs_region reg[FS_REGIONS_MAX]; /* the regions this mount knows (fs_region_add()) */
+	atomic_uint nreg;                     /* entries of reg in use; only grows */
+	struct mwfs_opts o;                   /* options */
+	uint32_t cs;                          /* chunk size (superblock) */
 	struct mw_mutex mu;  /* see the file comment; mw_mutex_assert_held() checks it */
 	struct inode **htab; /* inode hash table; fs->mu */
 	/*
@@ -128,8 +176,6 @@ struct mwfs {
 	uint64_t dgen[FS_DGEN_SLOTS];
 	uint64_t dgen_all;
 	size_t hsize, hcount;    /* buckets (power of two), entries; fs->mu */
-	uint64_t next_ino;       /* next inode number to hand out; fs->mu */
-	uint64_t ino_limit;      /* superblock next_ino (persisted bound); fs->mu */
 	struct fuse_session *se; /* NULL until mwfs_mount() */
 	bool mounted;
 	struct mw_hist fsync_hist;  /* time of fsync and fsyncdir requests (lock-free, hist.h) */
@@ -138,7 +184,6 @@ struct mwfs {
 	struct readahead *ra;       /* read-ahead threads and in-flight loads (readahead.c) */
 	struct flusher *wbf;        /* puts write buffers left partly filled (data.c) */
 	atomic_uint outage_readers; /* requests waiting out a store outage (fs_retry()) */
-	struct fsfollow *ff;        /* read-only mount of a follower: what it applied (follow.c) */
 	struct mw_mutex refresh_mu; /* one follow_refresh() at a time (before fs->mu) */
 	struct fsnotify *nf; /* kernel cache invalidations (notify.c); NULL on a plain ro mount */
 	uint64_t *reclaim;   /* unlinked inodes whose records wait to go (inode.c); fs->mu */
@@ -150,11 +195,49 @@ struct mwfs {
 	atomic_uint_fast64_t noio_retries;
 };
 
+/* The table entry of region rid, or NULL when the mount does not know it.  No lock. */
+static inline struct fs_region *fs_region_get(struct mwfs *fs, uint32_t rid)
+{
+	unsigned n = atomic_load_explicit(&fs->nreg, memory_order_acquire);
+	for (unsigned i = 0; i < n; i++)
+		if (fs->reg[i].rid == rid)
+			return &fs->reg[i];
+	return NULL;
+}
+
+/*
+ * The region of inode ino in fs's table, or NULL when the mount does not know that region
+ * (an inode number of a region it has no engine for: callers answer -ENOENT).  No lock.
+ */
+static inline struct fs_region *fs_region_of(struct mwfs *fs, uint64_t ino)
+{
+	return fs_region_get(fs, fs_ino_rid(ino));
+}
+
+/*
+ * The engine of ino's region.  Only for an inode the mount knows the region of (one the
+ * table holds, or a key of one); NULL otherwise.  No lock.
+ */
+static inline struct engine *fs_eng(struct mwfs *fs, uint64_t ino)
+{
+	struct fs_region *r = fs_region_of(fs, ino);
+	return r ? r->e : NULL;
+}
+
+/* Does this mount write ino's region (false: it follows it, a ro mount, or unknown)? */
+static inline bool fs_region_writes(struct mwfs *fs, uint64_t ino)
+{
+	struct fs_region *r = fs_region_of(fs, ino);
+	return r && r->writer;
+}
+
 /* Per-thread scratch, reused across requests (avoids a malloc per read). */
 struct tls {
 	uint8_t *buf; /* read reply / general buffer */
 	size_t cap;
 	struct engine_batch *b; /* reusable batch */
+	struct fs_region *breg; /* the region b belongs to (fs_batch()) */
+	bool bxdev;             /* a key of another region was refused: b is not committed */
 };
 
 /* ---- common.c ------------------------------------------------------------ */
@@ -173,10 +256,32 @@ struct tls *fs_tls(struct mwfs *fs);
  */
 uint8_t *fs_tls_buf(struct mwfs *fs, size_t n);
 /*
- * The calling thread's engine batch, emptied; valid until its next
- * fs_batch().  NULL on allocation failure.  No lock.
+ * The calling thread's engine batch, emptied, for a change of the region of inode ino (a
+ * directory entry's: the parent's), into *out; valid until the thread's next fs_batch().
+ * Every key goes in through fs_batch_put() and its siblings, which refuse a key of another
+ * region, and inode_commit() writes it to that region's engine: a batch never spans two
+ * regions (each is its own engine, with no transaction across them).  0, -ENOMEM, or
+ * -ENOENT (a region this mount does not know).  No lock.
  */
-struct engine_batch *fs_batch(struct mwfs *fs);
+int fs_batch(struct mwfs *fs, uint64_t ino, struct engine_batch **out);
+/*
+ * The region b belongs to: the thread's batch as fs_batch() bound it, else NULL.  No lock.
+ * *xdev (may be NULL) tells whether a key of another region was refused since.
+ */
+struct fs_region *fs_batch_region(struct mwfs *fs, const struct engine_batch *b, bool *xdev);
+/*
+ * engine_batch_put(), _delete(), _put_ref() and _put_borrowed() of the thread's batch b
+ * (fs_batch()), after checking that key belongs to b's region (fs_key_rid(); the
+ * superblock belongs to any).  A key of another region is a bug: it asserts, and in a
+ * release build returns -EXDEV and marks b so that inode_commit() refuses it too.
+ */
+int fs_batch_put(struct mwfs *fs, struct engine_batch *b, const uint8_t *key, size_t kn,
+                 const void *val, size_t vn);
+int fs_batch_del(struct mwfs *fs, struct engine_batch *b, const uint8_t *key, size_t kn);
+int fs_batch_put_ref(struct mwfs *fs, struct engine_batch *b, const uint8_t *key, size_t kn,
+                     const struct engine_ref *ref, uint64_t off, uint64_t len);
+int fs_batch_put_borrowed(struct mwfs *fs, struct engine_batch *b, const uint8_t *key, size_t kn,
+                          const void *val, size_t vn);
 /*
  * fsck.c: iterate the engine keys with one-byte prefix tag, calling fn(arg, key, klen,
  * value, vlen, vrc) for each: the value is read only when want_value (vrc: that read's
@@ -195,18 +300,19 @@ int fs_scan_tag(struct engine *e, uint8_t tag, bool want_value, fs_scan_fn fn, v
 int fs_err(int rc);
 
 /*
- * May the mount change anything now?  0; -EROFS on a read-only mount; or
- * the writer's sticky error: fenced by a newer writer (-ESTALE) or a commit
- * that failed for good (-EIO), which fs_err() answers as EIO.  Every
- * handler that changes something asks this first, so that once the writer
- * stopped every write, create, open for writing, close of a written file,
- * fsync, mkdir, rename, unlink, setattr, xattr change... fails at once,
- * instead of being taken into memory and lost at the next commit.
+ * May the mount change the region of inode ino now?  0; -EROFS when this mount does not
+ * write that region (a read-only mount, a region another mount holds, one it does not
+ * know); or the region's writer's sticky error: fenced by a newer writer (-ESTALE) or a
+ * commit that failed for good (-EIO), which fs_err() answers as EIO.  Every handler that
+ * changes something asks this first (for the inode whose keys it changes: a directory
+ * entry's parent), so that once the writer stopped every write, create, open for writing,
+ * close of a written file, fsync, mkdir, rename, unlink, setattr, xattr change... fails at
+ * once, instead of being taken into memory and lost at the next commit.
  */
-int fs_writable(struct mwfs *fs);
+int fs_writable(struct mwfs *fs, uint64_t ino);
 /*
- * fs_read_super(): read and decode the superblock of e into *sb.  0, -ENOENT (no filesystem
- * yet), -EPROTONOSUPPORT (a format version this code does not know; logged,
+ * fs_read_super(): read and decode the superblock of e (one region's engine) into *sb.  0, -ENOENT
+ * (no filesystem yet), -EPROTONOSUPPORT (a format version this code does not know; logged,
  * sb->version filled), -EUCLEAN (corrupt; logged) or the engine's error.
  */
 int fs_read_super(struct engine *e, struct schema_super *sb);
@@ -263,8 +369,9 @@ bool fs_all_zero(const uint8_t *p, size_t n);
  */
 int fs_retry(struct mwfs *fs, bool wait, int (*once)(void *), void *arg);
 /*
- * engine_prefetch() of key before fs->mu is taken, waiting out an outage
- * within fs_retry()'s bound.  0, -ENOENT or the store's error.
+ * engine_prefetch() of key (on the engine of its region, fs_key_rid()) before fs->mu is
+ * taken, waiting out an outage within fs_retry()'s bound.  0, -ENOENT (also: a region
+ * this mount does not know) or the store's error.
  */
 int fs_warm_key(struct mwfs *fs, const uint8_t *key, size_t kn);
 
@@ -319,20 +426,52 @@ void fs_gate_destroy(struct fs_gate *g);
 void fs_gate_enter(struct fs_gate *g);
 void fs_gate_leave(struct fs_gate *g);
 /*
- * At the start of a request that changes the tree, before it takes any lock: on a
- * read-write mount that follows another mount's writes (fs->o.take set and the
- * mount read-only inside), take the store over if its holder let go of it, and switch
- * to the writer engine (mode.c).  The caller asks fs_writable() next, as always: it
- * says -EROFS while the store is still held.
+ * At the start of a request that changes the region of inode ino, before it takes any
+ * lock: on a read-write mount that follows that region (fs->o.take set and the region
+ * not written here), take the region over if its holder let go of it, and switch the
+ * region to the writer engine (mode.c).  The caller asks fs_writable() next, as always:
+ * it says -EROFS while the region is still held.
  */
-void fs_want_write(struct mwfs *fs);
+void fs_want_write(struct mwfs *fs, uint64_t ino);
 /*
- * `memwalfs region release`, from a request's thread (inside the gate, no lock held): the
- * writing mount commits everything, lets the store go and follows it (mwfs_opts.release).
- * 0, -EINVAL (this mount does not write the store), -ENOTSUP (no hook) or the error that
- * kept it writing.
+ * `memwalfs region release` of region rid, from a request's thread (inside the gate, no
+ * lock held): the mount commits everything, lets the region go and follows it
+ * (mwfs_opts.release).  0, -EINVAL (this mount does not write it), -ENOTSUP (no hook) or
+ * the error that kept it writing.
  */
-int fs_release(struct mwfs *fs);
+int fs_release(struct mwfs *fs, uint32_t rid);
+
+/* ---- region.c: the table of regions and the rules between them -------------- */
+
+/*
+ * Add region rid, on engine e (borrowed: it must outlive fs, or be replaced by the switch
+ * first), to fs's table: writer when this mount writes it.  Reads the region's superblock
+ * (its next inode number; the chunk size must be the mount's).  Called by mwfs_open() for
+ * region 0, and by the mount for each further region it writes or follows, before the
+ * region's inodes are used; callable while requests run (the entry is published last).
+ * 0, -EEXIST (rid is in the table), -ENOSPC (table full), -EINVAL (rid out of range, or
+ * another chunk size), or fs_read_super()'s error.
+ */
+int fs_region_add(struct mwfs *fs, uint32_t rid, struct engine *e, bool writer);
+
+/*
+ * The rules of operations across regions (pure: inode numbers in, an errno out).  Each
+ * region is its own engine, and a batch commits in one (fs_batch()), so an operation whose
+ * keys would land in two regions is refused before anything changes: EXDEV for rename and
+ * link (the kernel's answer to a move across filesystems: mv copies and unlinks), EBUSY
+ * for removing a region's root (its inode lives in the child region, its entry in the
+ * parent's: a mount point, as the kernel answers rmdir of one).  0 when allowed; with one
+ * region they never refuse.  A region root is recognised by its number only: an inode of
+ * another region than the directory that names it.
+ *
+ * rename: the source's parent, the destination's parent, the inode moved, the inode
+ * replaced (0: none); exchange: the destination's inode moves too (same rule).
+ */
+int fs_region_rename(uint64_t parent, uint64_t newparent, uint64_t ino, uint64_t target);
+/* link of inode ino into directory newparent. */
+int fs_region_link(uint64_t ino, uint64_t newparent);
+/* unlink or rmdir of name in parent naming inode ino. */
+int fs_region_unlink(uint64_t parent, uint64_t ino);
 
 /*
  * notify.c: one thread per mount that tells the kernel to drop what it caches (never from a
@@ -372,12 +511,13 @@ void fsnotify_counts(struct fsnotify *nf, struct fsnotify_counts *c);
 void fsnotify_stop(struct fsnotify *nf); /* joins the thread; accepts NULL */
 
 /*
- * follow.c: on a read-only mount of a following engine, what the follower applied is queued
- * for the notify thread (fs->nf, started first with follow_refresh as its hook).  start:
- * registers with the engine (engine_follow_set_fn); stop: unregisters (accepts NULL).
+ * follow.c: on a region of a following engine, what the follower applied is queued for the
+ * notify thread (fs->nf, started first with follow_refresh as its hook).  start: registers
+ * with region r's engine (engine_follow_set_fn), *out goes to r->ff; stop: unregisters
+ * (accepts NULL).
  */
 struct fsfollow;
-int fsfollow_start(struct mwfs *fs, struct fsfollow **out);
+int fsfollow_start(struct mwfs *fs, struct fs_region *r, struct fsfollow **out);
 void fsfollow_stop(struct fsfollow *ff);
 /*
  * Around a read of file data on a follower mount (no-ops on other mounts), so that a read
@@ -389,27 +529,33 @@ void fsfollow_stop(struct fsfollow *ff);
  * FSFOLLOW_READ_TRIES overlapped tries the last one holds publishes out.  No lock held.
  *
  *	struct fsfollow_read fr;
- *	fsfollow_read_begin(fs, &fr);
- *	do { read } while (!fsfollow_read_done(fs, &fr));
+ *	fsfollow_read_begin(fs, ino, &fr);
+ *	do { read } while (!fsfollow_read_done(&fr));
+ *
+ * The hooks are those of ino's region (none: a region this mount writes).
  */
 #define FSFOLLOW_READ_TRIES 4
 struct fsfollow_read {
-	uint64_t pubs;  /* publishes begun and ended when the try started (even) */
-	unsigned tries; /* tries a publish overlapped */
-	bool locked;    /* the last try holds the gate shared */
+	struct fsfollow *ff; /* the region's hooks, or NULL (no-ops) */
+	uint64_t pubs;       /* publishes begun and ended when the try started (even) */
+	unsigned tries;      /* tries a publish overlapped */
+	bool locked;         /* the last try holds the gate shared */
 };
-void fsfollow_read_begin(struct mwfs *fs, struct fsfollow_read *r);
-bool fsfollow_read_done(struct mwfs *fs, struct fsfollow_read *r);
+void fsfollow_read_begin(struct mwfs *fs, uint64_t ino, struct fsfollow_read *r);
+bool fsfollow_read_done(struct fsfollow_read *r);
 /*
  * Reload the record of ino into its table entry, if the table holds it (fs->mu not held).
- * Returns 1 when the table holds it (the kernel may cache it), else 0.
+ * Returns 1 when the table holds it (the kernel may cache it), else 0.  An inode of a
+ * region this mount writes is not read again (its table entry is ahead of the engine).
  */
 int follow_refresh(struct mwfs *fs, uint64_t ino);
 
 /*
- * The record of ino (malloc()ed into *val, *vn bytes), as engine_get(); on a read-only
- * mount read at one engine_seq(), which *seq gets (0 on a writable mount).  locked: the
- * caller holds fs->mu, and the record comes from memory or -EWOULDBLOCK (fs_get_locked()).
+ * The record of ino (malloc()ed into *val, *vn bytes), as engine_get() of its region's
+ * engine; in a region this mount does not write, read at one engine_seq(), which *seq
+ * gets (0 in a written one).  -ENOENT also for a region this mount does not know.  locked:
+ * the caller holds fs->mu, and the record comes from memory or -EWOULDBLOCK
+ * (fs_get_locked()); else any lock.
  */
 int inode_record_get(struct mwfs *fs, uint64_t ino, bool locked, void **val, size_t *vn,
                      uint64_t *seq);
@@ -460,12 +606,15 @@ int inode_warm(struct mwfs *fs, uint64_t ino);
 /* Drop n kernel lookups of ino (FUSE forget); the inode may be dropped.  fs->mu held. */
 void inode_forget(struct mwfs *fs, uint64_t ino, uint64_t n);
 /*
- * Allocate a new inode number and an in-memory inode of mode with one
- * reference into *out (fs->mu held); queues a superblock update into b when
- * a new range of numbers is taken.  The caller fills ip->a and commits b; on
- * failure it sets ip->gone and calls inode_put().  0 or -errno.
+ * Allocate a new inode number in the region of directory parent (so that every region is a
+ * connected subtree) and an in-memory inode of mode with one reference into *out (fs->mu
+ * held); queues that region's superblock update into b (a batch of that region) when a new
+ * range of numbers is taken.  The caller fills ip->a and commits b; on failure it sets
+ * ip->gone and calls inode_put().  0, -ENOSPC (the region's range is used up), -ENOENT
+ * (a region this mount does not know) or -errno.
  */
-int inode_new(struct mwfs *fs, struct engine_batch *b, uint32_t mode, struct inode **out);
+int inode_new(struct mwfs *fs, struct engine_batch *b, uint64_t parent, uint32_t mode,
+              struct inode **out);
 /*
  * Queue ip's inode record into b (nothing for an inode whose records are
  * gone).  fs->mu held.  0, -ENAMETOOLONG (a symlink target over 4096
@@ -480,8 +629,10 @@ int inode_batch_put(struct mwfs *fs, struct engine_batch *b, const struct inode 
  */
 int inode_batch_drop(struct mwfs *fs, struct engine_batch *b, uint64_t ino, bool data, bool locked);
 /*
- * Apply b (without waiting for durability) and remember its ticket in the n
- * inodes ips (fs->mu held).  Returns the engine's error unchanged.
+ * Apply b, the thread's batch (fs_batch()), to the engine of its region (without waiting
+ * for durability) and remember its ticket in the n inodes ips (fs->mu held).  -EXDEV if a
+ * key of another region was refused on the way, -EROFS if this mount does not write the
+ * region, else the engine's error unchanged.
  */
 int inode_commit(struct mwfs *fs, struct engine_batch *b, struct inode **ips, size_t n);
 /*
@@ -509,11 +660,12 @@ struct inode_tx {
 	uint64_t rec_size[INODE_TX_MAX];     /* ip[i]->rec_size before the change */
 };
 /*
- * Start tx on the thread's batch (fs_batch(); fs->mu held).  0 or -ENOMEM.
- * Nothing to free: an uncommitted tx is dropped, after inode_tx_undo() if
- * its inodes were changed.
+ * Start tx on the thread's batch (fs_batch() for the region of inode ino: the inode the
+ * change is about, a directory entry's parent; fs->mu held).  0, -ENOMEM or -ENOENT.
+ * Nothing to free: an uncommitted tx is dropped, after inode_tx_undo() if its inodes were
+ * changed.
  */
-int inode_tx_begin(struct mwfs *fs, struct inode_tx *tx);
+int inode_tx_begin(struct mwfs *fs, struct inode_tx *tx, uint64_t ino);
 /* inode_tx_begin() on b, a batch (fs_batch()) that already holds data changes. */
 void inode_tx_begin_on(struct mwfs *fs, struct inode_tx *tx, struct engine_batch *b);
 /*

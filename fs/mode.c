@@ -1,27 +1,31 @@
 /*
- * mode.c - a read-write mount that follows, and its switch to writing.
+ * mode.c - a read-write mount that follows a region, and its switch to writing it.
  *
- * A read-write mount of a store that another live mount holds (docs/REGIONS.md,
- * "Holders and leases") starts on a following engine, read-only inside
- * (fs->o.read_only) though the kernel mount is read-write: reads are served as on a
- * follower, every change fails with EROFS.  fs->o.take is then set: at the first
- * change asked for (fs_want_write(), at the start of each changing request, before
- * it takes any lock), the mount command's hook decides from what it knows of the
- * holder, without store I/O, whether the store can be taken (its holder released it,
- * unmounted, or died and its lease ran out); if so it opens a writer engine on it
- * (the epoch claim, the replay of everything the old holder made durable), and the
- * mount switches to that engine without unmounting:
+ * Each region of the mount's table (region.c) is written by this mount or followed.  A
+ * read-write mount of a region that another live mount holds (docs/REGIONS.md, "Holders
+ * and leases") has the region on a following engine (region->writer false; for region 0
+ * the mount starts with fs->o.read_only set, though the kernel mount is read-write):
+ * reads are served as on a follower, every change of the region fails with EROFS.
+ * fs->o.take is then set: at the first change of the region asked for
+ * (fs_want_write(), at the start of each changing request, before it takes any lock),
+ * the mount command's hook decides from what it knows of the holder, without store
+ * I/O, whether the region can be taken (its holder released it, unmounted, or died and
+ * its lease ran out); if so it opens a writer engine on it (the epoch claim, the replay
+ * of everything the old holder made durable), and the mount switches the region to that
+ * engine without unmounting:
  *
  *   1. the gate every FUSE request passes (pool.c) closes: new requests wait at it,
  *      and the switch waits for those inside to finish (the request that asked for
- *      the take left the gate before calling the hook);
- *   2. the follower's hooks stop (follow.c, the notify thread), read-ahead pauses;
- *   3. fs->e becomes the writer engine, fs->o.read_only false, the inode numbers to
- *      hand out come from its superblock (the old holder's unused range is skipped,
- *      as after a crash);
- *   4. every inode the table holds is read again from the new engine (its state is
- *      at least as new as the follower's: the writer replayed the whole WAL); one
- *      whose record is gone is kept gone with nlink 0, as a follower keeps it;
+ *      the take left the gate before calling the hook): the whole mount is quiesced,
+ *      whichever region switches;
+ *   2. the region's follower hooks stop (follow.c), and the notify thread; read-ahead
+ *      pauses;
+ *   3. the region's engine becomes the writer engine (region->e, region->writer), the
+ *      inode numbers to hand out in it come from its superblock (the old holder's
+ *      unused range is skipped, as after a crash);
+ *   4. every inode of the region the table holds is read again from the new engine (its
+ *      state is at least as new as the follower's: the writer replayed the whole WAL);
+ *      one whose record is gone is kept gone with nlink 0, as a follower keeps it;
  *   5. the notify thread starts again as a writer's, is told that everything changed
  *      (the kernel drops what it caches of every inode), the write-buffer flusher
  *      starts, read-ahead goes on, the gate opens;
@@ -97,12 +101,47 @@ static void gate_open(struct fs_gate *g)
 	mw_mutex_unlock(&g->mu);
 }
 
+/* Is any region of fs followed (its hooks running)? */
+static bool any_followed(struct mwfs *fs)
+{
+	unsigned n = atomic_load_explicit(&fs->nreg, memory_order_acquire);
+	for (unsigned i = 0; i < n; i++)
+		if (fs->reg[i].ff)
+			return true;
+	return false;
+}
+
+/* Does this mount write any region? */
+static bool any_written(struct mwfs *fs)
+{
+	unsigned n = atomic_load_explicit(&fs->nreg, memory_order_acquire);
+	for (unsigned i = 0; i < n; i++)
+		if (fs->reg[i].writer)
+			return true;
+	return false;
+}
+
 /*
- * Step 4: every inode of the table from fs->e, which just became the writer's.  The gate
- * is closed: no request runs, the follower's hooks and read-ahead are stopped, so the
- * records are read without fs->mu (store I/O) and put in under it.
+ * The notify thread of the mount again (stopped: fs->nf NULL), with the follower's refresh
+ * hook when follow (a region is followed), told that everything changed.  Started before
+ * a region's follower hooks, which queue for it.
  */
-static void refresh_all(struct mwfs *fs)
+static int notify_restart(struct mwfs *fs, bool follow)
+{
+	int rc = fsnotify_start(fs, follow ? follow_refresh : NULL, &fs->nf);
+	if (!rc) {
+		fsnotify_session(fs->nf, fs->se);
+		fsnotify_all(fs->nf);
+	}
+	return rc;
+}
+
+/*
+ * Step 4: every inode of region rid in the table from its engine, which just became
+ * another one.  The gate is closed: no request runs, the follower's hooks and read-ahead
+ * are stopped, so the records are read without fs->mu (store I/O) and put in under it.
+ */
+static void refresh_all(struct mwfs *fs, uint32_t rid)
 {
 	uint64_t *inos = NULL;
 	size_t n = 0;
@@ -111,7 +150,8 @@ static void refresh_all(struct mwfs *fs)
 	inos = malloc((fs->hcount ? fs->hcount : 1) * sizeof(*inos));
 	for (size_t i = 0; inos && i < fs->hsize; i++)
 		for (struct inode *ip = fs->htab[i]; ip; ip = ip->hnext)
-			inos[n++] = ip->ino;
+			if (fs_ino_rid(ip->ino) == rid)
+				inos[n++] = ip->ino;
 	mw_mutex_unlock(&fs->mu);
 	if (!inos) {
 		log_err("switching engines: no memory to refresh the inode table; "
@@ -148,31 +188,30 @@ static void refresh_all(struct mwfs *fs)
 	log_info("switching engines: %zu inodes read again, %zu of them removed", changed, gone);
 }
 
-/* Steps 1-5; returns the engine used before (the caller closes it). */
-static struct engine *switch_to(struct mwfs *fs, struct engine *ne, const struct schema_super *sb)
+/* Steps 1-5 for region r; returns the engine it used before (the caller closes it). */
+static struct engine *switch_to(struct mwfs *fs, struct fs_region *r, struct engine *ne,
+                                const struct schema_super *sb)
 {
 	gate_close(&fs->gate);
-	fsfollow_stop(fs->ff);
-	fs->ff = NULL;
+	fsfollow_stop(r->ff);
+	r->ff = NULL;
 	fsnotify_stop(fs->nf);
 	fs->nf = NULL;
 	ra_pause(fs->ra, true);
-	struct engine *old = fs->e;
-	fs->e = ne;
-	fs->o.read_only = false;
+	struct engine *old = r->e;
+	r->e = ne;
+	r->writer = true;
 	mw_mutex_lock(&fs->mu);
-	fs->next_ino = fs->ino_limit = sb->next_ino;
+	r->next_ino = r->ino_limit = sb->next_ino;
 	mw_mutex_unlock(&fs->mu);
-	refresh_all(fs);
+	refresh_all(fs, r->rid);
 	ra_pause(fs->ra, false);
-	int rc = fsnotify_start(fs, NULL, &fs->nf);
+	int rc = notify_restart(fs, any_followed(fs));
 	if (rc)
 		log_err("switching to the writer: no notify thread (%s): the kernel may keep "
 		        "stale attributes until they expire",
 		        strerror(-rc));
-	fsnotify_session(fs->nf, fs->se);
-	fsnotify_all(fs->nf);
-	rc = data_flusher_start(fs, fs->o.wb_flush_ms, &fs->wbf);
+	rc = fs->wbf ? 0 : data_flusher_start(fs, fs->o.wb_flush_ms, &fs->wbf);
 	if (rc)
 		log_err("switching to the writer: no write-buffer flusher (%s): partly written "
 		        "chunks are put at close or fsync only",
@@ -181,16 +220,17 @@ static struct engine *switch_to(struct mwfs *fs, struct engine *ne, const struct
 	return old;
 }
 
-/* Take the store over if the hook can; fs->take_mu serializes takes.  No lock held. */
-static void take(struct mwfs *fs)
+/* Take region rid over if the hook can; fs->take_mu serializes takes.  No lock held. */
+static void take(struct mwfs *fs, uint32_t rid)
 {
 	mw_mutex_lock(&fs->take_mu);
-	if (!fs->o.read_only || !fs->o.take) {
+	struct fs_region *r = fs_region_get(fs, rid);
+	if (!r || r->writer || !fs->o.take) {
 		mw_mutex_unlock(&fs->take_mu);
 		return;
 	}
 	struct engine *ne = NULL;
-	int rc = fs->o.take(fs->o.take_arg, &ne);
+	int rc = fs->o.take(fs->o.take_arg, rid, &ne);
 	if (rc) {
 		mw_mutex_unlock(&fs->take_mu);
 		return; /* still held (the hook logs who holds it, once) */
@@ -201,12 +241,12 @@ static void take(struct mwfs *fs)
 		/* a store reformatted under us: nothing here refers to the same inodes */
 		log_err("taking the store over: its superblock %s; staying a follower",
 		        rc ? strerror(-rc) : "changed (another chunk size)");
-		fs->o.taken(fs->o.take_arg, ne, NULL); /* closes the writer: it took nothing */
+		fs->o.taken(fs->o.take_arg, rid, ne, NULL); /* closes the writer: it took nothing */
 		mw_mutex_unlock(&fs->take_mu);
 		return;
 	}
-	struct engine *old = switch_to(fs, ne, &sb);
-	fs->o.taken(fs->o.take_arg, old, ne);
+	struct engine *old = switch_to(fs, r, ne, &sb);
+	fs->o.taken(fs->o.take_arg, rid, old, ne);
 	log_info("this mount writes the store now (it followed another mount's writes until "
 	         "that mount let go of it)");
 	mw_mutex_unlock(&fs->take_mu);
@@ -216,12 +256,13 @@ static void take(struct mwfs *fs)
 		         strerror(-rc));
 }
 
-void fs_want_write(struct mwfs *fs)
+void fs_want_write(struct mwfs *fs, uint64_t ino)
 {
-	if (!fs->o.read_only || !fs->o.take)
+	struct fs_region *r = fs_region_of(fs, ino);
+	if (!r || r->writer || !fs->o.take)
 		return;
 	fs_gate_leave(&fs->gate);
-	take(fs);
+	take(fs, r->rid);
 	fs_gate_enter(&fs->gate);
 }
 
@@ -230,11 +271,12 @@ void fs_want_write(struct mwfs *fs)
  * and made durable first; the hook opens the follower before it closes the writer, so a
  * failure leaves the mount writing as it was.
  */
-static int release(struct mwfs *fs)
+static int release(struct mwfs *fs, uint32_t rid)
 {
 	mw_mutex_lock(&fs->take_mu);
-	if (fs->o.read_only || !fs->o.release) {
-		int rc = fs->o.read_only ? -EINVAL : -ENOTSUP;
+	struct fs_region *r = fs_region_get(fs, rid);
+	if (!r || !r->writer || !fs->o.release) {
+		int rc = !r || !r->writer ? -EINVAL : -ENOTSUP;
 		mw_mutex_unlock(&fs->take_mu);
 		return rc;
 	}
@@ -243,17 +285,18 @@ static int release(struct mwfs *fs)
 	fs->wbf = NULL;
 	int rc = data_flush_all(fs);
 	if (!rc)
-		rc = engine_sync(fs->e);
+		rc = engine_sync(r->e);
 	struct engine *fe = NULL;
 	if (!rc) {
 		ra_pause(fs->ra, true);
 		fsnotify_stop(fs->nf);
 		fs->nf = NULL;
-		rc = fs->o.release(fs->o.take_arg, fs->e, &fe);
+		rc = fs->o.release(fs->o.take_arg, rid, r->e, &fe);
 	}
 	if (rc) {
 		log_err("region release: %s; this mount goes on writing the store", strerror(-rc));
-		if (!fs->nf && fsnotify_start(fs, NULL, &fs->nf) == 0)
+		if (!fs->nf &&
+		    fsnotify_start(fs, any_followed(fs) ? follow_refresh : NULL, &fs->nf) == 0)
 			fsnotify_session(fs->nf, fs->se);
 		ra_pause(fs->ra, false);
 		if (data_flusher_start(fs, fs->o.wb_flush_ms, &fs->wbf))
@@ -262,19 +305,18 @@ static int release(struct mwfs *fs)
 		mw_mutex_unlock(&fs->take_mu);
 		return rc;
 	}
-	fs->e = fe;
-	fs->o.read_only = true;
-	refresh_all(fs);
-	rc = fsnotify_start(fs, follow_refresh, &fs->nf);
-	if (!rc) {
-		fsnotify_session(fs->nf, fs->se);
-		fsnotify_all(fs->nf);
-		rc = fsfollow_start(fs, &fs->ff);
-	}
+	r->e = fe;
+	r->writer = false;
+	refresh_all(fs, rid);
+	rc = notify_restart(fs, true);
+	if (!rc)
+		rc = fsfollow_start(fs, r, &r->ff);
 	if (rc)
 		log_err("region release: the follower's hooks did not start (%s): the kernel may "
 		        "keep stale attributes until they expire",
 		        strerror(-rc));
+	if (any_written(fs) && data_flusher_start(fs, fs->o.wb_flush_ms, &fs->wbf))
+		log_err("region release: no write-buffer flusher any more");
 	ra_pause(fs->ra, false);
 	gate_open(&fs->gate);
 	mw_mutex_unlock(&fs->take_mu);
@@ -283,15 +325,15 @@ static int release(struct mwfs *fs)
 	return 0;
 }
 
-int fs_release(struct mwfs *fs)
+int fs_release(struct mwfs *fs, uint32_t rid)
 {
 	fs_gate_leave(&fs->gate);
-	int rc = release(fs);
+	int rc = release(fs, rid);
 	fs_gate_enter(&fs->gate);
 	return rc;
 }
 
 struct engine *mwfs_engine(struct mwfs *fs)
 {
-	return fs->e;
+	return fs->reg[0].e;
 }

@@ -266,7 +266,7 @@ int ra_start(struct mwfs *fs, unsigned nthreads, uint64_t window, struct readahe
 	ra->fs = fs;
 	ra->window = window;
 	struct engine_stats es;
-	engine_get_stats(fs->e, &es);
+	engine_get_stats(fs->reg[0].e, &es);       /* region 0's disk cache: the mount's options */
 	ra->fill_max = es.disk_cache_capacity / 4; /* a disk cache holds it with room to spare */
 	mw_mutex_init(&ra->mu);
 	pthread_cond_init(&ra->work, NULL);

@@ -19,7 +19,7 @@ size_t mwfs_stats_format(struct mwfs *fs, char *buf, size_t len)
 	uint64_t pre, waited;
 	struct fsnotify_counts nc;
 	fsnotify_counts(fs->nf, &nc);
-	size_t n = engine_stats_format(fs->e, buf, len);
+	size_t n = engine_stats_format(fs->reg[0].e, buf, len); /* region 0's, for now */
 	ra_counts(fs->ra, &pre, &waited);
 	char tail[256];
 	int w = snprintf(
@@ -34,6 +34,6 @@ size_t mwfs_stats_format(struct mwfs *fs, char *buf, size_t len)
 		snprintf(buf + n, len - n, "%s", tail);
 	n += w > 0 ? (size_t)w : 0;
 	if (fs->o.hold_stats && n < len)
-		n += fs->o.hold_stats(fs->o.take_arg, buf + n, len - n);
+		n += fs->o.hold_stats(fs->o.take_arg, 0, buf + n, len - n);
 	return n;
 }

@@ -47,6 +47,42 @@ static bool is_stats(fuse_ino_t ino, const char *name)
 	        !strcmp(name, MWFS_RELEASE_XATTR));
 }
 
+/*
+ * MWFS_SYNC_XATTR: every write buffer into its engine, then every region this mount writes
+ * committed, durable and still in the store (not after it lost objects).  0 or the first
+ * error.
+ */
+static int sync_all(struct mwfs *fs)
+{
+	unsigned n = atomic_load_explicit(&fs->nreg, memory_order_acquire);
+	bool any = false;
+	for (unsigned i = 0; i < n; i++)
+		any = any || fs->reg[i].writer;
+	int rc = any ? data_flush_all(fs) : 0;
+	for (unsigned i = 0; i < n && !rc; i++) {
+		if (!fs->reg[i].writer)
+			continue;
+		rc = engine_sync(fs->reg[i].e);
+		if (!rc)
+			rc = engine_check_store(fs->reg[i].e);
+	}
+	return rc;
+}
+
+/*
+ * MWFS_REGIONS_XATTR: the hook's text of each region of the table, then of the mount
+ * (mwfs_opts.regions), into buf (len bytes).  Returns its length (at most len).
+ */
+static size_t regions_text(struct mwfs *fs, char *buf, size_t len)
+{
+	size_t n = 0;
+	unsigned nreg = atomic_load_explicit(&fs->nreg, memory_order_acquire);
+	for (unsigned i = 0; i <= nreg && n < len; i++)
+		n += fs->o.regions(fs->o.take_arg, i < nreg ? fs->reg[i].rid : MWFS_RID_MOUNT,
+		                   buf + n, len - n);
+	return n < len ? n : len;
+}
+
 static void reply_value(fuse_req_t req, const void *val, size_t vn, size_t size)
 {
 	if (size == 0)
@@ -64,8 +100,8 @@ static void reply_value(fuse_req_t req, const void *val, size_t vn, size_t size)
 static int check_change(struct mwfs *fs, fuse_ino_t ino, const char *name, size_t size, int flags)
 {
 	size_t nlen = strlen(name);
-	fs_want_write(fs); /* a following mount takes the store if it can (no lock held) */
-	int rc = fs_writable(fs);
+	fs_want_write(fs, ino); /* a following mount takes the region if it can (no lock held) */
+	int rc = fs_writable(fs, ino);
 	if (rc)
 		return rc;
 	if (nlen == 0 || nlen > SCHEMA_XATTR_NAME_MAX)
@@ -79,7 +115,7 @@ static int check_change(struct mwfs *fs, fuse_ino_t ino, const char *name, size_
 	if (unsupported(name))
 		return -EOPNOTSUPP;
 	/* wait for backpressure and read what change() reads before fs->mu (op_warm() in dir.c) */
-	rc = engine_wait_room(fs->e, size + nlen + FS_META_ROOM);
+	rc = engine_wait_room(fs_eng(fs, ino), size + nlen + FS_META_ROOM);
 	if (!rc)
 		rc = inode_warm(fs, ino);
 	if (!rc) {
@@ -131,12 +167,12 @@ static int change(struct mwfs *fs, fuse_ino_t ino, const char *name, bool remove
 			rc = check_exists(fs, key, kn, flags);
 	} while (fs_miss_retry(fs, &rc));
 	if (!rc)
-		rc = inode_tx_begin(fs, &tx);
+		rc = inode_tx_begin(fs, &tx, ino);
 	if (!rc) {
 		inode_tx_add(&tx, ip);
 		fs_touch(&ip->a, false, false, true);
-		rc = remove ? engine_batch_delete(tx.b, key, kn)
-		            : engine_batch_put(tx.b, key, kn, value, size);
+		rc = remove ? fs_batch_del(fs, tx.b, key, kn)
+		            : fs_batch_put(fs, tx.b, key, kn, value, size);
 		rc = inode_tx_commit(&tx, rc);
 	}
 	inode_put(fs, ip);
@@ -168,15 +204,7 @@ void xattr_get(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 		return;
 	}
 	if (is_stats(ino, name) && !strcmp(name, MWFS_SYNC_XATTR)) {
-		int rc = 0;
-		if (!fs->o.read_only) {
-			rc = data_flush_all(fs);
-			if (!rc)
-				rc = engine_sync(fs->e);
-			/* durable, and still in the store: not after it lost objects */
-			if (!rc)
-				rc = engine_check_store(fs->e);
-		}
+		int rc = sync_all(fs);
 		if (rc)
 			fuse_reply_err(req, fs_err(rc));
 		else
@@ -185,9 +213,11 @@ void xattr_get(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 	}
 	if (is_stats(ino, name) && !strcmp(name, MWFS_HANDOVER_XATTR)) {
 		/* buffers first: the hold refuses their later flush too */
-		int rc = fs->o.read_only ? -EROFS : data_flush_all(fs);
+		struct fs_region *r =
+		    &fs->reg[0]; /* a takeover is of region 0 (tools/takeover.c) */
+		int rc = r->writer ? data_flush_all(fs) : -EROFS;
 		if (!rc)
-			rc = engine_handover(fs->e, MWFS_HANDOVER_MS);
+			rc = engine_handover(r->e, MWFS_HANDOVER_MS);
 		if (rc)
 			fuse_reply_err(req, fs_err(rc));
 		else
@@ -195,9 +225,10 @@ void xattr_get(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 		return;
 	}
 	if (is_stats(ino, name) && !strcmp(name, MWFS_FENCE_XATTR)) {
-		int rc = fs->o.read_only ? -EROFS : engine_check_epoch(fs->e);
+		struct fs_region *r = &fs->reg[0];
+		int rc = r->writer ? engine_check_epoch(r->e) : -EROFS;
 		if (rc == 0)
-			rc = engine_handover(fs->e, 0); /* still ours: take changes again */
+			rc = engine_handover(r->e, 0); /* still ours: take changes again */
 		if (rc == -ESTALE)
 			reply_value(req, "fenced\n", 7, size);
 		else if (rc == 0)
@@ -207,7 +238,7 @@ void xattr_get(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 		return;
 	}
 	if (is_stats(ino, name) && !strcmp(name, MWFS_RELEASE_XATTR)) {
-		int rc = fs_release(fs);
+		int rc = fs_release(fs, 0); /* region 0 for now */
 		if (rc)
 			fuse_reply_err(req, rc == -EINVAL ? EINVAL : fs_err(rc));
 		else
@@ -216,7 +247,7 @@ void xattr_get(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 	}
 	if (is_stats(ino, name) && !strcmp(name, MWFS_REGIONS_XATTR)) {
 		char *buf = (char *)fs_tls_buf(fs, 65536);
-		size_t n = buf && fs->o.regions ? fs->o.regions(fs->o.take_arg, buf, 65536) : 0;
+		size_t n = buf && fs->o.regions ? regions_text(fs, buf, 65536) : 0;
 		if (!buf)
 			fuse_reply_err(req, ENOMEM);
 		else if (!fs->o.regions)
@@ -249,7 +280,7 @@ void xattr_get(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 	int rc = inode_check(fs, ino);
 	if (!rc) {
 		size_t kn = schema_key_xattr(key, ino, name, nlen);
-		rc = engine_get(fs->e, key, kn, &val, &vn);
+		rc = engine_get(fs_eng(fs, ino), key, kn, &val, &vn);
 		if (rc == -ENOENT)
 			rc = -ENODATA;
 	}
@@ -270,8 +301,8 @@ void xattr_list(fuse_req_t req, fuse_ino_t ino, size_t size)
 	size_t kn = schema_key_xattr_prefix(key, ino);
 	size_t en = schema_prefix_end(key, kn, end);
 	struct engine_iter *it = NULL;
-	if (!rc)
-		rc = engine_iter_new(fs->e, key, kn, end, en, &it);
+	if (!rc) /* the inode exists: its region is known */
+		rc = engine_iter_new(fs_eng(fs, ino), key, kn, end, en, &it);
 	for (; !rc && engine_iter_valid(it); engine_iter_next(it)) {
 		size_t n;
 		const uint8_t *k = engine_iter_key(it, &n);

@@ -145,12 +145,17 @@ int hold_held(struct hold *h, struct engine *e)
 	return region_held(h->l, 0, h->a->eo.claim_epoch);
 }
 
-/* mwfs_opts.take: the store, if its holder let go of it (no store I/O until then). */
-static int take(void *arg, struct engine **writer)
+/*
+ * mwfs_opts.take: the store (region 0, the only one this mount opens so far), if its holder
+ * let go of it (no store I/O until then).
+ */
+static int take(void *arg, uint32_t rid, struct engine **writer)
 {
 	struct hold *h = arg;
 	struct holder_info hi;
 	char w[2048];
+	if (rid != 0)
+		return -EROFS;
 	int rc = region_holder_cached(h->l, 0, &hi);
 	if ((rc || hi.state == HOLDER_LIVE || hi.state == HOLDER_UNSURE) && look_allowed(h))
 		rc = region_holder(h->l, 0, &hi); /* look again: a clean unmount frees it at once */
@@ -201,10 +206,11 @@ static int take(void *arg, struct engine **writer)
 	return 0;
 }
 
-/* mwfs_opts.taken: close the engine the mount no longer uses. */
-static void taken(void *arg, struct engine *done, struct engine *now)
+/* mwfs_opts.taken: close the engine the mount no longer uses (region 0's). */
+static void taken(void *arg, uint32_t rid, struct engine *done, struct engine *now)
 {
 	struct hold *h = arg;
+	(void)rid; /* take() takes region 0 only */
 	if (now) {
 		h->e = now;
 		h->a->eo.read_only = false;
@@ -235,10 +241,12 @@ static struct engine_opts follower_opts(const struct mount_args *a)
 	return eo;
 }
 
-/* mwfs_opts.release: follow the store instead of writing it. */
-static int release(void *arg, struct engine *writer, struct engine **follower)
+/* mwfs_opts.release: follow the store (region 0) instead of writing it. */
+static int release(void *arg, uint32_t rid, struct engine *writer, struct engine **follower)
 {
 	struct hold *h = arg;
+	if (rid != 0)
+		return -EINVAL;
 	struct engine_opts eo = follower_opts(h->a);
 	eo.disk_cache_dir = NULL; /* the writer holds it until it is closed */
 	int rc = engine_open(h->st, &eo, follower);
@@ -276,8 +284,11 @@ static void ago(double s, char *buf, size_t n)
 		snprintf(buf, n, "%.1f h", s / 3600);
 }
 
-/* mwfs_opts.regions: what `memwalfs region list MNT` prints. */
-static size_t regions(void *arg, char *buf, size_t len)
+/*
+ * mwfs_opts.regions: what `memwalfs region list MNT` prints of region rid (region 0: the
+ * only one this mount opens so far), or of the mount itself (MWFS_RID_MOUNT).
+ */
+static size_t regions(void *arg, uint32_t rid, char *buf, size_t len)
 {
 	struct hold *h = arg;
 	struct holder_info hi;
@@ -291,8 +302,16 @@ static size_t regions(void *arg, char *buf, size_t len)
 		if (k_ > 0)                                                                        \
 			n += (size_t)k_;                                                           \
 	} while (0)
-	engine_get_stats(h->e, &es);
 	region_lease_get_stats(h->l, &ls);
+	if (rid == MWFS_RID_MOUNT) {
+		OUT("this mount: lease mounts/%s, %" PRIu64 " renewals, %" PRIu64
+		    " failed, %" PRIu64 " requests\n",
+		    region_lease_id(h->l), ls.renewals, ls.renew_failures, ls.requests);
+		return n < len ? n : len;
+	}
+	if (rid != 0)
+		return 0;
+	engine_get_stats(h->e, &es);
 	int rc = region_holder_cached(h->l, 0, &hi);
 	OUT("region 0 /\n");
 	if (rc && rc != -ENOENT)
@@ -319,17 +338,15 @@ static size_t regions(void *arg, char *buf, size_t len)
 		    hi.state == HOLDER_FREE || hi.state == HOLDER_DEAD ? "take the store over"
 		                                                       : "fail with EROFS");
 	}
-	OUT("this mount: lease mounts/%s, %" PRIu64 " renewals, %" PRIu64 " failed, %" PRIu64
-	    " requests\n",
-	    region_lease_id(h->l), ls.renewals, ls.renew_failures, ls.requests);
 #undef OUT
 	return n < len ? n : len;
 }
 
-/* mwfs_opts.hold_stats: the lease and the holder, as statistics lines. */
-static size_t hold_stats(void *arg, char *buf, size_t len)
+/* mwfs_opts.hold_stats: the lease and the holder (of region 0), as statistics lines. */
+static size_t hold_stats(void *arg, uint32_t rid, char *buf, size_t len)
 {
 	struct hold *h = arg;
+	(void)rid; /* region 0: the only one this mount opens so far */
 	struct region_lease_stats ls;
 	struct holder_info hi;
 	region_lease_get_stats(h->l, &ls);

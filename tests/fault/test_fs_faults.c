@@ -34,7 +34,7 @@ static bool wait_for(struct mwfs *fs, bool (*cond)(struct mwfs *), unsigned ms)
 
 static bool writer_stopped(struct mwfs *fs)
 {
-	return engine_write_error(fs->e) != 0;
+	return engine_write_error(fs->reg[0].e) != 0;
 }
 
 static bool never(struct mwfs *fs)
@@ -49,8 +49,8 @@ static struct inode *new_file(struct mwfs *fs)
 	struct inode_tx tx;
 	struct inode *ip = NULL;
 	mw_mutex_lock(&fs->mu);
-	assert_int_equal(inode_tx_begin(fs, &tx), 0);
-	assert_int_equal(inode_new(fs, tx.b, S_IFREG | 0644, &ip), 0);
+	assert_int_equal(inode_tx_begin(fs, &tx, SCHEMA_ROOT_INO), 0);
+	assert_int_equal(inode_new(fs, tx.b, SCHEMA_ROOT_INO, S_IFREG | 0644, &ip), 0);
 	inode_tx_add(&tx, ip);
 	assert_int_equal(inode_tx_commit(&tx, 0), 0);
 	mw_mutex_unlock(&fs->mu);
