@@ -25,8 +25,10 @@
  *   sst/       every table it lists;
  *   pack/      the packs this writer committed at positions not yet covered.
  *
- * A missing object is then only declared after the engine's state has not
- * moved meanwhile (the same manifest version): a flush or a compaction that
+ * A missing object is then only declared after a HEAD of it says it is gone
+ * (a listing can lag: RGW right after a restart listed manifest/ without the
+ * manifest it had) and the engine's state has not moved meanwhile (the same
+ * manifest version): a flush or a compaction that
  * installs a new version between the snapshot and the listings makes the
  * check start over at the next interval.  Reads that find a pack or a table
  * missing (blob.c, read.c) and a GC pass that finds one the newest manifest
@@ -314,6 +316,24 @@ int watch_check(struct engine *e)
 	if (rc)
 		return rc;
 	rc = compare(e, &w, missing);
+	if (rc == 1) {
+		/*
+		 * A listing is not the last word: an S3 server right after its restart (RGW
+		 * under load, seen in fs_outage_s3) listed manifest/ without the manifest it
+		 * had.  The object itself is asked before a loss is declared.
+		 */
+		struct store_stat st;
+		int hr = store_head(e->st, missing, &st);
+		if (hr == 0) {
+			log_warn("engine: store check: a listing left out %s, which is there (the "
+			         "store's listing lagged): not a loss; checked again at the next "
+			         "interval",
+			         missing);
+			rc = 0;
+		} else if (hr != -ENOENT) {
+			rc = hr; /* not known: tried again at the next interval */
+		}
+	}
 	mw_mutex_lock(&e->mu);
 	e->stats.store_checks++;
 	if (rc < 0)
