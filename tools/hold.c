@@ -120,6 +120,22 @@ int hold_open(struct mount_args *a, struct store *st, struct hold **out)
 		free(h);
 		return rc;
 	}
+	/*
+	 * A store with regions: this mount follows some of them (the others' writes change the
+	 * sizes of files), and the kernel's writeback cache keeps a file's size of its own,
+	 * ignoring the one the daemon answers: no writeback cache (docs/REGIONS.md).
+	 */
+	rc = region_map_load(st, &h->map);
+	if (rc)
+		log_warn("%s: the region map does not load (%s): regions are found when met",
+		         a->store, strerror(-rc));
+	else if (h->map.n && a->fo.writeback) {
+		a->fo.writeback = false;
+		fprintf(stderr,
+		        "memwalfs: %s has %zu regions besides region 0: this mount follows those "
+		        "it does not write, without the kernel's writeback cache\n",
+		        a->store, h->map.n);
+	}
 	*out = h;
 	return 0;
 }

@@ -27,7 +27,10 @@
 
 struct hold;
 
-/* Open the mount's lease on st.  0, or -errno (printed). */
+/*
+ * Open the mount's lease on st and read the region map (a store with regions besides region
+ * 0 turns a->fo.writeback off).  0, or -errno (printed).
+ */
 int hold_open(struct mount_args *a, struct store *st, struct hold **out);
 /*
  * Take region 0 for writing (force: --takeover, fences a live holder).  0: taken, the

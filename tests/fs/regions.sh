@@ -3,8 +3,9 @@
 # daemons with run directories, machine ids and host names of their own stand for two machines
 # (as in holders.sh); only the store is shared.
 #  1. A mounts (holds region 0) and makes the regions /ra and /rb (`memwalfs region create`;
-#     /rb over an empty directory, whose mode it keeps), lets /rb go (`region release`), then
-#     writes into /ra; a second create of /ra fails, so does one over a file.
+#     /rb over an empty directory, whose mode it keeps), lets /rb go (`region release`),
+#     mounts again (now without the writeback cache: the store has regions), then writes
+#     into /ra (taking it again); a second create of /ra fails, so does one over a file.
 #  2. B mounts: it follows region 0 (A holds it) and finds /ra and /rb when it meets them;
 #     B's first change in /rb takes region rb (nobody holds it) and succeeds.
 #  3. Both write their own region (creates, appends, renames inside the region, fsync'd
@@ -79,6 +80,12 @@ expect_err "already a region" "a second region create of /ra" "$MW" region creat
 expect_err "not a directory" "region create over a file" "$MW" region create "$a/top"
 [ "$(stat -c %i "$a/ra")" -ge $((1 << 40)) ] || { echo "FAIL: /ra's inode $(stat -c %i "$a/ra") is of region 0"; exit 1; }
 "$MW" region release "$a/rb" # A follows /rb from now on: nobody holds it
+# A mount made before the store had regions keeps the kernel's writeback cache, which keeps
+# file sizes of its own: mounted again, A follows what it does not write without it
+grep -q "writeback cache" "$a.log" && { echo "FAIL: A said no writeback cache before regions"; exit 1; }
+mw_umount "$a"
+on A mw_mount_logged "$a" --lease 2
+grep -q "without the kernel's writeback cache" "$a.log" || { echo "FAIL: A remounted does not say that it has no writeback cache"; exit 1; }
 put "$a/ra/a1" a1
 mkdir "$a/ra/d" && put "$a/ra/d/a2" a2
 nlink=$(stat -c %h "$a")
