@@ -21,27 +21,7 @@
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh" "$1" "${2:-local}"
 
-MW_REAL=$MW
-MW=$WORK/mw-on
-cat >"$MW" <<'SH'
-#!/bin/sh
-[ -n "${MW_HOST:-}" ] || exec "$MW_REAL" "$@"
-exec unshare --uts sh -c 'hostname "$MW_HOST" && exec "$0" "$@"' "$MW_REAL" "$@"
-SH
-chmod +x "$MW"
-export MW_REAL
-on() {
-	local m=$1
-	shift
-	mkdir -p "$WORK/run-$m" && chmod 700 "$WORK/run-$m"
-	MEMWALFS_RUNDIR=$WORK/run-$m MW_HOST=machine-$m MEMWALFS_MACHINE_ID=machine-$m "$@"
-}
-# put PATH CONTENT: write PATH and fsync it
-put() {
-	python3 -c 'import os,sys
-fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-os.write(fd, sys.argv[2].encode()); os.fsync(fd); os.close(fd)' "$1" "$2"
-}
+. "$here/machines.sh" # on MACHINE CMD..., put PATH CONTENT
 # journal PATH N: append N fsync'd lines to PATH
 journal() {
 	python3 -c 'import os,sys
