@@ -553,6 +553,14 @@ static size_t regions(void *arg, uint32_t rid, char *buf, size_t len)
 	} while (0)
 	region_lease_get_stats(h->l, &ls);
 	if (rid == MWFS_RID_MOUNT) {
+		/* the map's regions this mount has not met yet (as of its copy of the map) */
+		pthread_mutex_lock(&h->mu);
+		for (size_t i = 0; i < h->map.n; i++)
+			if (!reg_get(h, h->map.v[i].rid))
+				OUT("region %u %s\n  not opened here yet (it is, when this mount "
+				    "first meets it)\n",
+				    h->map.v[i].rid, h->map.v[i].path);
+		pthread_mutex_unlock(&h->mu);
 		OUT("this mount: lease mounts/%s, %" PRIu64 " renewals, %" PRIu64
 		    " failed, %" PRIu64 " requests\n",
 		    region_lease_id(h->l), ls.renewals, ls.renew_failures, ls.requests);

@@ -5,7 +5,8 @@
 #  1. A mounts (holds region 0) and makes the regions /ra and /rb (`memwalfs region create`;
 #     /rb over an empty directory, whose mode it keeps), lets /rb go (`region release`),
 #     mounts again (now without the writeback cache: the store has regions), then writes
-#     into /ra (taking it again); a second create of /ra fails, so does one over a file.
+#     into /ra (taking it again); a second create of /ra fails, so does one over a file, and
+#     one by a user who may write the parent but does not own it (EPERM).
 #  2. B mounts: it follows region 0 (A holds it) and finds /ra and /rb when it meets them;
 #     B's first change in /rb takes region rb (nobody holds it) and succeeds.
 #  3. Both write their own region (creates, appends, renames inside the region, fsync'd
@@ -58,6 +59,12 @@ mkdir "$a/rb" && chmod 0750 "$a/rb"
 [ "$(stat -c %a "$a/rb")" = 750 ] || { echo "FAIL: /rb's mode $(stat -c %a "$a/rb"), not 750"; exit 1; }
 expect_err "already a region" "a second region create of /ra" "$MW" region create "$a/ra"
 expect_err "not a directory" "region create over a file" "$MW" region create "$a/top"
+# only root or the owner of the parent may make a region (a user who may write it: EPERM)
+mkdir "$a/pub" && chmod 0777 "$a/pub" # not sticky: the kernel lets others set user. xattrs
+expect_err "only root or the owner" "region create by another user in a shared directory" \
+	setpriv --reuid=65534 --regid=65534 --clear-groups "$MW_REAL" region create "$a/pub/x"
+[ ! -e "$a/pub/x" ] || { echo "FAIL: a refused region create left $a/pub/x"; exit 1; }
+rmdir "$a/pub"
 [ "$(stat -c %i "$a/ra")" -ge $((1 << 40)) ] || { echo "FAIL: /ra's inode $(stat -c %i "$a/ra") is of region 0"; exit 1; }
 "$MW" region release "$a/rb" # A follows /rb from now on: nobody holds it
 # A mount made before the store had regions keeps the kernel's writeback cache, which keeps
