@@ -285,8 +285,9 @@ static void discover(struct mwfs *fs, uint32_t rid)
 	int rc = fs->o.region_open(fs->o.take_arg, rid, &e, &writer);
 	if (rc) {
 		mw_mutex_unlock(&fs->take_mu);
-		log_warn("region %u: not opened (%s); its inodes read as missing", rid,
-		         strerror(-rc));
+		if (rc != -ENOENT) /* not in the map: the hook said so, once */
+			log_warn("region %u: not opened (%s); its inodes read as missing", rid,
+			         strerror(-rc));
 		return;
 	}
 	gate_close(&fs->gate);

@@ -53,7 +53,9 @@ struct hold {
 	struct hreg regs[HOLD_REGIONS_MAX]; /* the regions this mount knows; mu */
 	unsigned nregs;                     /* entries of regs in use; mu */
 	struct region_map map;              /* the newest map seen; mu */
-	struct mwfs *fs;                    /* the filesystem, once open (metrics) */
+	uint32_t miss_rid;                  /* the last rid the map did not list; mu */
+	int64_t miss_ms;   /* when (monotonic): not looked up again for HOLD_MISS_MS; mu */
+	struct mwfs *fs;   /* the filesystem, once open (metrics) */
 	char said[17 + 8]; /* the holder (mount id and state) the last refusal named */
 	double looks;      /* take()'s looks left to spend (HOLD_LOOKS_PER_SEC) */
 	int64_t looks_ms;  /* when it was last refilled (monotonic) */
@@ -67,12 +69,25 @@ struct hold {
  */
 #define HOLD_LOOKS_PER_SEC 20
 
-/* May take() spend a look now (a token bucket)? */
-static bool look_allowed(struct hold *h)
+/*
+ * An inode number of a region the map does not list (an entry naming the root of a region
+ * whose create did not finish, or a damaged entry) is looked up in a new copy of the map at
+ * most once in this long, however often it is met.
+ */
+#define HOLD_MISS_MS 1000
+
+/* Now, in milliseconds of the monotonic clock. */
+static int64_t now_ms(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	int64_t now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* May take() spend a look now (a token bucket)? */
+static bool look_allowed(struct hold *h)
+{
+	int64_t now = now_ms();
 	h->looks += (double)(now - h->looks_ms) * HOLD_LOOKS_PER_SEC / 1000.0;
 	if (h->looks > HOLD_LOOKS_PER_SEC)
 		h->looks = HOLD_LOOKS_PER_SEC;
@@ -424,9 +439,12 @@ static int region_open(void *arg, uint32_t rid, struct engine **e, bool *writer)
 	pthread_mutex_lock(&h->mu);
 	bool known = region_map_find(&h->map, rid) != NULL;
 	bool have = reg_get(h, rid) != NULL;
+	bool missed = h->miss_ms && rid == h->miss_rid && now_ms() - h->miss_ms < HOLD_MISS_MS;
 	pthread_mutex_unlock(&h->mu);
 	if (have)
 		return -EEXIST;
+	if (!known && missed)
+		return -ENOENT;
 	if (!known) {
 		/* the map is polled with our copy unlocked: a copy of its version is enough */
 		struct region_map m = {0};
@@ -445,9 +463,16 @@ static int region_open(void *arg, uint32_t rid, struct engine **e, bool *writer)
 		}
 		pthread_mutex_unlock(&h->mu);
 		if (!known) {
-			log_warn("%s: an inode number of it was met, but the region map does not "
-			         "list it",
-			         s);
+			pthread_mutex_lock(&h->mu);
+			bool first = rid != h->miss_rid;
+			h->miss_rid = rid;
+			h->miss_ms = now_ms();
+			pthread_mutex_unlock(&h->mu);
+			if (first)
+				log_warn(
+				    "%s: an inode number of it was met, but the region map does "
+				    "not list it: it reads as missing",
+				    s);
 			return -ENOENT;
 		}
 	}
