@@ -9,6 +9,7 @@
 #     one by a user who may write the parent but does not own it (EPERM).
 #  2. B mounts: it follows region 0 (A holds it) and finds /ra and /rb when it meets them;
 #     B's first change in /rb takes region rb (nobody holds it) and succeeds.
+#     A makes /rc while B is mounted: B finds it (a file A writes in it shows at B).
 #  3. Both write their own region (creates, appends, renames inside the region, fsync'd
 #     journals); each sees the other's files within a deadline.
 #  4. A change by B in /ra or in / fails with EROFS and changes nothing; rename and link
@@ -86,6 +87,13 @@ t0=$(date +%s.%N)
 put "$b/rb/b1" b1
 echo "   B's first change in /rb took region rb in $(echo "$(date +%s.%N) - $t0" | bc) s"
 
+echo "-- 2b. a region A makes while B is mounted: B finds it when it meets it"
+"$MW" region create "$a/rc"
+put "$a/rc/c1" c1
+wait_file "$b/rc/c1" c1
+[ "$(stat -c %i "$b/rc")" = "$(stat -c %i "$a/rc")" ] || { echo "FAIL: /rc has another inode at B"; exit 1; }
+expect_err "Read-only file system" "create by B in /rc (held by A)" touch "$b/rc/nope"
+
 echo "-- 3. both write their own region; each sees the other's"
 for i in 1 2 3; do
 	put "$a/ra/fa$i" "a$i" && put "$b/rb/fb$i" "b$i"
@@ -162,11 +170,11 @@ echo "-- 7. after unmount, a new mount has every acknowledged write"
 "$MW" region list "$a"
 mw_umount "$a"
 on C mw_mount_logged "$c"
-for f in ra/a1 ra/d/a2 ra/d/fa1-moved rb/b1 rb/fb1-moved rb/last rb/after-b x-from-ra tree-from-ra/sub/f top; do
+for f in rc/c1 ra/a1 ra/d/a2 ra/d/fa1-moved rb/b1 rb/fb1-moved rb/last rb/after-b x-from-ra tree-from-ra/sub/f top; do
 	[ -e "$c/$f" ] || { echo "FAIL: $f is missing after the remount"; exit 1; }
 done
 [ "$(wc -l <"$c/ra/journal")" = 50 ] && [ "$(wc -l <"$c/rb/journal")" = 50 ] || { echo "FAIL: a journal is short after the remount"; exit 1; }
-[ "$(stat -c %h "$c")" = 5 ] || { echo "FAIL: the root's nlink $(stat -c %h "$c") after the remount"; exit 1; }
+[ "$(stat -c %h "$c")" = 6 ] || { echo "FAIL: the root's nlink $(stat -c %h "$c") after the remount"; exit 1; }
 mw_umount "$c"
 mw_fsck
 echo "PASS"
