@@ -578,7 +578,9 @@ void dir_region_create(fuse_req_t req, fuse_ino_t parent, const char *value, siz
 	rc = op_end(&op, rc);
 	if (!rc) /* store I/O: no lock held */
 		rc = fs->o.region_create(fs->o.take_arg, parent, name, path, &rid, &e);
-	if (!rc)
+	struct schema_super sb;
+	/* a resumed create (the hook found the region in the map) may be formatted already */
+	if (!rc && fs_read_super(e, &sb) == -ENOENT)
 		rc = fs_region_format(fs, e, rid, parent, ctx->uid, gid);
 	if (!rc)
 		rc = fs_region_add(fs, rid, e, true);

@@ -103,7 +103,9 @@ struct mwfs_opts {
 	 * root is name in directory parent (path: the root's path from the mount's root, for
 	 * people) to the region map, take it, and open a writer engine on its empty view:
 	 * 0 with *rid and *e (borrowed as for region_open), the engine not formatted yet (the
-	 * filesystem formats it); -EEXIST (the map lists a region of that name in parent);
+	 * filesystem formats it unless it has a superblock: a create that stopped before the
+	 * root's entry and is resumed, the map listing it already); -EEXIST (another mount
+	 * holds the region of that name in parent, making it now);
 	 * -errno.  Called from a request's thread, no lock held.  NULL: -ENOTSUP.
 	 */
 	int (*region_create)(void *arg, uint64_t parent, const char *name, const char *path,

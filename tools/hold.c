@@ -507,6 +507,20 @@ static int region_create(void *arg, uint64_t parent, const char *name, const cha
 	struct region_map m = {0}; /* region_map_add() lists the newest itself */
 	uint32_t r = 0;
 	int rc = region_map_add(h->st, &want, &m, &r);
+	const struct region_entry *was =
+	    rc == -EEXIST ? region_map_find_root(&m, parent, name) : NULL;
+	if (was) {
+		/*
+		 * The map has it, and the caller found no entry of that name: a create that
+		 * stopped before its entry (docs/REGIONS.md "Creating a region"), or one that
+		 * runs now elsewhere (its holder then refuses the acquire below).  Resumed.
+		 */
+		r = was->rid;
+		rc = 0;
+		log_warn("region create %s: region %u has that root in the map but no entry "
+		         "names it (a create that did not finish): resuming it",
+		         path, r);
+	}
 	if (rc) {
 		if (rc != -EEXIST)
 			log_err("region create %s: adding it to the region map: %s", path,
@@ -523,7 +537,7 @@ static int region_create(void *arg, uint64_t parent, const char *name, const cha
 	rc = region_acquire(h->l, r, false, &epoch, &prev);
 	if (rc) {
 		log_err("region create %s: taking region %u: %s", path, r, strerror(-rc));
-		return rc;
+		return was && rc == -EBUSY ? -EEXIST : rc; /* another mount makes it now */
 	}
 	struct store *view = NULL;
 	rc = reg_open(h, r, epoch, &view, e);

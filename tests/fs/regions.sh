@@ -7,6 +7,8 @@
 #     mounts again (now without the writeback cache: the store has regions), then writes
 #     into /ra (taking it again); a second create of /ra fails, so does one over a file, and
 #     one by a user who may write the parent but does not own it (EPERM).
+#     (local store) A map entry written by hand stands for a create that stopped after the
+#     map add: the same create resumes that region (/rd).
 #  2. B mounts: it follows region 0 (A holds it) and finds /ra and /rb when it meets them;
 #     B's first change in /rb takes region rb (nobody holds it) and succeeds.
 #     A makes /rc while B is mounted: B finds it (a file A writes in it shows at B).
@@ -78,6 +80,24 @@ put "$a/ra/a1" a1
 mkdir "$a/ra/d" && put "$a/ra/d/a2" a2
 nlink=$(stat -c %h "$a")
 [ "$nlink" = 4 ] || { echo "FAIL: the root's nlink $nlink, not 4"; exit 1; }
+
+if [ "$BACKEND" = local ]; then
+	echo "-- 1b. a create that stopped after the map entry (a crash): the same create resumes it"
+	ls "$STORE/regions" >"$WORK/versions"
+	v=$(($(wc -l <"$WORK/versions") + 1))
+	{
+		printf 'memwalfs-regions 1\nversion %d\nmax_rid 3\n' "$v"
+		grep '^region ' "$STORE/regions/$(tail -n 1 "$WORK/versions")"
+		printf 'region 3 root %d parent 1 name rd since 1767225600 path /rd\n' $(((3 << 40) | 1))
+	} >"$STORE/regions/$(printf %020d "$v")"
+	[ ! -e "$a/rd" ] || { echo "FAIL: /rd exists before its create"; exit 1; }
+	"$MW" region create "$a/rd"
+	grep -q "resuming it" "$a.log" || { echo "FAIL: the create of /rd did not resume region 3"; exit 1; }
+	[ "$(stat -c %i "$a/rd")" = $(((3 << 40) | 1)) ] || { echo "FAIL: /rd is not region 3's root"; exit 1; }
+	put "$a/rd/d1" d1
+else
+	"$MW" region create "$a/rd" && put "$a/rd/d1" d1
+fi
 
 echo "-- 2. B mounts: follows region 0, takes region rb at its first change"
 on B mw_mount_logged "$b" --lease 2
@@ -170,11 +190,11 @@ echo "-- 7. after unmount, a new mount has every acknowledged write"
 "$MW" region list "$a"
 mw_umount "$a"
 on C mw_mount_logged "$c"
-for f in rc/c1 ra/a1 ra/d/a2 ra/d/fa1-moved rb/b1 rb/fb1-moved rb/last rb/after-b x-from-ra tree-from-ra/sub/f top; do
+for f in rd/d1 rc/c1 ra/a1 ra/d/a2 ra/d/fa1-moved rb/b1 rb/fb1-moved rb/last rb/after-b x-from-ra tree-from-ra/sub/f top; do
 	[ -e "$c/$f" ] || { echo "FAIL: $f is missing after the remount"; exit 1; }
 done
 [ "$(wc -l <"$c/ra/journal")" = 50 ] && [ "$(wc -l <"$c/rb/journal")" = 50 ] || { echo "FAIL: a journal is short after the remount"; exit 1; }
-[ "$(stat -c %h "$c")" = 6 ] || { echo "FAIL: the root's nlink $(stat -c %h "$c") after the remount"; exit 1; }
+[ "$(stat -c %h "$c")" = 7 ] || { echo "FAIL: the root's nlink $(stat -c %h "$c") after the remount"; exit 1; }
 mw_umount "$c"
 mw_fsck
 echo "PASS"
