@@ -456,10 +456,11 @@ int fs_region_add(struct mwfs *fs, uint32_t rid, struct engine *e, bool writer);
 
 /*
  * The first records of new region rid on its empty writer engine e (`region create`),
- * durably, in one batch: its superblock (next_ino after the root, fs's chunk size) and its
- * root directory (rid << 40 | 1: 0755, nlink 2, owner uid:gid, parent parent) marked an
+ * durably, in one batch: its superblock (next_ino after the root, fs->cs as chunk size) and
+ * its root directory (rid << 40 | 1: 0755, nlink 2, owner uid:gid, parent parent) marked an
  * orphan ('O'), so that a crash before its entry in the parent region leaves a root that
- * nothing names.  No lock held (store I/O).  0 or the engine's error (logged).
+ * nothing names.  rid 0: a new filesystem (root 1, its own parent, no mark).  No lock held
+ * (store I/O).  0 or the engine's error (logged).
  */
 int fs_region_format(struct mwfs *fs, struct engine *e, uint32_t rid, uint64_t parent, uint32_t uid,
                      uint32_t gid);

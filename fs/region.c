@@ -85,12 +85,12 @@ static int write_now(struct engine *e, struct engine_batch *b, int rc)
 int fs_region_format(struct mwfs *fs, struct engine *e, uint32_t rid, uint64_t parent, uint32_t uid,
                      uint32_t gid)
 {
-	uint64_t root = (uint64_t)rid << FS_REGION_SHIFT | 1;
+	uint64_t root = rid ? (uint64_t)rid << FS_REGION_SHIFT | 1 : SCHEMA_ROOT_INO;
 	struct schema_super sb = {SCHEMA_VERSION, fs->cs, root + 1};
 	struct schema_inode ri;
 	uint8_t key[SCHEMA_KEY_MAX], val[SCHEMA_INODE_LEN];
 	struct engine_batch *b = NULL;
-	if (rid == 0 || rid > RID_MAX)
+	if (rid > RID_MAX)
 		return -EINVAL;
 	int rc = engine_batch_new(&b);
 	if (rc)
@@ -111,7 +111,7 @@ int fs_region_format(struct mwfs *fs, struct engine *e, uint32_t rid, uint64_t p
 		rc = engine_batch_put(b, key, kn, val, vn);
 	/* an orphan until its entry in the parent's region is durable (child first) */
 	kn = schema_key_orphan(key, root);
-	if (!rc)
+	if (!rc && rid)
 		rc = engine_batch_put(b, key, kn, "", 0);
 	rc = write_now(e, b, rc);
 	if (rc)
