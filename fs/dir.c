@@ -1089,7 +1089,6 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		size_t fit = size / 64 + 1; /* a direntplus is over 128 bytes */
 		for (size_t i = (size_t)off < 2 ? 2 : (size_t)off; !rc && i < d->n && fit;
 		     i++, fit--) {
-			fs_region_discover(fs, d->ents[i].ino);
 			rc = inode_warm(fs, d->ents[i].ino);
 			if (rc == -ENOENT)
 				rc = 0; /* removed since the snapshot: skipped below */
@@ -1117,8 +1116,13 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			struct fuse_entry_param e;
 			struct inode *ip = NULL;
 			memset(&e, 0, sizeof(e));
-			if (i < 2 || !current) {
-				/* the kernel takes no lookup on "." and ".." (nor on nodeid 0) */
+			if (i < 2 || !current || !fs_region_of(fs, de->ino)) {
+				/*
+				 * The kernel takes no lookup on "." and ".." (nor on nodeid 0).  An
+				 * inode of a region this mount has not opened yet (a region's root)
+				 * goes the same way: the kernel's lookup of the name opens it
+				 * (op_warm(), without d->mu and outside the gate).
+				 */
 				e.attr.st_ino = de->ino;
 				e.attr.st_mode = de->type;
 			} else {
