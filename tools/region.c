@@ -39,13 +39,13 @@ static void usage(FILE *f)
 	        "usage: memwalfs region list [store options] MOUNTPOINT|STORE\n"
 	        "       memwalfs region release MOUNTPOINT[/REGION-ROOT]\n"
 	        "       memwalfs region create MOUNTPOINT/PATH\n\n"
-	        "list: each region of the store (today one, region 0: the whole tree), the mount\n"
-	        "that writes it (host, pid, mount point, since when), whether it is alive (its\n"
-	        "lease), and, given a mount point, how far that mount is behind it.\n"
+	        "list: each region of the store (region 0, the tree outside the others, first):\n"
+	        "its root, the mount that writes it (host, pid, mount point, since when), whether\n"
+	        "it is alive (its lease), and, given a mount point, how far that mount is behind.\n"
 	        "release: the mount commits everything, lets the region go (region 0 for the\n"
-	        "mount point, else the region whose root is given) and follows it from then on "
-	        "(reads served, changes fail with EROFS while another mount writes it;\n"
-	        "the next change takes it again if nobody does).\n"
+	        "mount point, else the region whose root is given) and follows it from then on\n"
+	        "(reads served, changes fail with EROFS while another mount writes it; the next\n"
+	        "change takes it again if nobody does).\n"
 	        "create: PATH (a new name, or an empty directory, which is replaced) becomes the\n"
 	        "root of a new region, which the mount writes; its parent's region must be\n"
 	        "written by that mount.  Allowed to root and to the owner of PATH's parent.\n\n");
@@ -61,26 +61,22 @@ static ssize_t ask(const char *mnt, const char *name, char *buf, size_t n)
 	return r;
 }
 
-static int list_store(const char *url, const struct s3_opts *o)
+/* One region's holder as region_holder_peek() sees it. */
+static void print_peek(struct store *st, uint32_t rid, const char *path)
 {
-	struct store *st = NULL;
-	int rc = storeopt_open(url, o, STORE_OPEN_READ_ONLY, "region", &st);
-	if (rc)
-		return 1;
 	struct holder_info h;
-	rc = region_holder_peek(st, 0, &h);
-	store_close(st);
+	int rc = region_holder_peek(st, rid, &h);
+	printf("region %u %s\n", rid, path);
 	if (rc) {
-		fprintf(stderr, "memwalfs region: %s: %s\n", url, strerror(-rc));
-		return 1;
+		printf("  holder: not known (%s)\n", strerror(-rc));
+		return;
 	}
-	printf("region 0 /\n");
 	if (!h.mount[0]) {
 		printf("  holder: %s, epoch %" PRIu64 "\n",
 		       h.epoch ? "none recorded (written by an older memwalfs, or never claimed)"
 		               : "none (never written)",
 		       h.epoch);
-		return 0;
+		return;
 	}
 	char since[32] = "?";
 	time_t t = (time_t)h.since;
@@ -94,7 +90,25 @@ static int list_store(const char *url, const struct s3_opts *o)
 		printf(" (its lease of %u s was written %.0f s ago)", (h.lease_ms + 999) / 1000,
 		       h.quiet_sec);
 	printf(", epoch %" PRIu64 "\n", h.epoch);
-	return 0;
+}
+
+static int list_store(const char *url, const struct s3_opts *o)
+{
+	struct store *st = NULL;
+	struct region_map m = {0};
+	int rc = storeopt_open(url, o, STORE_OPEN_READ_ONLY, "region", &st);
+	if (rc)
+		return 1;
+	rc = region_map_load(st, &m);
+	if (rc)
+		fprintf(stderr, "memwalfs region: %s: the region map does not load: %s\n", url,
+		        strerror(-rc));
+	print_peek(st, 0, "/");
+	for (size_t i = 0; i < m.n; i++)
+		print_peek(st, m.v[i].rid, m.v[i].path);
+	region_map_free(&m);
+	store_close(st);
+	return rc ? 1 : 0;
 }
 
 /*

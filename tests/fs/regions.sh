@@ -170,6 +170,10 @@ grep -q "^region 1 /ra" "$WORK/list-a" && grep -q "^region 2 /rb" "$WORK/list-a"
 	{ echo "FAIL: region list at A does not show /ra and /rb"; exit 1; }
 grep -A1 "^region 2 /rb" "$WORK/list-b" | grep -q "this mount" ||
 	{ echo "FAIL: region list at B does not say that B holds /rb"; exit 1; }
+"$MW" region list "${STORE_OPTS[@]}" "$STORE" | tee "$WORK/list-store"
+grep -A1 "^region 2 /rb" "$WORK/list-store" | grep -q "machine-B" &&
+	grep -A1 "^region 1 /ra" "$WORK/list-store" | grep -q "machine-A" ||
+	{ echo "FAIL: region list STORE does not name the holders of /ra and /rb"; exit 1; }
 
 echo "-- 6. kill -9 of B: A takes region rb after B's lease"
 put "$b/rb/last" last
