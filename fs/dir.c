@@ -257,6 +257,8 @@ static int op_warm(struct op *op, uint64_t parent, const char *name, bool lock)
 	bool named = rc == 0;
 	if (named)
 		op->ino = ino; /* a hint for more warming; op_resolve() reads it again */
+	if (named)
+		fs_region_discover(fs, ino); /* a region's root of a region not known yet */
 	op_lock(op);
 	bool have_parent = inode_find(fs, parent) != NULL;
 	bool have_child = !named || inode_find(fs, ino) != NULL;
@@ -539,6 +541,90 @@ void dir_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode
 }
 
 /*
+ * `memwalfs region create` (MWFS_REGION_CREATE_XATTR set on directory parent, value the
+ * new root's path from the mount's root, whose last name is the new entry): the protocol
+ * of docs/REGIONS.md "Creating a region".  The child first: the hook adds the region to
+ * the map and opens its writer; its superblock and root (marked an orphan) are made
+ * durable; then one batch in the parent's region names the root and counts it in the
+ * parent's nlink, made durable; then the root's orphan mark goes.  Checks (before any
+ * store I/O): this mount writes parent's region (EROFS), the name is new (EEXIST), the
+ * caller is root or owns parent (EPERM; the kernel checked that it may write parent).
+ */
+void dir_region_create(fuse_req_t req, fuse_ino_t parent, const char *value, size_t size)
+{
+	struct mwfs *fs = fuse_req_userdata(req);
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	char path[1024];
+	struct op op;
+	struct inode_tx tx;
+	uint32_t rid = 0, gid = ctx->gid;
+	struct engine *e = NULL;
+	if (size == 0 || size >= sizeof(path) || memchr(value, 0, size)) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	memcpy(path, value, size);
+	path[size] = 0;
+	const char *name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+	if (!fs->o.region_create) {
+		fuse_reply_err(req, ENOTSUP);
+		return;
+	}
+	int rc = op_begin(&op, req, parent, name, OP_WRITE | OP_ABSENT);
+	if (!rc && ctx->uid != 0 && ctx->uid != op.dp->a.uid)
+		rc = -EPERM;
+	if (!rc && (op.dp->a.mode & S_ISGID))
+		gid = op.dp->a.gid;
+	rc = op_end(&op, rc);
+	if (!rc) /* store I/O: no lock held */
+		rc = fs->o.region_create(fs->o.take_arg, parent, name, path, &rid, &e);
+	struct schema_super sb;
+	/* a resumed create (the hook found the region in the map) may be formatted already */
+	if (!rc && fs_read_super(e, &sb) == -ENOENT)
+		rc = fs_region_format(fs, e, rid, parent, ctx->uid, gid);
+	if (!rc)
+		rc = fs_region_add(fs, rid, e, true);
+	if (rc) {
+		if (rc != -EEXIST && rc != -EROFS && rc != -EPERM)
+			log_err("region create %s: %s", path, strerror(-rc));
+		fuse_reply_err(req, fs_err(rc));
+		return;
+	}
+	/* the root's entry in the parent's region (checked again: the name may be taken now) */
+	uint64_t root = (uint64_t)rid << FS_REGION_SHIFT | 1;
+	rc = op_begin(&op, req, parent, name, OP_WRITE | OP_ABSENT);
+	if (!rc)
+		rc = inode_tx_begin(fs, &tx, parent);
+	if (!rc) {
+		do
+			rc = inode_get(fs, root, &op.ip);
+		while (fs_miss_retry(fs, &rc));
+		if (!rc) {
+			inode_tx_add(&tx, op.dp);
+			op.dp->a.nlink++;
+			fs_touch(&op.dp->a, false, true, true);
+			rc = dentry_put(&tx, parent, name, op.ip);
+		}
+		rc = inode_tx_commit(&tx, rc);
+	}
+	rc = op_end(&op, rc);
+	if (!rc)
+		rc = engine_sync(fs_eng(fs, parent)); /* the entry is durable */
+	if (rc) {
+		log_err("region create %s: region %u is made, but naming its root failed (%s): "
+		        "its root stays an orphan that nothing names",
+		        path, rid, strerror(-rc));
+		fuse_reply_err(req, fs_err(rc));
+		return;
+	}
+	fs_region_unorphan(fs, rid);                        /* logged; a stale mark is harmless */
+	fsnotify_entry(fs->nf, parent, name, strlen(name)); /* a negative entry the tool made */
+	log_info("region create %s: region %u, root inode %llu", path, rid,
+	         (unsigned long long)root);
+	fuse_reply_err(req, 0);
+}
+
+/*
  * Drop one link of non-directory ip (fs->mu held; ip already added to the
  * tx, which writes its record).  At nlink 0 it becomes an orphan,
  * reclaimed when the last user lets go (or at the next mount).
@@ -731,7 +817,10 @@ void dir_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t 
 	struct inode *wh = NULL; /* RENAME_WHITEOUT: the whiteout left at src */
 	bool dropped = false;
 	int rc = op_check(&src, req, parent, name, 0);
-	int rc2 = op_check(&dst, req, newparent, newname, OP_WRITE);
+	/* across regions: EXDEV before EROFS, so that mv copies (and meets EROFS, if any, there) */
+	int rc2 = fs_ino_rid(parent) != fs_ino_rid(newparent)
+	              ? -EXDEV
+	              : op_check(&dst, req, newparent, newname, OP_WRITE);
 	if (!rc)
 		rc = rc2;
 	if (!rc && ((flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE | RENAME_WHITEOUT)) ||
@@ -809,10 +898,10 @@ void dir_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *
 	struct fuse_entry_param e;
 	struct inode_tx tx;
 	struct op op;
-	int rc = op_check(&op, req, newparent, newname, OP_WRITE);
+	/* the inode's record and the entry: one region (EXDEV before EROFS, as rename) */
+	int rc = fs_region_link(ino, newparent);
 	if (!rc)
-		rc = fs_region_link(ino,
-		                    newparent); /* the inode's record and the entry: one region */
+		rc = op_check(&op, req, newparent, newname, OP_WRITE);
 	if (!rc)
 		rc = inode_warm(op.fs, ino);
 	if (!rc)
@@ -1027,8 +1116,13 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			struct fuse_entry_param e;
 			struct inode *ip = NULL;
 			memset(&e, 0, sizeof(e));
-			if (i < 2 || !current) {
-				/* the kernel takes no lookup on "." and ".." (nor on nodeid 0) */
+			if (i < 2 || !current || !fs_region_of(fs, de->ino)) {
+				/*
+				 * The kernel takes no lookup on "." and ".." (nor on nodeid 0).  An
+				 * inode of a region this mount has not opened yet (a region's root)
+				 * goes the same way: the kernel's lookup of the name opens it
+				 * (op_warm(), without d->mu and outside the gate).
+				 */
 				e.attr.st_ino = de->ino;
 				e.attr.st_mode = de->type;
 			} else {

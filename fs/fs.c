@@ -401,37 +401,14 @@ static const struct fuse_lowlevel_ops mwfs_ops = {
 /* Format region 0's engine e: superblock and root directory, durably. */
 static int format(struct mwfs *fs, struct engine *e)
 {
-	struct schema_super sb = {SCHEMA_VERSION, fs->o.chunk_size, SCHEMA_ROOT_INO + 1};
-	struct schema_inode root;
-	uint8_t key[SCHEMA_KEY_MAX], val[SCHEMA_INODE_LEN];
-	struct engine_batch *b = NULL;
-	size_t kn, vn;
-	int rc = engine_batch_new(&b);
-	if (rc)
-		return rc;
-	memset(&root, 0, sizeof(root));
-	root.mode = S_IFDIR | 0755;
-	root.nlink = 2;
-	root.uid = getuid();
-	root.gid = getgid();
-	root.parent = SCHEMA_ROOT_INO;
-	fs_touch(&root, true, true, true);
-	kn = schema_key_super(key);
-	schema_super_encode(&sb, val);
-	rc = engine_batch_put(b, key, kn, val, SCHEMA_SUPER_LEN);
-	kn = schema_key_inode(key, SCHEMA_ROOT_INO);
-	vn = schema_inode_encode(&root, NULL, 0, val);
-	if (!rc)
-		rc = engine_batch_put(b, key, kn, val, vn);
-	if (!rc)
-		rc = engine_write(e, b, ENGINE_WAIT | ENGINE_URGENT, NULL);
-	engine_batch_free(b);
+	fs->cs = fs->o.chunk_size;
+	int rc = fs_region_format(fs, e, 0, SCHEMA_ROOT_INO, getuid(), getgid());
 	if (rc) {
+		fs->cs = 0;
 		log_err("formatting the store: %s", strerror(-rc));
 		return rc;
 	}
-	log_info("formatted a new filesystem (chunk size %u)", sb.chunk_size);
-	fs->cs = sb.chunk_size;
+	log_info("formatted a new filesystem (chunk size %u)", fs->cs);
 	return 0;
 }
 

@@ -87,6 +87,29 @@ struct mwfs_opts {
 	 * holder of region rid (region 0 for now); NULL: none.
 	 */
 	size_t (*hold_stats)(void *arg, uint32_t rid, char *buf, size_t len);
+	/*
+	 * Lazy discovery (docs/REGIONS.md): the mount met an inode number of region rid (a
+	 * directory entry naming a region's root) and has no engine for it.
+	 * region_open(take_arg, rid, &e, &writer) checks that the region map lists rid, opens
+	 * an engine on the region (a follower: writer false; the first change takes it as
+	 * take() does) and returns it in *e (borrowed by the filesystem until the mount
+	 * command closes it after mwfs_close()).  Called from a request's thread, no lock
+	 * held, outside the gate.  0, -ENOENT (not in the map) or -errno.  NULL: regions
+	 * other than those the mount was opened with read as missing.
+	 */
+	int (*region_open)(void *arg, uint32_t rid, struct engine **e, bool *writer);
+	/*
+	 * `memwalfs region create` (setxattr of MWFS_REGION_CREATE_XATTR): add a region whose
+	 * root is name in directory parent (path: the root's path from the mount's root, for
+	 * people) to the region map, take it, and open a writer engine on its empty view:
+	 * 0 with *rid and *e (borrowed as for region_open), the engine not formatted yet (the
+	 * filesystem formats it unless it has a superblock: a create that stopped before the
+	 * root's entry and is resumed, the map listing it already); -EEXIST (another mount
+	 * holds the region of that name in parent, making it now);
+	 * -errno.  Called from a request's thread, no lock held.  NULL: -ENOTSUP.
+	 */
+	int (*region_create)(void *arg, uint64_t parent, const char *name, const char *path,
+	                     uint32_t *rid, struct engine **e);
 	void *take_arg; /* the hooks' argument */
 };
 
@@ -191,11 +214,21 @@ void mwfs_get_fsync_latency(struct mwfs *fs, struct mw_hist_snap *out);
  */
 /*
  * getxattr of MWFS_REGIONS_XATTR on the root: the regions and their holders (mwfs_opts.regions);
- * of MWFS_RELEASE_XATTR: let the store go and follow it (mwfs_opts.release), answering
- * "released\n"; EINVAL if this mount does not write it.
+ * of MWFS_RELEASE_XATTR on the root (region 0) or on a region's root (that region): let the
+ * region go and follow it (mwfs_opts.release), answering "released\n"; EINVAL if this mount
+ * does not write it.
  */
 #define MWFS_REGIONS_XATTR "user.memwalfs.regions"
 #define MWFS_RELEASE_XATTR "user.memwalfs.release"
+/*
+ * setxattr of MWFS_REGION_CREATE_XATTR on a directory D, whose value is the path of the new
+ * region's root from the mount's root ("/a/b/NAME", NAME a new name in D): makes NAME a new
+ * directory that is the root of a new region, written by this mount (`memwalfs region
+ * create`; docs/REGIONS.md "Creating a region").  EROFS if this mount does not write D's
+ * region, EEXIST if NAME exists, EPERM unless the caller is root or owns D (the kernel
+ * checked that it may write D).
+ */
+#define MWFS_REGION_CREATE_XATTR "user.memwalfs.region-create"
 #define MWFS_HANDOVER_XATTR "user.memwalfs.handover"
 #define MWFS_FENCE_XATTR "user.memwalfs.fence-check"
 #define MWFS_HANDOVER_MS 120000u

@@ -11,6 +11,13 @@
  * every inode's nlink is compared with what was counted.
  *
  * Chunk values are never read (they may be blobs): only their keys matter.
+ *
+ * Regions (docs/REGIONS.md): mwfs_fsck_regions() scans the engines of every region in turn
+ * into the same tables (rid ascending, so inode numbers stay sorted), each against its own
+ * superblock; a region's root is reached through its entry in the parent region, so the
+ * walk, the parent fields and nlink are checked across regions as within one.  A region's
+ * root that nothing names (a create that did not finish) is a problem, its orphan mark or
+ * not; the stale mark of a named root (the creator died before clearing it) is not.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -50,8 +57,13 @@ struct edge {
 
 /* The state of one check. */
 struct fck {
-	struct engine *e; /* borrowed */
-	mwfs_fsck_fn fn;  /* may be NULL */
+	struct engine *e;         /* the engine being scanned (borrowed) */
+	struct engine *const *es; /* every region's engine, by rid ascending (borrowed) */
+	const uint32_t *rids;     /* their region ids */
+	size_t nes;               /* how many */
+	struct schema_super *sbs; /* their superblocks (have_sbs: which were read) */
+	bool *have_sbs;
+	mwfs_fsck_fn fn; /* may be NULL */
 	void *arg;
 	struct mwfs_fsck_report *r;
 	struct ino *inos; /* sorted by ino */
@@ -123,12 +135,23 @@ static int fck_scan_cb(void *arg, const uint8_t *k, size_t kn, const void *v, si
 	return vrc ? vrc : fs->fn(fs->c, k, kn, v, vn);
 }
 
-/* Iterate the keys with one-byte prefix tag (values fetched when want_value). */
+/*
+ * Iterate the keys with one-byte prefix tag (values fetched when want_value) of every
+ * region's engine in turn (rid ascending, so inode numbers come in order across them),
+ * with c->sb that engine's superblock.
+ */
 static int scan(struct fck *c, uint8_t tag, bool want_value,
                 int (*fn)(struct fck *c, const uint8_t *k, size_t kn, const uint8_t *v, size_t vn))
 {
 	struct fck_scan fs = {c, fn};
-	return fs_scan_tag(c->e, tag, want_value, fck_scan_cb, &fs);
+	int rc = 0;
+	for (size_t i = 0; !rc && i < c->nes; i++) {
+		c->e = c->es[i];
+		c->sb = c->sbs[i];
+		c->have_sb = c->have_sbs[i];
+		rc = fs_scan_tag(c->e, tag, want_value, fck_scan_cb, &fs);
+	}
+	return rc;
 }
 
 static const char *type_name(uint32_t mode)
@@ -372,7 +395,14 @@ static void final_checks(struct fck *c)
 	for (size_t i = 0; i < c->ninos; i++) {
 		struct ino *e = &c->inos[i];
 		snprintf(what, sizeof(what), "inode %" PRIu64, e->ino);
-		if (!e->reached && !e->orphan)
+		bool region_root = e->ino >> FS_REGION_SHIFT && (e->ino & 0xffffffffffull) == 1;
+		if (region_root && !e->reached)
+			problem(c, what,
+			        "the root of region %" PRIu64 " is named by no directory entry (a "
+			        "region create that did not finish, or a lost entry)%s",
+			        e->ino >> FS_REGION_SHIFT,
+			        e->orphan ? "; it is marked an orphan" : "");
+		else if (!e->reached && !e->orphan)
 			problem(c, what, "%s unreachable from the root and not an orphan",
 			        type_name(e->mode));
 		if (S_ISDIR(e->mode)) {
@@ -396,30 +426,46 @@ static void final_checks(struct fck *c)
 	}
 }
 
-int mwfs_fsck(struct engine *e, mwfs_fsck_fn fn, void *arg, struct mwfs_fsck_report *r)
+int mwfs_fsck_regions(struct engine *const *es, const uint32_t *rids, size_t n, mwfs_fsck_fn fn,
+                      void *arg, struct mwfs_fsck_report *r)
 {
 	struct mwfs_fsck_report own;
-	struct fck c = {.e = e, .fn = fn, .arg = arg, .r = r ? r : &own};
+	struct fck c = {.es = es, .rids = rids, .nes = n, .fn = fn, .arg = arg, .r = r ? r : &own};
 	uint8_t key[SCHEMA_KEY_MAX];
-	void *val = NULL;
-	size_t vlen = 0;
-	int rc;
+	char what[64];
+	int rc = 0;
 
 	memset(c.r, 0, sizeof(*c.r));
-	rc = engine_get(e, key, schema_key_super(key), &val, &vlen);
-	if (rc == -ENOENT) {
-		problem(&c, "superblock",
-		        "missing: not a memwalfs filesystem, never mounted, or its objects were "
-		        "deleted (memwalfs fsck --salvage keeps what remains)");
-	} else if (rc) {
+	c.sbs = calloc(n ? n : 1, sizeof(*c.sbs));
+	c.have_sbs = calloc(n ? n : 1, sizeof(*c.have_sbs));
+	if (!c.sbs || !c.have_sbs) {
+		rc = -ENOMEM;
 		goto out;
-	} else if ((rc = schema_super_decode(val, vlen, &c.sb)) != 0) {
-		problem(&c, "superblock", "does not decode (%s, version %" PRIu32 ")",
-		        rc == -EPROTONOSUPPORT ? "unknown version" : "corrupt", c.sb.version);
-	} else {
-		c.have_sb = true;
 	}
-	free(val);
+	for (size_t i = 0; i < n; i++) {
+		void *val = NULL;
+		size_t vlen = 0;
+		if (rids[i])
+			snprintf(what, sizeof(what), "region %" PRIu32 " superblock", rids[i]);
+		else
+			snprintf(what, sizeof(what), "superblock");
+		rc = engine_get(es[i], key, schema_key_super(key), &val, &vlen);
+		if (rc == -ENOENT) {
+			problem(&c, what,
+			        "missing: not a memwalfs filesystem, never mounted, or its objects "
+			        "were deleted (memwalfs fsck --salvage keeps what remains)");
+		} else if (rc) {
+			goto out;
+		} else if ((rc = schema_super_decode(val, vlen, &c.sbs[i])) != 0) {
+			problem(&c, what, "does not decode (%s, version %" PRIu32 ")",
+			        rc == -EPROTONOSUPPORT ? "unknown version" : "corrupt",
+			        c.sbs[i].version);
+		} else {
+			c.have_sbs[i] = true;
+		}
+		rc = 0;
+		free(val);
+	}
 	rc = scan(&c, SCHEMA_TAG_INODE, true, on_inode);
 	if (!rc)
 		rc = scan(&c, SCHEMA_TAG_ORPHAN, false, on_orphan);
@@ -433,12 +479,18 @@ int mwfs_fsck(struct engine *e, mwfs_fsck_fn fn, void *arg, struct mwfs_fsck_rep
 		rc = scan(&c, SCHEMA_TAG_XATTR, false, on_xattr);
 	if (rc)
 		goto out;
-	if (c.have_sb) {
-		struct ino *root = lookup(&c, SCHEMA_ROOT_INO);
-		if (!root)
-			problem(&c, "inode 1", "the root directory is missing");
-		else if (!S_ISDIR(root->mode))
-			problem(&c, "inode 1", "the root is a %s", type_name(root->mode));
+	for (size_t i = 0; i < n; i++) {
+		uint64_t root =
+		    rids[i] ? (uint64_t)rids[i] << FS_REGION_SHIFT | 1 : SCHEMA_ROOT_INO;
+		struct ino *ri = lookup(&c, root);
+		snprintf(what, sizeof(what), "inode %" PRIu64, root);
+		if (!c.have_sbs[i])
+			continue;
+		if (!ri)
+			problem(&c, what, "the root directory%s is missing",
+			        rids[i] ? " of a region" : "");
+		else if (!S_ISDIR(ri->mode))
+			problem(&c, what, "the root is a %s", type_name(ri->mode));
 	}
 	rc = walk(&c);
 	if (rc)
@@ -448,7 +500,15 @@ int mwfs_fsck(struct engine *e, mwfs_fsck_fn fn, void *arg, struct mwfs_fsck_rep
 out:
 	free(c.inos);
 	free(c.edges);
+	free(c.sbs);
+	free(c.have_sbs);
 	return rc;
+}
+
+int mwfs_fsck(struct engine *e, mwfs_fsck_fn fn, void *arg, struct mwfs_fsck_report *r)
+{
+	uint32_t rid0 = 0;
+	return mwfs_fsck_regions(&e, &rid0, 1, fn, arg, r);
 }
 
 int mwfs_fsck_store(struct store *st, mwfs_fsck_fn fn, void *arg, struct mwfs_fsck_report *r)

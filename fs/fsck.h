@@ -55,6 +55,14 @@ struct mwfs_fsck_report {
 int mwfs_fsck(struct engine *e, mwfs_fsck_fn fn, void *arg, struct mwfs_fsck_report *r);
 
 /*
+ * mwfs_fsck() of a store with regions: es[i] (borrowed) is the engine of region rids[i]
+ * (rids ascending, rids[0] == 0: region 0's), n of them; the tree is checked across them
+ * (a region's root is reached through its entry in its parent's region).  Returns as
+ * mwfs_fsck().
+ */
+int mwfs_fsck_regions(struct engine *const *es, const uint32_t *rids, size_t n, mwfs_fsck_fn fn,
+                      void *arg, struct mwfs_fsck_report *r);
+/*
  * Open an engine read-only on st (borrowed; no epoch is claimed, nobody is
  * fenced), run mwfs_fsck() and close it.  Returns as mwfs_fsck(), or the
  * error of engine_open().

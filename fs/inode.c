@@ -665,6 +665,15 @@ static int reclaim_orphans(struct mwfs *fs, struct fs_region *r)
 			         r->rid, (unsigned long long)inos[i], fs_ino_rid(inos[i]));
 			continue;
 		}
+		if (r->rid && inos[i] == ((uint64_t)r->rid << FS_REGION_SHIFT | 1)) {
+			/*
+			 * A region's root keeps the mark of its creation when the creator died
+			 * before clearing it (docs/REGIONS.md "Creating a region"): its entry
+			 * lives in the parent region, so whether one names it is not known here.
+			 * Never reclaimed by a mount: fsck reports a root that nothing names.
+			 */
+			continue;
+		}
 		rc = reclaim_one(fs, inos[i]);
 		done += rc == 0;
 		rc = rc > 0 ? 0 : rc;

@@ -455,6 +455,31 @@ int fs_release(struct mwfs *fs, uint32_t rid);
 int fs_region_add(struct mwfs *fs, uint32_t rid, struct engine *e, bool writer);
 
 /*
+ * The first records of new region rid on its empty writer engine e (`region create`),
+ * durably, in one batch: its superblock (next_ino after the root, fs->cs as chunk size) and
+ * its root directory (rid << 40 | 1: 0755, nlink 2, owner uid:gid, parent parent) marked an
+ * orphan ('O'), so that a crash before its entry in the parent region leaves a root that
+ * nothing names.  rid 0: a new filesystem (root 1, its own parent, no mark).  No lock held
+ * (store I/O).  0 or the engine's error (logged).
+ */
+int fs_region_format(struct mwfs *fs, struct engine *e, uint32_t rid, uint64_t parent, uint32_t uid,
+                     uint32_t gid);
+/*
+ * Delete the orphan mark of region rid's root (its entry in the parent region is durable),
+ * durably.  No lock held.  0, -EROFS (not written here) or the engine's error (logged).
+ */
+int fs_region_unorphan(struct mwfs *fs, uint32_t rid);
+
+/*
+ * Lazy discovery, from a request's thread inside the gate, no lock held: when inode number
+ * ino is of a region the mount does not know, open it through mwfs_opts.region_open and
+ * add it to the table (a followed region gets its follower hooks; mode.c).  Nothing when
+ * the region is known, or without the hook; a failure is logged and the region keeps
+ * reading as missing.
+ */
+void fs_region_discover(struct mwfs *fs, uint64_t ino);
+
+/*
  * The rules of operations across regions (pure: inode numbers in, an errno out).  Each
  * region is its own engine, and a batch commits in one (fs_batch()), so an operation whose
  * keys would land in two regions is refused before anything changes: EXDEV for rename and
@@ -699,6 +724,8 @@ void inode_table_free(struct mwfs *fs);
 /* dir.c: lookup, mknod, mkdir, symlink, create, unlink, rmdir, rename, link, and open
  * directories (opendir, readdir, readdirplus, releasedir, fsyncdir). */
 void dir_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);
+/* setxattr of MWFS_REGION_CREATE_XATTR on directory parent: `memwalfs region create`. */
+void dir_region_create(fuse_req_t req, fuse_ino_t parent, const char *value, size_t size);
 void dir_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev);
 void dir_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode);
 void dir_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name);

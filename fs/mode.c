@@ -239,7 +239,7 @@ static void take(struct mwfs *fs, uint32_t rid)
 	rc = fs_read_super(ne, &sb);
 	if (rc || sb.chunk_size != fs->cs) {
 		/* a store reformatted under us: nothing here refers to the same inodes */
-		log_err("taking the store over: its superblock %s; staying a follower",
+		log_err("taking region %u over: its superblock %s; staying a follower", rid,
 		        rc ? strerror(-rc) : "changed (another chunk size)");
 		fs->o.taken(fs->o.take_arg, rid, ne, NULL); /* closes the writer: it took nothing */
 		mw_mutex_unlock(&fs->take_mu);
@@ -247,8 +247,9 @@ static void take(struct mwfs *fs, uint32_t rid)
 	}
 	struct engine *old = switch_to(fs, r, ne, &sb);
 	fs->o.taken(fs->o.take_arg, rid, old, ne);
-	log_info("this mount writes the store now (it followed another mount's writes until "
-	         "that mount let go of it)");
+	log_info("this mount writes region %u now (it followed another mount's writes until "
+	         "that mount let go of it)",
+	         rid);
 	mw_mutex_unlock(&fs->take_mu);
 	rc = inode_reclaim_orphans(fs); /* skips the ones open here */
 	if (rc)
@@ -263,6 +264,64 @@ void fs_want_write(struct mwfs *fs, uint64_t ino)
 		return;
 	fs_gate_leave(&fs->gate);
 	take(fs, r->rid);
+	fs_gate_enter(&fs->gate);
+}
+
+/*
+ * Lazy discovery of region rid (outside the gate, no lock held): the hook opens its engine
+ * (store I/O, under fs->take_mu only, as a take does); the table gets the region with the
+ * gate closed, and a followed region its follower hooks, after the notify thread restarted
+ * with the follower's refresh hook (started before the hooks, which queue for it).
+ */
+static void discover(struct mwfs *fs, uint32_t rid)
+{
+	mw_mutex_lock(&fs->take_mu);
+	if (fs_region_get(fs, rid) || !fs->o.region_open) {
+		mw_mutex_unlock(&fs->take_mu);
+		return;
+	}
+	struct engine *e = NULL;
+	bool writer = false;
+	int rc = fs->o.region_open(fs->o.take_arg, rid, &e, &writer);
+	if (rc) {
+		mw_mutex_unlock(&fs->take_mu);
+		if (rc != -ENOENT) /* not in the map: the hook said so, once */
+			log_warn("region %u: not opened (%s); its inodes read as missing", rid,
+			         strerror(-rc));
+		return;
+	}
+	gate_close(&fs->gate);
+	rc = fs_region_add(fs, rid, e, writer);
+	struct fs_region *r = rc ? NULL : fs_region_get(fs, rid);
+	if (r && !writer) {
+		ra_pause(fs->ra, true);
+		fsnotify_stop(fs->nf);
+		fs->nf = NULL;
+		rc = notify_restart(fs, true);
+		if (!rc)
+			rc = fsfollow_start(fs, r, &r->ff);
+		if (rc)
+			log_err(
+			    "region %u: the follower's hooks did not start (%s): the kernel may "
+			    "keep stale attributes until they expire",
+			    rid, strerror(-rc));
+		ra_pause(fs->ra, false);
+	} else if (rc) {
+		log_err("region %u: %s; its inodes read as missing", rid, strerror(-rc));
+	}
+	gate_open(&fs->gate);
+	mw_mutex_unlock(&fs->take_mu);
+	if (r)
+		log_info("region %u: %s it from now on", rid, writer ? "writing" : "following");
+}
+
+void fs_region_discover(struct mwfs *fs, uint64_t ino)
+{
+	uint32_t rid = fs_ino_rid(ino);
+	if (!ino || fs_region_get(fs, rid) || !fs->o.region_open)
+		return;
+	fs_gate_leave(&fs->gate);
+	discover(fs, rid);
 	fs_gate_enter(&fs->gate);
 }
 

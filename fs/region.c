@@ -24,6 +24,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "internal.h"
 #include "log.h"
@@ -67,6 +68,73 @@ int fs_region_add(struct mwfs *fs, uint32_t rid, struct engine *e, bool writer)
 		atomic_store_explicit(&fs->nreg, n + 1, memory_order_release);
 	}
 	mw_mutex_unlock(&fs->mu);
+	return rc;
+}
+
+/* ---- a new region's first records ---------------------------------------- */
+
+/* Write b to e durably (at once), then free it; 0 or the engine's error. */
+static int write_now(struct engine *e, struct engine_batch *b, int rc)
+{
+	if (!rc)
+		rc = engine_write(e, b, ENGINE_WAIT | ENGINE_URGENT, NULL);
+	engine_batch_free(b);
+	return rc;
+}
+
+int fs_region_format(struct mwfs *fs, struct engine *e, uint32_t rid, uint64_t parent, uint32_t uid,
+                     uint32_t gid)
+{
+	uint64_t root = rid ? (uint64_t)rid << FS_REGION_SHIFT | 1 : SCHEMA_ROOT_INO;
+	struct schema_super sb = {SCHEMA_VERSION, fs->cs, root + 1};
+	struct schema_inode ri;
+	uint8_t key[SCHEMA_KEY_MAX], val[SCHEMA_INODE_LEN];
+	struct engine_batch *b = NULL;
+	if (rid > RID_MAX)
+		return -EINVAL;
+	int rc = engine_batch_new(&b);
+	if (rc)
+		return rc;
+	memset(&ri, 0, sizeof(ri));
+	ri.mode = S_IFDIR | 0755;
+	ri.nlink = 2;
+	ri.uid = uid;
+	ri.gid = gid;
+	ri.parent = parent;
+	fs_touch(&ri, true, true, true);
+	size_t kn = schema_key_super(key);
+	schema_super_encode(&sb, val);
+	rc = engine_batch_put(b, key, kn, val, SCHEMA_SUPER_LEN);
+	kn = schema_key_inode(key, root);
+	size_t vn = schema_inode_encode(&ri, NULL, 0, val);
+	if (!rc)
+		rc = engine_batch_put(b, key, kn, val, vn);
+	/* an orphan until its entry in the parent's region is durable (child first) */
+	kn = schema_key_orphan(key, root);
+	if (!rc && rid)
+		rc = engine_batch_put(b, key, kn, "", 0);
+	rc = write_now(e, b, rc);
+	if (rc)
+		log_err("region %u: formatting it: %s", rid, strerror(-rc));
+	return rc;
+}
+
+int fs_region_unorphan(struct mwfs *fs, uint32_t rid)
+{
+	struct fs_region *r = fs_region_get(fs, rid);
+	uint8_t key[SCHEMA_KEY_MAX];
+	struct engine_batch *b = NULL;
+	if (!r || !r->writer)
+		return -EROFS;
+	int rc = engine_batch_new(&b);
+	if (rc)
+		return rc;
+	size_t kn = schema_key_orphan(key, (uint64_t)rid << FS_REGION_SHIFT | 1);
+	rc = write_now(r->e, b, engine_batch_delete(b, key, kn));
+	if (rc)
+		log_err("region %u: clearing its root's orphan mark: %s (a stale mark: the root is "
+		        "never reclaimed for it)",
+		        rid, strerror(-rc));
 	return rc;
 }
 

@@ -184,6 +184,10 @@ void xattr_set(fuse_req_t req, fuse_ino_t ino, const char *name, const char *val
                int flags)
 {
 	struct mwfs *fs = fuse_req_userdata(req);
+	if (!strcmp(name, MWFS_REGION_CREATE_XATTR)) {
+		dir_region_create(req, ino, value, size); /* replies */
+		return;
+	}
 	int rc = check_change(fs, ino, name, size, flags);
 	if (!rc)
 		rc = change(fs, ino, name, false, value, size, flags);
@@ -237,8 +241,10 @@ void xattr_get(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 			fuse_reply_err(req, fs_err(rc));
 		return;
 	}
-	if (is_stats(ino, name) && !strcmp(name, MWFS_RELEASE_XATTR)) {
-		int rc = fs_release(fs, 0); /* region 0 for now */
+	/* release: the root lets region 0 go, a region's root its region */
+	if (!strcmp(name, MWFS_RELEASE_XATTR) &&
+	    (ino == SCHEMA_ROOT_INO || (ino >> FS_REGION_SHIFT && (ino & 0xffffffffffull) == 1))) {
+		int rc = fs_release(fs, fs_ino_rid(ino));
 		if (rc)
 			fuse_reply_err(req, rc == -EINVAL ? EINVAL : fs_err(rc));
 		else

@@ -27,15 +27,34 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <pthread.h>
+
 #include "hold.h"
 #include "log.h"
 #include "metrics.h"
+
+/* One region this mount knows: its view of the store and the engine it uses now. */
+struct hreg {
+	uint32_t rid;       /* region id */
+	struct store *view; /* region 0: the store (borrowed); else r/<rid>/ (owned) */
+	struct engine *e;   /* the engine the mount uses now (region 0: closed by serve()) */
+	bool writer;        /* e writes the region (else it follows it) */
+};
+
+#define HOLD_REGIONS_MAX 64 /* FS_REGIONS_MAX */
 
 struct hold {
 	struct mount_args *a; /* borrowed: the mount's options */
 	struct store *st;     /* borrowed */
 	struct region_lease *l;
-	struct engine *e;  /* the engine the mount uses now */
+	struct engine *e;                   /* region 0's engine the mount uses now */
+	pthread_mutex_t mu;                 /* regs, nregs, map (never held across I/O
+	                                       of another region's open: see hold_reg()) */
+	struct hreg regs[HOLD_REGIONS_MAX]; /* the regions this mount knows; mu */
+	unsigned nregs;                     /* entries of regs in use; mu */
+	struct region_map map;              /* the newest map seen; mu */
+	uint32_t miss_rid;                  /* the last rid the map did not list; mu */
+	int64_t miss_ms;   /* when (monotonic): not looked up again for HOLD_MISS_MS; mu */
 	struct mwfs *fs;   /* the filesystem, once open (metrics) */
 	char said[17 + 8]; /* the holder (mount id and state) the last refusal named */
 	double looks;      /* take()'s looks left to spend (HOLD_LOOKS_PER_SEC) */
@@ -50,12 +69,25 @@ struct hold {
  */
 #define HOLD_LOOKS_PER_SEC 20
 
-/* May take() spend a look now (a token bucket)? */
-static bool look_allowed(struct hold *h)
+/*
+ * An inode number of a region the map does not list (an entry naming the root of a region
+ * whose create did not finish, or a damaged entry) is looked up in a new copy of the map at
+ * most once in this long, however often it is met.
+ */
+#define HOLD_MISS_MS 1000
+
+/* Now, in milliseconds of the monotonic clock. */
+static int64_t now_ms(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	int64_t now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* May take() spend a look now (a token bucket)? */
+static bool look_allowed(struct hold *h)
+{
+	int64_t now = now_ms();
 	h->looks += (double)(now - h->looks_ms) * HOLD_LOOKS_PER_SEC / 1000.0;
 	if (h->looks > HOLD_LOOKS_PER_SEC)
 		h->looks = HOLD_LOOKS_PER_SEC;
@@ -90,6 +122,7 @@ int hold_open(struct mount_args *a, struct store *st, struct hold **out)
 		return -ENOMEM;
 	h->a = a;
 	h->st = st;
+	pthread_mutex_init(&h->mu, NULL);
 	char host[256] = "";
 	if (gethostname(host, sizeof(host) - 1))
 		snprintf(host, sizeof(host), "?");
@@ -101,6 +134,22 @@ int hold_open(struct mount_args *a, struct store *st, struct hold **out)
 		        strerror(-rc));
 		free(h);
 		return rc;
+	}
+	/*
+	 * A store with regions: this mount follows some of them (the others' writes change the
+	 * sizes of files), and the kernel's writeback cache keeps a file's size of its own,
+	 * ignoring the one the daemon answers: no writeback cache (docs/REGIONS.md).
+	 */
+	rc = region_map_load(st, &h->map);
+	if (rc)
+		log_warn("%s: the region map does not load (%s): regions are found when met",
+		         a->store, strerror(-rc));
+	else if (h->map.n && a->fo.writeback) {
+		a->fo.writeback = false;
+		fprintf(stderr,
+		        "memwalfs: %s has %zu regions besides region 0: this mount follows those "
+		        "it does not write, without the kernel's writeback cache\n",
+		        a->store, h->map.n);
 	}
 	*out = h;
 	return 0;
@@ -140,31 +189,67 @@ int hold_acquire(struct hold *h, bool force)
 int hold_held(struct hold *h, struct engine *e)
 {
 	h->e = e;
+	pthread_mutex_lock(&h->mu);
+	h->regs[0] = (struct hreg){.rid = 0, .view = h->st, .e = e, .writer = !h->a->eo.read_only};
+	h->nregs = 1;
+	pthread_mutex_unlock(&h->mu);
 	if (h->a->eo.read_only)
 		return region_holder(h->l, 0, &(struct holder_info){0}); /* watch the holder */
 	return region_held(h->l, 0, h->a->eo.claim_epoch);
 }
 
+/* The entry of rid (h->mu held), or NULL. */
+static struct hreg *reg_get(struct hold *h, uint32_t rid)
+{
+	for (unsigned i = 0; i < h->nregs; i++)
+		if (h->regs[i].rid == rid)
+			return &h->regs[i];
+	return NULL;
+}
+
+/* The view of region rid (its entry must exist; views never change once set). */
+static struct store *reg_view(struct hold *h, uint32_t rid)
+{
+	pthread_mutex_lock(&h->mu);
+	struct hreg *r = reg_get(h, rid);
+	struct store *v = r ? r->view : NULL;
+	pthread_mutex_unlock(&h->mu);
+	return v;
+}
+
+/* "the store S" or "region R of S" for log lines. */
+static const char *what(const struct hold *h, uint32_t rid, char *buf, size_t n)
+{
+	if (rid == 0)
+		snprintf(buf, n, "%s", h->a->store);
+	else
+		snprintf(buf, n, "region %u of %s", rid, h->a->store);
+	return buf;
+}
+
 /*
- * mwfs_opts.take: the store (region 0, the only one this mount opens so far), if its holder
- * let go of it (no store I/O until then).
+ * mwfs_opts.take: region rid, if its holder let go of it (no store I/O until then), on a
+ * writer engine opened on the region's view.
  */
 static int take(void *arg, uint32_t rid, struct engine **writer)
 {
 	struct hold *h = arg;
 	struct holder_info hi;
-	char w[2048];
-	if (rid != 0)
+	char w[2048], s[1200];
+	struct store *view = reg_view(h, rid);
+	if (!view)
 		return -EROFS;
-	int rc = region_holder_cached(h->l, 0, &hi);
+	what(h, rid, s, sizeof(s));
+	int rc = region_holder_cached(h->l, rid, &hi);
 	if ((rc || hi.state == HOLDER_LIVE || hi.state == HOLDER_UNSURE) && look_allowed(h))
-		rc = region_holder(h->l, 0, &hi); /* look again: a clean unmount frees it at once */
+		rc = region_holder(h->l, rid,
+		                   &hi); /* look again: a clean unmount frees it at once */
 	if (rc == 0 && (hi.state == HOLDER_LIVE || hi.state == HOLDER_UNSURE)) {
 		char said[sizeof(h->said)];
-		snprintf(said, sizeof(said), "%s/%d", hi.mount, (int)hi.state);
-		if (strcmp(said, h->said)) { /* once per holder and state */
+		snprintf(said, sizeof(said), "%.16s/%d/%u", hi.mount, (int)hi.state, rid % 100);
+		if (strcmp(said, h->said)) { /* once per holder, state and region */
 			snprintf(h->said, sizeof(h->said), "%s", said);
-			log_warn("changes refused (EROFS): %s is held by %s, %s", h->a->store,
+			log_warn("changes refused (EROFS): %s is held by %s, %s", s,
 			         who(&hi, w, sizeof(w)),
 			         hi.state == HOLDER_LIVE
 			             ? "which is alive"
@@ -173,16 +258,16 @@ static int take(void *arg, uint32_t rid, struct engine **writer)
 		return -EROFS;
 	}
 	if (rc && rc != -ENOENT) {
-		log_warn("changes refused (EROFS): who holds %s is not known: %s", h->a->store,
+		log_warn("changes refused (EROFS): who holds %s is not known: %s", s,
 		         strerror(-rc));
 		return -EROFS;
 	}
 	uint64_t epoch = 0;
 	struct holder_info prev;
-	rc = region_acquire(h->l, 0, false, &epoch, &prev);
+	rc = region_acquire(h->l, rid, false, &epoch, &prev);
 	if (rc) {
 		if (rc != -EBUSY)
-			log_err("taking %s over: %s", h->a->store, strerror(-rc));
+			log_err("taking %s over: %s", s, strerror(-rc));
 		return -EROFS;
 	}
 	struct engine_opts eo = h->a->eo;
@@ -192,31 +277,39 @@ static int take(void *arg, uint32_t rid, struct engine **writer)
 	eo.claim_epoch = epoch;
 	/* the follower's disk cache stays locked by it until it is closed */
 	eo.disk_cache_dir = NULL;
-	rc = engine_open(h->st, &eo, writer);
+	rc = engine_open(view, &eo, writer);
 	if (rc) {
-		log_err("taking %s over: opening the writer: %s; still following", h->a->store,
+		log_err("taking %s over: opening the writer: %s; still following", s,
 		        strerror(-rc));
-		region_release(h->l, 0);
+		region_release(h->l, rid);
 		return -EROFS;
 	}
-	rc = region_held(h->l, 0, epoch);
+	rc = region_held(h->l, rid, epoch);
 	if (rc)
-		log_warn("taking %s over: writing the lease: %s (renewed at the next tick)",
-		         h->a->store, strerror(-rc));
+		log_warn("taking %s over: writing the lease: %s (renewed at the next tick)", s,
+		         strerror(-rc));
 	return 0;
 }
 
-/* mwfs_opts.taken: close the engine the mount no longer uses (region 0's). */
+/* mwfs_opts.taken: close the engine the mount no longer uses (region rid's). */
 static void taken(void *arg, uint32_t rid, struct engine *done, struct engine *now)
 {
 	struct hold *h = arg;
-	(void)rid; /* take() takes region 0 only */
 	if (now) {
-		h->e = now;
-		h->a->eo.read_only = false;
-		metrics_attach(h->a->metrics, now, h->fs);
+		pthread_mutex_lock(&h->mu);
+		struct hreg *r = reg_get(h, rid);
+		if (r) {
+			r->e = now;
+			r->writer = true;
+		}
+		pthread_mutex_unlock(&h->mu);
+		if (rid == 0) {
+			h->e = now;
+			h->a->eo.read_only = false;
+			metrics_attach(h->a->metrics, now, h->fs);
+		}
 	} else {
-		region_release(h->l, 0);
+		region_release(h->l, rid);
 	}
 	int rc = engine_close(done);
 	if (rc && rc != -EROFS)
@@ -241,35 +334,230 @@ static struct engine_opts follower_opts(const struct mount_args *a)
 	return eo;
 }
 
-/* mwfs_opts.release: follow the store (region 0) instead of writing it. */
+/* mwfs_opts.release: follow region rid instead of writing it. */
 static int release(void *arg, uint32_t rid, struct engine *writer, struct engine **follower)
 {
 	struct hold *h = arg;
-	if (rid != 0)
+	struct store *view = reg_view(h, rid);
+	char s[1200];
+	if (!view)
 		return -EINVAL;
+	what(h, rid, s, sizeof(s));
 	struct engine_opts eo = follower_opts(h->a);
 	eo.disk_cache_dir = NULL; /* the writer holds it until it is closed */
-	int rc = engine_open(h->st, &eo, follower);
+	int rc = engine_open(view, &eo, follower);
 	if (rc) {
 		log_err("region release: opening the follower: %s", strerror(-rc));
 		return rc;
 	}
-	h->e = *follower;
-	h->a->eo.read_only = true;
-	metrics_attach(h->a->metrics, *follower, h->fs);
+	pthread_mutex_lock(&h->mu);
+	struct hreg *r = reg_get(h, rid);
+	r->e = *follower;
+	r->writer = false;
+	pthread_mutex_unlock(&h->mu);
+	if (rid == 0) {
+		h->e = *follower;
+		h->a->eo.read_only = true;
+		metrics_attach(h->a->metrics, *follower, h->fs);
+	}
 	rc = engine_close(writer); /* the final commit; everything was durable before */
 	if (rc)
 		log_warn("region release: closing the writer: %s (everything it acknowledged was "
 		         "durable before)",
 		         strerror(-rc));
-	rc = region_release(h->l, 0);
+	rc = region_release(h->l, rid);
 	if (rc)
-		log_warn("region release: writing the lease: %s (others see the store free once "
+		log_warn("region release: writing the lease: %s (others see the region free once "
 		         "its next renewal or its lease says so)",
 		         strerror(-rc));
 	struct holder_info hi;
-	region_holder(h->l, 0, &hi); /* watch whoever takes it next */
-	log_info("released %s: this mount follows it now", h->a->store);
+	region_holder(h->l, rid, &hi); /* watch whoever takes it next */
+	log_info("released %s: this mount follows it now", s);
+	return 0;
+}
+
+/*
+ * Open a view of region rid (r/<rid>/) and an engine on it: a writer claiming epoch, or
+ * (epoch 0) a follower.  0 and *view, *e; or -errno (logged).
+ */
+static int reg_open(struct hold *h, uint32_t rid, uint64_t epoch, struct store **view,
+                    struct engine **e)
+{
+	char prefix[32], s[1200];
+	snprintf(prefix, sizeof(prefix), "r/%u/", rid);
+	what(h, rid, s, sizeof(s));
+	int rc = store_open_sub(h->st, prefix, view);
+	if (rc) {
+		log_err("%s: opening its view: %s", s, strerror(-rc));
+		return rc;
+	}
+	struct engine_opts eo = epoch ? h->a->eo : follower_opts(h->a);
+	if (epoch) {
+		eo.read_only = false;
+		eo.follow = false;
+		eo.follow_interval_ms = 0;
+		eo.claim_epoch = epoch;
+	}
+	eo.disk_cache_dir = NULL; /* one disk cache per mount: region 0's */
+	eo.snapshot = NULL;
+	rc = engine_open(*view, &eo, e);
+	if (rc) {
+		log_err("%s: opening its engine (%s): %s", s, epoch ? "writer" : "follower",
+		        strerror(-rc));
+		store_close(*view);
+		*view = NULL;
+	}
+	return rc;
+}
+
+/* Record region rid's view and engine in the table.  0, or -ENOSPC / -EEXIST. */
+static int reg_add(struct hold *h, uint32_t rid, struct store *view, struct engine *e, bool writer)
+{
+	int rc = 0;
+	pthread_mutex_lock(&h->mu);
+	if (reg_get(h, rid))
+		rc = -EEXIST;
+	else if (h->nregs == HOLD_REGIONS_MAX)
+		rc = -ENOSPC;
+	else
+		h->regs[h->nregs++] =
+		    (struct hreg){.rid = rid, .view = view, .e = e, .writer = writer};
+	pthread_mutex_unlock(&h->mu);
+	return rc;
+}
+
+/*
+ * mwfs_opts.region_open: a region this mount met (an inode number of it) and does not
+ * know: it must be in the map (polled when it is not in the one we have); opened on a
+ * following engine, its holder watched.  The first change in it takes it (take()).
+ */
+static int region_open(void *arg, uint32_t rid, struct engine **e, bool *writer)
+{
+	struct hold *h = arg;
+	char s[1200];
+	what(h, rid, s, sizeof(s));
+	pthread_mutex_lock(&h->mu);
+	bool known = region_map_find(&h->map, rid) != NULL;
+	bool have = reg_get(h, rid) != NULL;
+	bool missed = h->miss_ms && rid == h->miss_rid && now_ms() - h->miss_ms < HOLD_MISS_MS;
+	pthread_mutex_unlock(&h->mu);
+	if (have)
+		return -EEXIST;
+	if (!known && missed)
+		return -ENOENT;
+	if (!known) {
+		/* the map is polled with our copy unlocked: a copy of its version is enough */
+		struct region_map m = {0};
+		int rc = region_map_load(h->st, &m);
+		if (rc) {
+			log_err("%s: loading the region map: %s", s, strerror(-rc));
+			return rc;
+		}
+		known = region_map_find(&m, rid) != NULL;
+		pthread_mutex_lock(&h->mu);
+		if (m.version > h->map.version) {
+			region_map_free(&h->map);
+			h->map = m;
+		} else {
+			region_map_free(&m);
+		}
+		pthread_mutex_unlock(&h->mu);
+		if (!known) {
+			pthread_mutex_lock(&h->mu);
+			bool first = rid != h->miss_rid;
+			h->miss_rid = rid;
+			h->miss_ms = now_ms();
+			pthread_mutex_unlock(&h->mu);
+			if (first)
+				log_warn(
+				    "%s: an inode number of it was met, but the region map does "
+				    "not list it: it reads as missing",
+				    s);
+			return -ENOENT;
+		}
+	}
+	struct store *view = NULL;
+	int rc = reg_open(h, rid, 0, &view, e);
+	if (rc)
+		return rc;
+	rc = reg_add(h, rid, view, *e, false);
+	if (rc) {
+		engine_close(*e);
+		store_close(view);
+		return rc;
+	}
+	struct holder_info hi;
+	region_holder(h->l, rid, &hi); /* watch its holder: the take answers from it */
+	*writer = false;
+	log_info("%s: following it (found at an inode number of it)", s);
+	return 0;
+}
+
+/*
+ * mwfs_opts.region_create: add a region whose root is name in parent (path: for people)
+ * to the map, take it and open its writer engine on its (empty) view.
+ */
+static int region_create(void *arg, uint64_t parent, const char *name, const char *path,
+                         uint32_t *rid, struct engine **e)
+{
+	struct hold *h = arg;
+	struct region_entry want = {.parent_ino = parent};
+	snprintf(want.name, sizeof(want.name), "%s", name);
+	snprintf(want.path, sizeof(want.path), "%s", path);
+	struct region_map m = {0}; /* region_map_add() lists the newest itself */
+	uint32_t r = 0;
+	int rc = region_map_add(h->st, &want, &m, &r);
+	const struct region_entry *was =
+	    rc == -EEXIST ? region_map_find_root(&m, parent, name) : NULL;
+	if (was) {
+		/*
+		 * The map has it, and the caller found no entry of that name: a create that
+		 * stopped before its entry (docs/REGIONS.md "Creating a region"), or one that
+		 * runs now elsewhere (its holder then refuses the acquire below).  Resumed.
+		 */
+		r = was->rid;
+		rc = 0;
+		log_warn("region create %s: region %u has that root in the map but no entry "
+		         "names it (a create that did not finish): resuming it",
+		         path, r);
+	}
+	if (rc) {
+		if (rc != -EEXIST)
+			log_err("region create %s: adding it to the region map: %s", path,
+			        strerror(-rc));
+		region_map_free(&m);
+		return rc;
+	}
+	pthread_mutex_lock(&h->mu);
+	region_map_free(&h->map);
+	h->map = m;
+	pthread_mutex_unlock(&h->mu);
+	uint64_t epoch = 0;
+	struct holder_info prev;
+	rc = region_acquire(h->l, r, false, &epoch, &prev);
+	if (rc) {
+		log_err("region create %s: taking region %u: %s", path, r, strerror(-rc));
+		return was && rc == -EBUSY ? -EEXIST : rc; /* another mount makes it now */
+	}
+	struct store *view = NULL;
+	rc = reg_open(h, r, epoch, &view, e);
+	if (rc) {
+		region_release(h->l, r);
+		return rc;
+	}
+	rc = reg_add(h, r, view, *e, true);
+	if (rc) {
+		engine_close(*e);
+		store_close(view);
+		region_release(h->l, r);
+		return rc;
+	}
+	rc = region_held(h->l, r, epoch);
+	if (rc)
+		log_warn("region create %s: writing the lease: %s (renewed at the next tick)", path,
+		         strerror(-rc));
+	*rid = r;
+	log_info("region create %s: region %u, written by this mount", path, r);
 	return 0;
 }
 
@@ -285,8 +573,8 @@ static void ago(double s, char *buf, size_t n)
 }
 
 /*
- * mwfs_opts.regions: what `memwalfs region list MNT` prints of region rid (region 0: the
- * only one this mount opens so far), or of the mount itself (MWFS_RID_MOUNT).
+ * mwfs_opts.regions: what `memwalfs region list MNT` prints of region rid, or of the mount
+ * itself (MWFS_RID_MOUNT).
  */
 static size_t regions(void *arg, uint32_t rid, char *buf, size_t len)
 {
@@ -294,7 +582,7 @@ static size_t regions(void *arg, uint32_t rid, char *buf, size_t len)
 	struct holder_info hi;
 	struct engine_stats es;
 	struct region_lease_stats ls;
-	char w[2048], t[32];
+	char w[2048], t[32], path[1024] = "/";
 	size_t n = 0;
 #define OUT(...)                                                                                   \
 	do {                                                                                       \
@@ -304,26 +592,44 @@ static size_t regions(void *arg, uint32_t rid, char *buf, size_t len)
 	} while (0)
 	region_lease_get_stats(h->l, &ls);
 	if (rid == MWFS_RID_MOUNT) {
+		/* the map's regions this mount has not met yet (as of its copy of the map) */
+		pthread_mutex_lock(&h->mu);
+		for (size_t i = 0; i < h->map.n; i++)
+			if (!reg_get(h, h->map.v[i].rid))
+				OUT("region %u %s\n  not opened here yet (it is, when this mount "
+				    "first meets it)\n",
+				    h->map.v[i].rid, h->map.v[i].path);
+		pthread_mutex_unlock(&h->mu);
 		OUT("this mount: lease mounts/%s, %" PRIu64 " renewals, %" PRIu64
 		    " failed, %" PRIu64 " requests\n",
 		    region_lease_id(h->l), ls.renewals, ls.renew_failures, ls.requests);
 		return n < len ? n : len;
 	}
-	if (rid != 0)
+	pthread_mutex_lock(&h->mu);
+	struct hreg *r = reg_get(h, rid);
+	struct engine *e = r ? r->e : NULL;
+	bool writer = r && r->writer;
+	const struct region_entry *me = region_map_find(&h->map, rid);
+	if (me)
+		snprintf(path, sizeof(path), "%s", me->path);
+	else if (rid)
+		snprintf(path, sizeof(path), "?");
+	pthread_mutex_unlock(&h->mu);
+	if (!e)
 		return 0;
-	engine_get_stats(h->e, &es);
-	int rc = region_holder_cached(h->l, 0, &hi);
-	OUT("region 0 /\n");
-	if (rc && rc != -ENOENT)
-		OUT("  holder: not known (%s)\n", strerror(-rc));
-	else if (rc == -ENOENT || hi.state == HOLDER_SELF || !h->a->eo.read_only) {
+	engine_get_stats(e, &es); /* the engine stays open while the mount runs */
+	int rc = region_holder_cached(h->l, rid, &hi);
+	OUT("region %u %s\n", rid, path);
+	if (writer) {
 		ago(ls.last_renew_ms_ago >= 0 ? ls.last_renew_ms_ago / 1000.0 : 0, t, sizeof(t));
 		OUT("  holder: this mount (mount %s), epoch %" PRIu64 ", lease %u s, renewed %s "
 		    "ago%s\n",
 		    region_lease_id(h->l), es.epoch, ls.lease_ms / 1000, t,
-		    ls.renew_overdue ? " (OVERDUE: others may take the store over)" : "");
+		    ls.renew_overdue ? " (OVERDUE: others may take the region over)" : "");
 		OUT("  WAL: next position %" PRIu64 ", covered by tables up to %" PRIu64 "\n",
 		    es.wal_next, es.wal_covered);
+	} else if (rc) {
+		OUT("  holder: not known (%s)\n", strerror(-rc));
 	} else {
 		ago(hi.quiet_sec, t, sizeof(t));
 		OUT("  holder: %s\n  state: %s", who(&hi, w, sizeof(w)),
@@ -335,7 +641,7 @@ static size_t regions(void *arg, uint32_t rid, char *buf, size_t len)
 		OUT("  this mount follows it: WAL applied up to %" PRIu64 ", %" PRIu64
 		    " entries listed and not applied, current as of %.1f s ago; changes here %s\n",
 		    es.wal_next, es.follow_behind, es.follow_lag_ms / 1000.0,
-		    hi.state == HOLDER_FREE || hi.state == HOLDER_DEAD ? "take the store over"
+		    hi.state == HOLDER_FREE || hi.state == HOLDER_DEAD ? "take the region over"
 		                                                       : "fail with EROFS");
 	}
 #undef OUT
@@ -346,23 +652,29 @@ static size_t regions(void *arg, uint32_t rid, char *buf, size_t len)
 static size_t hold_stats(void *arg, uint32_t rid, char *buf, size_t len)
 {
 	struct hold *h = arg;
-	(void)rid; /* region 0: the only one this mount opens so far */
+	(void)rid; /* region 0: the statistics are region 0's (docs/REGIONS.md) */
 	struct region_lease_stats ls;
 	struct holder_info hi;
 	region_lease_get_stats(h->l, &ls);
 	bool self = !h->a->eo.read_only;
 	int rc = self ? -ENOENT : region_holder_cached(h->l, 0, &hi);
+	pthread_mutex_lock(&h->mu);
+	unsigned nregs = h->nregs, nw = 0;
+	for (unsigned i = 0; i < nregs; i++)
+		nw += h->regs[i].writer;
+	pthread_mutex_unlock(&h->mu);
 	int w =
 	    snprintf(buf, len,
 	             "lease_ms %u\nlease_renewals %" PRIu64 "\nlease_renew_failures %" PRIu64
 	             "\nlease_last_renew_ms %" PRId64 "\nlease_overdue %d\nlease_requests %" PRIu64
-	             "\nholder_self %d\nholder_state %d\nholder_quiet_ms %" PRIu64 "\n",
+	             "\nholder_self %d\nholder_state %d\nholder_quiet_ms %" PRIu64
+	             "\nregions_known %u\nregions_written %u\n",
 	             ls.lease_ms, ls.renewals, ls.renew_failures, ls.last_renew_ms_ago,
 	             ls.renew_overdue ? 1 : 0, ls.requests, self ? 1 : 0,
 	             self ? (int)HOLDER_SELF
 	             : rc ? -1
 	                  : (int)hi.state,
-	             !self && !rc ? (uint64_t)(hi.quiet_sec * 1000) : 0);
+	             !self && !rc ? (uint64_t)(hi.quiet_sec * 1000) : 0, nregs, nw);
 	return w < 0 ? 0 : (size_t)w < len ? (size_t)w : len - 1;
 }
 
@@ -373,6 +685,8 @@ void hold_hooks(struct hold *h, struct mwfs_opts *fo)
 	fo->taken = taken;
 	fo->release = release;
 	fo->regions = regions;
+	fo->region_open = region_open;
+	fo->region_create = region_create;
 	fo->take_arg = h;
 }
 
@@ -386,10 +700,30 @@ struct engine *hold_engine(struct hold *h)
 	return h->e;
 }
 
+/* Close every region's engine but region 0's (serve() closes that), then their views. */
+static void close_regions(struct hold *h)
+{
+	for (unsigned i = 0; i < h->nregs; i++) {
+		struct hreg *r = &h->regs[i];
+		if (r->rid == 0)
+			continue; /* serve() closes region 0's engine, and owns the store */
+		int rc = engine_close(r->e);
+		if (rc)
+			log_err("region %u: final commit: %s", r->rid, strerror(-rc));
+		store_close(r->view);
+		r->e = NULL;
+		r->view = NULL;
+	}
+	h->nregs = h->nregs ? 1 : 0;
+}
+
 void hold_close(struct hold *h)
 {
 	if (!h)
 		return;
+	close_regions(h);
 	region_lease_close(h->l, true);
+	region_map_free(&h->map);
+	pthread_mutex_destroy(&h->mu);
 	free(h);
 }

@@ -6,10 +6,12 @@
  *   hold_acquire(h, takeover);   0: write (a->eo.claim_epoch set); 1: follow (printed why)
  *   (engine_open with a->eo, read-only and following when following)
  *   hold_held(h, e);             the claim succeeded / watch the holder
- *   hold_hooks(h, &a->fo);       a following mount: mwfs_opts.take and .taken
+ *   hold_hooks(h, &a->fo);       mwfs_opts.take, .taken, .release, .regions,
+ *                                .region_open, .region_create (every region, per rid)
  *   hold_set_fs(h, fs);          once the filesystem is open
  *   hold_engine(h)               the engine in use at unmount (another after a take)
- *   hold_close(h);               after the engine's close: the lease goes
+ *   hold_close(h);               after the engine's close: the other regions' engines,
+ *                                then the lease go
  *
  * One thread calls these in this order; the hooks run on a request's thread.
  */
@@ -25,7 +27,10 @@
 
 struct hold;
 
-/* Open the mount's lease on st.  0, or -errno (printed). */
+/*
+ * Open the mount's lease on st and read the region map (a store with regions besides region
+ * 0 turns a->fo.writeback off).  0, or -errno (printed).
+ */
 int hold_open(struct mount_args *a, struct store *st, struct hold **out);
 /*
  * Take region 0 for writing (force: --takeover, fences a live holder).  0: taken, the
@@ -42,7 +47,10 @@ void hold_hooks(struct hold *h, struct mwfs_opts *fo);
 void hold_set_fs(struct hold *h, struct mwfs *fs);
 /* The engine the mount uses now. */
 struct engine *hold_engine(struct hold *h);
-/* Delete the lease (after the engine's close); accepts NULL. */
+/*
+ * After region 0's engine's close: close the engines of the other regions (their final
+ * commits, errors logged) and their views, then delete the lease; accepts NULL.
+ */
 void hold_close(struct hold *h);
 
 #endif

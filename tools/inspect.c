@@ -452,6 +452,68 @@ static int salvage(const struct args *a)
 	return 0;
 }
 
+/* The regions fsck checks besides region 0: the views and read-only engines of the map's. */
+struct fsck_regions {
+	struct store *views[65]; /* [0]: the store itself (borrowed) */
+	struct engine *es[65];   /* [0]: NULL until opened */
+	uint32_t rids[65];       /* rid ascending, rids[0] = 0 */
+	size_t n;                /* entries in use */
+	struct region_map m;     /* the map (zeroed: none) */
+};
+
+/*
+ * Open a read-only engine on every region of st's map (and region 0's); a region whose
+ * engine does not open is a problem, counted in *problems.  0, or the map's error.
+ */
+static int fsck_open_regions(struct store *st, struct fsck_regions *fr, uint64_t *problems)
+{
+	struct engine_opts o;
+	engine_opts_default(&o);
+	o.read_only = true;
+	o.single_writer_ok = true;
+	memset(fr, 0, sizeof(*fr));
+	int rc = region_map_load(st, &fr->m);
+	if (rc)
+		return rc; /* the engine check reported it already */
+	fr->views[0] = st;
+	rc = engine_open(st, &o, &fr->es[0]);
+	if (rc)
+		return rc;
+	fr->n = 1;
+	for (size_t i = 0; i < fr->m.n && fr->n < sizeof(fr->es) / sizeof(fr->es[0]); i++) {
+		char prefix[32];
+		uint32_t rid = fr->m.v[i].rid;
+		snprintf(prefix, sizeof(prefix), "r/%" PRIu32 "/", rid);
+		struct store *v = NULL;
+		struct engine *e = NULL;
+		rc = store_open_sub(st, prefix, &v);
+		if (!rc)
+			rc = engine_open(v, &o, &e);
+		if (rc) {
+			printf("PROBLEM region %" PRIu32 " (%s): its engine does not open: %s\n",
+			       rid, fr->m.v[i].path, strerror(-rc));
+			(*problems)++;
+			store_close(v);
+			continue;
+		}
+		fr->views[fr->n] = v;
+		fr->es[fr->n] = e;
+		fr->rids[fr->n++] = rid;
+	}
+	return 0;
+}
+
+static void fsck_close_regions(struct fsck_regions *fr)
+{
+	for (size_t i = 0; i < fr->n; i++) {
+		engine_close(fr->es[i]);
+		if (i)
+			store_close(fr->views[i]);
+	}
+	region_map_free(&fr->m);
+	memset(fr, 0, sizeof(*fr));
+}
+
 int cmd_fsck(int argc, char **argv)
 {
 	struct args a;
@@ -482,10 +544,35 @@ int cmd_fsck(int argc, char **argv)
 	       " problems\n",
 	       r.manifest_version, r.ssts.objects, r.wal_uncovered, r.packs.objects, r.blobs,
 	       a.deep ? " (deep)" : "", r.problems);
+	/* each region's engine, through its view (region 0's objects were checked above) */
+	struct fsck_regions regs;
+	uint64_t reg_problems = 0;
+	frc = fsck_open_regions(st, &regs, &reg_problems);
+	for (size_t i = 1; !frc && i < regs.n; i++) {
+		struct check_report rr;
+		int crc = check_store(regs.views[i], &co, &rr);
+		progress_clear(&v);
+		if (crc && crc != -EUCLEAN) {
+			printf("PROBLEM region %" PRIu32 ": the engine check could not run: %s\n",
+			       regs.rids[i], strerror(-crc));
+			reg_problems++;
+			continue;
+		}
+		printf("engine of region %" PRIu32 ": manifest %" PRIu64 ", %" PRIu64
+		       " SSTables, %" PRIu64 " WAL entries to replay, %" PRIu64 " packs: %" PRIu64
+		       " problems\n",
+		       regs.rids[i], rr.manifest_version, rr.ssts.objects, rr.wal_uncovered,
+		       rr.packs.objects, rr.problems);
+		reg_problems += rr.problems;
+	}
 	progress_phase(&v, "checking the filesystem tree (inodes, entries, chunks)");
 	fflush(stdout);
-	frc = mwfs_fsck_store(st, fs_problem, &v, &fr);
+	if (!frc)
+		frc = mwfs_fsck_regions(regs.es, regs.rids, regs.n, fs_problem, &v, &fr);
+	fsck_close_regions(&regs);
 	progress_clear(&v);
+	if (reg_problems && !rc)
+		rc = -EUCLEAN;
 	if (frc && frc != -EUCLEAN) {
 		fprintf(stderr, "memwalfs fsck: filesystem check could not run: %s\n",
 		        strerror(-frc));

@@ -180,6 +180,8 @@ static const struct stat_type stat_types[] = {
      "the store's holder: 0 free, 1 live, 2 unsure, 3 dead, 4 this "
      "mount, -1 not known"},
     {"holder_quiet_ms", false, "how long the holder's lease has been seen unchanged, ms"},
+    {"regions_known", false, "regions this mount has opened (region 0 included)"},
+    {"regions_written", false, "regions this mount writes (holds)"},
     {"snapshot_wal_end", false, "opened from a snapshot: its WAL end (else 0)"},
     {"store_requests_", true, "requests sent to the store, per class"},
     {"store_retries", true, "store requests repeated after a retryable failure"},

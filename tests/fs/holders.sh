@@ -23,31 +23,7 @@
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh" "$1" "${2:-local}"
 
-# on MACHINE CMD...: run CMD as on machine MACHINE: a run directory of its own, a machine id of
-# its own (MEMWALFS_MACHINE_ID: a daemon of this machine whose pid is gone is dead at once; one of
-# another machine only when its lease runs out), and memwalfs in a UTS namespace with the host
-# name MACHINE
-MW_REAL=$MW
-MW=$WORK/mw-on
-cat >"$MW" <<'SH'
-#!/bin/sh
-[ -n "${MW_HOST:-}" ] || exec "$MW_REAL" "$@"
-exec unshare --uts sh -c 'hostname "$MW_HOST" && exec "$0" "$@"' "$MW_REAL" "$@"
-SH
-chmod +x "$MW"
-export MW_REAL
-on() {
-	local m=$1
-	shift
-	mkdir -p "$WORK/run-$m" && chmod 700 "$WORK/run-$m"
-	MEMWALFS_RUNDIR=$WORK/run-$m MW_HOST=machine-$m MEMWALFS_MACHINE_ID=machine-$m "$@"
-}
-# put PATH CONTENT: write PATH and fsync it (python: the status of fsync itself)
-put() {
-	python3 -c 'import os,sys
-fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-os.write(fd, sys.argv[2].encode()); os.fsync(fd); os.close(fd)' "$1" "$2"
-}
+. "$here/machines.sh" # on MACHINE CMD..., put PATH CONTENT
 stat_of() { "$MW" stats --raw "$1" | awk -v n="$2" '$1 == n { print $2 }'; }
 # expect_erofs WHAT CMD...: CMD must fail with "Read-only file system"
 expect_erofs() {

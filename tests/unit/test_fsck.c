@@ -301,6 +301,54 @@ static void test_through_store(void **state)
 	assert_non_null(strstr(fx->problems, "dentry 2/'ghost'"));
 }
 
+/*
+ * mwfs_fsck_regions(): region 1 on the view r/1/ of the same store, its root 1<<40|1 named
+ * "r" in the root of region 0, a file in it.  Clean; without the entry, its root is named
+ * by nothing (a problem, orphan mark or not).
+ */
+static void test_regions(void **state)
+{
+	struct fixture *fx = *state;
+	struct store *view = NULL;
+	struct engine *e1 = NULL, *e0 = fx->e;
+	struct engine_opts o;
+	uint8_t k[SCHEMA_KEY_MAX], sb[SCHEMA_SUPER_LEN];
+	uint64_t root1 = (1ull << 40) | 1;
+	struct schema_super s = {SCHEMA_VERSION, CHUNK, root1 + 2};
+	struct mwfs_fsck_report r;
+
+	assert_int_equal(store_open_sub(fx->st, "r/1/", &view), 0);
+	engine_opts_default(&o);
+	o.cadence_ms = 5;
+	assert_int_equal(engine_open(view, &o, &e1), 0);
+	fx->e = e1; /* put() and put_inode() write region 1 */
+	schema_super_encode(&s, sb);
+	put(fx, k, schema_key_super(k), sb, sizeof(sb));
+	put_inode(fx, root1, S_IFDIR | 0755, 2, 0, 1, NULL);
+	put_inode(fx, root1 + 1, S_IFREG | 0644, 1, 0, 0, NULL);
+	put_dentry(fx, root1, "x", root1 + 1, S_IFREG);
+	put(fx, k, schema_key_orphan(k, root1), "", 0); /* a stale mark: harmless */
+	fx->e = e0;
+	put_dentry(fx, 1, "r", root1, S_IFDIR);
+	put_inode(fx, 1, S_IFDIR | 0755, 4, 0, 1, NULL);
+	struct engine *es[2] = {e0, e1};
+	uint32_t rids[2] = {0, 1};
+	fx->problems[0] = '\0';
+	assert_int_equal(mwfs_fsck_regions(es, rids, 2, collect, fx, &r), 0);
+	assert_int_equal(r.inodes, 6);
+	/* region 0 alone: the entry names an inode it does not have */
+	assert_int_equal(mwfs_fsck(e0, collect, fx, &r), -EUCLEAN);
+	assert_non_null(strstr(fx->problems, "points to missing inode"));
+	/* the entry gone: the root of region 1 is named by nothing */
+	del(fx, k, schema_key_dentry(k, 1, "r", 1));
+	put_inode(fx, 1, S_IFDIR | 0755, 3, 0, 1, NULL);
+	fx->problems[0] = '\0';
+	assert_int_equal(mwfs_fsck_regions(es, rids, 2, collect, fx, &r), -EUCLEAN);
+	assert_non_null(strstr(fx->problems, "is named by no directory entry"));
+	assert_int_equal(engine_close(e1), 0);
+	store_close(view);
+}
+
 /* ---- mwfs_salvage() (fs/salvage.c): each break above repaired ---- */
 
 /* Salvage, expect a loss line naming what (NULL: no line needed), then a clean check. */
@@ -428,6 +476,7 @@ int main(void)
 	    T(test_salvage_lost_found),
 	    T(test_salvage_gone_dir_and_root),
 	    T(test_through_store),
+	    T(test_regions),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
