@@ -912,7 +912,7 @@ static bool busy(enum holder_state s)
 /*
  * The taker that created holder/<epoch> of rid first (we got -EEXIST): *t its state.
  * FREE: it gave up (its lease is gone, or lacks the take/hold of that epoch); SELF: the
- * object is ours (a create whose answer was lost).
+ * object is ours, from a take we gave up before (skipped like a FREE one).
  */
 static int taker_state(struct region_lease *l, uint32_t rid, uint64_t epoch, struct holder_info *t)
 {
@@ -1028,10 +1028,13 @@ int region_acquire(struct region_lease *l, uint32_t rid, bool force, uint64_t *e
 		rc = taker_state(l, rid, target, &t);
 		if (rc)
 			goto drop;
-		if (t.state == HOLDER_SELF) { /* a create of ours whose answer was lost */
-			*epoch = target;
-			return 0;
-		}
+		/*
+		 * Ours (HOLDER_SELF) is a take of ours given up before (a create of ours whose
+		 * answer was lost never comes back -EEXIST: the store resolves it by the bytes,
+		 * docs/STORES.md): skipped like anyone's.  Taking it as won made two winners,
+		 * this one at E and another at E + 1 that had skipped it while our lease had
+		 * no take line yet (test_two_takers under load).
+		 */
 		if (!force && busy(t.state)) {
 			log_info("region %" PRIu32
 			         ": mount %s (%s pid %ld, %s) is taking epoch %" PRIu64 " first",

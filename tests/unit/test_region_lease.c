@@ -500,9 +500,9 @@ static void test_costs(void **state)
 
 	/* an idle mount that holds nothing and watches nothing: no request */
 	struct region_lease *idle = open_lease(300, "/mnt/idle");
-	n0 = store_requests();
 	usleep(1000 * 1000);
-	assert_int_equal(store_requests(), n0);
+	/* its own count: the shared store's also counts what earlier tests' threads still send
+	 * (2 requests in this second once in CI at load 8) */
 	region_lease_get_stats(idle, &sa);
 	assert_int_equal(sa.requests, 1); /* the open's PUT */
 	region_lease_close(idle, true);
