@@ -440,6 +440,14 @@ void fs_want_write(struct mwfs *fs, uint64_t ino);
  * the error that kept it writing.
  */
 int fs_release(struct mwfs *fs, uint32_t rid);
+/*
+ * `memwalfs region take [--force]` (in a request, inside the gate): take region rid now, as
+ * its first change would; force fences a live holder.  0, -EALREADY (this mount writes it),
+ * the write error of this mount's writer of it (-EIO once fenced: another mount took it),
+ * -EROFS (another live mount holds it, or the take failed: the log says why), -ENOTSUP (a
+ * mount that cannot take regions), -ENOENT (a region this mount does not know).
+ */
+int fs_take(struct mwfs *fs, uint32_t rid, bool force);
 
 /* ---- region.c: the table of regions and the rules between them -------------- */
 
