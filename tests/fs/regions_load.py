@@ -88,7 +88,6 @@ def work(top, seed, ops, manifest):
     def new_name(prefix):
         nonlocal n
         n += 1
-        time.sleep(0.05)  # a reader, not a CPU burner: the writers share 2 cores with it
         d = rng.choice(dirs)
         return os.path.join(d, "%s%d" % (prefix, n))
 
