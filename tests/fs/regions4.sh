@@ -64,10 +64,11 @@ echo "-- 3. rename, link and mv across regions"
 python3 - "$a" "$b" <<'PY' || fail "rename/link across regions"
 import errno, os, sys
 a, b = sys.argv[1], sys.argv[2]
-open(a + "/r1/x", "w").write("x")
+for p in (a + "/r1/x", a + "/r5/y", b + "/r2/y"):
+    open(p, "w").write("x")
 os.mkdir(a + "/r1/xd")
-cases = [(a, "/r1/x", "/r5/x"), (a, "/r1/xd", "/r5/xd"), (a, "/r5/journal", "/r1/j2"),
-         (a, "/r1/x", "/x"), (b, "/r2/journal", "/r3/j"), (b, "/r2/journal", "/r1/j")]
+cases = [(a, "/r1/x", "/r5/x"), (a, "/r1/xd", "/r5/xd"), (a, "/r5/y", "/r1/y"),
+         (a, "/r1/x", "/x"), (b, "/r2/y", "/r3/y"), (b, "/r2/y", "/r1/y")]
 for root, f, t in cases:
     for op in (os.rename, os.link):
         if op is os.link and f.endswith("xd"):
@@ -79,7 +80,8 @@ for root, f, t in cases:
                 raise SystemExit("%s %s%s -> %s: %s, not EXDEV" % (op.__name__, root, f, t, e))
         else:
             raise SystemExit("%s %s%s -> %s succeeded" % (op.__name__, root, f, t))
-os.unlink(a + "/r1/x")
+for p in (a + "/r1/x", a + "/r5/y", b + "/r2/y"):
+    os.unlink(p)
 os.rmdir(a + "/r1/xd")
 PY
 # pick a file and a directory of A's first region (the listing is sorted: the choice is the

@@ -14,7 +14,8 @@
 #     acknowledged). /r6, which nobody took, stays D's: the lease covers all of a mount's regions, so
 #     D was "dead" for /r6 too while stopped, but nobody claimed it, and D's engine of /r6
 #     was never fenced: D's later writes there succeed (its lease renewals resume).
-#  3. Everybody unmounts; a new mount has every acknowledged write and none of the fenced
+#  3. Everybody unmounts: D's unmount fails, saying that region 5 was taken over (its final
+#     commit there was fenced), as an unmount of a mount fenced in region 0 does; a new mount has every acknowledged write and none of the fenced
 #     ones; fsck is clean.
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh" "$1" "${2:-local}"
@@ -137,8 +138,11 @@ echo "-- 3. all unmount; a new mount has every acknowledged write, none of the f
 on A mw_umount "$a" || fail "A's unmount failed"
 on C mw_umount "$c" || fail "C's unmount failed"
 if on D mw_umount_cmd "$d" 2>"$WORK/d-umount.err"; then drc=0; else drc=$?; fi
-echo "   D's unmount: exit $drc $(head -c 300 "$WORK/d-umount.err")"
 mw_wait_exit "$d.pid"
+echo "   D's unmount: exit $drc: $(head -c 400 "$WORK/d-umount.err")"
+# its final commit of /r5 failed (fenced): memwalfs umount says so, as for region 0
+[ "$drc" != 0 ] && grep -q "region 5 was taken over by another mount" "$WORK/d-umount.err" ||
+	fail "D's unmount does not report that /r5 was taken over"
 on E mw_mount_logged "$e"
 for r in r1 r2 r3 r4; do load check-journal "$e/$r/journal" "$WORK/ack-$r" || fail "/$r/journal after the remount"; done
 [ "$(cat "$e/r2/dir/f")" = "f in r2" ] && [ "$(cat "$e/r3/dir/f")" = "f in r3" ] || fail "B's files after the remount"
