@@ -30,7 +30,8 @@ fail() {
 	echo "FAIL: $* (MEMWALFS_SEED=$seed)"
 	exit 1
 }
-trap 'rc=$?; [ "$rc" = 0 ] || for m in "$a" "$b" "$c" "$d" "$e"; do [ -e "$m.log" ] && mw_log_tail "$m" 15; done; mw_cleanup' EXIT
+pids=() scans=()
+trap 'rc=$?; touch "$WORK/stop"; kill "${pids[@]}" "${scans[@]}" 2>/dev/null || true; [ "$rc" = 0 ] || for m in "$a" "$b" "$c" "$d" "$e"; do [ -e "$m.log" ] && mw_log_tail "$m" 15; done; mw_cleanup' EXIT
 
 echo "-- 1. A makes the regions /r1../r5"
 on A mw_mount_logged "$a"
@@ -40,13 +41,11 @@ mw_umount "$a"
 echo "-- 2. four mounts each write their own region, and follow the others"
 on A mw_mount_logged "$a" --lease 2
 for m in B C D; do on $m mw_mount_logged "$WORK/${m,,}" --lease 2; done
-pids=()
 load work "$a/r1" "$seed" "$ops" "$WORK/man-r1" & pids+=($!)
 load work "$a/r5" $((seed + 5)) $((ops / 3)) "$WORK/man-r5" & pids+=($!)
 load work "$b/r2" $((seed + 2)) "$ops" "$WORK/man-r2" & pids+=($!)
 load work "$c/r3" $((seed + 3)) "$ops" "$WORK/man-r3" & pids+=($!)
 load work "$d/r4" $((seed + 4)) "$ops" "$WORK/man-r4" & pids+=($!)
-scans=()
 for m in a b c d; do load scan "$WORK/$m" "$WORK/stop" & scans+=($!); done
 for p in "${pids[@]}"; do wait "$p" || fail "a writer failed"; done
 touch "$WORK/stop"
@@ -54,12 +53,22 @@ for p in "${scans[@]}"; do wait "$p" || fail "a reader failed"; done
 man=$WORK/man-r1,$WORK/man-r2,$WORK/man-r3,$WORK/man-r4,$WORK/man-r5
 load same "$wait_s" "$man" "$a" "$b" "$c" "$d" || fail "the mounts did not converge"
 
-# each mount holds the regions it wrote, and names the others' holders (it met them all)
-for m in a b c d; do "$MW" region list "$WORK/$m" >"$WORK/list-$m"; done
-cat "$WORK/list-a"
-grep -A1 "^region 2 /r2" "$WORK/list-b" | grep -q "this mount" || fail "B does not hold /r2"
-grep -A1 "^region 2 /r2" "$WORK/list-a" | grep -q "machine-B" || fail "A does not name B as /r2's holder"
-grep -A1 "^region 4 /r4" "$WORK/list-c" | grep -q "machine-D" || fail "C does not name D as /r4's holder"
+# each mount holds the regions it wrote, and names the others' holders (it met them all;
+# its watch reads a region's holder object every 4th tick: up to 30 s to see it)
+# holder_is MNT RID PATH PATTERN: region list at MNT shows PATTERN in the holder line of RID
+holder_is() {
+	for _ in $(seq 300); do
+		"$MW" region list "$1" >"$WORK/list" && grep -A1 "^region $2 $3\$" "$WORK/list" | grep -q "$4" && return 0
+		sleep 0.1
+	done
+	cat "$WORK/list"
+	return 1
+}
+holder_is "$b" 2 /r2 "this mount" || fail "B does not hold /r2"
+holder_is "$a" 2 /r2 machine-B || fail "A does not name B as /r2's holder"
+holder_is "$c" 4 /r4 machine-D || fail "C does not name D as /r4's holder"
+holder_is "$d" 1 /r1 machine-A || fail "D does not name A as /r1's holder"
+"$MW" region list "$a"
 echo "-- 3. rename, link and mv across regions"
 python3 - "$a" "$b" <<'PY' || fail "rename/link across regions"
 import errno, os, sys

@@ -223,7 +223,7 @@ def same(sec, manifests, roots):
 
 def scan(root, stop):
     n = 0
-    while not os.path.exists(stop):
+    while not os.path.exists(stop) and os.path.ismount(root):
         try:
             listing(root)
         except OSError as e:
