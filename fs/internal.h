@@ -530,6 +530,12 @@ void fsnotify_entry(struct fsnotify *nf, uint64_t parent, const char *name, size
 /* Everything changed: every inode of the table, refreshed and invalidated whole. */
 void fsnotify_all(struct fsnotify *nf);
 /*
+ * The refresh hook from now on (a region became followed), then fsnotify_all(); the thread
+ * goes on (unlike fsnotify_stop() and a new start, it is not waited for: a notification in
+ * progress may wait for a page that a request waiting at a closed gate holds).
+ */
+void fsnotify_follow(struct fsnotify *nf, fsnotify_refresh_fn refresh);
+/*
  * Tell the kernel at once that ino's attributes are stale (not its pages: safe while
  * requests of that inode wait), if the session is mounted; the caller's thread.
  */

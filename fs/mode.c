@@ -306,9 +306,18 @@ static void discover(struct mwfs *fs, uint32_t rid)
 	struct fs_region *r = rc ? NULL : fs_region_get(fs, rid);
 	if (r && !writer) {
 		ra_pause(fs->ra, true);
-		fsnotify_stop(fs->nf);
-		fs->nf = NULL;
-		rc = notify_restart(fs, true);
+		/*
+		 * The notify thread goes on with the refresh hook: stopping it here (the gate
+		 * closed) waited for it, and it may be dropping the pages of a file this mount
+		 * writes, locked by a write whose request waits at the gate: a deadlock (found by
+		 * fs_regions4: a mount writing two regions while a reader met the others').
+		 * Nothing is freed here (a region is added), so the thread may run through.
+		 */
+		rc = 0;
+		if (fs->nf)
+			fsnotify_follow(fs->nf, follow_refresh);
+		else
+			rc = notify_restart(fs, true);
 		if (!rc)
 			rc = fsfollow_start(fs, r, &r->ff);
 		if (rc)

@@ -707,28 +707,39 @@ struct engine *hold_engine(struct hold *h)
 	return h->e;
 }
 
-/* Close every region's engine but region 0's (serve() closes that), then their views. */
-static void close_regions(struct hold *h)
+int hold_close_regions(struct hold *h, struct hold_region_err *err)
 {
+	int first = 0;
+	if (!h)
+		return 0;
 	for (unsigned i = 0; i < h->nregs; i++) {
 		struct hreg *r = &h->regs[i];
 		if (r->rid == 0)
 			continue; /* serve() closes region 0's engine, and owns the store */
+		struct engine_stats es = {0};
+		if (r->writer)
+			engine_get_stats(r->e, &es); /* final once the writer stopped */
 		int rc = engine_close(r->e);
 		if (rc)
 			log_err("region %u: final commit: %s", r->rid, strerror(-rc));
+		if (rc && !first && err) {
+			first = rc;
+			err->rid = r->rid;
+			err->changes_lost = es.batches_lost;
+		}
 		store_close(r->view);
 		r->e = NULL;
 		r->view = NULL;
 	}
 	h->nregs = h->nregs ? 1 : 0;
+	return first;
 }
 
 void hold_close(struct hold *h)
 {
 	if (!h)
 		return;
-	close_regions(h);
+	hold_close_regions(h, NULL);
 	region_lease_close(h->l, true);
 	region_map_free(&h->map);
 	pthread_mutex_destroy(&h->mu);
