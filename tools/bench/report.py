@@ -1337,6 +1337,8 @@ def main():
             "    tools/bench/run.sh --targets s3fs,local --workloads md,gs --runs 3",
             "    tools/bench/run.sh --targets s3fs --workloads gs --set GS_FILES_S3=800  # a size check",
             "    tools/bench/run.sh --rtt 0,20       # each run twice: the local server, then 20 ms away",
+            "    tools/bench/run.sh --targets memwalfs-s3 --workloads regions --runs 3  # issue 39's rows: "
+            "their section only",
             "",
             "The server is started by run.sh (its own Ceph RGW on port 7680 under "
             "/var/tmp/memwalfs-bench-rgw) unless S3_ENDPOINT names one.", "",
