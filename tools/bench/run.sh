@@ -158,11 +158,12 @@ fi
 CP_TARGETS="memwalfs-s3 s3fs local"
 # Regions (wl_regions): the numbers of mounts, one round each; raw PUTs of
 # REG_RAW_4K 4 KiB and REG_RAW_BIG 4 MiB objects; follower lag over REG_LAG_S
-# s: a marker every REG_LAG_MS ms per mount, polled for every REG_POLL_MS ms
-# by the others;
+# s while each mount runs REG_LAG_WRITERS durable-create writers (0: none): a
+# marker every REG_LAG_MS ms per mount, polled for every REG_POLL_MS ms by the
+# others;
 # REG_CONTROL=1: for N >= 2 also the control round, the N mounts on a store
 # each (what the machine and server give N filesystems that share nothing).
-REG_NS="1 2 4" REG_LAG_MS=200 REG_POLL_MS=20 REG_CONTROL=1
+REG_NS="1 2 4" REG_LAG_MS=200 REG_POLL_MS=20 REG_CONTROL=1 REG_LAG_WRITERS=32
 # Churn (wl_churn): the store is near zero at CHURN_ZERO_KB KiB; the drain is
 # watched for at most three times the target (grace + two GC intervals).
 CHURN_ZERO_KB=1024
@@ -626,7 +627,7 @@ for k in SEQ_MB JB_BIG_MB MP_S JB_SMALL_N RAND_MB RAND_S FSYNC_S MD_Z MD_Z_S3 MD
 	GS_DIRS GS_MB GS_AVG GS_FILES_S3 GS_DIRS_S3 GS_AVG_S3 DC_S DC_MAX TREE_N TREE_MB LIST_N \
 	LIST_N_S3 TAR_N GIT_N CP_MB CP_TARGETS SBP_FILES SBP_FILES_S3 SBP_IDLE_S SBP_S SBP_MB \
 	CHURN_S CHURN_LIVE_MB CHURN_MBPS CHURN_GRACE CHURN_GC_MS CHURN_SAMPLE_S CHURN_ZERO_KB \
-	CHURN_DRAIN_S REG_NS REG_LAG_MS REG_POLL_MS REG_CONTROL REG_RAW_4K REG_RAW_BIG REG_LAG_S; do
+	CHURN_DRAIN_S REG_NS REG_LAG_MS REG_POLL_MS REG_CONTROL REG_RAW_4K REG_RAW_BIG REG_LAG_S REG_LAG_WRITERS; do
 	echo "$k=${!k}"
 done >>"$OUT/meta.env"
 if [ "$CHURN_ONLY" = 1 ]; then

@@ -807,7 +807,8 @@ reg_wait_all() {
 #     time cap); MBps = all bytes / the phase's wall time until the last
 #     mount's `memwalfs sync` returned.
 #   regions-lag-nN (N >= 2): then, while every mount runs durable_creates
-#     (32 writers) for REG_LAG_S s, tools/bench/regionlag.py has every mount
+#     (REG_LAG_WRITERS writers, 32; 0: nothing but the markers) for REG_LAG_S
+#     s, tools/bench/regionlag.py has every mount
 #     write an fsync'd marker into its region every REG_LAG_MS ms and every
 #     other mount poll for it (stat every REG_POLL_MS ms): lag = first seen at
 #     the other mount - the writer's fsync returned; p50/p99 over every pair,
@@ -920,7 +921,12 @@ os.write(fd, b"ok"); os.fsync(fd); os.close(fd)' "$REG_DIR/m$k/d$k/w/first" ||
 		python3 "$BENCH_DIR/regionlag.py" "$REG_DIR/lag.tsv" "$REG_LAG_MS" "$REG_POLL_MS" \
 			"$REG_DIR/lag.stop" 30 "${margs[@]}" >"$f" 2>&1 &
 		lagpid=$!
-		reg_dcreate "$n" "$w" "$REG_LAG_S" 100000000
+		if [ "$REG_LAG_WRITERS" -gt 0 ]; then
+			reg_dcreate "$n" "$w" "$REG_LAG_S" 100000000 "$REG_LAG_WRITERS"
+		else
+			say "  $TGT: $w (markers only)"
+			sleep "$REG_LAG_S"
+		fi
 		: >"$REG_DIR/lag.stop"
 		wait "$lagpid" || result "$TGT" "$w" failed 1 rc
 		cp "$REG_DIR/lag.tsv" "$LOGS/$TGT$SFX.$w.r$RUN.tsv" 2>/dev/null
@@ -938,8 +944,8 @@ os.write(fd, b"ok"); os.fsync(fd); os.close(fd)' "$REG_DIR/m$k/d$k/w/first" ||
 	return 0
 }
 
-# reg_dcreate N W SECONDS MAX: phase W: durable_creates with 32 writers in
-# every mount's region at once (SECONDS, MAX files per mount), then `memwalfs
+# reg_dcreate N W SECONDS MAX [WRITERS]: phase W: durable_creates with WRITERS
+# (32) writers in every mount's region at once (SECONDS, MAX files per mount), then `memwalfs
 # sync` of all; records reg_phase_end's figures and reg_dc_sum's; the files
 # are removed afterwards (not timed).
 reg_dcreate() {
@@ -948,7 +954,7 @@ reg_dcreate() {
 	reg_phase_begin
 	for ((k = 1; k <= n; k++)); do
 		mkdir -p "$REG_DIR/m$k/d$k/dc"
-		timeout -k 10 "$STEP_TIMEOUT" "$BIN/durable_creates" "$REG_DIR/m$k/d$k/dc" 32 "$3" "$4" \
+		timeout -k 10 "$STEP_TIMEOUT" "$BIN/durable_creates" "$REG_DIR/m$k/d$k/dc" "${5:-32}" "$3" "$4" \
 			>"$LOGS/$TGT$SFX.$w.m$k.r$RUN.out" 2>&1 &
 		pids+=($!)
 	done
