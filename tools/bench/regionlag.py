@@ -6,7 +6,9 @@ usage: regionlag.py OUT INTERVAL_MS POLL_MS STOPFILE GRACE_S MNT1:DIR1 MNT2:DIR2
 Mount i (MNTi) writes region DIRi (a directory under every mount's root).
 Writer i, every INTERVAL_MS: creates MNTi/DIRi/lag/mK, writes its own clock
 in it, fsyncs, closes; K counts from 0.  Observer i, for each other writer j:
-stats MNTi/DIRj/lag/mK every POLL_MS until it shows, then waits for mK+1.
+stats MNTi/DIRj/lag/mK every POLL_MS until it shows, then waits for mK+1 (a
+marker still not shown when the next one shows, checked every SKIP_S, counts
+as never seen: one lost marker does not hide the later ones).
 Lag of a sample = time the observer first saw the marker - time the writer's
 fsync returned (the marker durable in the store: what is left is the
 follower's poll and apply), also from the writer's create (the commit
@@ -27,6 +29,8 @@ import os
 import sys
 import threading
 import time
+
+SKIP_S = 0.1  # how often an observer checks whether the marker it waits for was skipped
 
 
 def pct(v, p):
@@ -74,10 +78,23 @@ class Writer:
             return len(self.t_durable)
 
 
+def visible(mnt, d, k):
+    try:
+        os.stat(os.path.join(mnt, d, "lag", "m%d" % k))
+        return True
+    except OSError:
+        return False
+
+
 def observe(mnt, d, w, poll, stopfile, grace, out):
-    """Observer at mount mnt of writer w (region directory d): appends (k, seen)."""
+    """Observer at mount mnt of writer w (region directory d): appends (k, seen).  It
+    polls for the oldest marker not seen yet; every SKIP_S it also looks at the one
+    after it, and when that one shows while the oldest still does not (a marker lost,
+    or shown out of order), the oldest counts as never seen and the next is polled
+    for, so that one lost marker does not hide all later ones."""
     k = 0
     deadline = None
+    skip_at = time.monotonic() + SKIP_S
     while True:
         if deadline is None and os.path.exists(stopfile):
             deadline = time.monotonic() + grace
@@ -87,13 +104,16 @@ def observe(mnt, d, w, poll, stopfile, grace, out):
                 return
             time.sleep(poll)
             continue
-        try:
-            os.stat(os.path.join(mnt, d, "lag", "m%d" % k))
+        if visible(mnt, d, k):
             out.append((k, time.monotonic()))
             k += 1
+            skip_at = time.monotonic() + SKIP_S
             continue
-        except OSError:
-            pass
+        if time.monotonic() >= skip_at:
+            skip_at = time.monotonic() + SKIP_S
+            if n - 1 > k and visible(mnt, d, k + 1) and not visible(mnt, d, k):
+                k += 1
+                continue
         if deadline is not None and time.monotonic() > deadline:
             return
         time.sleep(poll)
