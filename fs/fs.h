@@ -83,8 +83,10 @@ struct mwfs_opts {
 	 */
 	size_t (*regions)(void *arg, uint32_t rid, char *buf, size_t len);
 	/*
-	 * More "name value" lines for the statistics, into buf: the mount's lease and the
-	 * holder of region rid (region 0 for now); NULL: none.
+	 * More "name value" lines for the statistics, into buf (len bytes; returns the length
+	 * written): with MWFS_RID_MOUNT the mount's lease and the holder of region 0; with a
+	 * rid of the table, "region.<rid>.<name> <value>" lines of that region (its root's
+	 * path, its holder's state).  NULL: none.
 	 */
 	size_t (*hold_stats)(void *arg, uint32_t rid, char *buf, size_t len);
 	/*
