@@ -188,8 +188,11 @@ static int serve(struct mount_args *a, int report_fd)
 	struct engine_disk_cache *dcache = NULL;
 	const bool ro = a->eo.read_only; /* -o ro or --snapshot: writes nothing */
 
-	/* a read-only mount never creates a local store directory */
-	rc = storeopt_open(a->store, &a->s3, a->eo.read_only ? STORE_OPEN_EXISTING : 0, "mount",
+	/*
+	 * a read-only mount writes nothing: no local store directory, no probe of conditional
+	 * create on S3, every write refused by the store itself (docs/REGIONS.md)
+	 */
+	rc = storeopt_open(a->store, &a->s3, a->eo.read_only ? STORE_OPEN_READ_ONLY : 0, "mount",
 	                   &st);
 	if (rc)
 		goto out;

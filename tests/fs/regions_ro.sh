@@ -20,24 +20,8 @@
 #  8. Everything unmounts cleanly; fsck is clean.
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh" "$1" "${2:-local}"
-. "$here/machines.sh" # on MACHINE CMD..., put PATH CONTENT
+. "$here/machines.sh" # on MACHINE CMD..., put PATH CONTENT, expect_err, wait_file
 
-# expect_err ERRTEXT WHAT CMD...: CMD must fail with ERRTEXT in its message
-expect_err() {
-	local want=$1 what=$2 err
-	shift 2
-	if err=$("$@" 2>&1); then echo "FAIL: $what succeeded"; exit 1; fi
-	case $err in
-	*"$want"*) ;;
-	*) echo "$err"; echo "FAIL: $what: not \"$want\""; exit 1 ;;
-	esac
-}
-# wait_file PATH CONTENT [SEC]: up to SEC (30) s for PATH to show CONTENT
-wait_file() {
-	local n=$((${3:-30} * 10))
-	for _ in $(seq $n); do [ "$(cat "$1" 2>/dev/null)" = "$2" ] && return 0; sleep 0.1; done
-	echo "FAIL: $1 did not show \"$2\" within ${3:-30} s"; exit 1
-}
 # stat_of MNT NAME: the value of stats line NAME of the mount at MNT (empty: no such line)
 stat_of() { "$MW" stats --raw "$1" | awk -v n="$2" '$1 == n && !d { print $2; d = 1 }'; }
 # want MNT NAME OP VALUE: stats line NAME of MNT must compare (-eq, -gt...) to VALUE
