@@ -323,8 +323,9 @@ static void taken(void *arg, uint32_t rid, struct engine *done, struct engine *n
 		if (rid == 0) {
 			h->e = now;
 			h->a->eo.read_only = false;
-			metrics_attach(h->a->metrics, now, h->fs);
 		}
+		/* a scrape in progress (it reads every region's engine) ends before done closes */
+		metrics_attach(h->a->metrics, h->e, h->fs);
 	} else {
 		region_release(h->l, rid);
 	}
