@@ -279,12 +279,13 @@ static void print_regions(const struct counters *c)
 	int nr = 0;
 	bool more = false;
 	for (int i = 0; i < c->n && nr < 256; i++) {
-		char *end;
 		const char *nm = c->name[i];
-		if (strncmp(nm, "region.", 7) ||
-		    strcmp(strchr(nm + 7, '.') ? strchr(nm + 7, '.') : "", ".path"))
+		if (strncmp(nm, "region.", 7))
 			continue;
+		char *end;
 		unsigned long rid = strtoul(nm + 7, &end, 10);
+		if (end == nm + 7 || strcmp(end, ".path"))
+			continue; /* one line of each region: its path */
 		rids[nr++] = rid;
 		more |= rid != 0;
 	}
@@ -315,9 +316,12 @@ static void print_regions(const struct counters *c)
 			       human_bytes(urval(c, r, "pending_bytes"), a));
 		else {
 			int64_t hs = rval(c, r, "holder_state");
+			/* a read-only mount (no lease) watches no holder */
 			printf("followed (written by %s): WAL applied up to %" PRId64 ", %" PRId64
 			       " entries behind, current as of %.1f s ago\n",
-			       hs >= 0 && hs <= 4 ? holder[hs] : "a mount not known",
+			       hs >= 0 && hs <= 4   ? holder[hs]
+			       : val(c, "lease_ms") ? "a mount not known"
+			                            : "a mount this read-only mount does not watch",
 			       rval(c, r, "wal_next"), rval(c, r, "follow_behind"),
 			       (double)rval(c, r, "follow_lag_ms") / 1000.0);
 		}

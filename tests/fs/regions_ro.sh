@@ -117,6 +117,10 @@ want "$b" region.2.wal_next -gt 1
 	$1 ~ /^region\.[0-9]+\.store_requests_get$/ { s += $2 }
 	END { if (t != s || t == 0) { print "FAIL: GETs: total " t ", sum of the regions " s; exit 1 } }'
 "$MW" stats "$a" | tee "$WORK/human-a"
+"$MW" stats "$r" >"$WORK/human-r"
+grep -q "read-only, following the writer" "$WORK/human-r" &&
+	grep -q "region 2 /rb: followed" "$WORK/human-r" && grep -q "0 written by this mount" "$WORK/human-r" ||
+	{ cat "$WORK/human-r"; echo "FAIL: memwalfs stats at R"; exit 1; }
 grep -q "region 1 /ra: written here" "$WORK/human-a" &&
 	grep -q "region 2 /rb: followed (written by a live mount)" "$WORK/human-a" ||
 	{ echo "FAIL: memwalfs stats at A has no block per region"; exit 1; }
