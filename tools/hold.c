@@ -247,9 +247,10 @@ static const char *what(const struct hold *h, uint32_t rid, char *buf, size_t n)
 
 /*
  * mwfs_opts.take: region rid, if its holder let go of it (no store I/O until then), on a
- * writer engine opened on the region's view.
+ * writer engine opened on the region's view.  force (`region take --force`): whoever holds
+ * it; a live holder is fenced.
  */
-static int take(void *arg, uint32_t rid, struct engine **writer)
+static int take(void *arg, uint32_t rid, bool force, struct engine **writer)
 {
 	struct hold *h = arg;
 	struct holder_info hi;
@@ -258,7 +259,9 @@ static int take(void *arg, uint32_t rid, struct engine **writer)
 	if (!view)
 		return -EROFS;
 	what(h, rid, s, sizeof(s));
-	int rc = region_holder_cached(h->l, rid, &hi);
+	int rc = force ? 0 : region_holder_cached(h->l, rid, &hi);
+	if (force)
+		hi.state = HOLDER_FREE; /* region_acquire() looks itself */
 	if ((rc || hi.state == HOLDER_LIVE || hi.state == HOLDER_UNSURE) && look_allowed(h))
 		rc = region_holder(h->l, rid,
 		                   &hi); /* look again: a clean unmount frees it at once */
@@ -282,12 +285,16 @@ static int take(void *arg, uint32_t rid, struct engine **writer)
 	}
 	uint64_t epoch = 0;
 	struct holder_info prev;
-	rc = region_acquire(h->l, rid, false, &epoch, &prev);
+	rc = region_acquire(h->l, rid, force, &epoch, &prev);
 	if (rc) {
 		if (rc != -EBUSY)
 			log_err("taking %s over: %s", s, strerror(-rc));
 		return -EROFS;
 	}
+	if (force && (prev.state == HOLDER_LIVE || prev.state == HOLDER_UNSURE))
+		log_warn("region take --force: fencing %s, the %s holder of %s",
+		         who(&prev, w, sizeof(w)),
+		         prev.state == HOLDER_LIVE ? "live" : "possibly live", s);
 	struct engine_opts eo = h->a->eo;
 	eo.read_only = false;
 	eo.follow = false;
