@@ -7,7 +7,7 @@
 #  2. R mounts -o ro: it finds both regions and follows them; files both write later, and a
 #     removal, show at R.
 #  3. Every change at R fails with EROFS (in /, /ra, /rb; create, mkdir, unlink, append,
-#     rename, setxattr, region create) and changes nothing.
+#     rename, setxattr, region create) and changes nothing; region take fails.
 #  4. R wrote nothing: no PUT, multipart or DELETE among its store requests (memwalfs stats
 #     --raw, every region's and the mount's), no lease object of its own.
 #  5. Per-region lines of `memwalfs stats --raw` at A, B and R (role, path, holder, WAL, puts,
@@ -72,6 +72,8 @@ expect_err "Read-only file system" "unlink at R in /ra" rm "$r/ra/a2"
 expect_err "Read-only file system" "append at R in /rb" sh -c "echo x >>'$r/rb/b2'"
 expect_err "Read-only file system" "rename at R in /rb" mv "$r/rb/b2" "$r/rb/b3"
 expect_err "Read-only file system" "region create at R" "$MW" region create "$r/rc"
+if "$MW" region take "$r/ra" 2>"$WORK/take-r"; then echo "FAIL: region take at R succeeded"; exit 1; fi
+echo "   region take at R: $(cat "$WORK/take-r")"
 [ ! -e "$a/nope" ] && [ ! -e "$a/ra/nope" ] && [ ! -e "$b/rb/nope" ] && [ ! -e "$b/rb/b3" ] &&
 	[ "$(cat "$a/rb/b2" 2>/dev/null || cat "$b/rb/b2")" = b2 ] ||
 	{ echo "FAIL: a refused change at R changed something"; exit 1; }
