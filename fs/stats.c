@@ -1,7 +1,9 @@
 /*
- * stats.c - the mount's statistics (mwfs_stats_format(), fs.h): the
- * engine's, then the filesystem's own counters.  Its own file, below fs.c
- * and xattr.c (the root's stats xattr), so that neither calls the other.
+ * stats.c - the mount's statistics (mwfs_stats_format(), fs.h): region 0's
+ * engine's, the filesystem's own counters, the mount command's (the lease),
+ * then a block of lines per region of the table (docs/METRICS.md, "Per
+ * region").  Its own file, below fs.c and xattr.c (the root's stats xattr),
+ * so that neither calls the other.
  */
 #include <inttypes.h>
 #include <stdarg.h>
@@ -122,7 +124,7 @@ size_t mwfs_stats_format(struct mwfs *fs, char *buf, size_t len)
 	uint64_t pre, waited;
 	struct fsnotify_counts nc;
 	fsnotify_counts(fs->nf, &nc);
-	size_t n = engine_stats_format(fs->reg[0].e, buf, len); /* region 0's, for now */
+	size_t n = engine_stats_format(fs->reg[0].e, buf, len); /* region 0 (then a block each) */
 	ra_counts(fs->ra, &pre, &waited);
 	char tail[256];
 	int w = snprintf(
