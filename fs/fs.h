@@ -84,8 +84,10 @@ struct mwfs_opts {
 	 */
 	size_t (*regions)(void *arg, uint32_t rid, char *buf, size_t len);
 	/*
-	 * More "name value" lines for the statistics, into buf: the mount's lease and the
-	 * holder of region rid (region 0 for now); NULL: none.
+	 * More "name value" lines for the statistics, into buf (len bytes; returns the length
+	 * written): with MWFS_RID_MOUNT the mount's lease and the holder of region 0; with a
+	 * rid of the table, "region.<rid>.<name> <value>" lines of that region (its root's
+	 * path, its holder's state).  NULL: none.
 	 */
 	size_t (*hold_stats)(void *arg, uint32_t rid, char *buf, size_t len);
 	/*
@@ -178,9 +180,11 @@ int mwfs_close(struct mwfs *fs);
 uint32_t mwfs_chunk_size(const struct mwfs *fs);
 
 /*
- * The statistics as "name value" lines: engine_stats_format() followed by the
- * filesystem's own counters (fs_*), into buf (NUL-terminated, truncated to
- * len).  Returns the length it wanted.  Any thread, while fs is open.
+ * The statistics as "name value" lines: engine_stats_format() of region 0 followed by the
+ * filesystem's own counters (fs_*), the hold_stats hook's lines, then each region's
+ * "region.<rid>.<name> <value>" lines (a region's whole or none), into buf (NUL-terminated,
+ * truncated to len).  Returns the length it wanted, or less when regions were left out.
+ * Any thread, while fs is open.
  */
 size_t mwfs_stats_format(struct mwfs *fs, char *buf, size_t len);
 

@@ -115,7 +115,8 @@ static const char *who(const struct holder_info *h, char *buf, size_t n)
 	return buf;
 }
 
-int hold_open(struct mount_args *a, struct store *st, struct hold **out)
+/* A hold without a lease yet: the options, the store, the map (if it loads). */
+static int hold_new(struct mount_args *a, struct store *st, struct hold **out)
 {
 	struct hold *h = calloc(1, sizeof(*h));
 	if (!h)
@@ -123,16 +124,30 @@ int hold_open(struct mount_args *a, struct store *st, struct hold **out)
 	h->a = a;
 	h->st = st;
 	pthread_mutex_init(&h->mu, NULL);
+	int rc = region_map_load(st, &h->map);
+	if (rc)
+		log_warn("%s: the region map does not load (%s): regions are found when met",
+		         a->store, strerror(-rc));
+	*out = h;
+	return 0;
+}
+
+int hold_open(struct mount_args *a, struct store *st, struct hold **out)
+{
+	struct hold *h;
+	int rc = hold_new(a, st, &h);
+	if (rc)
+		return rc;
 	char host[256] = "";
 	if (gethostname(host, sizeof(host) - 1))
 		snprintf(host, sizeof(host), "?");
 	struct region_lease_opts lo = {
 	    .host = host, .pid = (long)getpid(), .mnt = a->mnt, .lease_ms = a->lease_ms};
-	int rc = region_lease_open(st, &lo, &h->l);
+	rc = region_lease_open(st, &lo, &h->l);
 	if (rc) {
 		fprintf(stderr, "memwalfs: cannot write this mount's lease to %s: %s\n", a->store,
 		        strerror(-rc));
-		free(h);
+		hold_close(h);
 		return rc;
 	}
 	/*
@@ -140,11 +155,7 @@ int hold_open(struct mount_args *a, struct store *st, struct hold **out)
 	 * sizes of files), and the kernel's writeback cache keeps a file's size of its own,
 	 * ignoring the one the daemon answers: no writeback cache (docs/REGIONS.md).
 	 */
-	rc = region_map_load(st, &h->map);
-	if (rc)
-		log_warn("%s: the region map does not load (%s): regions are found when met",
-		         a->store, strerror(-rc));
-	else if (h->map.n && a->fo.writeback) {
+	if (h->map.n && a->fo.writeback) {
 		a->fo.writeback = false;
 		fprintf(stderr,
 		        "memwalfs: %s has %zu regions besides region 0: this mount follows those "
@@ -153,6 +164,11 @@ int hold_open(struct mount_args *a, struct store *st, struct hold **out)
 	}
 	*out = h;
 	return 0;
+}
+
+int hold_open_ro(struct mount_args *a, struct store *st, struct hold **out)
+{
+	return hold_new(a, st, out);
 }
 
 int hold_acquire(struct hold *h, bool force)
@@ -193,6 +209,8 @@ int hold_held(struct hold *h, struct engine *e)
 	h->regs[0] = (struct hreg){.rid = 0, .view = h->st, .e = e, .writer = !h->a->eo.read_only};
 	h->nregs = 1;
 	pthread_mutex_unlock(&h->mu);
+	if (!h->l)
+		return 0; /* -o ro: no lease, no watch (nothing written, docs/REGIONS.md) */
 	if (h->a->eo.read_only)
 		return region_holder(h->l, 0, &(struct holder_info){0}); /* watch the holder */
 	return region_held(h->l, 0, h->a->eo.claim_epoch);
@@ -282,8 +300,7 @@ static int take(void *arg, uint32_t rid, bool force, struct engine **writer)
 	eo.follow = false;
 	eo.follow_interval_ms = 0;
 	eo.claim_epoch = epoch;
-	/* the follower's disk cache stays locked by it until it is closed */
-	eo.disk_cache_dir = NULL;
+	eo.disk_cache_salt = rid; /* the mount's shared disk cache (a->eo.disk_cache) */
 	rc = engine_open(view, &eo, writer);
 	if (rc) {
 		log_err("taking %s over: opening the writer: %s; still following", s,
@@ -313,8 +330,9 @@ static void taken(void *arg, uint32_t rid, struct engine *done, struct engine *n
 		if (rid == 0) {
 			h->e = now;
 			h->a->eo.read_only = false;
-			metrics_attach(h->a->metrics, now, h->fs);
 		}
+		/* a scrape in progress (it reads every region's engine) ends before done closes */
+		metrics_attach(h->a->metrics, h->e, h->fs);
 	} else {
 		region_release(h->l, rid);
 	}
@@ -351,7 +369,7 @@ static int release(void *arg, uint32_t rid, struct engine *writer, struct engine
 		return -EINVAL;
 	what(h, rid, s, sizeof(s));
 	struct engine_opts eo = follower_opts(h->a);
-	eo.disk_cache_dir = NULL; /* the writer holds it until it is closed */
+	eo.disk_cache_salt = rid; /* the mount's shared disk cache, as the writer's */
 	int rc = engine_open(view, &eo, follower);
 	if (rc) {
 		log_err("region release: opening the follower: %s", strerror(-rc));
@@ -405,7 +423,9 @@ static int reg_open(struct hold *h, uint32_t rid, uint64_t epoch, struct store *
 		eo.follow_interval_ms = 0;
 		eo.claim_epoch = epoch;
 	}
-	eo.disk_cache_dir = NULL; /* one disk cache per mount: region 0's */
+	if (!epoch && !h->l && !h->a->eo.follow)
+		eo.follow = false; /* -o ro with --follow-interval 0: the state at mount */
+	eo.disk_cache_salt = rid;  /* the mount's disk cache, shared: keys of its own */
 	eo.snapshot = NULL;
 	rc = engine_open(*view, &eo, e);
 	if (rc) {
@@ -494,7 +514,8 @@ static int region_open(void *arg, uint32_t rid, struct engine **e, bool *writer)
 		return rc;
 	}
 	struct holder_info hi;
-	region_holder(h->l, rid, &hi); /* watch its holder: the take answers from it */
+	if (h->l) /* -o ro has no lease and never takes: nothing to watch */
+		region_holder(h->l, rid, &hi); /* watch its holder: the take answers from it */
 	*writer = false;
 	log_info("%s: following it (found at an inode number of it)", s);
 	return 0;
@@ -597,7 +618,9 @@ static size_t regions(void *arg, uint32_t rid, char *buf, size_t len)
 		if (k_ > 0)                                                                        \
 			n += (size_t)k_;                                                           \
 	} while (0)
-	region_lease_get_stats(h->l, &ls);
+	memset(&ls, 0, sizeof(ls));
+	if (h->l)
+		region_lease_get_stats(h->l, &ls);
 	if (rid == MWFS_RID_MOUNT) {
 		/* the map's regions this mount has not met yet (as of its copy of the map) */
 		pthread_mutex_lock(&h->mu);
@@ -607,9 +630,14 @@ static size_t regions(void *arg, uint32_t rid, char *buf, size_t len)
 				    "first meets it)\n",
 				    h->map.v[i].rid, h->map.v[i].path);
 		pthread_mutex_unlock(&h->mu);
-		OUT("this mount: lease mounts/%s, %" PRIu64 " renewals, %" PRIu64
-		    " failed, %" PRIu64 " requests\n",
-		    region_lease_id(h->l), ls.renewals, ls.renew_failures, ls.requests);
+		if (!h->l)
+			OUT("this mount: read-only (-o ro): no lease, it writes nothing to the "
+			    "store "
+			    "and follows every region\n");
+		else
+			OUT("this mount: lease mounts/%s, %" PRIu64 " renewals, %" PRIu64
+			    " failed, %" PRIu64 " requests\n",
+			    region_lease_id(h->l), ls.renewals, ls.renew_failures, ls.requests);
 		return n < len ? n : len;
 	}
 	pthread_mutex_lock(&h->mu);
@@ -625,7 +653,7 @@ static size_t regions(void *arg, uint32_t rid, char *buf, size_t len)
 	if (!e)
 		return 0;
 	engine_get_stats(e, &es); /* the engine stays open while the mount runs */
-	int rc = region_holder_cached(h->l, rid, &hi);
+	int rc = h->l ? region_holder_cached(h->l, rid, &hi) : -ENOENT;
 	OUT("region %u %s\n", rid, path);
 	if (writer) {
 		ago(ls.last_renew_ms_ago >= 0 ? ls.last_renew_ms_ago / 1000.0 : 0, t, sizeof(t));
@@ -635,6 +663,11 @@ static size_t regions(void *arg, uint32_t rid, char *buf, size_t len)
 		    ls.renew_overdue ? " (OVERDUE: others may take the region over)" : "");
 		OUT("  WAL: next position %" PRIu64 ", covered by tables up to %" PRIu64 "\n",
 		    es.wal_next, es.wal_covered);
+	} else if (!h->l) {
+		OUT("  holder: not watched (a read-only mount takes nothing)\n");
+		OUT("  this mount follows it: WAL applied up to %" PRIu64 ", %" PRIu64
+		    " entries listed and not applied, current as of %.1f s ago\n",
+		    es.wal_next, es.follow_behind, es.follow_lag_ms / 1000.0);
 	} else if (rc) {
 		OUT("  holder: not known (%s)\n", strerror(-rc));
 	} else {
@@ -655,23 +688,56 @@ static size_t regions(void *arg, uint32_t rid, char *buf, size_t len)
 	return n < len ? n : len;
 }
 
-/* mwfs_opts.hold_stats: the lease and the holder (of region 0), as statistics lines. */
+/*
+ * mwfs_stats_format()'s lines of region rid: its root's path and its holder's state (as
+ * holder_state below; 4: this mount).
+ */
+static size_t region_stats(struct hold *h, uint32_t rid, char *buf, size_t len)
+{
+	char path[1024] = "/";
+	struct holder_info hi;
+	pthread_mutex_lock(&h->mu);
+	const struct region_entry *me = region_map_find(&h->map, rid);
+	struct hreg *r = reg_get(h, rid);
+	bool writer = r && r->writer;
+	if (me)
+		snprintf(path, sizeof(path), "%s", me->path);
+	else if (rid)
+		snprintf(path, sizeof(path), "?");
+	pthread_mutex_unlock(&h->mu);
+	int rc = writer || !h->l ? -ENOENT : region_holder_cached(h->l, rid, &hi);
+	int w = snprintf(buf, len, "region.%u.path %s\nregion.%u.holder_state %d\n", rid, path, rid,
+	                 writer ? (int)HOLDER_SELF
+	                 : rc   ? -1
+	                        : (int)hi.state);
+	return w < 0 ? 0 : (size_t)w < len ? (size_t)w : len - 1;
+}
+
+/*
+ * mwfs_opts.hold_stats: the lease and the holder of region 0 (MWFS_RID_MOUNT), or the
+ * lines of region rid, as statistics lines.
+ */
 static size_t hold_stats(void *arg, uint32_t rid, char *buf, size_t len)
 {
 	struct hold *h = arg;
-	(void)rid; /* region 0: the statistics are region 0's (docs/REGIONS.md) */
+	if (rid != MWFS_RID_MOUNT)
+		return region_stats(h, rid, buf, len);
 	struct region_lease_stats ls;
 	struct holder_info hi;
-	region_lease_get_stats(h->l, &ls);
-	bool self = !h->a->eo.read_only;
-	int rc = self ? -ENOENT : region_holder_cached(h->l, 0, &hi);
 	pthread_mutex_lock(&h->mu);
 	unsigned nregs = h->nregs, nw = 0;
 	for (unsigned i = 0; i < nregs; i++)
 		nw += h->regs[i].writer;
 	pthread_mutex_unlock(&h->mu);
-	int w =
-	    snprintf(buf, len,
+	int w;
+	if (!h->l) { /* -o ro: no lease, no holder watched */
+		w = snprintf(buf, len, "regions_known %u\nregions_written 0\n", nregs);
+		return w < 0 ? 0 : (size_t)w < len ? (size_t)w : len - 1;
+	}
+	region_lease_get_stats(h->l, &ls);
+	bool self = !h->a->eo.read_only;
+	int rc = self ? -ENOENT : region_holder_cached(h->l, 0, &hi);
+	w = snprintf(buf, len,
 	             "lease_ms %u\nlease_renewals %" PRIu64 "\nlease_renew_failures %" PRIu64
 	             "\nlease_last_renew_ms %" PRId64 "\nlease_overdue %d\nlease_requests %" PRIu64
 	             "\nholder_self %d\nholder_state %d\nholder_quiet_ms %" PRIu64
@@ -688,13 +754,15 @@ static size_t hold_stats(void *arg, uint32_t rid, char *buf, size_t len)
 void hold_hooks(struct hold *h, struct mwfs_opts *fo)
 {
 	fo->hold_stats = hold_stats;
+	fo->regions = regions;
+	fo->region_open = region_open;
+	fo->take_arg = h;
+	if (!h->l)
+		return; /* -o ro: regions are followed, never taken, made or released */
 	fo->take = take;
 	fo->taken = taken;
 	fo->release = release;
-	fo->regions = regions;
-	fo->region_open = region_open;
 	fo->region_create = region_create;
-	fo->take_arg = h;
 }
 
 void hold_set_fs(struct hold *h, struct mwfs *fs)

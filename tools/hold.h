@@ -34,6 +34,13 @@ struct hold;
  */
 int hold_open(struct mount_args *a, struct store *st, struct hold **out);
 /*
+ * A read-only (-o ro) mount's hold: no lease, nothing ever written; the region map only, so
+ * that the mount discovers and follows every region (hold_hooks() then sets no take,
+ * release or create hook).  Then hold_held(), hold_hooks(), hold_set_fs(), hold_close() as
+ * above.  0, or -errno.
+ */
+int hold_open_ro(struct mount_args *a, struct store *st, struct hold **out);
+/*
  * Take region 0 for writing (force: --takeover, fences a live holder).  0: taken, the
  * engine's claim_epoch is set in a->eo; 1: held by a live mount (printed): mount as its
  * follower; -errno: failed (printed).

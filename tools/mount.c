@@ -125,6 +125,28 @@ static void read_tiers(struct mount_args *a)
 	a->eo.disk_cache_bytes = a->disk_cache == UINT64_MAX ? 0 : a->disk_cache;
 }
 /*
+ * The mount's disk cache (read_tiers()), opened once and shared by the engines of every
+ * region (docs/REGIONS.md, "The disk cache"): a->eo.disk_cache, or NULL (no cache, or one
+ * that cannot be used: logged, the mount goes on without).
+ */
+static struct engine_disk_cache *shared_disk_cache(struct mount_args *a)
+{
+	struct engine_disk_cache *c = NULL;
+	const char *dir = a->eo.disk_cache_dir;
+	if (!dir)
+		return NULL;
+	a->eo.disk_cache_dir = NULL;
+	int rc = engine_disk_cache_open(dir, a->eo.disk_cache_bytes, &c);
+	if (rc == -EBUSY)
+		log_warn("disk cache %s is in use by another mount: no disk cache for this one",
+		         dir);
+	else if (rc)
+		log_warn("disk cache %s cannot be used (%s): no disk cache", dir, strerror(-rc));
+	a->eo.disk_cache = rc ? NULL : c;
+	return a->eo.disk_cache;
+}
+
+/*
  * Before the final commit: did the store lose objects this filesystem needs (engine/check/watch.c;
  * checked now, so that an unmount right after a deletion fails too)?  If so, the final status
  * "lost: WHAT" into final (umount.c reads it), and the log says what to do.
@@ -163,9 +185,14 @@ static int serve(struct mount_args *a, int report_fd)
 	bool serving = false, fenced = false, following = false;
 	struct mwd_holder old = {0};
 	struct hold *hold = NULL;
+	struct engine_disk_cache *dcache = NULL;
+	const bool ro = a->eo.read_only; /* -o ro or --snapshot: writes nothing */
 
-	/* a read-only mount never creates a local store directory */
-	rc = storeopt_open(a->store, &a->s3, a->eo.read_only ? STORE_OPEN_EXISTING : 0, "mount",
+	/*
+	 * a read-only mount writes nothing: no local store directory, no probe of conditional
+	 * create on S3, every write refused by the store itself (docs/REGIONS.md)
+	 */
+	rc = storeopt_open(a->store, &a->s3, a->eo.read_only ? STORE_OPEN_READ_ONLY : 0, "mount",
 	                   &st);
 	if (rc)
 		goto out;
@@ -220,6 +247,12 @@ static int serve(struct mount_args *a, int report_fd)
 			follow_mode(a);
 		else if (old.pid)
 			mount_takeover_sync(&old);
+	} else if (!a->snapshot && hold_open_ro(a, st, &hold)) {
+		/*
+		 * -o ro: the region map only, no lease (docs/REGIONS.md): every region is
+		 * followed.  A snapshot is region 0's only: its regions' roots read as missing.
+		 */
+		goto out;
 	}
 	mwd_status_gc();
 	if (!mwd_status_path(getpid(), spath, sizeof(spath))) {
@@ -231,12 +264,13 @@ static int serve(struct mount_args *a, int report_fd)
 	a->eo.progress = mount_progress;
 	a->eo.progress_arg = a->metrics;
 	read_tiers(a);
+	dcache = shared_disk_cache(a);
 	rc = engine_open(st, &a->eo, &e);
 	if (old.pid)
 		mount_takeover_tell(&old, rc == 0);
-	if (rc && hold && !following)
+	if (rc && hold && !following && !ro)
 		hold_failed(hold);
-	if (rc == -EAGAIN && hold && !following) {
+	if (rc == -EAGAIN && hold && !following && !ro) {
 		/* another mount claimed the store between our holder record and our claim */
 		fprintf(stderr,
 		        "memwalfs: another mount took %s over at the same moment; this "
@@ -396,7 +430,8 @@ out:
 			snprintf(final, sizeof(final), "fenced: %s", what);
 		status = 1;
 	}
-	hold_close(hold); /* after the final commit: the store is free now */
+	hold_close(hold);                /* after the final commit: the store is free now */
+	engine_disk_cache_close(dcache); /* after every engine that used it */
 	metrics_stop(a->metrics);
 	store_close(st);
 	/* everything is committed (or reported): tell "memwalfs umount", then unlock */

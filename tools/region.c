@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
@@ -179,8 +180,12 @@ static int create(const char *arg)
 	}
 	if (setxattr(parent, MWFS_REGION_CREATE_XATTR, rel, strlen(rel), 0)) {
 		int e = errno;
+		struct statvfs vfs;
+		bool ro = e == EROFS && statvfs(parent, &vfs) == 0 && (vfs.f_flag & ST_RDONLY);
 		fprintf(stderr, "memwalfs region create: %s: %s\n", path,
-		        e == EROFS    ? "its parent's region is written by another mount (memwalfs "
+		        ro ? "Read-only file system (a read-only mount: make regions at a "
+		             "read-write one)"
+		        : e == EROFS  ? "its parent's region is written by another mount (memwalfs "
 		                        "region list names it; the daemon's log too)"
 		        : e == EEXIST ? "exists (or the map has a region there already)"
 		        : e == EPERM  ? "only root or the owner of its parent directory may make a "

@@ -23,7 +23,7 @@
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh" "$1" "${2:-local}"
 
-. "$here/machines.sh" # on MACHINE CMD..., put PATH CONTENT
+. "$here/machines.sh" # on MACHINE CMD..., put PATH CONTENT, expect_err, wait_file
 stat_of() { "$MW" stats --raw "$1" | awk -v n="$2" '$1 == n { print $2 }'; }
 # expect_erofs WHAT CMD...: CMD must fail with "Read-only file system"
 expect_erofs() {
@@ -34,11 +34,6 @@ expect_erofs() {
 	*"Read-only file system"*) ;;
 	*) echo "$err"; echo "FAIL: $what at a following mount: not EROFS"; exit 1 ;;
 	esac
-}
-# wait_file PATH CONTENT: up to 30 s for a follower to show it
-wait_file() {
-	for _ in $(seq 300); do [ "$(cat "$1" 2>/dev/null)" = "$2" ] && return 0; sleep 0.1; done
-	echo "FAIL: $1 did not show \"$2\" within 30 s"; exit 1
 }
 a=$WORK/a b=$WORK/b c=$WORK/c d=$WORK/d e=$WORK/e f=$WORK/f
 

@@ -27,7 +27,7 @@
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh" "$1" "${2:-local}"
 
-. "$here/machines.sh" # on MACHINE CMD..., put PATH CONTENT
+. "$here/machines.sh" # on MACHINE CMD..., put PATH CONTENT, expect_err, wait_file
 # journal PATH N: append N fsync'd lines to PATH
 journal() {
 	python3 -c 'import os,sys
@@ -35,22 +35,6 @@ fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
 for i in range(int(sys.argv[2])):
     os.write(fd, ("line %d\n" % i).encode()); os.fsync(fd)
 os.close(fd)' "$1" "$2"
-}
-# expect_err ERRTEXT WHAT CMD...: CMD must fail with ERRTEXT in its message
-expect_err() {
-	local want=$1 what=$2 err
-	shift 2
-	if err=$("$@" 2>&1); then echo "FAIL: $what succeeded"; exit 1; fi
-	case $err in
-	*"$want"*) ;;
-	*) echo "$err"; echo "FAIL: $what: not \"$want\""; exit 1 ;;
-	esac
-}
-# wait_file PATH CONTENT [SEC]: up to SEC (30) s for PATH to show CONTENT
-wait_file() {
-	local n=$((${3:-30} * 10))
-	for _ in $(seq $n); do [ "$(cat "$1" 2>/dev/null)" = "$2" ] && return 0; sleep 0.1; done
-	echo "FAIL: $1 did not show \"$2\" within ${3:-30} s"; exit 1
 }
 a=$WORK/a b=$WORK/b c=$WORK/c
 
