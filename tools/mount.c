@@ -68,6 +68,7 @@
 #include "storeopt.h"
 #include "daemon.h"
 #include "hold.h"
+#include "snapmount.h"
 #include "metrics.h"
 
 /* How long a mount waits for a closing daemon of the same store (seconds). */
@@ -163,6 +164,7 @@ static int serve(struct mount_args *a, int report_fd)
 	bool serving = false, fenced = false, following = false;
 	struct mwd_holder old = {0};
 	struct hold *hold = NULL;
+	struct snapmount *snap_regions = NULL; /* --snapshot: its regions besides region 0 */
 
 	/* a read-only mount never creates a local store directory */
 	rc = storeopt_open(a->store, &a->s3, a->eo.read_only ? STORE_OPEN_EXISTING : 0, "mount",
@@ -266,6 +268,11 @@ static int serve(struct mount_args *a, int report_fd)
 		         strerror(-rc));
 	if (hold)
 		hold_hooks(hold, &a->fo);
+	if (a->snapshot) {
+		if ((rc = snapmount_open(a, st, &snap_regions)) != 0)
+			goto out;
+		snapmount_hooks(snap_regions, &a->fo);
+	}
 	rc = mwfs_open(e, &a->fo, &fs);
 	if (rc) {
 		fprintf(stderr, "memwalfs: cannot open the filesystem on %s: %s\n", a->store,
@@ -379,6 +386,7 @@ out:
 		status = 1;
 	}
 	hold_close(hold); /* after the final commit: the store is free now */
+	snapmount_close(snap_regions);
 	metrics_stop(a->metrics);
 	store_close(st);
 	/* everything is committed (or reported): tell "memwalfs umount", then unlock */
