@@ -17,23 +17,6 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh" "$1" "${2:-local}"
 . "$here/machines.sh" # on MACHINE CMD..., put PATH CONTENT
 fail() { echo "FAIL: $*"; exit 1; }
-# sig DIR: one line per entry (path, type, size, md5 of files), sorted
-sig() {
-	(cd "$1" && find . -mindepth 1 -printf '%P %y %s\n' 2>/dev/null | sort &&
-		find . -type f -print0 2>/dev/null | sort -z | xargs -0 -r md5sum 2>/dev/null)
-}
-# same_within SECONDS A B: poll until sig A = sig B
-same_within() {
-	local deadline=$((SECONDS + $1))
-	while :; do
-		if [ "$(sig "$2")" = "$(sig "$3")" ]; then return 0; fi
-		if [ $SECONDS -ge $deadline ]; then
-			diff <(sig "$2") <(sig "$3") | head -20
-			return 1
-		fi
-		sleep 0.1
-	done
-}
 # keys PREFIX: the store's object names under PREFIX, one a line
 keys() { "$MW" objects ls "${STORE_OPTS[@]}" "$STORE" "$1" | awk '{ print $2 }'; }
 # many DIR TAG N: N small files DIR/TAG<i>
