@@ -356,6 +356,7 @@ int cmd_inspect(int argc, char **argv)
 	print_count("wal", &r.wal);
 	print_count("pack", &r.packs);
 	print_count("sst", &r.ssts);
+	print_count("snapshot", &r.snapshots);
 	print_count("region", &r.regions);
 	print_count("r/<rid>/", &r.subregions);
 	print_count("other", &r.other);

@@ -150,8 +150,7 @@ int dcdir_lock(int dfd, const char *dir, int *lockfd)
 {
 	struct stat st;
 
-	*lockfd =
-	    openat(dfd, "lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
+	*lockfd = openat(dfd, "lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
 	if (*lockfd < 0 || fstat(*lockfd, &st)) {
 		int rc = -errno;
 		if (rc == -ELOOP)

@@ -78,6 +78,7 @@ struct check_report {
 	uint64_t last_seq;         /* its last sequence number */
 	struct check_count manifests, wal, packs, ssts, other; /* everything listed */
 	struct check_count regions;    /* the objects of regions (regions/, holder/, mounts/) */
+	struct check_count snapshots;  /* snap/<name> objects (docs/SNAPSHOTS.md) */
 	struct check_count subregions; /* under r/<rid>/: the engines of regions > 0 (a store's
 	                                  root only; each is checked through its own view) */
 	uint64_t regions_version;      /* the region map's version (0: none, region 0 only) */
