@@ -13,14 +13,16 @@
  * Why any set of per-region positions is a consistent cut: every operation the
  * filesystem allows changes one region (fs/region.c refuses the others), so no state of
  * one region depends on a state of another, except through region create, which writes
- * the region (its root) before the parent's entry naming it.  The order of the pins
- * keeps that too: region 0 first, then the map is read, and the regions it lists are
- * pinned; the map is read again until it lists nothing unpinned.  An entry in a pinned
- * parent was written after its region's root was durable and after the region was added
- * to the map, so the region is in the map read after that pin, and its own pin, later
- * still, holds the root.  The other way round (a region pinned whose entry its parent's
- * pin does not hold yet) the region is there and nothing names it: the mount never meets
- * its inode numbers.
+ * the region (its root) before the parent's entry naming it.  The order of the pins keeps
+ * that too.  Region 0 is pinned first, then the regions of the map by rid ascending (a map
+ * read lists them so, and a later read only adds larger rids), and the map is read again
+ * until it lists nothing unpinned.  A region's parent region existed when it was made, so
+ * its rid is smaller: every region is pinned after its parent.  If the parent's part holds
+ * the entry, the entry was durable before that pin, so the region was in the map and its
+ * root durable before it too; the last map read, after every pin, lists the region (it
+ * is pinned), and its pin, after the parent's, holds the root.  The other way round (a
+ * region pinned whose entry its parent's pin does not hold yet) the region is there and
+ * nothing names it: the mount never meets its inode numbers.
  *
  * No state is kept: any thread may call these.
  */
