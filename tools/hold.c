@@ -229,9 +229,10 @@ static const char *what(const struct hold *h, uint32_t rid, char *buf, size_t n)
 
 /*
  * mwfs_opts.take: region rid, if its holder let go of it (no store I/O until then), on a
- * writer engine opened on the region's view.
+ * writer engine opened on the region's view.  force (`region take --force`): whoever holds
+ * it; a live holder is fenced.
  */
-static int take(void *arg, uint32_t rid, struct engine **writer)
+static int take(void *arg, uint32_t rid, bool force, struct engine **writer)
 {
 	struct hold *h = arg;
 	struct holder_info hi;
@@ -240,7 +241,9 @@ static int take(void *arg, uint32_t rid, struct engine **writer)
 	if (!view)
 		return -EROFS;
 	what(h, rid, s, sizeof(s));
-	int rc = region_holder_cached(h->l, rid, &hi);
+	int rc = force ? 0 : region_holder_cached(h->l, rid, &hi);
+	if (force)
+		hi.state = HOLDER_FREE; /* region_acquire() looks itself */
 	if ((rc || hi.state == HOLDER_LIVE || hi.state == HOLDER_UNSURE) && look_allowed(h))
 		rc = region_holder(h->l, rid,
 		                   &hi); /* look again: a clean unmount frees it at once */
@@ -264,12 +267,16 @@ static int take(void *arg, uint32_t rid, struct engine **writer)
 	}
 	uint64_t epoch = 0;
 	struct holder_info prev;
-	rc = region_acquire(h->l, rid, false, &epoch, &prev);
+	rc = region_acquire(h->l, rid, force, &epoch, &prev);
 	if (rc) {
 		if (rc != -EBUSY)
 			log_err("taking %s over: %s", s, strerror(-rc));
 		return -EROFS;
 	}
+	if (force && (prev.state == HOLDER_LIVE || prev.state == HOLDER_UNSURE))
+		log_warn("region take --force: fencing %s, the %s holder of %s",
+		         who(&prev, w, sizeof(w)),
+		         prev.state == HOLDER_LIVE ? "live" : "possibly live", s);
 	struct engine_opts eo = h->a->eo;
 	eo.read_only = false;
 	eo.follow = false;
@@ -700,28 +707,39 @@ struct engine *hold_engine(struct hold *h)
 	return h->e;
 }
 
-/* Close every region's engine but region 0's (serve() closes that), then their views. */
-static void close_regions(struct hold *h)
+int hold_close_regions(struct hold *h, struct hold_region_err *err)
 {
+	int first = 0;
+	if (!h)
+		return 0;
 	for (unsigned i = 0; i < h->nregs; i++) {
 		struct hreg *r = &h->regs[i];
 		if (r->rid == 0)
 			continue; /* serve() closes region 0's engine, and owns the store */
+		struct engine_stats es = {0};
+		if (r->writer)
+			engine_get_stats(r->e, &es); /* final once the writer stopped */
 		int rc = engine_close(r->e);
 		if (rc)
 			log_err("region %u: final commit: %s", r->rid, strerror(-rc));
+		if (rc && !first && err) {
+			first = rc;
+			err->rid = r->rid;
+			err->changes_lost = es.batches_lost;
+		}
 		store_close(r->view);
 		r->e = NULL;
 		r->view = NULL;
 	}
 	h->nregs = h->nregs ? 1 : 0;
+	return first;
 }
 
 void hold_close(struct hold *h)
 {
 	if (!h)
 		return;
-	close_regions(h);
+	hold_close_regions(h, NULL);
 	region_lease_close(h->l, true);
 	region_map_free(&h->map);
 	pthread_mutex_destroy(&h->mu);

@@ -10,8 +10,9 @@
  *                                .region_open, .region_create (every region, per rid)
  *   hold_set_fs(h, fs);          once the filesystem is open
  *   hold_engine(h)               the engine in use at unmount (another after a take)
- *   hold_close(h);               after the engine's close: the other regions' engines,
- *                                then the lease go
+ *   hold_close_regions(h, &err)  after the engine's close: the other regions' engines
+ *                                (their final commits' result)
+ *   hold_close(h);               then the lease goes
  *
  * One thread calls these in this order; the hooks run on a request's thread.
  */
@@ -51,6 +52,18 @@ struct engine *hold_engine(struct hold *h);
  * After region 0's engine's close: close the engines of the other regions (their final
  * commits, errors logged) and their views, then delete the lease; accepts NULL.
  */
+/* What hold_close_regions() says of the first region whose final commit failed. */
+struct hold_region_err {
+	uint32_t rid;          /* the region */
+	uint64_t changes_lost; /* its changes applied here and never committed */
+};
+/*
+ * After region 0's engine's close: close every other region's engine (the final commit of
+ * each; failures logged) and its view.  0, or the first failure's -errno (-ESTALE: another
+ * mount claimed that region: this mount was fenced there), described in *err (may be NULL).
+ * hold_close() does it too (a second call closes nothing).
+ */
+int hold_close_regions(struct hold *h, struct hold_region_err *err);
 void hold_close(struct hold *h);
 
 #endif

@@ -345,6 +345,7 @@ out:
 		status = 1;
 	}
 	uint64_t changes_lost = 0;
+	char over[32] = "the filesystem"; /* what another mount took over, when fenced */
 	if (e) {
 		struct engine_stats es;
 		engine_get_stats(e, &es);
@@ -361,6 +362,19 @@ out:
 		log_err("final commit: %s", strerror(-rc));
 		if (!strcmp(final, "ok"))
 			snprintf(final, sizeof(final), "error: final commit: %s", strerror(-rc));
+		status = 1;
+	}
+	/* the other regions' final commits: a region another mount took over while this one
+	 * wrote it fenced this mount there, as a takeover of region 0 fences it everywhere */
+	struct hold_region_err rerr = {0};
+	int rrc = hold_close_regions(hold, &rerr);
+	if (rrc == -ESTALE && !fenced && !store_lost) {
+		fenced = true;
+		changes_lost = rerr.changes_lost;
+		snprintf(over, sizeof(over), "region %u", rerr.rid);
+	} else if (rrc && !store_lost && !fenced && !status) {
+		snprintf(final, sizeof(final), "error: final commit of region %u: %s", rerr.rid,
+		         strerror(-rrc));
 		status = 1;
 	}
 	if (fenced && !store_lost) {
@@ -380,9 +394,13 @@ out:
 			    what, sizeof(what),
 			    "every change made here after this mount learned it was fenced failed "
 			    "with EIO; no change it had taken was lost");
-		log_err("another mount of %s took the filesystem over: this mount was fenced: %s",
-		        a->store, what);
-		snprintf(final, sizeof(final), "fenced: %s", what);
+		log_err("another mount of %s took %s over: this mount was fenced: %s", a->store,
+		        over, what);
+		if (strcmp(over, "the filesystem"))
+			snprintf(final, sizeof(final),
+			         "fenced: %s was taken over by another mount: %s", over, what);
+		else
+			snprintf(final, sizeof(final), "fenced: %s", what);
 		status = 1;
 	}
 	hold_close(hold); /* after the final commit: the store is free now */
