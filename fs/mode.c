@@ -301,10 +301,12 @@ static void discover(struct mwfs *fs, uint32_t rid)
 			         strerror(-rc));
 		return;
 	}
+	struct engine_stats es;
+	engine_get_stats(e, &es); /* a snapshot's engine neither writes nor follows */
 	gate_close(&fs->gate);
 	rc = fs_region_add(fs, rid, e, writer);
 	struct fs_region *r = rc ? NULL : fs_region_get(fs, rid);
-	if (r && !writer) {
+	if (r && !writer && es.following) {
 		ra_pause(fs->ra, true);
 		/*
 		 * The notify thread goes on with the refresh hook: stopping it here (the gate
@@ -332,7 +334,10 @@ static void discover(struct mwfs *fs, uint32_t rid)
 	gate_open(&fs->gate);
 	mw_mutex_unlock(&fs->take_mu);
 	if (r)
-		log_info("region %u: %s it from now on", rid, writer ? "writing" : "following");
+		log_info("region %u: %s it from now on", rid,
+		         writer         ? "writing"
+		         : es.following ? "following"
+		                        : "reading");
 }
 
 void fs_region_discover(struct mwfs *fs, uint64_t ino)

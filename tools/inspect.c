@@ -356,7 +356,9 @@ int cmd_inspect(int argc, char **argv)
 	print_count("wal", &r.wal);
 	print_count("pack", &r.packs);
 	print_count("sst", &r.ssts);
+	print_count("snapshot", &r.snapshots);
 	print_count("region", &r.regions);
+	print_count("r/<rid>/", &r.subregions);
 	print_count("other", &r.other);
 	print_regions(st);
 	if (r.problems)

@@ -68,6 +68,7 @@
 #include "storeopt.h"
 #include "daemon.h"
 #include "hold.h"
+#include "snapmount.h"
 #include "metrics.h"
 
 /* How long a mount waits for a closing daemon of the same store (seconds). */
@@ -187,6 +188,7 @@ static int serve(struct mount_args *a, int report_fd)
 	struct hold *hold = NULL;
 	struct engine_disk_cache *dcache = NULL;
 	const bool ro = a->eo.read_only; /* -o ro or --snapshot: writes nothing */
+	struct snapmount *snap_regions = NULL; /* --snapshot: its regions besides region 0 */
 
 	/*
 	 * a read-only mount writes nothing: no local store directory, no probe of conditional
@@ -250,7 +252,7 @@ static int serve(struct mount_args *a, int report_fd)
 	} else if (!a->snapshot && hold_open_ro(a, st, &hold)) {
 		/*
 		 * -o ro: the region map only, no lease (docs/REGIONS.md): every region is
-		 * followed.  A snapshot is region 0's only: its regions' roots read as missing.
+		 * followed.  A snapshot opens its regions at the snapshot (snapmount.c).
 		 */
 		goto out;
 	}
@@ -300,6 +302,11 @@ static int serve(struct mount_args *a, int report_fd)
 		         strerror(-rc));
 	if (hold)
 		hold_hooks(hold, &a->fo);
+	if (a->snapshot) {
+		if ((rc = snapmount_open(a, st, &snap_regions)) != 0)
+			goto out;
+		snapmount_hooks(snap_regions, &a->fo);
+	}
 	rc = mwfs_open(e, &a->fo, &fs);
 	if (rc) {
 		fprintf(stderr, "memwalfs: cannot open the filesystem on %s: %s\n", a->store,
@@ -430,7 +437,8 @@ out:
 			snprintf(final, sizeof(final), "fenced: %s", what);
 		status = 1;
 	}
-	hold_close(hold);                /* after the final commit: the store is free now */
+	hold_close(hold); /* after the final commit: the store is free now */
+	snapmount_close(snap_regions);
 	engine_disk_cache_close(dcache); /* after every engine that used it */
 	metrics_stop(a->metrics);
 	store_close(st);

@@ -6,9 +6,10 @@
  *   memwalfs snapshot list   [opts] STORE        name, manifest, WAL range, time
  *   memwalfs snapshot delete [opts] STORE NAME   unpin (GC frees what it kept)
  *
- * Any machine, mounted or not: a snapshot is one object written beside the
- * writer's, and the writer's GC honours it.  "memwalfs mount --snapshot NAME
- * STORE MNT" mounts one read-only.
+ * Any machine, mounted or not: a snapshot is one object per region written beside
+ * each region's writer's, and each writer's GC honours its region's (a store with
+ * regions: one consistent cut of every region, engine/region/regsnap.c).  "memwalfs
+ * mount --snapshot NAME STORE MNT" mounts one read-only, regions included.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -32,19 +33,26 @@ static void usage(FILE *f)
 	        "                      '.', '_', '-', at most 100, not starting with '.');\n"
 	        "                      the time it takes on a terminal (--progress: also\n"
 	        "                      elsewhere, every 5 s)\n"
-	        "  list STORE          the snapshots: name, manifest version, WAL range, time\n"
+	        "  list STORE          the snapshots: name, manifest version, WAL range, time;\n"
+	        "                      then a line per region besides region 0 it pins\n"
 	        "  delete STORE NAME   remove NAME; the writer's GC frees what only it kept\n"
 	        "Mount one with: memwalfs mount --snapshot NAME STORE MOUNTPOINT (read-only).\n");
 	storeopt_usage(f);
 }
 
-static int print_snap(void *arg, const struct engine_snapshot *s)
+static int print_snap(void *arg, uint32_t rid, const struct engine_snapshot *s)
 {
 	char when[64] = "?";
 	time_t t = (time_t)s->created;
 	struct tm tm;
 
 	(void)arg;
+	if (rid) {
+		printf("  region %" PRIu32 " manifest %" PRIu64 " epoch %" PRIu64 " wal %" PRIu64
+		       "..%" PRIu64 "\n",
+		       rid, s->manifest, s->epoch, s->wal_from, s->wal_end);
+		return 0;
+	}
 	if (gmtime_r(&t, &tm))
 		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
 	printf("%s manifest %" PRIu64 " epoch %" PRIu64 " wal %" PRIu64 "..%" PRIu64 " %s\n",
@@ -84,9 +92,9 @@ static void *create_progress_main(void *arg)
 	return NULL;
 }
 
-/* engine_snapshot_create() with a progress line (human.h) while it runs. */
+/* region_snapshot_create() with a progress line (human.h) while it runs. */
 static int create_with_progress(struct store *st, const char *store, const char *name, bool force,
-                                struct engine_snapshot *s)
+                                struct engine_snapshot *s, size_t *nregions)
 {
 	struct create_progress c = {.store = store, .done = false};
 	pthread_t t;
@@ -95,7 +103,7 @@ static int create_with_progress(struct store *st, const char *store, const char 
 	pthread_cond_init(&c.cv, NULL);
 	bool thread =
 	    (c.prog.tty || force) && pthread_create(&t, NULL, create_progress_main, &c) == 0;
-	int rc = engine_snapshot_create(st, name, s);
+	int rc = region_snapshot_create(st, name, s, nregions);
 	if (thread) {
 		pthread_mutex_lock(&c.mu);
 		c.done = true;
@@ -161,13 +169,19 @@ int cmd_snapshot(int argc, char **argv)
 	}
 	if (create) {
 		struct engine_snapshot s;
-		rc = create_with_progress(st, pos[0], pos[1], progress, &s);
-		if (rc == 0)
-			print_snap(NULL, &s);
+		size_t nregions = 0;
+		rc = create_with_progress(st, pos[0], pos[1], progress, &s, &nregions);
+		if (rc == 0) {
+			print_snap(NULL, 0, &s);
+			if (nregions)
+				printf(
+				    "  and %zu regions besides region 0 (memwalfs snapshot list)\n",
+				    nregions);
+		}
 	} else if (del) {
-		rc = engine_snapshot_delete(st, pos[1]);
+		rc = region_snapshot_delete(st, pos[1]);
 	} else {
-		rc = engine_snapshot_list(st, print_snap, NULL);
+		rc = region_snapshot_list(st, print_snap, NULL);
 	}
 	store_close(st);
 	if (rc) {

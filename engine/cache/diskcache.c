@@ -43,7 +43,7 @@
  *
  * Safety.  The daemon runs as root, so a link planted in the directory could
  * make it overwrite or delete any file.  The directory is opened one name at
- * a time from "/" (open_dir()), each directory relative to the one before:
+ * a time from "/" (dcdir_open(), dcdir.c), each directory relative to the one before:
  * every directory on the way must belong to the mount's user or to root and
  * be writable by nobody else (one on the way may be if it is sticky, like
  * /tmp), and a symbolic link on the way is followed only when one of them
@@ -77,6 +77,7 @@
 #include <xxhash.h>
 
 #include "coding.h"
+#include "dcdir.h"
 #include "diskcache.h"
 #include "grow.h"
 #include "log.h"
@@ -775,143 +776,6 @@ static void enqueue_small(struct diskcache *dc, int kind, XXH128_hash_t h)
 
 /* ---- open and close ------------------------------------------------------- */
 
-/* "name (uid N)" of user uid into buf, or "uid N" when it has no name. */
-static const char *user_name(uid_t uid, char *buf, size_t n)
-{
-	struct passwd pw, *r = NULL;
-	char tmp[1024];
-
-	if (getpwuid_r(uid, &pw, tmp, sizeof(tmp), &r) == 0 && r)
-		snprintf(buf, n, "%s (uid %u)", r->pw_name, (unsigned)uid);
-	else
-		snprintf(buf, n, "uid %u", (unsigned)uid);
-	return buf;
-}
-
-/*
- * May the cache trust directory path (st its stat), the cache directory dir itself (last)
- * or one on the way to it?  It must belong to the mount's user or to root, and nobody else
- * may write into it: another user could plant links in it, or swap a directory on the way
- * for one of theirs.  One on the way may be writable by others if it is sticky (like /tmp:
- * nobody renames or deletes what is not theirs).  0, or -EPERM with a log line that says
- * what to do.
- */
-static int trusted(const char *dir, const char *path, const struct stat *st, bool last)
-{
-	char owner[300], me[300];
-	uid_t uid = geteuid();
-
-	if (st->st_uid != uid && st->st_uid != 0) {
-		log_err("disk cache %s: %s belongs to %s, not to %s%s: another user could "
-		        "plant links in it to make this mount overwrite or delete files, so the "
-		        "disk cache is not used. %s",
-		        dir, path, user_name(st->st_uid, owner, sizeof(owner)),
-		        user_name(uid, me, sizeof(me)), uid ? " or root" : "",
-		        last ? "Remove that directory (or take it over: chown), or give "
-		               "--cache-dir a directory of your own"
-		             : "Give --cache-dir a directory that is not under it");
-		return -EPERM;
-	}
-	if ((st->st_mode & (S_IWGRP | S_IWOTH)) && (last || !(st->st_mode & S_ISVTX))) {
-		log_err(
-		    "disk cache %s: %s (mode %04o) is writable by other users: they could plant "
-		    "links in it to make this mount overwrite or delete files, so the disk cache "
-		    "is not used. Run chmod go-w %s, or give --cache-dir a directory of your own",
-		    dir, path, (unsigned)(st->st_mode & 07777), path);
-		return -EPERM;
-	}
-	return 0;
-}
-
-/*
- * Open the cache directory dir, making it and its missing parents (0700): one name at a
- * time from "/", each directory opened relative to the one before it, so that the
- * directory checked is the one used.  Every directory reached must be trusted(); a symbolic
- * link on the way is followed only if root or the mount's user made it (what the kernel's
- * protected_symlinks asks in sticky directories).  0 and *out its descriptor, or a
- * negative errno (logged).
- */
-static int open_dir(const char *dir, int *out)
-{
-	char path[PATH_MAX], sofar[PATH_MAX] = "/", cwd[PATH_MAX], *names[PATH_MAX / 2];
-	char *save = NULL, *name;
-	size_t nn = 0;
-	struct stat st;
-	int fd, nfd, rc, w;
-
-	if (dir[0] == '/')
-		w = snprintf(path, sizeof(path), "%s", dir);
-	else if (getcwd(cwd, sizeof(cwd)))
-		w = snprintf(path, sizeof(path), "%s/%s", cwd, dir);
-	else
-		return -errno;
-	if (w < 0 || (size_t)w >= sizeof(path))
-		return -ENAMETOOLONG;
-	for (name = strtok_r(path, "/", &save); name; name = strtok_r(NULL, "/", &save))
-		if (strcmp(name, "."))
-			names[nn++] = name;
-	fd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st)) {
-		rc = -errno;
-		goto out;
-	}
-	if ((rc = trusted(dir, "/", &st, nn == 0)))
-		goto out;
-	for (size_t i = 0; i < nn; i++) {
-		size_t n = strlen(sofar);
-		name = names[i];
-		snprintf(sofar + n, sizeof(sofar) - n, "%s%s", n > 1 ? "/" : "", name);
-		nfd = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (nfd < 0 && errno == ENOENT) {
-			if (mkdirat(fd, name, 0700) && errno != EEXIST) {
-				rc = -errno;
-				log_err("disk cache %s: cannot create %s: %s", dir, sofar,
-				        strerror(-rc));
-				goto out;
-			}
-			nfd = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		}
-		if (nfd < 0 && (errno == ELOOP || errno == ENOTDIR)) {
-			struct stat ls;
-			char owner[300];
-			int err = errno;
-			if (fstatat(fd, name, &ls, AT_SYMLINK_NOFOLLOW) || !S_ISLNK(ls.st_mode)) {
-				errno = err; /* a file, not a directory */
-			} else if (ls.st_uid != geteuid() && ls.st_uid != 0) {
-				log_err("disk cache %s: %s is a symbolic link made by %s: not "
-				        "followed (it could lead this mount to overwrite or delete "
-				        "files), so the disk cache is not used. Give --cache-dir a "
-				        "path without it",
-				        dir, sofar, user_name(ls.st_uid, owner, sizeof(owner)));
-				rc = -EPERM;
-				goto out;
-			} else {
-				nfd = openat(fd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-			}
-		}
-		if (nfd < 0) {
-			rc = -errno;
-			log_err("disk cache %s: cannot open %s: %s", dir, sofar, strerror(-rc));
-			goto out;
-		}
-		close(fd);
-		fd = nfd;
-		if (fstat(fd, &st)) {
-			rc = -errno;
-			goto out;
-		}
-		if ((rc = trusted(dir, sofar, &st, i + 1 == nn)))
-			goto out;
-	}
-	*out = fd;
-	return 0;
-out:
-	close(fd);
-	return rc;
-}
-
 /*
  * Check DIR/format; write it if missing.  Sets dc->wipe if it is not ours (another version,
  * or not a regular file: a link is removed, never written through).
@@ -941,32 +805,6 @@ static void check_format(struct diskcache *dc)
 	}
 }
 
-/* Open and flock DIR/lock (never through a link): 0, -EBUSY, or another negative errno. */
-static int lock_dir(struct diskcache *dc)
-{
-	struct stat st;
-
-	dc->lockfd =
-	    openat(dc->dfd, "lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
-	if (dc->lockfd < 0 || fstat(dc->lockfd, &st)) {
-		int rc = -errno;
-		if (rc == -ELOOP)
-			log_err("disk cache %s: %s/lock is a symbolic link: not followed, the disk "
-			        "cache is not used. Remove the link",
-			        dc->dir, dc->dir);
-		return rc;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		log_err("disk cache %s: %s/lock is not a regular file: the disk cache is not used. "
-		        "Remove it",
-		        dc->dir, dc->dir);
-		return -EPERM;
-	}
-	if (flock(dc->lockfd, LOCK_EX | LOCK_NB))
-		return errno == EWOULDBLOCK ? -EBUSY : -errno;
-	return 0;
-}
-
 int diskcache_open(const struct diskcache_opts *o, struct diskcache **out)
 {
 	struct diskcache *dc;
@@ -988,7 +826,7 @@ int diskcache_open(const struct diskcache_opts *o, struct diskcache **out)
 		rc = -ENOMEM;
 		goto fail;
 	}
-	if ((rc = open_dir(o->dir, &dc->dfd)) || (rc = lock_dir(dc)))
+	if ((rc = dcdir_open(o->dir, &dc->dfd)) || (rc = dcdir_lock(dc->dfd, dc->dir, &dc->lockfd)))
 		goto fail;
 	check_format(dc);
 	dc->auto_max = o->max_bytes == DISKCACHE_AUTO;

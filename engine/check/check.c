@@ -34,13 +34,14 @@
 #include "manifest.h"
 #include "pack.h"
 #include "regmap.h"
+#include "snapshot.h"
 #include "sst.h"
 #include "sst_flush.h"
 #include "store.h"
 #include "wal.h"
 
 /* Object kinds by prefix. */
-enum okind { K_MANIFEST, K_WAL, K_PACK, K_SST, K_HINT, K_REGION, K_OTHER };
+enum okind { K_MANIFEST, K_WAL, K_PACK, K_SST, K_HINT, K_REGION, K_SUB, K_SNAP, K_OTHER };
 
 /* One listed object. */
 struct obj {
@@ -96,6 +97,13 @@ static enum okind kind_of(const char *name)
 		return K_SST;
 	if (!strcmp(name, FMT_HINT_KEY))
 		return K_HINT;
+	/* snapshot objects (docs/SNAPSHOTS.md): known, never orphans */
+	if (!strncmp(name, SNAP_PREFIX, strlen(SNAP_PREFIX)) &&
+	    snapshot_name_valid(name + strlen(SNAP_PREFIX)))
+		return K_SNAP;
+	/* a region's own objects, under r/<rid>/: its engine's (checked through its view) */
+	if (fmt_parse_region_prefix(name) > 0)
+		return K_SUB;
 	/* the objects of regions (docs/REGIONS.md): not the engine's, but known */
 	if (fmt_parse_regions_name(name, &v) == 0 || fmt_parse_holder_name(name, &v) == 0 ||
 	    (!strncmp(name, FMT_MOUNTS_PREFIX, strlen(FMT_MOUNTS_PREFIX)) &&
@@ -137,6 +145,12 @@ static int list_cb(void *arg, const char *key, uint64_t size)
 		break;
 	case K_REGION:
 		cnt = &c->r->regions;
+		break;
+	case K_SUB:
+		cnt = &c->r->subregions;
+		break;
+	case K_SNAP:
+		cnt = &c->r->snapshots;
 		break;
 	default:
 		cnt = &c->r->other;
@@ -566,7 +580,8 @@ int check_store(struct store *st, const struct check_opts *o, struct check_repor
 	for (size_t i = 0; i < c.n; i++) {
 		struct obj *ob = &c.objs[i];
 		const char *why = NULL;
-		if (ob->ref || ob->gc || ob->kind == K_HINT || ob->kind == K_REGION)
+		if (ob->ref || ob->gc || ob->kind == K_HINT || ob->kind == K_REGION ||
+		    ob->kind == K_SUB || ob->kind == K_SNAP)
 			continue;
 		switch (ob->kind) {
 		case K_WAL:

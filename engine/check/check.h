@@ -77,18 +77,21 @@ struct check_report {
 	uint64_t wal_covered;      /* its covered WAL position */
 	uint64_t last_seq;         /* its last sequence number */
 	struct check_count manifests, wal, packs, ssts, other; /* everything listed */
-	struct check_count regions; /* the objects of regions (regions/, holder/, mounts/) */
-	uint64_t regions_version;   /* the region map's version (0: none, region 0 only) */
-	uint64_t nregions;          /* regions in it (besides region 0) */
-	uint64_t wal_uncovered;     /* WAL entries at or after wal_covered */
-	uint64_t wal_old;           /* WAL entries below it still present */
-	uint64_t sst_entries;       /* entries iterated in live SSTables */
-	uint64_t blobs;             /* blob descriptors checked */
-	uint64_t pack_data_bytes;   /* blob data bytes in all packs */
-	uint64_t pack_live_bytes;   /* of which referenced (live fraction = live / data) */
-	struct check_count orphans; /* objects no manifest references */
-	uint64_t awaiting_gc;       /* objects listed by the manifest's GC records */
-	uint64_t problems;          /* CHECK_PROBLEM events */
+	struct check_count regions;    /* the objects of regions (regions/, holder/, mounts/) */
+	struct check_count snapshots;  /* snap/<name> objects (docs/SNAPSHOTS.md) */
+	struct check_count subregions; /* under r/<rid>/: the engines of regions > 0 (a store's
+	                                  root only; each is checked through its own view) */
+	uint64_t regions_version;      /* the region map's version (0: none, region 0 only) */
+	uint64_t nregions;             /* regions in it (besides region 0) */
+	uint64_t wal_uncovered;        /* WAL entries at or after wal_covered */
+	uint64_t wal_old;              /* WAL entries below it still present */
+	uint64_t sst_entries;          /* entries iterated in live SSTables */
+	uint64_t blobs;                /* blob descriptors checked */
+	uint64_t pack_data_bytes;      /* blob data bytes in all packs */
+	uint64_t pack_live_bytes;      /* of which referenced (live fraction = live / data) */
+	struct check_count orphans;    /* objects no manifest references */
+	uint64_t awaiting_gc;          /* objects listed by the manifest's GC records */
+	uint64_t problems;             /* CHECK_PROBLEM events */
 };
 
 /*

@@ -45,9 +45,6 @@
 #include "snapshot.h"
 #include "store.h"
 
-/* Attempts of engine_snapshot_create() when GC removed what it was about to pin. */
-#define SNAP_CREATE_TRIES 4
-
 int snapshot_name_valid(const char *name)
 {
 	size_t n = name ? strlen(name) : 0;
@@ -182,85 +179,101 @@ static bool exists(struct store *st, const char *key)
 	return store_head(st, key, &ss) == 0;
 }
 
+int snapshot_pin(struct store *st, const char *name, struct engine_snapshot *s)
+{
+	char w[FMT_NAME_MAX];
+	struct manifest m = {0};
+	struct tip t;
+	uint64_t v;
+	int rc;
+
+	memset(s, 0, sizeof(*s));
+	if ((rc = manifest_find_latest(st, &v)))
+		return rc;
+	if (v == 0)
+		return -ENOENT;
+	if ((rc = manifest_load(st, v, &m)))
+		return rc;
+	t.next = m.wal_covered;
+	t.gap = false;
+	if (t.next > 0)
+		fmt_wal_name(w, t.next - 1);
+	rc = store_list(st, FMT_WAL_PREFIX, t.next ? w : NULL, 0, tip_cb, &t);
+	if (rc == 0) {
+		snprintf(s->name, sizeof(s->name), "%s", name);
+		s->manifest = v;
+		s->epoch = m.epoch;
+		s->wal_from = m.wal_covered;
+		s->wal_end = t.next;
+		s->created = (int64_t)time(NULL);
+	}
+	manifest_clear(&m);
+	return rc;
+}
+
+int snapshot_put(struct store *st, const struct engine_snapshot *s, bool excl)
+{
+	char key[sizeof(SNAP_PREFIX) + SNAP_NAME_MAX + 1];
+	struct mw_buf b = {0};
+	int rc = snap_key(key, sizeof(key), s->name);
+
+	if (rc || (rc = snapshot_encode(s, &b)))
+		return rc;
+	if (!excl)
+		rc = store_put(st, key, b.p, b.len);
+	else if (store_caps(st)->conditional_create)
+		rc = store_put_if_absent(st, key, b.p, b.len);
+	else
+		rc = exists(st, key) ? -EEXIST : store_put(st, key, b.p, b.len);
+	mw_buf_free(&b);
+	return rc;
+}
+
+int snapshot_pinned(struct store *st, const struct engine_snapshot *s)
+{
+	char mname[FMT_NAME_MAX], w[FMT_NAME_MAX];
+
+	/*
+	 * GC could have taken manifest V only with a grace shorter than the create, and the
+	 * WAL range's entries once a newer manifest covering them had aged a tenth of the
+	 * grace (docs/GC.md): one listing checks every entry of the range.
+	 */
+	fmt_manifest_name(mname, s->manifest);
+	if (!exists(st, mname))
+		return 0;
+	if (s->wal_end == s->wal_from)
+		return 1;
+	struct tip c = {.next = s->wal_from, .gap = false};
+	if (s->wal_from > 0)
+		fmt_wal_name(w, s->wal_from - 1);
+	int rc = store_list(st, FMT_WAL_PREFIX, s->wal_from ? w : NULL, 0, tip_cb, &c);
+	return rc ? rc : c.next >= s->wal_end;
+}
+
 int engine_snapshot_create(struct store *st, const char *name, struct engine_snapshot *out)
 {
-	char key[sizeof(SNAP_PREFIX) + SNAP_NAME_MAX + 1], mname[FMT_NAME_MAX], w[FMT_NAME_MAX];
-	int rc = snap_key(key, sizeof(key), name);
+	int rc = snapshot_name_valid(name) ? 0 : -EINVAL;
 
-	if (rc)
-		return rc;
-	for (int attempt = 0; attempt < SNAP_CREATE_TRIES; attempt++) {
+	for (int attempt = 0; !rc && attempt < SNAP_CREATE_TRIES; attempt++) {
 		struct engine_snapshot s;
-		struct manifest m = {0};
-		struct mw_buf b = {0};
-		struct tip t;
-		uint64_t v;
-
-		memset(&s, 0, sizeof(s));
-		if ((rc = manifest_find_latest(st, &v)))
+		if ((rc = snapshot_pin(st, name, &s)) || (rc = snapshot_put(st, &s, true)))
 			return rc;
-		if (v == 0)
-			return -ENOENT;
-		if ((rc = manifest_load(st, v, &m)))
-			return rc;
-		t.next = m.wal_covered;
-		t.gap = false;
-		if (t.next > 0)
-			fmt_wal_name(w, t.next - 1);
-		rc = store_list(st, FMT_WAL_PREFIX, t.next ? w : NULL, 0, tip_cb, &t);
-		if (rc) {
-			manifest_clear(&m);
-			return rc;
-		}
-		strcpy(s.name, name);
-		s.manifest = v;
-		s.epoch = m.epoch;
-		s.wal_from = m.wal_covered;
-		s.wal_end = t.next;
-		s.created = (int64_t)time(NULL);
-		manifest_clear(&m);
-		if ((rc = snapshot_encode(&s, &b)))
-			return rc;
-		if (store_caps(st)->conditional_create) {
-			rc = store_put_if_absent(st, key, b.p, b.len);
-		} else {
-			rc = exists(st, key) ? -EEXIST : store_put(st, key, b.p, b.len);
-		}
-		mw_buf_free(&b);
-		if (rc)
-			return rc;
-		/*
-		 * Still there?  GC could have taken manifest V only with a grace shorter
-		 * than this call, and the WAL range's entries once a newer manifest
-		 * covering them had aged a tenth of the grace (docs/GC.md): one
-		 * listing checks every entry of the range.
-		 */
-		fmt_manifest_name(mname, v);
-		bool ok = exists(st, mname);
-		if (ok && s.wal_end > s.wal_from) {
-			struct tip c = {.next = s.wal_from, .gap = false};
-			if (s.wal_from > 0)
-				fmt_wal_name(w, s.wal_from - 1);
-			rc = store_list(st, FMT_WAL_PREFIX, s.wal_from ? w : NULL, 0, tip_cb, &c);
-			if (rc) {
-				store_delete(st, key);
-				return rc;
-			}
-			ok = c.next >= s.wal_end;
-		}
-		if (ok) {
+		rc = snapshot_pinned(st, &s);
+		if (rc == 1) {
 			log_info("snapshot %s: manifest %" PRIu64 ", WAL %" PRIu64 "..%" PRIu64,
 			         name, s.manifest, s.wal_from, s.wal_end);
 			if (out)
 				*out = s;
 			return 0;
 		}
+		engine_snapshot_delete(st, name);
+		if (rc < 0)
+			return rc;
 		log_warn("snapshot %s: GC removed part of manifest %" PRIu64 "'s state meanwhile; "
 		         "taking it again",
-		         name, v);
-		store_delete(st, key);
+		         name, s.manifest);
 	}
-	return -EAGAIN;
+	return rc ? rc : -EAGAIN;
 }
 
 int engine_snapshot_delete(struct store *st, const char *name)

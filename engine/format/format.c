@@ -170,6 +170,21 @@ void fmt_region_prefix(char *buf, uint32_t rid)
 		snprintf(buf, FMT_REGION_PREFIX_MAX, "r/%" PRIu32 "/", rid);
 }
 
+uint32_t fmt_parse_region_prefix(const char *name)
+{
+	uint32_t rid = 0;
+	const char *p = name + 2;
+
+	if (strncmp(name, "r/", 2) != 0 || *p < '1' || *p > '9')
+		return 0;
+	for (; *p >= '0' && *p <= '9'; p++) {
+		rid = rid * 10 + (uint32_t)(*p - '0');
+		if (rid >= 1u << 23)
+			return 0;
+	}
+	return *p == '/' ? rid : 0;
+}
+
 void fmt_holder_name(char *buf, uint32_t rid, uint64_t epoch)
 {
 	char p[FMT_REGION_PREFIX_MAX];

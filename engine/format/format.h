@@ -251,6 +251,11 @@ int fmt_parse_wal_name(const char *name, uint64_t *position);
 int fmt_parse_manifest_name(const char *name, uint64_t *version);
 /* The prefix of region rid's objects into buf (FMT_REGION_PREFIX_MAX): "" for 0, "r/<rid>/". */
 void fmt_region_prefix(char *buf, uint32_t rid);
+/*
+ * The region whose prefix name starts with: rid for "r/<rid>/..." (decimal, no leading
+ * zero, 1 .. 2^23 - 1), else 0 (region 0's objects, or not a region's name).
+ */
+uint32_t fmt_parse_region_prefix(const char *name);
 /* "<region prefix>holder/<epoch:20>" into buf (FMT_NAME_MAX). */
 void fmt_holder_name(char *buf, uint32_t rid, uint64_t epoch);
 /* Parse a region 0 holder name "holder/<epoch:20>".  0 or -EINVAL. */

@@ -713,6 +713,27 @@ int engine_snapshot_list(struct store *st, int (*fn)(void *arg, const struct eng
                          void *arg);
 
 /*
+ * Snapshots of a store with regions (engine/region/regsnap.c; docs/SNAPSHOTS.md
+ * "Regions"): one object per region, snap/<name> in region 0 and in the view r/<rid>/ of
+ * every region of the map that has a state, region 0's written last (the commit point).
+ * On a store without regions they act as engine_snapshot_*().
+ * create: pins region 0, then every region the map lists (the map read again until it
+ * lists no region not pinned), writes the regions' objects, then region 0's by a
+ * conditional create; *out (may be NULL): region 0's part; *nregions (may be NULL): how
+ * many regions besides region 0 have a part.  Errors as engine_snapshot_create(), and the
+ * map's (-EUCLEAN...).  delete: the regions' objects, then region 0's; -ENOENT when none
+ * was there.  list: fn(arg, 0, s) for each snapshot (region 0's object, in name order),
+ * each followed by fn(arg, rid, s) for each region that has a part of it; a nonzero return
+ * stops the listing and is returned.  Any thread; store I/O only.
+ */
+int region_snapshot_create(struct store *st, const char *name, struct engine_snapshot *out,
+                           size_t *nregions);
+int region_snapshot_delete(struct store *st, const char *name);
+int region_snapshot_list(struct store *st,
+                         int (*fn)(void *arg, uint32_t rid, const struct engine_snapshot *s),
+                         void *arg);
+
+/*
  * Write the statistics (engine and store) as "name value" lines into buf
  * (NUL-terminated, truncated to len).  Returns the length it wanted.
  */

@@ -29,8 +29,8 @@
 #include "grow.h"
 #include "log.h"
 #include "manifest.h"
-#include "lease.h"
-#include "regmap.h"
+#include "gclist.h"
+#include "regiongc.h"
 #include "snapshot.h"
 #include "sst.h"
 #include "sst_flush.h"
@@ -68,12 +68,6 @@ struct gc {
 };
 
 /* A listing: names and sizes under one prefix, in key order. */
-struct listing {
-	char **names;
-	uint64_t *sizes;
-	size_t n, cap;
-};
-
 /* A reference to a pack while planning; sorted, deduplicated. */
 struct pref {
 	struct gc_pack_id id;
@@ -162,73 +156,6 @@ static bool parse_pair(const char *name, const char *prefix, uint64_t *a, uint64
 	*a = v[0];
 	*b = v[1];
 	return true;
-}
-
-static int list_cb(void *arg, const char *key, uint64_t size)
-{
-	struct listing *l = arg;
-
-	if (l->n == l->cap) { /* names and sizes grow alike, from the same capacity */
-		size_t ncap = l->cap, scap = l->cap;
-
-		if (MW_GROW(l->names, ncap, l->n + 1, 64) || MW_GROW(l->sizes, scap, l->n + 1, 64))
-			return -ENOMEM;
-		l->cap = ncap;
-	}
-	l->names[l->n] = strdup(key);
-	if (!l->names[l->n])
-		return -ENOMEM;
-	l->sizes[l->n++] = size;
-	return 0;
-}
-
-static void listing_free(struct listing *l)
-{
-	for (size_t i = 0; i < l->n; i++)
-		free(l->names[i]);
-	free(l->names);
-	free(l->sizes);
-	memset(l, 0, sizeof(*l));
-}
-
-static int list_prefix(struct store *st, const char *prefix, struct listing *l)
-{
-	int rc = store_list(st, prefix, NULL, 0, list_cb, l);
-
-	if (rc)
-		log_err("gc: listing %s failed: %s", prefix, strerror(-rc));
-	return rc;
-}
-
-/* Modification time of an object (0: the store does not know it). */
-static int object_mtime(struct store *st, const char *name, int64_t *mtime)
-{
-	struct store_stat s;
-	int rc = store_head(st, name, &s);
-
-	if (rc) {
-		if (rc != -ENOENT)
-			log_err("gc: head %s failed: %s", name, strerror(-rc));
-		return rc;
-	}
-	*mtime = s.mtime > 0 ? s.mtime : 0;
-	return 0;
-}
-
-/* Age in seconds of an object modified at mtime; unknown (0) counts as brand new (kept). */
-static int64_t age_of(int64_t mtime, int64_t now)
-{
-	return mtime > 0 ? now - mtime : 0;
-}
-
-static int object_age(struct store *st, const char *name, int64_t now, int64_t *age)
-{
-	int64_t mtime = 0;
-	int rc = object_mtime(st, name, &mtime);
-
-	if (!rc)
-		*age = age_of(mtime, now);
-	return rc;
 }
 
 /*
@@ -549,7 +476,7 @@ static struct man_entry *man_entry(struct gc *g, uint64_t v)
 	return &g->mans[lo];
 }
 
-/* Age of manifest v as object_age(); one HEAD the first time only. */
+/* Age of manifest v as gc_object_age(); one HEAD the first time only. */
 static int manifest_age(struct pass *ps, uint64_t v, int64_t *age)
 {
 	struct man_entry *me = man_entry(ps->g, v);
@@ -560,11 +487,11 @@ static int manifest_age(struct pass *ps, uint64_t v, int64_t *age)
 		return -ENOMEM;
 	if (!me->mtime) {
 		fmt_manifest_name(name, v);
-		rc = object_mtime(ps->g->st, name, &me->mtime);
+		rc = gc_object_mtime(ps->g->st, name, &me->mtime);
 		if (rc)
 			return rc;
 	}
-	*age = age_of(me->mtime, ps->now);
+	*age = gc_age_of(me->mtime, ps->now);
 	return 0;
 }
 
@@ -771,8 +698,8 @@ static int collect_refs(struct pass *ps)
 
 static int plan_manifests(struct pass *ps, struct gc_plan *plan)
 {
-	struct listing l = {0};
-	int rc = list_prefix(ps->g->st, FMT_MANIFEST_PREFIX, &l);
+	struct gc_listing l = {0};
+	int rc = gc_list_prefix(ps->g->st, FMT_MANIFEST_PREFIX, &l);
 
 	for (size_t i = 0; !rc && i < l.n; i++) {
 		uint64_t v;
@@ -781,14 +708,14 @@ static int plan_manifests(struct pass *ps, struct gc_plan *plan)
 		    !snap_pins_manifest(ps, v))
 			rc = plan_delete(plan, l.names[i], l.sizes[i], &plan->n_manifest);
 	}
-	listing_free(&l);
+	gc_listing_free(&l);
 	return rc;
 }
 
 static int plan_wal(struct pass *ps, struct gc_plan *plan)
 {
-	struct listing l = {0};
-	int rc = list_prefix(ps->g->st, FMT_WAL_PREFIX, &l);
+	struct gc_listing l = {0};
+	int rc = gc_list_prefix(ps->g->st, FMT_WAL_PREFIX, &l);
 
 	for (size_t i = 0; !rc && i < l.n; i++) {
 		uint64_t pos;
@@ -801,90 +728,7 @@ static int plan_wal(struct pass *ps, struct gc_plan *plan)
 		else if (l.sizes[i] > WAL_HEADER_SIZE)
 			defer_wal(ps, plan, pos);
 	}
-	listing_free(&l);
-	return rc;
-}
-
-/*
- * Plan the delete of region object i of l if it is at least min_age seconds old (one
- * HEAD; a vanished one is skipped).  0 or the HEAD's error.
- */
-static int plan_region_aged(struct pass *ps, struct gc_plan *plan, const struct listing *l,
-                            size_t i, int64_t min_age)
-{
-	int64_t age;
-	int rc = object_age(ps->g->st, l->names[i], ps->now, &age);
-
-	if (rc == -ENOENT)
-		return 0;
-	if (!rc && age >= min_age)
-		rc = plan_delete(plan, l->names[i], l->sizes[i], &plan->n_region);
-	return rc;
-}
-
-/*
- * Region 0's holder objects (docs/REGIONS.md): the two highest listed and every one of
- * the epoch before the newest manifest's or later stay (the holder, a taker about to
- * claim); older ones go once older than the grace.  A late re-creation of a deleted one
- * cannot be claimed (its epoch is below the newest), so deleting it is always safe.
- */
-static int plan_holders(struct pass *ps, struct gc_plan *plan)
-{
-	struct listing l = {0};
-	uint64_t cur = ps->kept[0].epoch;
-	int rc = list_prefix(ps->g->st, FMT_HOLDER_PREFIX, &l);
-
-	for (size_t i = 0; !rc && i + 2 < l.n; i++) {
-		uint64_t ep;
-
-		if (fmt_parse_holder_name(l.names[i], &ep) != 0 || ep + 1 >= cur)
-			continue;
-		rc = plan_region_aged(ps, plan, &l, i, (int64_t)ps->o->grace_sec);
-	}
-	listing_free(&l);
-	return rc;
-}
-
-/*
- * Mount leases not written for LEASE_GC_MOUNT_AGE_SEC: a mount that died without its
- * clean close.  A mount that holds a region renews its lease every lease_ms / 3, so only
- * the lease of a dead mount, or of a live one that holds nothing, is ever that old; the
- * latter writes it again when it takes a region.
- */
-static int plan_mounts(struct pass *ps, struct gc_plan *plan)
-{
-	struct listing l = {0};
-	int rc = list_prefix(ps->g->st, FMT_MOUNTS_PREFIX, &l);
-
-	for (size_t i = 0; !rc && i < l.n; i++) {
-		if (!lease_id_valid(l.names[i] + strlen(FMT_MOUNTS_PREFIX)))
-			continue; /* not ours to judge */
-		rc = plan_region_aged(ps, plan, &l, i, LEASE_GC_MOUNT_AGE_SEC);
-	}
-	listing_free(&l);
-	return rc;
-}
-
-/*
- * The region map (docs/REGIONS.md "The region map"): the newest REGMAP_KEEP versions
- * stay; older ones go once older than the grace.  A reader that listed one GC deletes
- * lists again; a writer only builds on a version it listed as the newest.
- */
-static int plan_regions(struct pass *ps, struct gc_plan *plan)
-{
-	struct listing l = {0};
-	uint64_t v, newest = 0;
-	int rc = list_prefix(ps->g->st, FMT_REGIONS_PREFIX, &l);
-
-	for (size_t i = 0; !rc && i < l.n; i++)
-		if (fmt_parse_regions_name(l.names[i], &v) == 0 && v > newest)
-			newest = v;
-	for (size_t i = 0; !rc && i < l.n; i++) {
-		if (fmt_parse_regions_name(l.names[i], &v) != 0 || v + REGMAP_KEEP > newest)
-			continue; /* not ours to judge, or among the newest */
-		rc = plan_region_aged(ps, plan, &l, i, (int64_t)ps->o->grace_sec);
-	}
-	listing_free(&l);
+	gc_listing_free(&l);
 	return rc;
 }
 
@@ -905,10 +749,10 @@ static bool sst_in_flight(const struct pass *ps, uint64_t epoch, uint64_t id)
 
 static int plan_ssts(struct pass *ps, struct gc_plan *plan)
 {
-	struct listing l = {0};
+	struct gc_listing l = {0};
 	int rc;
 
-	rc = list_prefix(ps->g->st, SST_PREFIX, &l);
+	rc = gc_list_prefix(ps->g->st, SST_PREFIX, &l);
 	for (size_t i = 0; !rc && i < l.n; i++) {
 		const char *name = l.names[i];
 		uint64_t epoch, id;
@@ -920,7 +764,7 @@ static int plan_ssts(struct pass *ps, struct gc_plan *plan)
 			continue;
 		if (sst_in_flight(ps, epoch, id))
 			continue; /* possibly in flight: never before its commit */
-		rc = object_age(ps->g->st, name, ps->now, &age);
+		rc = gc_object_age(ps->g->st, name, ps->now, &age);
 		if (rc == -ENOENT) {
 			rc = 0;
 			continue;
@@ -930,15 +774,15 @@ static int plan_ssts(struct pass *ps, struct gc_plan *plan)
 		else if (!rc)
 			defer(plan, ps->now, age, ps->o->grace_sec);
 	}
-	listing_free(&l);
+	gc_listing_free(&l);
 	return rc;
 }
 
 static int plan_packs(struct pass *ps, struct gc_plan *plan)
 {
 	const struct manifest *latest = &ps->kept[0];
-	struct listing l = {0};
-	int rc = list_prefix(ps->g->st, FMT_PACK_PREFIX, &l);
+	struct gc_listing l = {0};
+	int rc = gc_list_prefix(ps->g->st, FMT_PACK_PREFIX, &l);
 
 	if (!rc && l.n) {
 		plan->packs = calloc(l.n, sizeof(*plan->packs));
@@ -970,7 +814,7 @@ static int plan_packs(struct pass *ps, struct gc_plan *plan)
 		for (size_t k = 0; !unflushed && k < ps->o->nlive_packs; k++)
 			unflushed = id_cmp(&ps->o->live_packs[k], &id) == 0;
 		if (!r && !unflushed) {
-			rc = object_age(ps->g->st, name, ps->now, &age);
+			rc = gc_object_age(ps->g->st, name, ps->now, &age);
 			if (rc == -ENOENT) {
 				rc = 0;
 				continue;
@@ -1003,7 +847,7 @@ static int plan_packs(struct pass *ps, struct gc_plan *plan)
 		    (double)s->live_bytes < ps->o->repack_below * (double)s->data_bytes)
 			plan->repack[plan->nrepack++] = id;
 	}
-	listing_free(&l);
+	gc_listing_free(&l);
 	/* a pack the newest manifest's tables use and the listing lacks: the store lost it */
 	for (size_t i = 0; !rc && i < ps->refs.n; i++)
 		if (ps->refs.p[i].live && !ps->refs.p[i].listed) {
@@ -1020,6 +864,13 @@ static int plan_packs(struct pass *ps, struct gc_plan *plan)
 const char *gc_missing(const struct gc *g)
 {
 	return g->missing[0] ? g->missing : NULL;
+}
+
+/* region_gc_plan()'s callback: a region object to delete (docs/REGIONS.md). */
+static int plan_region(void *arg, const char *name, uint64_t size)
+{
+	struct gc_plan *plan = arg;
+	return plan_delete(plan, name, size, &plan->n_region);
 }
 
 int gc_plan_make(struct gc *g, const struct gc_opts *o, struct gc_plan *out)
@@ -1061,8 +912,8 @@ int gc_plan_make(struct gc *g, const struct gc_opts *o, struct gc_plan *out)
 	plan.wal_entry_floor = ps.wal_floor;
 	if ((rc = plan_manifests(&ps, &plan)) || (rc = plan_wal(&ps, &plan)) ||
 	    (rc = plan_ssts(&ps, &plan)) || (rc = plan_packs(&ps, &plan)) ||
-	    (rc = plan_holders(&ps, &plan)) || (rc = plan_mounts(&ps, &plan)) ||
-	    (rc = plan_regions(&ps, &plan)))
+	    (rc =
+	         region_gc_plan(g->st, ps.kept[0].epoch, o->grace_sec, ps.now, plan_region, &plan)))
 		goto out;
 	cache_prune(g);
 	man_prune(g, plan.oldest_kept);

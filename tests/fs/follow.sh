@@ -24,23 +24,6 @@ f=$WORK/f
 fail() { echo "FAIL: $*"; exit 1; }
 PXFD="" # stdin of the fault proxy of step 4 (closing it stops the proxy)
 
-# sig DIR: one line per entry (path, type, size, md5 of files), sorted
-sig() {
-	(cd "$1" && find . -mindepth 1 -printf '%P %y %s\n' 2>/dev/null | sort &&
-		find . -type f -print0 2>/dev/null | sort -z | xargs -0 -r md5sum 2>/dev/null)
-}
-# same_within SECONDS A B: poll until sig A = sig B
-same_within() {
-	local deadline=$((SECONDS + $1))
-	while :; do
-		if [ "$(sig "$2")" = "$(sig "$3")" ]; then return 0; fi
-		if [ $SECONDS -ge $deadline ]; then
-			diff <(sig "$2") <(sig "$3") | head -20
-			return 1
-		fi
-		sleep 0.05
-	done
-}
 stat_of() { "$MW" stats --raw "$1" | awk -v k="$2" '$1 == k { print $2 }'; }
 requests() {
 	"$MW" stats --raw "$1" | awk '$1 ~ /^store_requests_/ { n += $2 } END { print n }'

@@ -134,6 +134,24 @@ mw_fsck() {
 	echo "   fsck: $(grep -c . "$WORK/fsck.out") lines, clean"
 }
 
+# sig DIR: one line per entry under DIR (path, type, size), sorted, then the md5 of every file
+sig() {
+	(cd "$1" && find . -mindepth 1 -printf '%P %y %s\n' 2>/dev/null | sort &&
+		find . -type f -print0 2>/dev/null | sort -z | xargs -0 -r md5sum 2>/dev/null)
+}
+# same_within SECONDS A B: poll until sig A = sig B (printing the difference when it never is)
+same_within() {
+	local deadline=$((SECONDS + $1))
+	while :; do
+		if [ "$(sig "$2")" = "$(sig "$3")" ]; then return 0; fi
+		if [ $SECONDS -ge $deadline ]; then
+			diff <(sig "$2") <(sig "$3") | head -20
+			return 1
+		fi
+		sleep 0.05
+	done
+}
+
 # mw_rundir: the daemons' run directory (tools/daemon.c rundir(): lock and status files)
 mw_rundir() {
 	if [ "$(id -u)" = 0 ]; then echo /run/memwalfs

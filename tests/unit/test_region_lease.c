@@ -23,6 +23,7 @@
 
 #include <cmocka.h>
 
+#include "check.h"
 #include "engine.h"
 #include "fault.h"
 #include "format.h"
@@ -44,9 +45,13 @@ static int setup(void **state)
 	return 0;
 }
 
+static struct store *view1; /* test_gc_region's view r/1/ (closed by teardown) */
+
 static int teardown(void **state)
 {
 	(void)state;
+	store_close(view1);
+	view1 = NULL;
 	tu_store_close(ts);
 	ts = NULL;
 	return 0;
@@ -62,7 +67,8 @@ static struct region_lease *open_lease(unsigned lease_ms, const char *mnt)
 	return l;
 }
 
-static struct engine *open_writer(uint64_t claim_epoch, int *rcp)
+/* A writer engine on st (the store, or a region's view) claiming claim_epoch. */
+static struct engine *open_writer_on(struct store *st, uint64_t claim_epoch, int *rcp)
 {
 	struct engine_opts o;
 	struct engine *e = NULL;
@@ -74,24 +80,36 @@ static struct engine *open_writer(uint64_t claim_epoch, int *rcp)
 	o.store_check_ms = ENGINE_CHECK_OFF;
 	o.commit_retry_ms = ENGINE_NO_RETRY;
 	o.claim_epoch = claim_epoch;
-	*rcp = engine_open(ts->store, &o, &e);
+	*rcp = engine_open(st, &o, &e);
 	return *rcp ? NULL : e;
 }
 
-/* acquire rid 0, open a writer with the epoch, mark it held: the engine */
-static struct engine *take(struct region_lease *l, bool force, uint64_t *epoch)
+static struct engine *open_writer(uint64_t claim_epoch, int *rcp)
+{
+	return open_writer_on(ts->store, claim_epoch, rcp);
+}
+
+/* acquire region rid, open a writer on view with the epoch, mark it held: the engine */
+static struct engine *take_region(struct region_lease *l, uint32_t rid, struct store *view,
+                                  bool force, uint64_t *epoch)
 {
 	struct holder_info prev;
 	uint64_t ep = 0;
 	int rc;
 
-	assert_int_equal(region_acquire(l, 0, force, &ep, &prev), 0);
-	struct engine *e = open_writer(ep, &rc);
+	assert_int_equal(region_acquire(l, rid, force, &ep, &prev), 0);
+	struct engine *e = open_writer_on(view, ep, &rc);
 	assert_int_equal(rc, 0);
-	assert_int_equal(region_held(l, 0, ep), 0);
+	assert_int_equal(region_held(l, rid, ep), 0);
 	if (epoch)
 		*epoch = ep;
 	return e;
+}
+
+/* acquire rid 0, open a writer with the epoch, mark it held: the engine */
+static struct engine *take(struct region_lease *l, bool force, uint64_t *epoch)
+{
+	return take_region(l, 0, ts->store, force, epoch);
 }
 
 static int put_wait(struct engine *e, const char *k, const char *v)
@@ -672,6 +690,78 @@ static void test_gc(void **state)
 	region_lease_close(a, true);
 }
 
+/*
+ * GC per region: the writer of region 1, an engine on the view r/1/, collects that
+ * region's holder objects (r/1/holder/, its holder/) as region 0's writer does its own;
+ * region 0's GC leaves them alone; the check of the view counts them as region objects,
+ * that of the store root counts r/1/ as another region's, never as orphans.
+ */
+/* check_opts.fn: count the orphans that are region objects (holder/, r/...) in *arg. */
+static void region_orphans(void *arg, const struct check_event *ev)
+{
+	if (ev->kind == CHECK_ORPHAN &&
+	    (!strncmp(ev->object, "r/", 2) || !strncmp(ev->object, "holder/", 7)))
+		(*(int *)arg)++;
+}
+
+static void test_gc_region(void **state)
+{
+	(void)state;
+	struct region_lease *a = open_lease(3000, "/mnt/a");
+	struct gc_plan plan = {0};
+	struct gc_opts o;
+	struct gc *g = NULL;
+	struct check_report r;
+	int bad = 0; /* region objects taken for orphans */
+	struct check_opts co = {.fn = region_orphans, .arg = &bad};
+	char name[64];
+	uint64_t ep = 0;
+
+	assert_int_equal(store_open_sub(ts->store, "r/1/", &view1), 0);
+	struct store *v = view1;
+	struct engine *e0 = take(a, false, NULL); /* region 0: a state of its own */
+	assert_int_equal(put_wait(e0, "k", "v"), 0);
+	for (int i = 0; i < 5; i++) { /* region 1, epochs 1..5, each with its holder object */
+		struct engine *e = take_region(a, 1, v, false, &ep);
+		assert_int_equal(put_wait(e, "k", "v"), 0);
+		assert_int_equal(engine_close(e), 0);
+		assert_int_equal(region_release(a, 1), 0);
+	}
+	assert_int_equal(ep, 5);
+	gc_opts_default(&o);
+	o.now = (int64_t)time(NULL) + 86400;
+	/* region 0's GC: its own holder object is the newest; nothing of r/1/ */
+	assert_int_equal(gc_new(ts->store, &g), 0);
+	assert_int_equal(gc_plan_make(g, &o, &plan), 0);
+	for (size_t i = 0; i < plan.ndeletes; i++)
+		assert_true(strncmp(plan.deletes[i], "r/", 2) != 0);
+	assert_int_equal(plan.n_region, 0);
+	gc_plan_clear(&plan);
+	gc_free(g);
+	/* region 1's GC, on its view: holder/ 1..3 go, 4 and 5 stay */
+	assert_int_equal(check_store(v, &co, &r), 0);
+	assert_int_equal(r.regions.objects, 5);
+	assert_int_equal(gc_new(v, &g), 0);
+	assert_int_equal(gc_plan_make(g, &o, &plan), 0);
+	for (uint64_t e = 1; e <= 5; e++) {
+		snprintf(name, sizeof(name), "holder/%020" PRIu64, e);
+		assert_int_equal(planned(&plan, name), e <= 3);
+	}
+	assert_int_equal(plan.n_region, 3);
+	assert_int_equal(gc_plan_execute(g, &o, &plan, NULL), 0);
+	gc_plan_clear(&plan);
+	gc_free(g);
+	assert_int_equal(check_store(v, &co, &r), 0);
+	assert_int_equal(r.regions.objects, 2);
+	assert_int_equal(r.orphans.objects, 0); /* the compacted tables went too */
+	/* the root's check: r/1/ is region 1's, not orphans of region 0 */
+	assert_int_equal(check_store(ts->store, &co, &r), 0);
+	assert_int_equal(bad, 0);
+	assert_true(r.subregions.objects >= 2 + 3); /* holders, manifest, WAL... */
+	assert_int_equal(engine_close(e0), 0);
+	region_lease_close(a, true);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -687,6 +777,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test_setup_teardown(test_renew_failures, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_peek, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_gc, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_gc_region, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_observer_partition, setup, teardown),
 	};
 	char name[64];
