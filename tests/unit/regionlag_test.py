@@ -7,9 +7,9 @@ regions workload) measures what it says, on plain directories (no FUSE, no store
     missing, the lag small (under the 500 ms bound; the figures are printed);
   - two directories and a copier thread standing for the followers, which copies each marker
     to the other "mount" 300 ms after it appears and never copies writer 1's m3: the lag is at
-    least 300 ms and under 300 + 250 ms (copier and poll periods), exactly one marker is
-    missing, it is m3 of pair 1>2, the markers after it are seen on time (every lag under
-    300 + 400 ms), the exit status is 0 (every pair has samples), and the per-sample file has
+    least 300 ms and under 300 + 250 ms at the median (copier and poll periods), exactly one
+    marker is missing, it is m3 of pair 1>2, the markers after it are seen on time (every lag
+    under 300 ms + 1 s, where a follower stuck on m3 would see them at the stop, 3 s in), the exit status is 0 (every pair has samples), and the per-sample file has
     a row per marker.
 """
 import importlib.util
@@ -107,7 +107,7 @@ def test_delayed(tmp):
                             shutil.copy(os.path.join(src, name), os.path.join(dst, name))
             time.sleep(0.005)
 
-    rc, out, rows = run(tmp, [(a, "d1"), (b, "d2")], 1.5, copier)
+    rc, out, rows = run(tmp, [(a, "d1"), (b, "d2")], 3.0, copier)
     first, pairs = summary(out)
     check(rc == 0, "exit status %d" % rc)
     check(first["missing"] == "1", "%s missing, not 1 (m3 of writer 1 never copied)" % first["missing"])
@@ -115,10 +115,14 @@ def test_delayed(tmp):
     check(len(missing) == 1 and missing[0][:3] == ["2", "1", "3"], "the missing one: %s" % missing)
     p50 = float(first["p50_ms"])
     lags = sorted(float(r.split("\t")[3]) for r in rows if r.split("\t")[3] != "-1")
-    check(lags[0] >= delay * 1000 - 20, "lag %.1f ms below the %d ms delay" % (lags[0], delay * 1000))
+    # the copier's clock starts when it first sees a marker's name, which may be before the
+    # writer's fsync returned (the lag's start): on a loaded machine a single lag can be a
+    # little under the delay (263 ms for 300 once at load 16-20), the median not
+    check(p50 >= delay * 1000 - 20, "p50 %.1f ms below the %d ms delay" % (p50, delay * 1000))
     check(p50 < delay * 1000 + 250, "p50 %.1f ms, over the delay + 250 ms" % p50)
-    # the markers after the lost one are seen on time, not when the writers stop
-    check(lags[-1] < delay * 1000 + 400, "max %.1f ms, over the delay + 400 ms" % lags[-1])
+    # the markers after the lost one are seen on time, not when the writers stop (3 s: a
+    # follower stuck on m3 until then would show lags of 2 s and more)
+    check(lags[-1] < delay * 1000 + 1000, "max %.1f ms, over the delay + 1 s" % lags[-1])
     check(len(rows) == int(first["samples"]) + 1, "a row per marker")
 
 
