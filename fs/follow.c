@@ -141,11 +141,9 @@ static int refresh(struct mwfs *fs, uint64_t ino, uint64_t before);
  * attributes are stale, at once, and queue every key for the notify thread, which
  * refreshes again and invalidates entries and pages.
  */
-static void follow_keys(void *arg, const struct engine_key *keys, size_t n, bool all)
+static void follow_keys_nf(struct fsfollow *ff, struct fsnotify *nf, const struct engine_key *keys,
+                           size_t n, bool all)
 {
-	struct fsfollow *ff = arg;
-	struct fsnotify *nf = ff->fs->nf;
-
 	atomic_fetch_add(&ff->keys, n);
 	if (all) {
 		mw_mutex_lock(&ff->fs->mu);
@@ -177,6 +175,15 @@ static void follow_keys(void *arg, const struct engine_key *keys, size_t n, bool
 		else
 			fsnotify_inode(nf, ino, 0, 0);
 	}
+}
+
+/* The follower's callback: the above with the mount's notify thread, held (fs->nf_lock). */
+static void follow_keys(void *arg, const struct engine_key *keys, size_t n, bool all)
+{
+	struct fsfollow *ff = arg;
+	pthread_rwlock_rdlock(&ff->fs->nf_lock);
+	follow_keys_nf(ff, ff->fs->nf, keys, n, all);
+	pthread_rwlock_unlock(&ff->fs->nf_lock);
 }
 
 /*

@@ -443,6 +443,7 @@ int mwfs_open(struct engine *e, const struct mwfs_opts *o, struct mwfs **out)
 	mw_mutex_set_noio(&fs->mu); /* no store I/O under it: docs/DESIGN.md "Locking" */
 	mw_mutex_init(&fs->refresh_mu);
 	mw_mutex_init(&fs->take_mu);
+	pthread_rwlock_init(&fs->nf_lock, NULL);
 	fs_gate_init(&fs->gate);
 	if (pthread_key_create(&fs->tkey, fs_tls_free)) {
 		rc = -ENOMEM;
@@ -514,6 +515,7 @@ fail:
 	pthread_key_delete(fs->tkey);
 fail_mu:
 	fs_gate_destroy(&fs->gate);
+	pthread_rwlock_destroy(&fs->nf_lock);
 	mw_mutex_destroy(&fs->take_mu);
 	mw_mutex_destroy(&fs->mu);
 	mw_mutex_destroy(&fs->refresh_mu);
@@ -609,6 +611,7 @@ int mwfs_close(struct mwfs *fs)
 	pthread_setspecific(fs->tkey, NULL);
 	pthread_key_delete(fs->tkey);
 	fs_gate_destroy(&fs->gate);
+	pthread_rwlock_destroy(&fs->nf_lock);
 	mw_mutex_destroy(&fs->take_mu);
 	mw_mutex_destroy(&fs->mu);
 	mw_mutex_destroy(&fs->refresh_mu);

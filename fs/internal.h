@@ -191,6 +191,14 @@ struct mwfs {
 	atomic_size_t reclaim_queued;  /* reclaim_n, read without fs->mu */
 	struct fs_gate gate;           /* every request passes it (mode.c) */
 	struct mw_mutex take_mu;       /* one take of the store at a time (mode.c; before fs->mu) */
+	/*
+	 * fs->nf, the pointer: replaced under it (write: mode.c nf_swap(), the gate closed, so
+	 * no request reads it meanwhile); read under it (read) by the followers' hooks
+	 * (follow.c), which run on the follower engines' threads, outside the gate: without
+	 * it a region's follower queued into the notify thread of a take or discovery had just
+	 * freed (found by fs_regions4_s3: SIGBUS in fsnotify_entry()).
+	 */
+	pthread_rwlock_t nf_lock;
 	/* steps under fs->mu run again after a warm without it (fs_miss_retry()) */
 	atomic_uint_fast64_t noio_retries;
 };

@@ -122,16 +122,31 @@ static bool any_written(struct mwfs *fs)
 }
 
 /*
+ * fs->nf becomes nf (the gate closed); returns the one before, which the caller stops:
+ * once this returns, no follower's hook uses it any more (fs->nf_lock).
+ */
+static struct fsnotify *nf_swap(struct mwfs *fs, struct fsnotify *nf)
+{
+	pthread_rwlock_wrlock(&fs->nf_lock);
+	struct fsnotify *old = fs->nf;
+	fs->nf = nf;
+	pthread_rwlock_unlock(&fs->nf_lock);
+	return old;
+}
+
+/*
  * The notify thread of the mount again (stopped: fs->nf NULL), with the follower's refresh
  * hook when follow (a region is followed), told that everything changed.  Started before
  * a region's follower hooks, which queue for it.
  */
 static int notify_restart(struct mwfs *fs, bool follow)
 {
-	int rc = fsnotify_start(fs, follow ? follow_refresh : NULL, &fs->nf);
+	struct fsnotify *nf = NULL;
+	int rc = fsnotify_start(fs, follow ? follow_refresh : NULL, &nf);
 	if (!rc) {
-		fsnotify_session(fs->nf, fs->se);
-		fsnotify_all(fs->nf);
+		fsnotify_session(nf, fs->se);
+		fsnotify_all(nf);
+		nf_swap(fs, nf);
 	}
 	return rc;
 }
@@ -195,8 +210,7 @@ static struct engine *switch_to(struct mwfs *fs, struct fs_region *r, struct eng
 	gate_close(&fs->gate);
 	fsfollow_stop(r->ff);
 	r->ff = NULL;
-	fsnotify_stop(fs->nf);
-	fs->nf = NULL;
+	fsnotify_stop(nf_swap(fs, NULL));
 	ra_pause(fs->ra, true);
 	struct engine *old = r->e;
 	r->e = ne;
@@ -373,15 +387,13 @@ static int release(struct mwfs *fs, uint32_t rid)
 	struct engine *fe = NULL;
 	if (!rc) {
 		ra_pause(fs->ra, true);
-		fsnotify_stop(fs->nf);
-		fs->nf = NULL;
+		fsnotify_stop(nf_swap(fs, NULL));
 		rc = fs->o.release(fs->o.take_arg, rid, r->e, &fe);
 	}
 	if (rc) {
 		log_err("region release: %s; this mount goes on writing the store", strerror(-rc));
-		if (!fs->nf &&
-		    fsnotify_start(fs, any_followed(fs) ? follow_refresh : NULL, &fs->nf) == 0)
-			fsnotify_session(fs->nf, fs->se);
+		if (!fs->nf && notify_restart(fs, any_followed(fs)))
+			log_err("region release: the notify thread did not start again");
 		ra_pause(fs->ra, false);
 		if (data_flusher_start(fs, fs->o.wb_flush_ms, &fs->wbf))
 			log_err("region release: no write-buffer flusher any more");
