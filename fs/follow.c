@@ -200,25 +200,28 @@ static int refresh(struct mwfs *fs, uint64_t ino, uint64_t before)
 	int held;
 	struct fs_region *r = fs_region_of(fs, ino);
 
+	/*
+	 * One refresh at a time: the notify thread's and the follower's callback's would
+	 * otherwise interleave, and a record read before an entry was published could be put
+	 * in the table after the one read since (a size older than the engine's bytes, until
+	 * the next change of the file).  Reads of the engine are monotonic, so serialized
+	 * refreshes leave the newest record.  A take or release swaps the region's engine
+	 * and its writer flag under refresh_mu too (mode.c), so the flag read here holds
+	 * until the engine is read: never a closed engine, never a writer's.
+	 */
+	mw_mutex_lock(&fs->refresh_mu);
 	if (!r || r->writer) {
 		/*
 		 * A region this mount writes: its table entries are ahead of the engine (changes
 		 * not committed yet, write buffers), never read back; the kernel is told all
 		 * the same (a direct write).  One it does not know: nothing of it is held.
 		 */
+		mw_mutex_unlock(&fs->refresh_mu);
 		mw_mutex_lock(&fs->mu);
 		held = r && inode_find(fs, ino) != NULL;
 		mw_mutex_unlock(&fs->mu);
 		return held;
 	}
-	/*
-	 * One refresh at a time: the notify thread's and the follower's callback's would
-	 * otherwise interleave, and a record read before an entry was published could be put
-	 * in the table after the one read since (a size older than the engine's bytes, until
-	 * the next change of the file).  Reads of the engine are monotonic, so serialized
-	 * refreshes leave the newest record.
-	 */
-	mw_mutex_lock(&fs->refresh_mu);
 	mw_mutex_lock(&fs->mu);
 	held = inode_find(fs, ino) != NULL;
 	mw_mutex_unlock(&fs->mu);

@@ -152,6 +152,32 @@ static int notify_restart(struct mwfs *fs, bool follow)
 }
 
 /*
+ * The notify thread goes on through a take or release, told whether a region is followed
+ * now (its refresh hook) and that everything changed; it is never stopped there: the gate
+ * is closed, and the thread may be waiting in the kernel for a lock that a request held
+ * at the gate keeps (a page of a file this mount writes, or the directory of the create
+ * that asked for the take: fs_holders_s3 hung in 2 runs of 3 so).  What it reads of the
+ * engines, refresh() reads under fs->refresh_mu, under which the engine is swapped
+ * (swap_engine()).
+ */
+static int notify_keep(struct mwfs *fs)
+{
+	if (!fs->nf)
+		return notify_restart(fs, any_followed(fs));
+	fsnotify_follow(fs->nf, any_followed(fs) ? follow_refresh : NULL);
+	return 0;
+}
+
+/* r's engine becomes e (writer: it writes the region), under fs->refresh_mu. */
+static void swap_engine(struct mwfs *fs, struct fs_region *r, struct engine *e, bool writer)
+{
+	mw_mutex_lock(&fs->refresh_mu);
+	r->e = e;
+	r->writer = writer;
+	mw_mutex_unlock(&fs->refresh_mu);
+}
+
+/*
  * Step 4: every inode of region rid in the table from its engine, which just became
  * another one.  The gate is closed: no request runs, the follower's hooks and read-ahead
  * are stopped, so the records are read without fs->mu (store I/O) and put in under it.
@@ -210,17 +236,15 @@ static struct engine *switch_to(struct mwfs *fs, struct fs_region *r, struct eng
 	gate_close(&fs->gate);
 	fsfollow_stop(r->ff);
 	r->ff = NULL;
-	fsnotify_stop(nf_swap(fs, NULL));
 	ra_pause(fs->ra, true);
 	struct engine *old = r->e;
-	r->e = ne;
-	r->writer = true;
+	swap_engine(fs, r, ne, true);
 	mw_mutex_lock(&fs->mu);
 	r->next_ino = r->ino_limit = sb->next_ino;
 	mw_mutex_unlock(&fs->mu);
 	refresh_all(fs, r->rid);
 	ra_pause(fs->ra, false);
-	int rc = notify_restart(fs, any_followed(fs));
+	int rc = notify_keep(fs);
 	if (rc)
 		log_err("switching to the writer: no notify thread (%s): the kernel may keep "
 		        "stale attributes until they expire",
@@ -387,13 +411,10 @@ static int release(struct mwfs *fs, uint32_t rid)
 	struct engine *fe = NULL;
 	if (!rc) {
 		ra_pause(fs->ra, true);
-		fsnotify_stop(nf_swap(fs, NULL));
 		rc = fs->o.release(fs->o.take_arg, rid, r->e, &fe);
 	}
 	if (rc) {
 		log_err("region release: %s; this mount goes on writing the store", strerror(-rc));
-		if (!fs->nf && notify_restart(fs, any_followed(fs)))
-			log_err("region release: the notify thread did not start again");
 		ra_pause(fs->ra, false);
 		if (data_flusher_start(fs, fs->o.wb_flush_ms, &fs->wbf))
 			log_err("region release: no write-buffer flusher any more");
@@ -401,10 +422,9 @@ static int release(struct mwfs *fs, uint32_t rid)
 		mw_mutex_unlock(&fs->take_mu);
 		return rc;
 	}
-	r->e = fe;
-	r->writer = false;
+	swap_engine(fs, r, fe, false);
 	refresh_all(fs, rid);
-	rc = notify_restart(fs, true);
+	rc = notify_keep(fs);
 	if (!rc)
 		rc = fsfollow_start(fs, r, &r->ff);
 	if (rc)

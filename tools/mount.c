@@ -187,7 +187,7 @@ static int serve(struct mount_args *a, int report_fd)
 	struct mwd_holder old = {0};
 	struct hold *hold = NULL;
 	struct engine_disk_cache *dcache = NULL;
-	const bool ro = a->eo.read_only; /* -o ro or --snapshot: writes nothing */
+	const bool ro = a->eo.read_only;       /* -o ro or --snapshot: writes nothing */
 	struct snapmount *snap_regions = NULL; /* --snapshot: its regions besides region 0 */
 
 	/*
