@@ -47,6 +47,7 @@ struct hold {
 	struct mount_args *a; /* borrowed: the mount's options */
 	struct store *st;     /* borrowed */
 	struct region_lease *l;
+	struct bell *bell;                  /* borrowed (serve()): rings, wakes followers */
 	struct engine *e;                   /* region 0's engine the mount uses now */
 	pthread_mutex_t mu;                 /* regs, nregs, map (never held across I/O
 	                                       of another region's open: see hold_reg()) */
@@ -186,6 +187,13 @@ int hold_acquire(struct hold *h, bool force)
 	return 0;
 }
 
+/* A following engine of a region: woken by the bell (bell mode). */
+static void bell_reg(struct hold *h, struct engine *e)
+{
+	if (h->bell && e && h->a->eo.follow_bell && bell_follow(h->bell, e))
+		log_warn("bell: cannot register a follower (no memory): it polls as before");
+}
+
 int hold_held(struct hold *h, struct engine *e)
 {
 	h->e = e;
@@ -193,8 +201,15 @@ int hold_held(struct hold *h, struct engine *e)
 	h->regs[0] = (struct hreg){.rid = 0, .view = h->st, .e = e, .writer = !h->a->eo.read_only};
 	h->nregs = 1;
 	pthread_mutex_unlock(&h->mu);
-	if (h->a->eo.read_only)
-		return region_holder(h->l, 0, &(struct holder_info){0}); /* watch the holder */
+	if (h->a->eo.read_only) {
+		/*
+		 * Followed, not watched: the lease watch is for regions this mount wants to
+		 * write (a refused change starts it, take()), not for every one it follows.
+		 */
+		bell_reg(h, e);
+		return 0;
+	}
+	bell_ring(h->bell); /* a claim: followers deep idle elsewhere look again */
 	return region_held(h->l, 0, h->a->eo.claim_epoch);
 }
 
@@ -288,6 +303,7 @@ static int take(void *arg, uint32_t rid, struct engine **writer)
 	if (rc)
 		log_warn("taking %s over: writing the lease: %s (renewed at the next tick)", s,
 		         strerror(-rc));
+	bell_ring(h->bell);
 	return 0;
 }
 
@@ -308,6 +324,7 @@ static void taken(void *arg, uint32_t rid, struct engine *done, struct engine *n
 			h->a->eo.read_only = false;
 			metrics_attach(h->a->metrics, now, h->fs);
 		}
+		bell_unfollow(h->bell, done); /* the follower replaced */
 	} else {
 		region_release(h->l, rid);
 	}
@@ -355,6 +372,7 @@ static int release(void *arg, uint32_t rid, struct engine *writer, struct engine
 	r->e = *follower;
 	r->writer = false;
 	pthread_mutex_unlock(&h->mu);
+	bell_reg(h, *follower);
 	if (rid == 0) {
 		h->e = *follower;
 		h->a->eo.read_only = true;
@@ -486,8 +504,7 @@ static int region_open(void *arg, uint32_t rid, struct engine **e, bool *writer)
 		store_close(view);
 		return rc;
 	}
-	struct holder_info hi;
-	region_holder(h->l, rid, &hi); /* watch its holder: the take answers from it */
+	bell_reg(h, *e); /* followed, not watched (hold_held()) */
 	*writer = false;
 	log_info("%s: following it (found at an inode number of it)", s);
 	return 0;
@@ -556,6 +573,7 @@ static int region_create(void *arg, uint64_t parent, const char *name, const cha
 	if (rc)
 		log_warn("region create %s: writing the lease: %s (renewed at the next tick)", path,
 		         strerror(-rc));
+	bell_ring(h->bell);
 	*rid = r;
 	log_info("region create %s: region %u, written by this mount", path, r);
 	return 0;
@@ -619,6 +637,8 @@ static size_t regions(void *arg, uint32_t rid, char *buf, size_t len)
 		return 0;
 	engine_get_stats(e, &es); /* the engine stays open while the mount runs */
 	int rc = region_holder_cached(h->l, rid, &hi);
+	if (rc == -ENOENT && !writer)
+		rc = region_holder_look(h->l, rid, &hi); /* followed, not watched: look once */
 	OUT("region %u %s\n", rid, path);
 	if (writer) {
 		ago(ls.last_renew_ms_ago >= 0 ? ls.last_renew_ms_ago / 1000.0 : 0, t, sizeof(t));
@@ -655,7 +675,9 @@ static size_t hold_stats(void *arg, uint32_t rid, char *buf, size_t len)
 	(void)rid; /* region 0: the statistics are region 0's (docs/REGIONS.md) */
 	struct region_lease_stats ls;
 	struct holder_info hi;
+	struct bell_stats bs;
 	region_lease_get_stats(h->l, &ls);
+	bell_get_stats(h->bell, &bs);
 	bool self = !h->a->eo.read_only;
 	int rc = self ? -ENOENT : region_holder_cached(h->l, 0, &hi);
 	pthread_mutex_lock(&h->mu);
@@ -663,18 +685,21 @@ static size_t hold_stats(void *arg, uint32_t rid, char *buf, size_t len)
 	for (unsigned i = 0; i < nregs; i++)
 		nw += h->regs[i].writer;
 	pthread_mutex_unlock(&h->mu);
-	int w =
-	    snprintf(buf, len,
-	             "lease_ms %u\nlease_renewals %" PRIu64 "\nlease_renew_failures %" PRIu64
-	             "\nlease_last_renew_ms %" PRId64 "\nlease_overdue %d\nlease_requests %" PRIu64
-	             "\nholder_self %d\nholder_state %d\nholder_quiet_ms %" PRIu64
-	             "\nregions_known %u\nregions_written %u\n",
-	             ls.lease_ms, ls.renewals, ls.renew_failures, ls.last_renew_ms_ago,
-	             ls.renew_overdue ? 1 : 0, ls.requests, self ? 1 : 0,
-	             self ? (int)HOLDER_SELF
-	             : rc ? -1
-	                  : (int)hi.state,
-	             !self && !rc ? (uint64_t)(hi.quiet_sec * 1000) : 0, nregs, nw);
+	int w = snprintf(
+	    buf, len,
+	    "lease_ms %u\nlease_renewals %" PRIu64 "\nlease_renew_failures %" PRIu64
+	    "\nlease_last_renew_ms %" PRId64 "\nlease_overdue %d\nlease_requests %" PRIu64
+	    "\nholder_self %d\nholder_state %d\nholder_quiet_ms %" PRIu64
+	    "\nregions_known %u\nregions_written %u\nbell_rings %" PRIu64
+	    "\nbell_ring_failures %" PRIu64 "\nbell_reads %" PRIu64 "\nbell_read_failures %" PRIu64
+	    "\nbell_changes %" PRIu64 "\nbell_followers %u\n",
+	    ls.lease_ms, ls.renewals, ls.renew_failures, ls.last_renew_ms_ago,
+	    ls.renew_overdue ? 1 : 0, ls.requests, self ? 1 : 0,
+	    self ? (int)HOLDER_SELF
+	    : rc ? -1
+	         : (int)hi.state,
+	    !self && !rc ? (uint64_t)(hi.quiet_sec * 1000) : 0, nregs, nw, bs.rings,
+	    bs.ring_failures, bs.reads, bs.read_failures, bs.changes, bs.followers);
 	return w < 0 ? 0 : (size_t)w < len ? (size_t)w : len - 1;
 }
 
@@ -695,6 +720,16 @@ void hold_set_fs(struct hold *h, struct mwfs *fs)
 	h->fs = fs;
 }
 
+const char *hold_id(struct hold *h)
+{
+	return region_lease_id(h->l);
+}
+
+void hold_set_bell(struct hold *h, struct bell *b)
+{
+	h->bell = b;
+}
+
 struct engine *hold_engine(struct hold *h)
 {
 	return h->e;
@@ -707,6 +742,7 @@ static void close_regions(struct hold *h)
 		struct hreg *r = &h->regs[i];
 		if (r->rid == 0)
 			continue; /* serve() closes region 0's engine, and owns the store */
+		bell_unfollow(h->bell, r->e);
 		int rc = engine_close(r->e);
 		if (rc)
 			log_err("region %u: final commit: %s", r->rid, strerror(-rc));

@@ -76,6 +76,8 @@ void engine_opts_default(struct engine_opts *o)
 	o->gc_grace_sec = 600;
 	o->repack_below_pct = 50;
 	o->follow_interval_ms = 1000;
+	o->follow_deep_idle_ms = 60000;
+	o->follow_safety_ms = 300000;
 	o->store_check_ms = 5000;
 }
 
@@ -106,6 +108,8 @@ static void opts_resolve(struct engine_opts *o)
 	DEFAULT_IF_ZERO(gc_grace_sec);
 	DEFAULT_IF_ZERO(repack_below_pct);
 	DEFAULT_IF_ZERO(follow_interval_ms);
+	DEFAULT_IF_ZERO(follow_deep_idle_ms);
+	DEFAULT_IF_ZERO(follow_safety_ms);
 	DEFAULT_IF_ZERO(store_check_ms);
 #undef DEFAULT_IF_ZERO
 	if (o->follow_max_interval_ms < o->follow_interval_ms)
@@ -116,6 +120,16 @@ static void opts_resolve(struct engine_opts *o)
 	/* the MemTable allocates 64 KiB arena blocks: below a few, every insert would freeze */
 	if (o->memtable_max_bytes < MEMTABLE_MIN_BYTES)
 		o->memtable_max_bytes = MEMTABLE_MIN_BYTES;
+}
+
+void engine_committed(struct engine *e)
+{
+	uint64_t now = mw_now_us();
+	uint64_t prev = atomic_exchange(&e->last_commit_us, now);
+	if (e->o.commit_fn)
+		e->o.commit_fn(e->o.commit_arg, prev && now > prev ? now - prev
+		                                : prev             ? 0
+		                                                   : UINT64_MAX);
 }
 
 /* ------------------------------------------------------------------ */
@@ -505,6 +519,8 @@ size_t engine_stats_format(struct engine *e, char *buf, size_t len)
 	U64(follow_lag_ms);
 	U64(follow_behind);
 	U64(follow_interval_ms);
+	EMIT("follow_deep_idle %d\n", s.follow_deep_idle ? 1 : 0);
+	U64(follow_wakes);
 	U64(snapshot_wal_end);
 	EMIT("store_lost %d\n", s.store_lost ? 1 : 0);
 	EMIT("store_lost_since %" PRId64 "\n", s.store_lost_since);

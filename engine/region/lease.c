@@ -550,7 +550,9 @@ out:
 	if (!rc && cur.base == B_HELD)
 		rc = mw_observe(l, d.mount, d.seq, d.lease_ms, mtime, pid_gone(l, &d), now_us());
 	rw = rw_find(l, rid);
-	if (!rw && !create) { /* unwatched meanwhile (the thread's look): stay so */
+	if (!rw && !create) { /* not watched (or unwatched meanwhile): stay so */
+		if (!rc && out)
+			info_of(l, &cur, now_us(), out);
 		mw_mutex_unlock(&l->mu);
 		lease_doc_clear(&d);
 		return rc;
@@ -874,6 +876,11 @@ const char *region_lease_id(const struct region_lease *l)
 int region_holder(struct region_lease *l, uint32_t rid, struct holder_info *out)
 {
 	return look(l, rid, true, true, out);
+}
+
+int region_holder_look(struct region_lease *l, uint32_t rid, struct holder_info *out)
+{
+	return look(l, rid, true, false, out);
 }
 
 int region_holder_cached(struct region_lease *l, uint32_t rid, struct holder_info *out)

@@ -80,6 +80,20 @@ int holder_doc_format(const struct holder_doc *h, char *buf, size_t cap, size_t 
 	return 0;
 }
 
+int bell_doc_format(const struct bell_doc *d, char *buf, size_t cap, size_t *len)
+{
+	char host[sizeof(d->host)];
+	int n;
+
+	clean_copy(host, sizeof(host), d->host);
+	n = snprintf(buf, cap, "%s %d\nmount %s\nseq %" PRIu64 "\nhost %s\n", BELL_MAGIC,
+	             BELL_FORMAT_VERSION, d->mount, d->seq, host);
+	if (n < 0 || (size_t)n >= cap)
+		return -ENOSPC;
+	*len = (size_t)n;
+	return 0;
+}
+
 void lease_doc_clear(struct lease_doc *d)
 {
 	free(d->holds);
@@ -247,6 +261,51 @@ int holder_doc_parse(const char *name, const void *buf, size_t len, struct holde
 		return -EUCLEAN;
 	}
 	*out = h;
+	return 0;
+bad:
+	log_err("region: %s: malformed line \"%.*s\"", name, (int)(ln.val + ln.vlen - ln.name),
+	        ln.name);
+	return -EUCLEAN;
+}
+
+int bell_doc_parse(const char *name, const void *buf, size_t len, struct bell_doc *out)
+{
+	const char *p = buf, *end = p + len;
+	struct bell_doc d = {0};
+	struct text_line ln;
+	unsigned have = 0;
+	long pid = 0;
+	int64_t since = 0;
+	char mnt[2];
+	int rc, f;
+
+	if (len > BELL_OBJECT_MAX || !text_next_line(&p, end, &ln)) {
+		log_err("region: %s: not a bell object (%zu bytes)", name, len);
+		return -EUCLEAN;
+	}
+	rc = text_check_magic("bell", name, &ln, BELL_MAGIC, BELL_FORMAT_VERSION);
+	if (rc)
+		return rc;
+	while (text_next_line(&p, end, &ln)) {
+		f = common_field(&ln, d.mount, d.host, sizeof(d.host), &pid, mnt, sizeof(mnt),
+		                 &since);
+		if (f > 0) {
+			have |= (unsigned)f;
+			continue;
+		}
+		if (f < 0)
+			goto bad;
+		if (text_is(&ln, "seq")) {
+			if (!text_num(ln.val, ln.vlen, UINT64_MAX, &d.seq))
+				goto bad;
+			have |= F_SEQ;
+		}
+	}
+	if ((have & (F_MOUNT | F_SEQ)) != (F_MOUNT | F_SEQ)) {
+		log_err("region: %s: bell object without its mount or seq", name);
+		return -EUCLEAN;
+	}
+	*out = d;
 	return 0;
 bad:
 	log_err("region: %s: malformed line \"%.*s\"", name, (int)(ln.val + ln.vlen - ln.name),
