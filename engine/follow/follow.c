@@ -117,6 +117,7 @@ struct follow {
 	uint64_t gap_since_us;   /* when the current gap was first seen (0: none) */
 	bool error_reported;     /* the current error streak was logged */
 	uint64_t listed_end;     /* one past the highest position listed last */
+	bool deep;               /* bell mode: deep idle (its safety polls always list the WAL) */
 };
 
 static int list_max_manifest(void *arg, const char *key, uint64_t size)
@@ -645,7 +646,7 @@ static int poll_once(struct engine *e, struct follow *f, bool manifest_only, boo
 	bool probe_m = f->want_manifest || full || (frozen && !idle) ||
 	               f->since_manifest >= (idle ? FOLLOW_MANIFEST_EVERY : FOLLOW_MANIFEST_ACTIVE);
 	/* idle and nothing waits for a manifest: this poll's one request is the manifest probe */
-	bool only_m = (probe_m && idle && !f->want_manifest && !full) || manifest_only;
+	bool only_m = (probe_m && idle && !f->want_manifest && !full && !f->deep) || manifest_only;
 	probe_m = probe_m || manifest_only;
 	if (!only_m && !full) {
 		rc = probe_wal(e, f, &applied);
@@ -676,7 +677,6 @@ static void *follow_main(void *arg)
 	struct follow f = {0};
 	unsigned interval = e->o.follow_interval_ms;
 	uint64_t quiet_us = mw_now_us(); /* end of the last poll that found something */
-	bool deep = false;               /* bell mode: deep idle */
 
 	mw_mutex_lock(&e->mu);
 	uint64_t wakes = e->fo.wakes;
@@ -689,7 +689,7 @@ static void *follow_main(void *arg)
 		uint64_t ns;
 
 		e->stats.follow_interval_ms = interval;
-		e->stats.follow_deep_idle = deep;
+		e->stats.follow_deep_idle = f.deep;
 		clock_gettime(CLOCK_MONOTONIC, &ts);
 		ns = (uint64_t)ts.tv_nsec + (uint64_t)interval * 1000000u;
 		ts.tv_sec += (time_t)(ns / 1000000000u);
@@ -702,9 +702,9 @@ static void *follow_main(void *arg)
 		if (e->fo.wakes != wakes) {
 			/* the bell rang (or could not be read): poll now, at the normal interval */
 			wakes = e->fo.wakes;
-			if (deep)
+			if (f.deep)
 				e->stats.follow_wakes++;
-			deep = false;
+			f.deep = false;
 			f.idle_polls = 0;
 			interval = e->o.follow_interval_ms;
 			quiet_us = mw_now_us();
@@ -731,14 +731,14 @@ static void *follow_main(void *arg)
 		if (progress) {
 			f.idle_polls = 0;
 			interval = e->o.follow_interval_ms;
-			deep = false;
+			f.deep = false;
 			quiet_us = mw_now_us();
-		} else if (deep) {
+		} else if (f.deep) {
 			interval = e->o.follow_safety_ms; /* the safety poll found nothing */
 		} else if (e->o.follow_bell && e->fo.bell && !rc &&
 		           t_poll - quiet_us >= (uint64_t)e->o.follow_deep_idle_ms * 1000u) {
 			/* quiet for D: the next commit rings the bell (bell.c) */
-			deep = true;
+			f.deep = true;
 			interval = e->o.follow_safety_ms;
 		} else {
 			/* back off: 4 idle polls at each interval, then double it */

@@ -901,9 +901,10 @@ struct bell;
 #define BELL_INTERVAL_MS 10000u /* bell_opts.interval_ms 0 */
 
 struct bell_opts {
-	const char *mount;    /* the mount's id (region_lease_id()); NULL: never rings (-o ro) */
-	const char *host;     /* for the object, for people (NULL: gethostname) */
-	unsigned interval_ms; /* GET the bell this often while followers are registered */
+	const char *mount;      /* the mount's id (region_lease_id()); NULL: never rings (-o ro) */
+	const char *host;       /* for the object, for people (NULL: gethostname) */
+	unsigned interval_ms;   /* GET the bell this often while followers are registered */
+	unsigned ring_quiet_ms; /* bell_commit_hook() rings after this quiet (0: R, above) */
 };
 
 /* Open the bell of st (borrowed: it must outlive the bell) and start its thread. */
@@ -912,7 +913,7 @@ int bell_open(struct store *st, const struct bell_opts *o, struct bell **out);
 void bell_close(struct bell *b);
 /* Ring: the thread PUTs the bell soon (retried with backoff while it fails). */
 void bell_ring(struct bell *b);
-/* An engine_commit_fn (arg: the bell): rings when quiet_us > BELL_RING_QUIET_MS. */
+/* An engine_commit_fn (arg: the bell): rings when quiet_us > its ring_quiet_ms. */
 void bell_commit_hook(void *arg, uint64_t quiet_us);
 /*
  * Register a following engine (opened with follow_bell) to be woken by the bell, or

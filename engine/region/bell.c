@@ -57,7 +57,8 @@ struct bell {
 	struct store *st; /* borrowed */
 	char mount[17];   /* our lease id ("" : never rings) */
 	char host[256];
-	unsigned interval_ms; /* B */
+	unsigned interval_ms;   /* B */
+	unsigned ring_quiet_ms; /* R */
 
 	struct mw_mutex mu;
 	pthread_cond_t cv; /* the thread waits here (monotonic) [mu] */
@@ -69,13 +70,13 @@ struct bell {
 	unsigned retry_ms;    /* the next backoff [mu] */
 	bool ring_failed;     /* the current run of failures was logged [mu] */
 
-	struct engine **fol; /* registered followers [mu] */
-	size_t nfol, capfol; /* [mu] */
-	uint64_t next_read_us; /* the next GET [mu] */
-	char *last;            /* the bytes of the last read (NULL: none or missing) [mu] */
-	size_t last_len;       /* [mu] */
-	bool have_base;        /* a read succeeded (last is the baseline) [mu] */
-	bool read_failed;      /* the current run of failed reads was logged [mu] */
+	struct engine **fol;     /* registered followers [mu] */
+	size_t nfol, capfol;     /* [mu] */
+	uint64_t next_read_us;   /* the next GET [mu] */
+	char *last;              /* the bytes of the last read (NULL: none or missing) [mu] */
+	size_t last_len;         /* [mu] */
+	bool have_base;          /* a read succeeded (last is the baseline) [mu] */
+	bool read_failed;        /* the current run of failed reads was logged [mu] */
 	struct bell_stats stats; /* [mu] */
 };
 
@@ -118,9 +119,10 @@ static int ring_once(struct bell *b)
 		b->ring = true; /* retried */
 		b->retry_at_us = mw_now_us() + (uint64_t)b->retry_ms * 1000u;
 		if (!b->ring_failed)
-			log_warn("bell: put %s failed: %s (retried; followers of this mount's regions "
-			         "see its writes by their safety poll meanwhile)",
-			         FMT_BELL_KEY, strerror(-rc));
+			log_warn(
+			    "bell: put %s failed: %s (retried; followers of this mount's regions "
+			    "see its writes by their safety poll meanwhile)",
+			    FMT_BELL_KEY, strerror(-rc));
 		b->ring_failed = true;
 		b->retry_ms = b->retry_ms * 2 > RETRY_MAX_MS ? RETRY_MAX_MS : b->retry_ms * 2;
 	}
@@ -143,18 +145,19 @@ static void read_once(struct bell *b)
 	if (rc && rc != -ENOENT) {
 		b->stats.read_failures++;
 		if (!b->read_failed)
-			log_warn("bell: reading %s: %s; its followers poll at their normal interval "
-			         "until it reads again",
-			         FMT_BELL_KEY, strerror(-rc));
+			log_warn(
+			    "bell: reading %s: %s; its followers poll at their normal interval "
+			    "until it reads again",
+			    FMT_BELL_KEY, strerror(-rc));
 		b->read_failed = true;
 		b->stats.present = false;
 		wake_all_locked(b, false, true); /* be safe: a ring may hide behind the error */
 		free(buf);
 	} else {
 		bool present = rc == 0;
-		bool changed = b->have_base && (present != (b->last != NULL) ||
-		                                (present && (len != b->last_len ||
-		                                             memcmp(buf, b->last, len))));
+		bool changed = b->have_base &&
+		               (present != (b->last != NULL) ||
+		                (present && (len != b->last_len || memcmp(buf, b->last, len))));
 		if (b->read_failed)
 			log_info("bell: %s reads again", FMT_BELL_KEY);
 		b->read_failed = false;
@@ -224,6 +227,7 @@ int bell_open(struct store *st, const struct bell_opts *o, struct bell **out)
 	else if (gethostname(b->host, sizeof(b->host) - 1) != 0)
 		snprintf(b->host, sizeof(b->host), "?");
 	b->interval_ms = o && o->interval_ms ? o->interval_ms : BELL_INTERVAL_MS;
+	b->ring_quiet_ms = o && o->ring_quiet_ms ? o->ring_quiet_ms : BELL_RING_QUIET_MS;
 	b->retry_ms = RETRY_MIN_MS;
 	mw_mutex_init(&b->mu);
 	mw_cond_init_monotonic(&b->cv);
@@ -264,8 +268,9 @@ void bell_ring(struct bell *b)
 
 void bell_commit_hook(void *arg, uint64_t quiet_us)
 {
-	if (quiet_us > (uint64_t)BELL_RING_QUIET_MS * 1000u)
-		bell_ring(arg);
+	struct bell *b = arg;
+	if (b && quiet_us > (uint64_t)b->ring_quiet_ms * 1000u)
+		bell_ring(b);
 }
 
 int bell_follow(struct bell *b, struct engine *e)
