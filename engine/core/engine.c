@@ -122,16 +122,6 @@ static void opts_resolve(struct engine_opts *o)
 		o->memtable_max_bytes = MEMTABLE_MIN_BYTES;
 }
 
-void engine_committed(struct engine *e)
-{
-	uint64_t now = mw_now_us();
-	uint64_t prev = atomic_exchange(&e->last_commit_us, now);
-	if (e->o.commit_fn)
-		e->o.commit_fn(e->o.commit_arg, prev && now > prev ? now - prev
-		                                : prev             ? 0
-		                                                   : UINT64_MAX);
-}
-
 /* ------------------------------------------------------------------ */
 /* Open / close                                                        */
 /* ------------------------------------------------------------------ */

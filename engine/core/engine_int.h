@@ -91,7 +91,13 @@ struct engine {
  * A writer's WAL entry or manifest commit is durable: call opts.commit_fn with the time
  * since the previous one (engine.h engine_commit_fn).  No engine lock held; any thread.
  */
-void engine_committed(struct engine *e);
+static inline void engine_committed(struct engine *e)
+{
+	uint64_t now = mw_now_us();
+	uint64_t prev = atomic_exchange(&e->last_commit_us, now);
+	if (e->o.commit_fn)
+		e->o.commit_fn(e->o.commit_arg, !prev ? UINT64_MAX : now > prev ? now - prev : 0);
+}
 
 /*
  * salvage.c: the claim of an opts.salvage open: e->man becomes a new manifest over

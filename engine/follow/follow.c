@@ -702,8 +702,10 @@ static void *follow_main(void *arg)
 		if (e->fo.wakes != wakes) {
 			/* the bell rang (or could not be read): poll now, at the normal interval */
 			wakes = e->fo.wakes;
-			if (f.deep)
+			if (f.deep) {
 				e->stats.follow_wakes++;
+				log_info("follow: woken by the bell");
+			}
 			f.deep = false;
 			f.idle_polls = 0;
 			interval = e->o.follow_interval_ms;
@@ -740,6 +742,10 @@ static void *follow_main(void *arg)
 			/* quiet for D: the next commit rings the bell (bell.c) */
 			f.deep = true;
 			interval = e->o.follow_safety_ms;
+			log_info(
+			    "follow: nothing new for %u ms: deep idle (a poll every %u ms until "
+			    "the bell rings)",
+			    e->o.follow_deep_idle_ms, e->o.follow_safety_ms);
 		} else {
 			/* back off: 4 idle polls at each interval, then double it */
 			f.idle_polls++;

@@ -35,11 +35,6 @@ expect_erofs() {
 	*) echo "$err"; echo "FAIL: $what at a following mount: not EROFS"; exit 1 ;;
 	esac
 }
-# wait_file PATH CONTENT: up to 30 s for a follower to show it
-wait_file() {
-	for _ in $(seq 300); do [ "$(cat "$1" 2>/dev/null)" = "$2" ] && return 0; sleep 0.1; done
-	echo "FAIL: $1 did not show \"$2\" within 30 s"; exit 1
-}
 a=$WORK/a b=$WORK/b c=$WORK/c d=$WORK/d e=$WORK/e f=$WORK/f
 
 echo "-- 1. a second read-write mount on another machine follows the live one"

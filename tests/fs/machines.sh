@@ -26,3 +26,18 @@ put() {
 fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
 os.write(fd, sys.argv[2].encode()); os.fsync(fd); os.close(fd)' "$1" "$2"
 }
+# wait_file PATH CONTENT [SEC]: up to SEC (30) s for PATH to show CONTENT (a follower), or fail
+wait_file() {
+	local n=$((${3:-30} * 10))
+	for _ in $(seq $n); do [ "$(cat "$1" 2>/dev/null)" = "$2" ] && return 0; sleep 0.1; done
+	echo "FAIL: $1 did not show \"$2\" within ${3:-30} s"; exit 1
+}
+# put_within SEC PATH CONTENT: put, tried every 0.1 s for up to SEC s (a change refused with
+# EROFS until a take succeeds); 1 if it never succeeded
+put_within() {
+	for _ in $(seq $(($1 * 10))); do
+		put "$2" "$3" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	return 1
+}

@@ -23,7 +23,7 @@
 # 6 + 6 + 8 = 20.
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh" "$1" "${2:-local}"
-. "$here/machines.sh" # on MACHINE CMD..., put PATH CONTENT
+. "$here/machines.sh" # on MACHINE CMD..., put, wait_file, put_within
 IDLE_MAX=${IDLE_MAX:-20}
 a=$WORK/a b=$WORK/b c=$WORK/c
 trap 'rc=$?; [ "$rc" = 0 ] || { mw_log_tail "$a"; mw_log_tail "$b"; mw_log_tail "$c" 20; }; mw_cleanup' EXIT
@@ -31,17 +31,12 @@ trap 'rc=$?; [ "$rc" = 0 ] || { mw_log_tail "$a"; mw_log_tail "$b"; mw_log_tail 
 # counters MNT: the store_requests_* lines of MNT as "name value" pairs
 counters() { "$MW" stats --raw "$1" | grep '^store_requests_'; }
 total() { awk '{ s += $2 } END { print s + 0 }'; }
-wait_file() {
-	local n=$((${3:-30} * 10))
-	for _ in $(seq $n); do [ "$(cat "$1" 2>/dev/null)" = "$2" ] && return 0; sleep 0.1; done
-	echo "FAIL: $1 did not show \"$2\" within ${3:-30} s"; exit 1
-}
 
 echo "-- 1. nine regions; A holds region 0 and /r1, B /r2../r5, C /r6../r9"
 on A mw_mount_logged "$a"
 for i in $(seq 9); do "$MW" region create "$a/r$i"; done
 mw_umount "$a"
-on A mw_mount_logged "$a"
+on A mw_mount_logged "$a" ${A_OPTS:-}
 put "$a/r1/f" a1
 on B mw_mount_logged "$b"
 for i in 2 3 4 5; do put "$b/r$i/f" "b$i"; done
@@ -83,12 +78,7 @@ echo "   C's write showed at A in $(echo "$(date +%s.%N) - $t0" | bc) s"
 echo "-- 4. a held region refuses A's change; after B's unmount A takes it"
 if touch "$a/r4/nope" 2>/dev/null; then echo "FAIL: A's change in /r4 (held by B) succeeded"; exit 1; fi
 mw_umount "$b"
-ok=
-for _ in $(seq 100); do
-	if put "$a/r4/after" after 2>/dev/null; then ok=1; break; fi
-	sleep 0.1
-done
-[ -n "$ok" ] || { echo "FAIL: A did not take /r4 after B's unmount"; exit 1; }
+put_within 10 "$a/r4/after" after || { echo "FAIL: A did not take /r4 after B's unmount"; exit 1; }
 [ "$(cat "$a/r4/f")" = b4 ] || { echo "FAIL: /r4/f is not B's"; exit 1; }
 mw_umount "$c"
 mw_umount "$a"

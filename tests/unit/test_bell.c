@@ -22,7 +22,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -31,30 +30,28 @@
 #include "format.h"
 #include "lease.h"
 #include "store.h"
+#include "testutil.h"
 
-static char g_dir[256];
+static char *g_dir; /* the store's directory (tu_tempdir()) */
 
 static uint64_t now_ms(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	return tu_now_ns() / 1000000u;
 }
 
 static int setup(void **state)
 {
 	(void)state;
-	snprintf(g_dir, sizeof(g_dir), "/tmp/test_bell.XXXXXX");
-	assert_non_null(mkdtemp(g_dir));
+	g_dir = tu_tempdir();
+	assert_non_null(g_dir);
 	return 0;
 }
 
 static int teardown(void **state)
 {
-	char cmd[300];
 	(void)state;
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", g_dir);
-	assert_int_equal(system(cmd), 0);
+	assert_int_equal(tu_rmtree(g_dir), 0);
+	free(g_dir);
 	return 0;
 }
 
@@ -116,7 +113,8 @@ static struct engine *open_writer(struct store *st, struct bell *b)
 	return e;
 }
 
-/* A follower in bell mode: polls every 20 ms, deep idle after 500 ms, safety poll every safety_ms. */
+/* A follower in bell mode: polls every 20 ms, deep idle after 500 ms, safety poll every safety_ms.
+ */
 static struct engine *open_follower(struct store *st, unsigned safety_ms)
 {
 	struct engine_opts o;
@@ -165,7 +163,8 @@ static uint64_t wait_deep(struct engine *f, bool want, uint64_t ms)
 		if (s.follow_deep_idle == want)
 			return now_ms() - t0;
 		if (now_ms() - t0 > ms)
-			fail_msg("follow_deep_idle did not become %d within %" PRIu64 " ms", want, ms);
+			fail_msg("follow_deep_idle did not become %d within %" PRIu64 " ms", want,
+			         ms);
 		usleep(10000);
 	}
 }
@@ -291,7 +290,7 @@ static void test_safety(void **state)
 	struct bell_opts ro = {.mount = "00000000000000aa"}, wo = {.interval_ms = 100};
 	assert_int_equal(bell_open(ws, &ro, &ringer), 0);
 	assert_int_equal(bell_open(bst, &wo, &watcher), 0);
-	bell_ring(ringer); /* another mount's ring: the bell exists */
+	bell_ring(ringer);                        /* another mount's ring: the bell exists */
 	struct engine *w = open_writer(ws, NULL); /* this writer never rings */
 	put_key(w, "k0");
 	struct engine *f = open_follower(fst, 700);
