@@ -721,6 +721,14 @@ static void *lease_main(void *arg)
 			/* ours: the engine learns of a fence itself; an idle holder only renews */
 			if (rw->valid && rw->base == B_SELF && self_holds(l, rw->rid, rw->epoch))
 				rids[i] = UINT32_MAX;
+			/*
+			 * One GET per holder mount a tick, not per region: liveness is the
+			 * mount's (struct mwatch), which the first region's read refreshes
+			 */
+			for (size_t j = 0; j < i && rids[i] != UINT32_MAX && !full[i]; j++)
+				if (rids[j] != UINT32_MAX && !full[j] && l->rw[j].base == B_HELD &&
+				    !strcmp(l->rw[j].h.mount, rw->h.mount))
+					rids[i] = UINT32_MAX;
 		}
 		mw_mutex_unlock(&l->mu);
 		if (renew)
