@@ -18,6 +18,13 @@
  *
  * The engine's epoch claim and WAL fence still decide who may commit; the lease only keeps
  * a mount from fencing a live holder by accident and lets a dead one be replaced.
+ *
+ * Idle cost (docs/REGIONS.md "The bell"): every following engine is registered with the
+ * mount's bell (tools/mount.c opens it) while the mount uses it, so that it stops polling
+ * while nothing happens; the mount rings the bell at every claim (its writers ring after a
+ * quiet through engine_opts.commit_fn).  The holder of a region is watched (the lease
+ * thread re-reads it every tick) only once this mount wants to write it: a refused change
+ * starts the watch (take()), a release keeps it; a region merely followed is not watched.
  */
 #include <errno.h>
 #include <inttypes.h>

@@ -76,8 +76,8 @@ void engine_opts_default(struct engine_opts *o)
 	o->gc_grace_sec = 600;
 	o->repack_below_pct = 50;
 	o->follow_interval_ms = 1000;
-	o->follow_deep_idle_ms = 60000;
-	o->follow_safety_ms = 300000;
+	o->follow_deep_idle_ms = ENGINE_FOLLOW_DEEP_IDLE_MS;
+	o->follow_safety_ms = ENGINE_FOLLOW_SAFETY_MS;
 	o->store_check_ms = 5000;
 }
 

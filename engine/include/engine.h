@@ -146,8 +146,8 @@ struct engine_opts {
 	 * at most (BELL_RING_QUIET_MS), so a commit made while a follower is deep idle rings.
 	 */
 	bool follow_bell;
-	unsigned follow_deep_idle_ms;
-	unsigned follow_safety_ms;
+	unsigned follow_deep_idle_ms; /* default ENGINE_FOLLOW_DEEP_IDLE_MS */
+	unsigned follow_safety_ms;    /* default ENGINE_FOLLOW_SAFETY_MS */
 	/* Writers: see engine_commit_fn (NULL: none).  commit_arg is its argument. */
 	engine_commit_fn commit_fn;
 	void *commit_arg;
@@ -204,6 +204,10 @@ struct engine_opts {
 };
 
 #define ENGINE_CHECK_OFF 0xFFFFFFFFu /* store_check_ms: no periodic store check */
+
+/* Bell mode's defaults: deep idle after a minute of nothing, then a safety poll every 5 min. */
+#define ENGINE_FOLLOW_DEEP_IDLE_MS 60000u
+#define ENGINE_FOLLOW_SAFETY_MS 300000u
 
 #define ENGINE_NO_RETRY 0xFFFFFFFFu /* commit_retry_ms: a failed commit stops the writer */
 

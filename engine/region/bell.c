@@ -50,6 +50,14 @@
 #include "store.h"
 #include "thread.h"
 
+/*
+ * R <= D - (the longest poll interval + a request): 30 s of margin for the default poll
+ * back-off (4 s) and a PUT retried for up to about 20 s ("Why a commit made while a follower
+ * is deep idle always rings", docs/REGIONS.md).
+ */
+_Static_assert(BELL_RING_QUIET_MS + 30000u <= ENGINE_FOLLOW_DEEP_IDLE_MS,
+               "the ring quiet R must stay well below the followers' deep idle D");
+
 #define RETRY_MIN_MS 1000u  /* a failed ring is sent again after this, doubling */
 #define RETRY_MAX_MS 30000u /* up to this */
 
