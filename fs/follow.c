@@ -149,7 +149,7 @@ static void follow_keys(void *arg, const struct engine_key *keys, size_t n, bool
 	atomic_fetch_add(&ff->keys, n);
 	if (all) {
 		mw_mutex_lock(&ff->fs->mu);
-		ff->fs->dgen_all++; /* every listing snapshot may be stale (dir.c, do_readdir()) */
+		ff->fs->dgen_all++; /* every listing snapshot may be stale (listing.c) */
 		mw_mutex_unlock(&ff->fs->mu);
 		fsnotify_all(nf);
 		return;

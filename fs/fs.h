@@ -61,9 +61,10 @@ struct mwfs_opts {
 	 * and opens a writer engine on it (store I/O).  The mount then switches the region to
 	 * that engine and calls taken(take_arg, rid, done, now): done is the engine to close
 	 * (the follower it used, or the writer when it could not switch: now NULL), now the
-	 * engine it uses from then on.  NULL: a mount that never takes a region.
+	 * engine it uses from then on.  force (`memwalfs region take --force`): take it even
+	 * from a live holder, which is fenced.  NULL: a mount that never takes a region.
 	 */
-	int (*take)(void *arg, uint32_t rid, struct engine **writer);
+	int (*take)(void *arg, uint32_t rid, bool force, struct engine **writer);
 	void (*taken)(void *arg, uint32_t rid, struct engine *done, struct engine *now);
 	/*
 	 * `memwalfs region release` (getxattr of MWFS_RELEASE_XATTR on the root of a writing
@@ -83,8 +84,10 @@ struct mwfs_opts {
 	 */
 	size_t (*regions)(void *arg, uint32_t rid, char *buf, size_t len);
 	/*
-	 * More "name value" lines for the statistics, into buf: the mount's lease and the
-	 * holder of region rid (region 0 for now); NULL: none.
+	 * More "name value" lines for the statistics, into buf (len bytes; returns the length
+	 * written): with MWFS_RID_MOUNT the mount's lease and the holder of region 0; with a
+	 * rid of the table, "region.<rid>.<name> <value>" lines of that region (its root's
+	 * path, its holder's state).  NULL: none.
 	 */
 	size_t (*hold_stats)(void *arg, uint32_t rid, char *buf, size_t len);
 	/*
@@ -177,9 +180,11 @@ int mwfs_close(struct mwfs *fs);
 uint32_t mwfs_chunk_size(const struct mwfs *fs);
 
 /*
- * The statistics as "name value" lines: engine_stats_format() followed by the
- * filesystem's own counters (fs_*), into buf (NUL-terminated, truncated to
- * len).  Returns the length it wanted.  Any thread, while fs is open.
+ * The statistics as "name value" lines: engine_stats_format() of region 0 followed by the
+ * filesystem's own counters (fs_*), the hold_stats hook's lines, then each region's
+ * "region.<rid>.<name> <value>" lines (a region's whole or none), into buf (NUL-terminated,
+ * truncated to len).  Returns the length it wanted, or less when regions were left out.
+ * Any thread, while fs is open.
  */
 size_t mwfs_stats_format(struct mwfs *fs, char *buf, size_t len);
 
@@ -220,6 +225,15 @@ void mwfs_get_fsync_latency(struct mwfs *fs, struct mw_hist_snap *out);
  */
 #define MWFS_REGIONS_XATTR "user.memwalfs.regions"
 #define MWFS_RELEASE_XATTR "user.memwalfs.release"
+/*
+ * getxattr of MWFS_TAKE_XATTR on the same roots: take the region now, as its first change
+ * would (`memwalfs region take`): "taken\n", "already\n" (this mount writes it), EROFS while
+ * another live mount holds it (the log names it); MWFS_TAKE_FORCE_XATTR takes it even then,
+ * fencing that mount (`region take --force`).  Release and take (and the handover and fence
+ * check) answer EPERM to anyone but root and the user who mounted.
+ */
+#define MWFS_TAKE_XATTR "user.memwalfs.take"
+#define MWFS_TAKE_FORCE_XATTR "user.memwalfs.take-force"
 /*
  * setxattr of MWFS_REGION_CREATE_XATTR on a directory D, whose value is the path of the new
  * region's root from the mount's root ("/a/b/NAME", NAME a new name in D): makes NAME a new

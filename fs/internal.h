@@ -171,7 +171,7 @@ struct mwfs {
 	 * Changes of directory entries, per slot of directories (ino %
 	 * FS_DGEN_SLOTS), and of anything (a follower's update); fs->mu.  A
 	 * listing snapshot remembers them: readdirplus hands the kernel a
-	 * name's inode only while they are unchanged (dir.c, do_readdir()).
+	 * name's inode only while they are unchanged (listing.c, do_readdir()).
 	 */
 	uint64_t dgen[FS_DGEN_SLOTS];
 	uint64_t dgen_all;
@@ -440,6 +440,14 @@ void fs_want_write(struct mwfs *fs, uint64_t ino);
  * the error that kept it writing.
  */
 int fs_release(struct mwfs *fs, uint32_t rid);
+/*
+ * `memwalfs region take [--force]` (in a request, inside the gate): take region rid now, as
+ * its first change would; force fences a live holder.  0, -EALREADY (this mount writes it),
+ * the write error of this mount's writer of it (-EIO once fenced: another mount took it),
+ * -EROFS (another live mount holds it, or the take failed: the log says why), -ENOTSUP (a
+ * mount that cannot take regions), -ENOENT (a region this mount does not know).
+ */
+int fs_take(struct mwfs *fs, uint32_t rid, bool force);
 
 /* ---- region.c: the table of regions and the rules between them -------------- */
 
@@ -521,6 +529,12 @@ void fsnotify_inode(struct fsnotify *nf, uint64_t ino, uint64_t off, uint64_t le
 void fsnotify_entry(struct fsnotify *nf, uint64_t parent, const char *name, size_t n);
 /* Everything changed: every inode of the table, refreshed and invalidated whole. */
 void fsnotify_all(struct fsnotify *nf);
+/*
+ * The refresh hook from now on (a region became followed), then fsnotify_all(); the thread
+ * goes on (unlike fsnotify_stop() and a new start, it is not waited for: a notification in
+ * progress may wait for a page that a request waiting at a closed gate holds).
+ */
+void fsnotify_follow(struct fsnotify *nf, fsnotify_refresh_fn refresh);
 /*
  * Tell the kernel at once that ino's attributes are stale (not its pages: safe while
  * requests of that inode wait), if the session is mounted; the caller's thread.
@@ -721,8 +735,8 @@ void inode_table_free(struct mwfs *fs);
  * themselves, in that order.
  */
 
-/* dir.c: lookup, mknod, mkdir, symlink, create, unlink, rmdir, rename, link, and open
- * directories (opendir, readdir, readdirplus, releasedir, fsyncdir). */
+/* dir.c: lookup, mknod, mkdir, symlink, create, unlink, rmdir, rename, link;
+ * listing.c: open directories (opendir, readdir, readdirplus, releasedir, fsyncdir). */
 void dir_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);
 /* setxattr of MWFS_REGION_CREATE_XATTR on directory parent: `memwalfs region create`. */
 void dir_region_create(fuse_req_t req, fuse_ino_t parent, const char *value, size_t size);
@@ -736,6 +750,11 @@ void dir_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name);
 void dir_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
                 const char *newname, unsigned int flags);
 void dir_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname);
+/*
+ * Directory ino, live, with a reference (fs->mu held): 0, -ENOTDIR, -ENOENT (removed) or
+ * the error of reading it.
+ */
+int dir_get(struct mwfs *fs, uint64_t ino, struct inode **out);
 void dir_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void dir_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi);
 void dir_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,

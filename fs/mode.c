@@ -221,19 +221,21 @@ static struct engine *switch_to(struct mwfs *fs, struct fs_region *r, struct eng
 }
 
 /* Take region rid over if the hook can; fs->take_mu serializes takes.  No lock held. */
-static void take(struct mwfs *fs, uint32_t rid)
+static int take(struct mwfs *fs, uint32_t rid, bool force)
 {
 	mw_mutex_lock(&fs->take_mu);
 	struct fs_region *r = fs_region_get(fs, rid);
 	if (!r || r->writer || !fs->o.take) {
+		int rc = !r ? -ENOENT : !r->writer ? -ENOTSUP : engine_write_error(r->e);
+		rc = rc ? rc : r->writer ? -EALREADY : -ENOTSUP; /* a fenced writer: its error */
 		mw_mutex_unlock(&fs->take_mu);
-		return;
+		return rc;
 	}
 	struct engine *ne = NULL;
-	int rc = fs->o.take(fs->o.take_arg, rid, &ne);
+	int rc = fs->o.take(fs->o.take_arg, rid, force, &ne);
 	if (rc) {
 		mw_mutex_unlock(&fs->take_mu);
-		return; /* still held (the hook logs who holds it, once) */
+		return rc; /* still held (the hook logs who holds it, once) */
 	}
 	struct schema_super sb;
 	rc = fs_read_super(ne, &sb);
@@ -243,7 +245,7 @@ static void take(struct mwfs *fs, uint32_t rid)
 		        rc ? strerror(-rc) : "changed (another chunk size)");
 		fs->o.taken(fs->o.take_arg, rid, ne, NULL); /* closes the writer: it took nothing */
 		mw_mutex_unlock(&fs->take_mu);
-		return;
+		return rc ? rc : -EUCLEAN;
 	}
 	struct engine *old = switch_to(fs, r, ne, &sb);
 	fs->o.taken(fs->o.take_arg, rid, old, ne);
@@ -255,6 +257,7 @@ static void take(struct mwfs *fs, uint32_t rid)
 	if (rc)
 		log_warn("taking the store over: reclaiming orphans: %s (done at the next mount)",
 		         strerror(-rc));
+	return 0;
 }
 
 void fs_want_write(struct mwfs *fs, uint64_t ino)
@@ -263,8 +266,16 @@ void fs_want_write(struct mwfs *fs, uint64_t ino)
 	if (!r || r->writer || !fs->o.take)
 		return;
 	fs_gate_leave(&fs->gate);
-	take(fs, r->rid);
+	take(fs, r->rid, false);
 	fs_gate_enter(&fs->gate);
+}
+
+int fs_take(struct mwfs *fs, uint32_t rid, bool force)
+{
+	fs_gate_leave(&fs->gate);
+	int rc = take(fs, rid, force);
+	fs_gate_enter(&fs->gate);
+	return rc;
 }
 
 /*
@@ -295,9 +306,18 @@ static void discover(struct mwfs *fs, uint32_t rid)
 	struct fs_region *r = rc ? NULL : fs_region_get(fs, rid);
 	if (r && !writer) {
 		ra_pause(fs->ra, true);
-		fsnotify_stop(fs->nf);
-		fs->nf = NULL;
-		rc = notify_restart(fs, true);
+		/*
+		 * The notify thread goes on with the refresh hook: stopping it here (the gate
+		 * closed) waited for it, and it may be dropping the pages of a file this mount
+		 * writes, locked by a write whose request waits at the gate: a deadlock (found by
+		 * fs_regions4: a mount writing two regions while a reader met the others').
+		 * Nothing is freed here (a region is added), so the thread may run through.
+		 */
+		rc = 0;
+		if (fs->nf)
+			fsnotify_follow(fs->nf, follow_refresh);
+		else
+			rc = notify_restart(fs, true);
 		if (!rc)
 			rc = fsfollow_start(fs, r, &r->ff);
 		if (rc)

@@ -96,7 +96,8 @@ struct nf_retry {
 
 struct fsnotify {
 	struct mwfs *fs;                   /* borrowed */
-	fsnotify_refresh_fn fresh;         /* follower mounts: refresh a record before telling */
+	fsnotify_refresh_fn fresh;         /* follower mounts: refresh a record before telling
+	                                      (mu: read when the thread takes the queue) */
 	struct mw_mutex mu;                /* protects the fields below */
 	pthread_cond_t cv;                 /* wakes the thread */
 	struct mw_thread thr;              /* thr.stop [mu] */
@@ -193,6 +194,16 @@ void fsnotify_entry(struct fsnotify *nf, uint64_t parent, const char *name, size
 	mw_mutex_unlock(&nf->mu);
 }
 
+void fsnotify_follow(struct fsnotify *nf, fsnotify_refresh_fn refresh)
+{
+	if (!nf)
+		return;
+	mw_mutex_lock(&nf->mu);
+	nf->fresh = refresh; /* the next queue taken is told with it */
+	mw_mutex_unlock(&nf->mu);
+	fsnotify_all(nf);
+}
+
 void fsnotify_all(struct fsnotify *nf)
 {
 	if (!nf)
@@ -243,11 +254,11 @@ static void retry_later(struct fsnotify *nf, uint64_t ino, uint32_t tries)
 }
 
 /* Refresh (follower) and invalidate one inode; no lock held. */
-static void tell_inode(struct fsnotify *nf, struct fuse_session *se, uint64_t ino, uint64_t off,
-                       uint64_t len, struct fsnotify_counts *c)
+static void tell_inode(struct fsnotify *nf, fsnotify_refresh_fn fresh, struct fuse_session *se,
+                       uint64_t ino, uint64_t off, uint64_t len, struct fsnotify_counts *c)
 {
-	if (nf->fresh) {
-		if (!nf->fresh(nf->fs, ino))
+	if (fresh) {
+		if (!fresh(nf->fs, ino))
 			return;
 		c->refreshed++;
 	}
@@ -255,7 +266,7 @@ static void tell_inode(struct fsnotify *nf, struct fuse_session *se, uint64_t in
 		return;
 	int rc = fuse_lowlevel_notify_inval_inode(se, ino, (off_t)off, (off_t)len);
 	/* -ENOENT: the kernel does not know the inode (yet: see retry_later()) */
-	if (rc == -ENOENT && nf->fresh)
+	if (rc == -ENOENT && fresh)
 		retry_later(nf, ino, 1);
 	else if (rc)
 		log_debug("notify: inval_inode %llu: %s", (unsigned long long)ino, strerror(-rc));
@@ -307,7 +318,8 @@ static bool retry_deadline(const struct fsnotify *nf, struct timespec *until)
 }
 
 /* Every inode the table holds (sorted by nothing; the table's order). */
-static void tell_all(struct fsnotify *nf, struct fuse_session *se, struct fsnotify_counts *c)
+static void tell_all(struct fsnotify *nf, fsnotify_refresh_fn fresh, struct fuse_session *se,
+                     struct fsnotify_counts *c)
 {
 	struct mwfs *fs = nf->fs;
 	uint64_t *v = NULL;
@@ -328,17 +340,18 @@ static void tell_all(struct fsnotify *nf, struct fuse_session *se, struct fsnoti
 out:
 	mw_mutex_unlock(&fs->mu);
 	for (size_t i = 0; i < n; i++)
-		tell_inode(nf, se, v[i], 0, 0, c);
+		tell_inode(nf, fresh, se, v[i], 0, 0, c);
 	free(v);
 }
 
-static void process(struct fsnotify *nf, struct nf_queue *q, struct fuse_session *se)
+static void process(struct fsnotify *nf, struct nf_queue *q, fsnotify_refresh_fn fresh,
+                    struct fuse_session *se)
 {
 	struct fsnotify_counts c = {0};
 	for (size_t i = 0; i < q->n; i++) {
 		const struct nf_item *x = &q->v[i];
 		if (!x->entry) {
-			tell_inode(nf, se, x->ino, x->off, x->len, &c);
+			tell_inode(nf, fresh, se, x->ino, x->off, x->len, &c);
 			continue;
 		}
 		/* only names in directories the kernel holds can be in its dentry cache */
@@ -352,7 +365,7 @@ static void process(struct fsnotify *nf, struct nf_queue *q, struct fuse_session
 		c.entries++;
 	}
 	if (q->all)
-		tell_all(nf, se, &c);
+		tell_all(nf, fresh, se, &c);
 	mw_mutex_lock(&nf->mu);
 	nf->c.inodes += c.inodes;
 	nf->c.entries += c.entries;
@@ -379,10 +392,11 @@ static void *notify_main(void *arg)
 			continue;
 		struct nf_queue *q = nf->q;
 		struct fuse_session *se = nf->se;
+		fsnotify_refresh_fn fresh = nf->fresh; /* fsnotify_follow() may change it */
 		nf->q = nf->spare;
 		nf->spare = NULL;
 		mw_mutex_unlock(&nf->mu);
-		process(nf, q, se);
+		process(nf, q, fresh, se);
 		queue_clear(q);
 		mw_mutex_lock(&nf->mu);
 		nf->spare = q;

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
+#include <unistd.h>
 
 #include "grow.h"
 #include "internal.h"
@@ -45,6 +46,24 @@ static bool is_stats(fuse_ino_t ino, const char *name)
 	        !strcmp(name, MWFS_SYNC_XATTR) || !strcmp(name, MWFS_FENCE_XATTR) ||
 	        !strcmp(name, MWFS_HANDOVER_XATTR) || !strcmp(name, MWFS_REGIONS_XATTR) ||
 	        !strcmp(name, MWFS_RELEASE_XATTR));
+}
+
+/*
+ * The control xattrs that change what the mount does (handover, fence check, release, take)
+ * are for root and for the user who mounted it (the daemon's uid): another local user must
+ * not stall, fence or hand away a mount.
+ */
+static bool may_control(fuse_req_t req)
+{
+	uid_t uid = fuse_req_ctx(req)->uid;
+	return uid == 0 || uid == getuid();
+}
+
+/* A region's root (rid > 0) or the mount's root (region 0). */
+static bool is_region_root(fuse_ino_t ino)
+{
+	return ino == SCHEMA_ROOT_INO ||
+	       (ino >> FS_REGION_SHIFT && (ino & ((1ull << FS_REGION_SHIFT) - 1)) == 1);
 }
 
 /*
@@ -215,6 +234,16 @@ void xattr_get(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 			reply_value(req, "durable\n", 8, size);
 		return;
 	}
+	if ((is_stats(ino, name) &&
+	     (!strcmp(name, MWFS_HANDOVER_XATTR) || !strcmp(name, MWFS_FENCE_XATTR))) ||
+	    (is_region_root(ino) &&
+	     (!strcmp(name, MWFS_RELEASE_XATTR) || !strcmp(name, MWFS_TAKE_XATTR) ||
+	      !strcmp(name, MWFS_TAKE_FORCE_XATTR)))) {
+		if (!may_control(req)) {
+			fuse_reply_err(req, EPERM);
+			return;
+		}
+	}
 	if (is_stats(ino, name) && !strcmp(name, MWFS_HANDOVER_XATTR)) {
 		/* buffers first: the hold refuses their later flush too */
 		struct fs_region *r =
@@ -242,13 +271,24 @@ void xattr_get(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 		return;
 	}
 	/* release: the root lets region 0 go, a region's root its region */
-	if (!strcmp(name, MWFS_RELEASE_XATTR) &&
-	    (ino == SCHEMA_ROOT_INO || (ino >> FS_REGION_SHIFT && (ino & 0xffffffffffull) == 1))) {
+	if (!strcmp(name, MWFS_RELEASE_XATTR) && is_region_root(ino)) {
 		int rc = fs_release(fs, fs_ino_rid(ino));
 		if (rc)
 			fuse_reply_err(req, rc == -EINVAL ? EINVAL : fs_err(rc));
 		else
 			reply_value(req, "released\n", 9, size);
+		return;
+	}
+	/* take: the same roots; force fences a live holder */
+	if ((!strcmp(name, MWFS_TAKE_XATTR) || !strcmp(name, MWFS_TAKE_FORCE_XATTR)) &&
+	    is_region_root(ino)) {
+		int rc = fs_take(fs, fs_ino_rid(ino), !strcmp(name, MWFS_TAKE_FORCE_XATTR));
+		if (rc == -EALREADY)
+			reply_value(req, "already\n", 8, size);
+		else if (rc)
+			fuse_reply_err(req, rc == -ENOTSUP ? ENOTSUP : fs_err(rc));
+		else
+			reply_value(req, "taken\n", 6, size);
 		return;
 	}
 	if (is_stats(ino, name) && !strcmp(name, MWFS_REGIONS_XATTR)) {

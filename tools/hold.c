@@ -123,7 +123,8 @@ static const char *who(const struct holder_info *h, char *buf, size_t n)
 	return buf;
 }
 
-int hold_open(struct mount_args *a, struct store *st, struct hold **out)
+/* A hold without a lease yet: the options, the store, the map (if it loads). */
+static int hold_new(struct mount_args *a, struct store *st, struct hold **out)
 {
 	struct hold *h = calloc(1, sizeof(*h));
 	if (!h)
@@ -131,16 +132,30 @@ int hold_open(struct mount_args *a, struct store *st, struct hold **out)
 	h->a = a;
 	h->st = st;
 	pthread_mutex_init(&h->mu, NULL);
+	int rc = region_map_load(st, &h->map);
+	if (rc)
+		log_warn("%s: the region map does not load (%s): regions are found when met",
+		         a->store, strerror(-rc));
+	*out = h;
+	return 0;
+}
+
+int hold_open(struct mount_args *a, struct store *st, struct hold **out)
+{
+	struct hold *h;
+	int rc = hold_new(a, st, &h);
+	if (rc)
+		return rc;
 	char host[256] = "";
 	if (gethostname(host, sizeof(host) - 1))
 		snprintf(host, sizeof(host), "?");
 	struct region_lease_opts lo = {
 	    .host = host, .pid = (long)getpid(), .mnt = a->mnt, .lease_ms = a->lease_ms};
-	int rc = region_lease_open(st, &lo, &h->l);
+	rc = region_lease_open(st, &lo, &h->l);
 	if (rc) {
 		fprintf(stderr, "memwalfs: cannot write this mount's lease to %s: %s\n", a->store,
 		        strerror(-rc));
-		free(h);
+		hold_close(h);
 		return rc;
 	}
 	/*
@@ -148,11 +163,7 @@ int hold_open(struct mount_args *a, struct store *st, struct hold **out)
 	 * sizes of files), and the kernel's writeback cache keeps a file's size of its own,
 	 * ignoring the one the daemon answers: no writeback cache (docs/REGIONS.md).
 	 */
-	rc = region_map_load(st, &h->map);
-	if (rc)
-		log_warn("%s: the region map does not load (%s): regions are found when met",
-		         a->store, strerror(-rc));
-	else if (h->map.n && a->fo.writeback) {
+	if (h->map.n && a->fo.writeback) {
 		a->fo.writeback = false;
 		fprintf(stderr,
 		        "memwalfs: %s has %zu regions besides region 0: this mount follows those "
@@ -161,6 +172,11 @@ int hold_open(struct mount_args *a, struct store *st, struct hold **out)
 	}
 	*out = h;
 	return 0;
+}
+
+int hold_open_ro(struct mount_args *a, struct store *st, struct hold **out)
+{
+	return hold_new(a, st, out);
 }
 
 int hold_acquire(struct hold *h, bool force)
@@ -251,9 +267,10 @@ static const char *what(const struct hold *h, uint32_t rid, char *buf, size_t n)
 
 /*
  * mwfs_opts.take: region rid, if its holder let go of it (no store I/O until then), on a
- * writer engine opened on the region's view.
+ * writer engine opened on the region's view.  force (`region take --force`): whoever holds
+ * it; a live holder is fenced.
  */
-static int take(void *arg, uint32_t rid, struct engine **writer)
+static int take(void *arg, uint32_t rid, bool force, struct engine **writer)
 {
 	struct hold *h = arg;
 	struct holder_info hi;
@@ -262,7 +279,9 @@ static int take(void *arg, uint32_t rid, struct engine **writer)
 	if (!view)
 		return -EROFS;
 	what(h, rid, s, sizeof(s));
-	int rc = region_holder_cached(h->l, rid, &hi);
+	int rc = force ? 0 : region_holder_cached(h->l, rid, &hi);
+	if (force)
+		hi.state = HOLDER_FREE; /* region_acquire() looks itself */
 	if ((rc || hi.state == HOLDER_LIVE || hi.state == HOLDER_UNSURE) && look_allowed(h))
 		rc = region_holder(h->l, rid,
 		                   &hi); /* look again: a clean unmount frees it at once */
@@ -286,19 +305,22 @@ static int take(void *arg, uint32_t rid, struct engine **writer)
 	}
 	uint64_t epoch = 0;
 	struct holder_info prev;
-	rc = region_acquire(h->l, rid, false, &epoch, &prev);
+	rc = region_acquire(h->l, rid, force, &epoch, &prev);
 	if (rc) {
 		if (rc != -EBUSY)
 			log_err("taking %s over: %s", s, strerror(-rc));
 		return -EROFS;
 	}
+	if (force && (prev.state == HOLDER_LIVE || prev.state == HOLDER_UNSURE))
+		log_warn("region take --force: fencing %s, the %s holder of %s",
+		         who(&prev, w, sizeof(w)),
+		         prev.state == HOLDER_LIVE ? "live" : "possibly live", s);
 	struct engine_opts eo = h->a->eo;
 	eo.read_only = false;
 	eo.follow = false;
 	eo.follow_interval_ms = 0;
 	eo.claim_epoch = epoch;
-	/* the follower's disk cache stays locked by it until it is closed */
-	eo.disk_cache_dir = NULL;
+	eo.disk_cache_salt = rid; /* the mount's shared disk cache (a->eo.disk_cache) */
 	rc = engine_open(view, &eo, writer);
 	if (rc) {
 		log_err("taking %s over: opening the writer: %s; still following", s,
@@ -329,9 +351,10 @@ static void taken(void *arg, uint32_t rid, struct engine *done, struct engine *n
 		if (rid == 0) {
 			h->e = now;
 			h->a->eo.read_only = false;
-			metrics_attach(h->a->metrics, now, h->fs);
 		}
 		bell_unfollow(h->bell, done); /* the follower replaced */
+		/* a scrape in progress (it reads every region's engine) ends before done closes */
+		metrics_attach(h->a->metrics, h->e, h->fs);
 	} else {
 		region_release(h->l, rid);
 	}
@@ -368,7 +391,7 @@ static int release(void *arg, uint32_t rid, struct engine *writer, struct engine
 		return -EINVAL;
 	what(h, rid, s, sizeof(s));
 	struct engine_opts eo = follower_opts(h->a);
-	eo.disk_cache_dir = NULL; /* the writer holds it until it is closed */
+	eo.disk_cache_salt = rid; /* the mount's shared disk cache, as the writer's */
 	int rc = engine_open(view, &eo, follower);
 	if (rc) {
 		log_err("region release: opening the follower: %s", strerror(-rc));
@@ -423,7 +446,9 @@ static int reg_open(struct hold *h, uint32_t rid, uint64_t epoch, struct store *
 		eo.follow_interval_ms = 0;
 		eo.claim_epoch = epoch;
 	}
-	eo.disk_cache_dir = NULL; /* one disk cache per mount: region 0's */
+	if (!epoch && !h->l && !h->a->eo.follow)
+		eo.follow = false; /* -o ro with --follow-interval 0: the state at mount */
+	eo.disk_cache_salt = rid;  /* the mount's disk cache, shared: keys of its own */
 	eo.snapshot = NULL;
 	rc = engine_open(*view, &eo, e);
 	if (rc) {
@@ -615,7 +640,9 @@ static size_t regions(void *arg, uint32_t rid, char *buf, size_t len)
 		if (k_ > 0)                                                                        \
 			n += (size_t)k_;                                                           \
 	} while (0)
-	region_lease_get_stats(h->l, &ls);
+	memset(&ls, 0, sizeof(ls));
+	if (h->l)
+		region_lease_get_stats(h->l, &ls);
 	if (rid == MWFS_RID_MOUNT) {
 		/* the map's regions this mount has not met yet (as of its copy of the map) */
 		pthread_mutex_lock(&h->mu);
@@ -625,9 +652,14 @@ static size_t regions(void *arg, uint32_t rid, char *buf, size_t len)
 				    "first meets it)\n",
 				    h->map.v[i].rid, h->map.v[i].path);
 		pthread_mutex_unlock(&h->mu);
-		OUT("this mount: lease mounts/%s, %" PRIu64 " renewals, %" PRIu64
-		    " failed, %" PRIu64 " requests\n",
-		    region_lease_id(h->l), ls.renewals, ls.renew_failures, ls.requests);
+		if (!h->l)
+			OUT("this mount: read-only (-o ro): no lease, it writes nothing to the "
+			    "store "
+			    "and follows every region\n");
+		else
+			OUT("this mount: lease mounts/%s, %" PRIu64 " renewals, %" PRIu64
+			    " failed, %" PRIu64 " requests\n",
+			    region_lease_id(h->l), ls.renewals, ls.renew_failures, ls.requests);
 		return n < len ? n : len;
 	}
 	pthread_mutex_lock(&h->mu);
@@ -643,8 +675,8 @@ static size_t regions(void *arg, uint32_t rid, char *buf, size_t len)
 	if (!e)
 		return 0;
 	engine_get_stats(e, &es); /* the engine stays open while the mount runs */
-	int rc = region_holder_cached(h->l, rid, &hi);
-	if (rc == -ENOENT && !writer)
+	int rc = h->l ? region_holder_cached(h->l, rid, &hi) : -ENOENT;
+	if (rc == -ENOENT && !writer && h->l)
 		rc = region_holder_look(h->l, rid, &hi); /* followed, not watched: look once */
 	OUT("region %u %s\n", rid, path);
 	if (writer) {
@@ -655,6 +687,11 @@ static size_t regions(void *arg, uint32_t rid, char *buf, size_t len)
 		    ls.renew_overdue ? " (OVERDUE: others may take the region over)" : "");
 		OUT("  WAL: next position %" PRIu64 ", covered by tables up to %" PRIu64 "\n",
 		    es.wal_next, es.wal_covered);
+	} else if (!h->l) {
+		OUT("  holder: not watched (a read-only mount takes nothing)\n");
+		OUT("  this mount follows it: WAL applied up to %" PRIu64 ", %" PRIu64
+		    " entries listed and not applied, current as of %.1f s ago\n",
+		    es.wal_next, es.follow_behind, es.follow_lag_ms / 1000.0);
 	} else if (rc) {
 		OUT("  holder: not known (%s)\n", strerror(-rc));
 	} else {
@@ -675,51 +712,91 @@ static size_t regions(void *arg, uint32_t rid, char *buf, size_t len)
 	return n < len ? n : len;
 }
 
-/* mwfs_opts.hold_stats: the lease and the holder (of region 0), as statistics lines. */
+/*
+ * mwfs_stats_format()'s lines of region rid: its root's path and its holder's state (as
+ * holder_state below; 4: this mount).
+ */
+static size_t region_stats(struct hold *h, uint32_t rid, char *buf, size_t len)
+{
+	char path[1024] = "/";
+	struct holder_info hi;
+	pthread_mutex_lock(&h->mu);
+	const struct region_entry *me = region_map_find(&h->map, rid);
+	struct hreg *r = reg_get(h, rid);
+	bool writer = r && r->writer;
+	if (me)
+		snprintf(path, sizeof(path), "%s", me->path);
+	else if (rid)
+		snprintf(path, sizeof(path), "?");
+	pthread_mutex_unlock(&h->mu);
+	int rc = writer || !h->l ? -ENOENT : region_holder_cached(h->l, rid, &hi);
+	int w = snprintf(buf, len, "region.%u.path %s\nregion.%u.holder_state %d\n", rid, path, rid,
+	                 writer ? (int)HOLDER_SELF
+	                 : rc   ? -1
+	                        : (int)hi.state);
+	return w < 0 ? 0 : (size_t)w < len ? (size_t)w : len - 1;
+}
+
+/*
+ * mwfs_opts.hold_stats: the lease and the holder of region 0 (MWFS_RID_MOUNT), or the
+ * lines of region rid, as statistics lines.
+ */
 static size_t hold_stats(void *arg, uint32_t rid, char *buf, size_t len)
 {
 	struct hold *h = arg;
-	(void)rid; /* region 0: the statistics are region 0's (docs/REGIONS.md) */
+	if (rid != MWFS_RID_MOUNT)
+		return region_stats(h, rid, buf, len);
 	struct region_lease_stats ls;
 	struct holder_info hi;
 	struct bell_stats bs;
-	region_lease_get_stats(h->l, &ls);
+	char bell[512];
 	bell_get_stats(h->bell, &bs);
-	bool self = !h->a->eo.read_only;
-	int rc = self ? -ENOENT : region_holder_cached(h->l, 0, &hi);
 	pthread_mutex_lock(&h->mu);
 	unsigned nregs = h->nregs, nw = 0;
 	for (unsigned i = 0; i < nregs; i++)
 		nw += h->regs[i].writer;
 	pthread_mutex_unlock(&h->mu);
-	int w = snprintf(
-	    buf, len,
-	    "lease_ms %u\nlease_renewals %" PRIu64 "\nlease_renew_failures %" PRIu64
-	    "\nlease_last_renew_ms %" PRId64 "\nlease_overdue %d\nlease_requests %" PRIu64
-	    "\nholder_self %d\nholder_state %d\nholder_quiet_ms %" PRIu64
-	    "\nregions_known %u\nregions_written %u\nbell_rings %" PRIu64
-	    "\nbell_ring_failures %" PRIu64 "\nbell_reads %" PRIu64 "\nbell_read_failures %" PRIu64
-	    "\nbell_changes %" PRIu64 "\nbell_followers %u\n",
-	    ls.lease_ms, ls.renewals, ls.renew_failures, ls.last_renew_ms_ago,
-	    ls.renew_overdue ? 1 : 0, ls.requests, self ? 1 : 0,
-	    self ? (int)HOLDER_SELF
-	    : rc ? -1
-	         : (int)hi.state,
-	    !self && !rc ? (uint64_t)(hi.quiet_sec * 1000) : 0, nregs, nw, bs.rings,
-	    bs.ring_failures, bs.reads, bs.read_failures, bs.changes, bs.followers);
+	int w, b;
+	b = snprintf(
+	    bell, sizeof(bell),
+	    "bell_rings %" PRIu64 "\nbell_ring_failures %" PRIu64 "\nbell_reads %" PRIu64
+	    "\nbell_read_failures %" PRIu64 "\nbell_changes %" PRIu64 "\nbell_followers %u\n",
+	    bs.rings, bs.ring_failures, bs.reads, bs.read_failures, bs.changes, bs.followers);
+	if (b < 0)
+		bell[0] = 0;
+	if (!h->l) { /* -o ro: no lease, no holder watched */
+		w = snprintf(buf, len, "regions_known %u\nregions_written 0\n%s", nregs, bell);
+		return w < 0 ? 0 : (size_t)w < len ? (size_t)w : len - 1;
+	}
+	region_lease_get_stats(h->l, &ls);
+	bool self = !h->a->eo.read_only;
+	int rc = self ? -ENOENT : region_holder_cached(h->l, 0, &hi);
+	w = snprintf(buf, len,
+	             "lease_ms %u\nlease_renewals %" PRIu64 "\nlease_renew_failures %" PRIu64
+	             "\nlease_last_renew_ms %" PRId64 "\nlease_overdue %d\nlease_requests %" PRIu64
+	             "\nholder_self %d\nholder_state %d\nholder_quiet_ms %" PRIu64
+	             "\nregions_known %u\nregions_written %u\n%s",
+	             ls.lease_ms, ls.renewals, ls.renew_failures, ls.last_renew_ms_ago,
+	             ls.renew_overdue ? 1 : 0, ls.requests, self ? 1 : 0,
+	             self ? (int)HOLDER_SELF
+	             : rc ? -1
+	                  : (int)hi.state,
+	             !self && !rc ? (uint64_t)(hi.quiet_sec * 1000) : 0, nregs, nw, bell);
 	return w < 0 ? 0 : (size_t)w < len ? (size_t)w : len - 1;
 }
 
 void hold_hooks(struct hold *h, struct mwfs_opts *fo)
 {
 	fo->hold_stats = hold_stats;
+	fo->regions = regions;
+	fo->region_open = region_open;
+	fo->take_arg = h;
+	if (!h->l)
+		return; /* -o ro: regions are followed, never taken, made or released */
 	fo->take = take;
 	fo->taken = taken;
 	fo->release = release;
-	fo->regions = regions;
-	fo->region_open = region_open;
 	fo->region_create = region_create;
-	fo->take_arg = h;
 }
 
 void hold_set_fs(struct hold *h, struct mwfs *fs)
@@ -729,7 +806,7 @@ void hold_set_fs(struct hold *h, struct mwfs *fs)
 
 const char *hold_id(struct hold *h)
 {
-	return region_lease_id(h->l);
+	return h->l ? region_lease_id(h->l) : NULL; /* -o ro: no lease, never rings */
 }
 
 void hold_set_bell(struct hold *h, struct bell *b)
@@ -742,29 +819,40 @@ struct engine *hold_engine(struct hold *h)
 	return h->e;
 }
 
-/* Close every region's engine but region 0's (serve() closes that), then their views. */
-static void close_regions(struct hold *h)
+int hold_close_regions(struct hold *h, struct hold_region_err *err)
 {
+	int first = 0;
+	if (!h)
+		return 0;
 	for (unsigned i = 0; i < h->nregs; i++) {
 		struct hreg *r = &h->regs[i];
 		if (r->rid == 0)
 			continue; /* serve() closes region 0's engine, and owns the store */
 		bell_unfollow(h->bell, r->e);
+		struct engine_stats es = {0};
+		if (r->writer)
+			engine_get_stats(r->e, &es); /* final once the writer stopped */
 		int rc = engine_close(r->e);
 		if (rc)
 			log_err("region %u: final commit: %s", r->rid, strerror(-rc));
+		if (rc && !first && err) {
+			first = rc;
+			err->rid = r->rid;
+			err->changes_lost = es.batches_lost;
+		}
 		store_close(r->view);
 		r->e = NULL;
 		r->view = NULL;
 	}
 	h->nregs = h->nregs ? 1 : 0;
+	return first;
 }
 
 void hold_close(struct hold *h)
 {
 	if (!h)
 		return;
-	close_regions(h);
+	hold_close_regions(h, NULL);
 	region_lease_close(h->l, true);
 	region_map_free(&h->map);
 	pthread_mutex_destroy(&h->mu);

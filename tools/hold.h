@@ -10,8 +10,9 @@
  *                                .region_open, .region_create (every region, per rid)
  *   hold_set_fs(h, fs);          once the filesystem is open
  *   hold_engine(h)               the engine in use at unmount (another after a take)
- *   hold_close(h);               after the engine's close: the other regions' engines,
- *                                then the lease go
+ *   hold_close_regions(h, &err)  after the engine's close: the other regions' engines
+ *                                (their final commits' result)
+ *   hold_close(h);               then the lease goes
  *
  * One thread calls these in this order; the hooks run on a request's thread.
  */
@@ -32,6 +33,13 @@ struct hold;
  * 0 turns a->fo.writeback off).  0, or -errno (printed).
  */
 int hold_open(struct mount_args *a, struct store *st, struct hold **out);
+/*
+ * A read-only (-o ro) mount's hold: no lease, nothing ever written; the region map only, so
+ * that the mount discovers and follows every region (hold_hooks() then sets no take,
+ * release or create hook).  Then hold_held(), hold_hooks(), hold_set_fs(), hold_close() as
+ * above.  0, or -errno.
+ */
+int hold_open_ro(struct mount_args *a, struct store *st, struct hold **out);
 /*
  * Take region 0 for writing (force: --takeover, fences a live holder).  0: taken, the
  * engine's claim_epoch is set in a->eo; 1: held by a live mount (printed): mount as its
@@ -59,6 +67,18 @@ struct engine *hold_engine(struct hold *h);
  * After region 0's engine's close: close the engines of the other regions (their final
  * commits, errors logged) and their views, then delete the lease; accepts NULL.
  */
+/* What hold_close_regions() says of the first region whose final commit failed. */
+struct hold_region_err {
+	uint32_t rid;          /* the region */
+	uint64_t changes_lost; /* its changes applied here and never committed */
+};
+/*
+ * After region 0's engine's close: close every other region's engine (the final commit of
+ * each; failures logged) and its view.  0, or the first failure's -errno (-ESTALE: another
+ * mount claimed that region: this mount was fenced there), described in *err (may be NULL).
+ * hold_close() does it too (a second call closes nothing).
+ */
+int hold_close_regions(struct hold *h, struct hold_region_err *err);
 void hold_close(struct hold *h);
 
 #endif

@@ -184,6 +184,8 @@ static const struct stat_type stat_types[] = {
      "mount, -1 not known"},
     {"holder_quiet_ms", false, "how long the holder's lease has been seen unchanged, ms"},
     {"regions_known", false, "regions this mount has opened (region 0 included)"},
+    {"writer", false, "1 if this mount writes the region, 0 if it follows it (region.N.)"},
+    {"path", false, "the region's root, from the mount's root (memwalfs_region_info)"},
     {"regions_written", false, "regions this mount writes (holds)"},
     {"bell_rings", true, "writes of the store's bell by this mount (after a quiet)"},
     {"bell_ring_failures", true, "writes of the bell that failed (retried)"},
@@ -213,8 +215,22 @@ static const struct stat_type stat_types[] = {
      "steps under the filesystem lock retried after reading what memory lacked without it"},
 };
 
+/* "region.<rid>.NAME": NAME, and the rid into *rid; else NULL. */
+static const char *region_field(const char *name, unsigned long *rid)
+{
+	char *end;
+	if (strncmp(name, "region.", 7) || name[7] < '0' || name[7] > '9')
+		return NULL;
+	*rid = strtoul(name + 7, &end, 10);
+	return *end == '.' && end[1] ? end + 1 : NULL;
+}
+
 static const struct stat_type *find_type(const char *name)
 {
+	unsigned long rid;
+	const char *field = region_field(name, &rid);
+	if (field) /* a region's line: typed as the mount's line of that name */
+		name = field;
 	for (size_t i = 0; i < sizeof(stat_types) / sizeof(stat_types[0]); i++) {
 		const char *t = stat_types[i].name;
 		size_t n = strlen(t);
@@ -283,11 +299,84 @@ static void hist(FILE *f, const char *name, const char *labels, const struct mw_
 	        labels[0] ? "}" : "", h->count);
 }
 
+/* A label value with \\, " and newlines escaped (the text format's rules). */
+static void label_value(FILE *f, const char *v)
+{
+	for (; *v; v++) {
+		if (*v == '\\' || *v == '"')
+			fputc('\\', f);
+		if (*v == '\n')
+			fputs("\\n", f);
+		else
+			fputc(*v, f);
+	}
+}
+
+/* A region's stats line: "region.<rid>.<field> <value>", pointing into the stats text. */
+struct rline {
+	unsigned long rid;
+	const char *field, *value;
+};
+
+/*
+ * The regions' lines (docs/METRICS.md, "Per region"), one family per field, the regions its
+ * samples (labelled region="<rid>"): store_requests_OP in memwalfs_region_store_requests_total
+ * {region=,op=}, path in memwalfs_region_info{region=,path=}, every other field
+ * memwalfs_region_FIELD (counters _total), typed as the mount's line of that name.
+ */
+static void region_metrics(FILE *f, const struct rline *rl, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		bool req = !strncmp(rl[i].field, "store_requests_", 15);
+		bool seen = false;
+		for (size_t j = 0; j < i && !seen; j++)
+			seen = req ? !strncmp(rl[j].field, "store_requests_", 15)
+			           : !strcmp(rl[j].field, rl[i].field);
+		if (seen)
+			continue; /* its family is out already */
+		const struct stat_type *t = find_type(rl[i].field);
+		char full[160];
+		bool info = !strcmp(rl[i].field, "path");
+		if (info)
+			snprintf(full, sizeof(full), "memwalfs_region_info");
+		else if (req)
+			snprintf(full, sizeof(full), "memwalfs_region_store_requests_total");
+		else
+			snprintf(full, sizeof(full), "memwalfs_region_%s%s", rl[i].field,
+			         t && t->counter ? "_total" : "");
+		family(f, full,
+		       info || !t   ? "gauge"
+		       : t->counter ? "counter"
+		                    : "gauge",
+		       info  ? "a region this mount knows (1), its root's path"
+		       : req ? "requests of the region's engine sent to the store, per class"
+		       : t   ? t->help
+		             : "a memwalfs stats counter this version does not describe");
+		for (size_t j = i; j < n; j++) {
+			if (req ? strncmp(rl[j].field, "store_requests_", 15)
+			        : strcmp(rl[j].field, rl[i].field))
+				continue;
+			fprintf(f, "%s{region=\"%lu\"", full, rl[j].rid);
+			if (req)
+				fprintf(f, ",op=\"%s\"", rl[j].field + 15);
+			if (info) {
+				fputs(",path=\"", f);
+				label_value(f, rl[j].value);
+				fputs("\"} 1\n", f);
+			} else {
+				fprintf(f, "} %s\n", rl[j].value);
+			}
+		}
+	}
+}
+
 /* The stats lines: each becomes a metric; store_requests_OP lines one labelled family. */
 static void stats_metrics(FILE *f, char *text)
 {
 	uint64_t bh = 0, bm = 0, kh = 0, km = 0, behind = 0;
 	bool requests_done = false;
+	struct rline *rl = NULL;
+	size_t nrl = 0, cap = 0;
 	for (char *save = NULL, *line = strtok_r(text, "\n", &save); line;
 	     line = strtok_r(NULL, "\n", &save)) {
 		char *sp = strchr(line, ' ');
@@ -295,6 +384,20 @@ static void stats_metrics(FILE *f, char *text)
 			continue; /* "# ..." lines are words for `memwalfs stats` readers */
 		*sp = 0;
 		const char *name = line, *value = sp + 1;
+		unsigned long rid;
+		const char *field = region_field(name, &rid);
+		if (field) {
+			if (nrl == cap) {
+				size_t nc = cap ? 2 * cap : 256;
+				struct rline *g = realloc(rl, nc * sizeof(*rl));
+				if (!g)
+					continue; /* out of memory: that line is left out */
+				rl = g;
+				cap = nc;
+			}
+			rl[nrl++] = (struct rline){rid, field, value};
+			continue;
+		}
 		if (!strncmp(name, "store_requests_", 15)) {
 			if (!requests_done)
 				family(f, "memwalfs_store_requests_total", "counter",
@@ -325,6 +428,8 @@ static void stats_metrics(FILE *f, char *text)
 	       "WAL entries a read-only follower has listed but not applied (follow_behind; 0 on "
 	       "a writer)");
 	fprintf(f, "memwalfs_follower_lag_entries %" PRIu64 "\n", behind);
+	region_metrics(f, rl, nrl);
+	free(rl);
 }
 
 int metrics_render(struct metrics *m, char **out, size_t *len)

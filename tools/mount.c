@@ -125,6 +125,28 @@ static void read_tiers(struct mount_args *a)
 	a->eo.disk_cache_bytes = a->disk_cache == UINT64_MAX ? 0 : a->disk_cache;
 }
 /*
+ * The mount's disk cache (read_tiers()), opened once and shared by the engines of every
+ * region (docs/REGIONS.md, "The disk cache"): a->eo.disk_cache, or NULL (no cache, or one
+ * that cannot be used: logged, the mount goes on without).
+ */
+static struct engine_disk_cache *shared_disk_cache(struct mount_args *a)
+{
+	struct engine_disk_cache *c = NULL;
+	const char *dir = a->eo.disk_cache_dir;
+	if (!dir)
+		return NULL;
+	a->eo.disk_cache_dir = NULL;
+	int rc = engine_disk_cache_open(dir, a->eo.disk_cache_bytes, &c);
+	if (rc == -EBUSY)
+		log_warn("disk cache %s is in use by another mount: no disk cache for this one",
+		         dir);
+	else if (rc)
+		log_warn("disk cache %s cannot be used (%s): no disk cache", dir, strerror(-rc));
+	a->eo.disk_cache = rc ? NULL : c;
+	return a->eo.disk_cache;
+}
+
+/*
  * Before the final commit: did the store lose objects this filesystem needs (engine/check/watch.c;
  * checked now, so that an unmount right after a deletion fails too)?  If so, the final status
  * "lost: WHAT" into final (umount.c reads it), and the log says what to do.
@@ -164,9 +186,14 @@ static int serve(struct mount_args *a, int report_fd)
 	struct mwd_holder old = {0};
 	struct hold *hold = NULL;
 	struct bell *bell = NULL;
+	struct engine_disk_cache *dcache = NULL;
+	const bool ro = a->eo.read_only; /* -o ro or --snapshot: writes nothing */
 
-	/* a read-only mount never creates a local store directory */
-	rc = storeopt_open(a->store, &a->s3, a->eo.read_only ? STORE_OPEN_EXISTING : 0, "mount",
+	/*
+	 * a read-only mount writes nothing: no local store directory, no probe of conditional
+	 * create on S3, every write refused by the store itself (docs/REGIONS.md)
+	 */
+	rc = storeopt_open(a->store, &a->s3, a->eo.read_only ? STORE_OPEN_READ_ONLY : 0, "mount",
 	                   &st);
 	if (rc)
 		goto out;
@@ -221,6 +248,12 @@ static int serve(struct mount_args *a, int report_fd)
 			follow_mode(a);
 		else if (old.pid)
 			mount_takeover_sync(&old);
+	} else if (!a->snapshot && hold_open_ro(a, st, &hold)) {
+		/*
+		 * -o ro: the region map only, no lease (docs/REGIONS.md): every region is
+		 * followed.  A snapshot is region 0's only: its regions' roots read as missing.
+		 */
+		goto out;
 	}
 	/*
 	 * The bell (docs/REGIONS.md "The bell"): a read-write mount rings it after a quiet;
@@ -252,12 +285,13 @@ static int serve(struct mount_args *a, int report_fd)
 	a->eo.progress = mount_progress;
 	a->eo.progress_arg = a->metrics;
 	read_tiers(a);
+	dcache = shared_disk_cache(a);
 	rc = engine_open(st, &a->eo, &e);
 	if (old.pid)
 		mount_takeover_tell(&old, rc == 0);
-	if (rc && hold && !following)
+	if (rc && hold && !following && !ro)
 		hold_failed(hold);
-	if (rc == -EAGAIN && hold && !following) {
+	if (rc == -EAGAIN && hold && !following && !ro) {
 		/* another mount claimed the store between our holder record and our claim */
 		fprintf(stderr,
 		        "memwalfs: another mount took %s over at the same moment; this "
@@ -361,6 +395,7 @@ out:
 		status = 1;
 	}
 	uint64_t changes_lost = 0;
+	char over[32] = "the filesystem"; /* what another mount took over, when fenced */
 	if (e) {
 		struct engine_stats es;
 		engine_get_stats(e, &es);
@@ -380,6 +415,19 @@ out:
 			snprintf(final, sizeof(final), "error: final commit: %s", strerror(-rc));
 		status = 1;
 	}
+	/* the other regions' final commits: a region another mount took over while this one
+	 * wrote it fenced this mount there, as a takeover of region 0 fences it everywhere */
+	struct hold_region_err rerr = {0};
+	int rrc = hold_close_regions(hold, &rerr);
+	if (rrc == -ESTALE && !fenced && !store_lost) {
+		fenced = true;
+		changes_lost = rerr.changes_lost;
+		snprintf(over, sizeof(over), "region %u", rerr.rid);
+	} else if (rrc && !store_lost && !fenced && !status) {
+		snprintf(final, sizeof(final), "error: final commit of region %u: %s", rerr.rid,
+		         strerror(-rrc));
+		status = 1;
+	}
 	if (fenced && !store_lost) {
 		/* a newer writer claimed the store (engine.c: fencing); umount.c reads this */
 		char what[256];
@@ -397,12 +445,17 @@ out:
 			    what, sizeof(what),
 			    "every change made here after this mount learned it was fenced failed "
 			    "with EIO; no change it had taken was lost");
-		log_err("another mount of %s took the filesystem over: this mount was fenced: %s",
-		        a->store, what);
-		snprintf(final, sizeof(final), "fenced: %s", what);
+		log_err("another mount of %s took %s over: this mount was fenced: %s", a->store,
+		        over, what);
+		if (strcmp(over, "the filesystem"))
+			snprintf(final, sizeof(final),
+			         "fenced: %s was taken over by another mount: %s", over, what);
+		else
+			snprintf(final, sizeof(final), "fenced: %s", what);
 		status = 1;
 	}
-	hold_close(hold); /* after the final commit: the store is free now */
+	hold_close(hold);                /* after the final commit: the store is free now */
+	engine_disk_cache_close(dcache); /* after every engine that used it */
 	bell_close(bell); /* after every engine's close: their final commits' ring goes out */
 	metrics_stop(a->metrics);
 	store_close(st);

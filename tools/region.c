@@ -5,6 +5,9 @@
  *   memwalfs region release MNT[/ROOT]      the mount commits everything, lets region 0
  *                                           (or the region whose root ROOT is) go and
  *                                           follows it (no unmount)
+ *   memwalfs region take [--force] MNT[/ROOT]  the mount writes region 0 (or the region
+ *                                           whose root ROOT is) now, as its first change
+ *                                           would; --force fences a live holder
  *   memwalfs region create MOUNTPOINT/PATH  PATH (new, or an empty directory) becomes
  *                                           the root of a new region, written by that
  *                                           mount
@@ -23,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
@@ -38,6 +42,7 @@ static void usage(FILE *f)
 	fprintf(f,
 	        "usage: memwalfs region list [store options] MOUNTPOINT|STORE\n"
 	        "       memwalfs region release MOUNTPOINT[/REGION-ROOT]\n"
+	        "       memwalfs region take [--force] MOUNTPOINT[/REGION-ROOT]\n"
 	        "       memwalfs region create MOUNTPOINT/PATH\n\n"
 	        "list: each region of the store (region 0, the tree outside the others, first):\n"
 	        "its root, the mount that writes it (host, pid, mount point, since when), whether\n"
@@ -46,6 +51,9 @@ static void usage(FILE *f)
 	        "mount point, else the region whose root is given) and follows it from then on\n"
 	        "(reads served, changes fail with EROFS while another mount writes it; the next\n"
 	        "change takes it again if nobody does).\n"
+	        "take: the mount writes the region now (as its first change would), if no live\n"
+	        "mount holds it; --force takes it from a live holder, which is fenced: its\n"
+	        "changes fail with EIO from then on, and what it had not made durable is lost.\n"
 	        "create: PATH (a new name, or an empty directory, which is replaced) becomes the\n"
 	        "root of a new region, which the mount writes; its parent's region must be\n"
 	        "written by that mount.  Allowed to root and to the owner of PATH's parent.\n\n");
@@ -172,8 +180,12 @@ static int create(const char *arg)
 	}
 	if (setxattr(parent, MWFS_REGION_CREATE_XATTR, rel, strlen(rel), 0)) {
 		int e = errno;
+		struct statvfs vfs;
+		bool ro = e == EROFS && statvfs(parent, &vfs) == 0 && (vfs.f_flag & ST_RDONLY);
 		fprintf(stderr, "memwalfs region create: %s: %s\n", path,
-		        e == EROFS    ? "its parent's region is written by another mount (memwalfs "
+		        ro ? "Read-only file system (a read-only mount: make regions at a "
+		             "read-write one)"
+		        : e == EROFS  ? "its parent's region is written by another mount (memwalfs "
 		                        "region list names it; the daemon's log too)"
 		        : e == EEXIST ? "exists (or the map has a region there already)"
 		        : e == EPERM  ? "only root or the owner of its parent directory may make a "
@@ -213,6 +225,7 @@ int cmd_region(int argc, char **argv)
 	}
 	const char *sub = argv[1];
 	bool list = !strcmp(sub, "list"), rel = !strcmp(sub, "release");
+	bool tk = !strcmp(sub, "take"), force = false;
 	if (!strcmp(sub, "create")) {
 		if (argc != 3 || argv[2][0] == '-') {
 			usage(stderr);
@@ -220,8 +233,14 @@ int cmd_region(int argc, char **argv)
 		}
 		return create(argv[2]);
 	}
-	if (!list && !rel) {
-		fprintf(stderr, "memwalfs region: unknown subcommand %s (list, release, create)\n",
+	if (tk && argc > 2 && !strcmp(argv[2], "--force")) {
+		force = true;
+		argv++;
+		argc--;
+	}
+	if (!list && !rel && !tk) {
+		fprintf(stderr,
+		        "memwalfs region: unknown subcommand %s (list, release, take, create)\n",
 		        sub);
 		return 2;
 	}
@@ -248,16 +267,37 @@ int cmd_region(int argc, char **argv)
 	if (rel) {
 		if (ask(pos, MWFS_RELEASE_XATTR, buf, sizeof(buf)) < 0) {
 			int e = errno;
-			fprintf(stderr, "memwalfs region release: %s: %s\n", pos,
-			        e == EINVAL
-			            ? "this mount does not write that region (it follows it)"
-			        : e == ENODATA || e == ENOTSUP || e == EOPNOTSUPP
-			            ? "not the root of a memwalfs mount, or of a region, that this "
-			              "mount holds"
-			            : strerror(e));
+			fprintf(
+			    stderr, "memwalfs region release: %s: %s\n", pos,
+			    e == EINVAL  ? "this mount does not write that region (it follows it)"
+			    : e == EPERM ? "only root and the user who mounted may release a region"
+			    : e == ENODATA || e == ENOTSUP || e == EOPNOTSUPP
+			        ? "not the root of a memwalfs mount, or of a region, that this "
+			          "mount holds"
+			        : strerror(e));
 			return 1;
 		}
 		printf("%s: released; this mount follows it now\n", pos);
+		return 0;
+	}
+	if (tk) {
+		if (ask(pos, force ? MWFS_TAKE_FORCE_XATTR : MWFS_TAKE_XATTR, buf, sizeof(buf)) <
+		    0) {
+			int e = errno;
+			fprintf(
+			    stderr, "memwalfs region take: %s: %s\n", pos,
+			    e == EROFS ? "another live mount holds it (memwalfs region list names "
+			                 "it); --force fences that mount"
+			    : e == EPERM ? "only root and the user who mounted may take a region"
+			    : e == ENODATA || e == ENOTSUP || e == EOPNOTSUPP
+			        ? "not the root of a memwalfs mount, or of a region, on a mount "
+			          "that can write (a read-only mount cannot)"
+			        : strerror(e));
+			return 1;
+		}
+		printf("%s: %s\n", pos,
+		       !strcmp(buf, "already\n") ? "this mount writes it already"
+		                                 : "taken; this mount writes it now");
 		return 0;
 	}
 	/* a memwalfs mount answers its stats; a local store's directory does not */

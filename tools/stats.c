@@ -22,15 +22,19 @@
 
 #include "commands.h"
 #include "daemon.h"
+#include "engine.h"
 #include "fs.h"
 #include "human.h"
 #include "metrics.h"
 
+/* Lines read at most: the mount's (~140) and ~50 a region, 64 KiB of them. */
+#define COUNTERS_MAX 4096
+
 /* The counters as read: the xattr's text, cut into lines "name value". */
 struct counters {
 	char *text; /* the xattr's value, NUL-terminated; names and values point into it */
-	char *name[512];
-	char *value[512];
+	char *name[COUNTERS_MAX];
+	char *value[COUNTERS_MAX];
 	int n;
 };
 
@@ -75,7 +79,7 @@ static int read_counters(const char *mnt, struct counters *c, size_t *len)
 /* Cut the text into names and values (after --raw printed it, or for the summary). */
 static void split_counters(struct counters *c)
 {
-	for (char *save = NULL, *line = strtok_r(c->text, "\n", &save); line && c->n < 512;
+	for (char *save = NULL, *line = strtok_r(c->text, "\n", &save); line && c->n < COUNTERS_MAX;
 	     line = strtok_r(NULL, "\n", &save)) {
 		char *sp = strchr(line, ' ');
 		if (!sp)
@@ -171,6 +175,8 @@ static void print_health(const struct counters *c)
 	/* every other counter of errors or losses that is not 0, in words */
 	for (int i = 0; i < c->n; i++) {
 		const char *nm = c->name[i];
+		if (!strncmp(nm, "region.", 7))
+			continue; /* a region's own errors: print_regions() says them */
 		if (!strcmp(nm, "sticky_error") || !strcmp(nm, "outage_error") ||
 		    !strcmp(nm, "store_lost") || (!strstr(nm, "error") && !strstr(nm, "lost")) ||
 		    !strtoll(c->value[i], NULL, 10))
@@ -247,6 +253,100 @@ static void print_store(const struct counters *c)
 	       req, val(c, "store_requests_put") + val(c, "store_requests_mpu"),
 	       val(c, "store_requests_get"), human_bytes(uval(c, "store_bytes_sent"), a),
 	       human_bytes(uval(c, "store_bytes_received"), b), val(c, "store_retries"));
+}
+
+/* The value of region rid's counter name ("region.<rid>.<name>"). */
+static int64_t rval(const struct counters *c, unsigned long rid, const char *name)
+{
+	char full[128];
+	snprintf(full, sizeof(full), "region.%lu.%s", rid, name);
+	return val(c, full);
+}
+
+static uint64_t urval(const struct counters *c, unsigned long rid, const char *name)
+{
+	int64_t v = rval(c, rid, name);
+	return v > 0 ? (uint64_t)v : 0;
+}
+
+/* One block per region of a mount with regions besides region 0 (region.<rid>. lines). */
+static void print_regions(const struct counters *c)
+{
+	static const char *const holder[] = {"nobody", "a live mount", "a mount that may be alive",
+	                                     "a dead mount", "this mount"};
+	char a[HUMAN_LEN], b[HUMAN_LEN], m[HUMAN_LEN];
+	unsigned long rids[256];
+	int nr = 0;
+	bool more = false;
+	for (int i = 0; i < c->n && nr < 256; i++) {
+		const char *nm = c->name[i];
+		if (strncmp(nm, "region.", 7))
+			continue;
+		char *end;
+		unsigned long rid = strtoul(nm + 7, &end, 10);
+		if (end == nm + 7 || strcmp(end, ".path"))
+			continue; /* one line of each region: its path */
+		rids[nr++] = rid;
+		more |= rid != 0;
+	}
+	if (!more)
+		return; /* region 0 only: the lines above are its */
+	printf("regions: %d known here, %" PRId64 " written by this mount\n", nr,
+	       val(c, "regions_written"));
+	for (int i = 0; i < nr; i++) {
+		unsigned long r = rids[i];
+		char full[64];
+		snprintf(full, sizeof(full), "region.%lu.path", r);
+		const char *path = "?";
+		for (int k = 0; k < c->n; k++)
+			if (!strcmp(c->name[k], full))
+				path = c->value[k];
+		uint64_t req = 0;
+		static const char *const ops[] = ENGINE_STORE_OP_NAMES;
+		for (size_t k = 0; k < sizeof(ops) / sizeof(ops[0]); k++) {
+			snprintf(full, sizeof(full), "store_requests_%s", ops[k]);
+			req += urval(c, r, full);
+		}
+		printf("  region %lu %s: ", r, path);
+		if (rval(c, r, "writer"))
+			printf("written here (epoch %" PRId64 "): WAL at %" PRId64
+			       ", tables cover up to %" PRId64 "; %s not yet durable\n",
+			       rval(c, r, "epoch"), rval(c, r, "wal_next"),
+			       rval(c, r, "wal_covered"),
+			       human_bytes(urval(c, r, "pending_bytes"), a));
+		else {
+			int64_t hs = rval(c, r, "holder_state");
+			/* a read-only mount (no lease) watches no holder */
+			printf("followed (written by %s): WAL applied up to %" PRId64 ", %" PRId64
+			       " entries behind, current as of %.1f s ago\n",
+			       hs >= 0 && hs <= 4   ? holder[hs]
+			       : val(c, "lease_ms") ? "a mount not known"
+			                            : "a mount this read-only mount does not watch",
+			       rval(c, r, "wal_next"), rval(c, r, "follow_behind"),
+			       (double)rval(c, r, "follow_lag_ms") / 1000.0);
+		}
+		printf("    %" PRId64 " commits, %" PRId64 " puts; memtable %s; store: %" PRIu64
+		       " requests (%" PRId64 " PUT, %" PRId64 " GET), %s sent, %s received\n",
+		       rval(c, r, "groups_committed"), rval(c, r, "puts"),
+		       human_bytes(urval(c, r, "memtable_bytes"), m), req,
+		       rval(c, r, "store_requests_put") + rval(c, r, "store_requests_mpu"),
+		       rval(c, r, "store_requests_get"),
+		       human_bytes(urval(c, r, "store_bytes_sent"), a),
+		       human_bytes(urval(c, r, "store_bytes_received"), b));
+		static const char *const errs[] = {"sticky_error", "batches_lost",
+		                                   "store_errors", "follow_errors",
+		                                   "gc_errors",    "commit_retries"};
+		bool first = true;
+		for (size_t k = 0; k < sizeof(errs) / sizeof(errs[0]); k++) {
+			int64_t v = rval(c, r, errs[k]);
+			if (!v)
+				continue;
+			printf("%s%s %" PRId64, first ? "    ERRORS: " : ", ", errs[k], v);
+			first = false;
+		}
+		if (!first)
+			printf("\n");
+	}
 }
 
 static void print_space(const struct counters *c)
@@ -339,6 +439,7 @@ int cmd_stats(int argc, char **argv)
 		print_lag(c);
 		print_cache(c);
 		print_store(c);
+		print_regions(c);
 		print_space(c);
 		printf("every counter: memwalfs stats --raw %s (docs/METRICS.md)\n", mnt);
 	}

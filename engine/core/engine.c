@@ -391,6 +391,19 @@ void engine_get_stats(struct engine *e, struct engine_stats *out)
 	readcache_get_stats(e, out);
 }
 
+void engine_get_store_counts(struct engine *e, struct engine_store_counts *out)
+{
+	_Static_assert(ENGINE_STORE_OPS == STORE_OP__COUNT, "one name per store_op");
+	struct store_stats ss;
+	store_get_stats(e->st, &ss);
+	for (int i = 0; i < STORE_OP__COUNT; i++)
+		out->requests[i] = ss.requests[i];
+	out->retries = ss.retries;
+	out->errors = ss.errors;
+	out->bytes_sent = ss.bytes_sent;
+	out->bytes_received = ss.bytes_received;
+}
+
 int engine_check_store(struct engine *e)
 {
 	if (!e)
@@ -422,9 +435,7 @@ emit(char *buf, size_t len, size_t n, const char *fmt, ...)
 
 size_t engine_stats_format(struct engine *e, char *buf, size_t len)
 {
-	static const char *const op_names[STORE_OP__COUNT] = {
-	    "put", "get", "head", "list", "delete", "mpu",
-	};
+	static const char *const op_names[STORE_OP__COUNT] = ENGINE_STORE_OP_NAMES;
 	struct engine_stats s;
 	struct store_stats ss;
 	size_t n = 0;

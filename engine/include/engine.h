@@ -174,6 +174,17 @@ struct engine_opts {
 	uint64_t disk_cache_bytes;
 	size_t read_region_bytes;
 	/*
+	 * disk_cache: a disk cache shared by several engines (engine_disk_cache_open(); the
+	 * regions of one mount, docs/REGIONS.md): used instead of disk_cache_dir, borrowed (it
+	 * must outlive the engine).  disk_cache_salt: what tells this engine's pack blocks from
+	 * those of the other engines sharing it (their pack names repeat from store to store:
+	 * the region id); 0 keeps the keys of an engine with a cache of its own, so region 0
+	 * finds what it cached before.  SSTable blocks are keyed by their table's identity
+	 * (a hash of its index) already.
+	 */
+	struct engine_disk_cache *disk_cache;
+	uint64_t disk_cache_salt;
+	/*
 	 * The store watch (writers; engine/check/watch.c): every store_check_ms (default
 	 * 5000) in which groups were committed (an idle engine sends nothing), and at
 	 * close, four listings check that the manifest, the WAL tail, the tables and
@@ -218,6 +229,16 @@ struct engine_opts {
 
 /* Fill *o with the defaults above. */
 void engine_opts_default(struct engine_opts *o);
+
+/*
+ * A disk cache for several engines (engine_opts.disk_cache): opened, locked and indexed in
+ * dir as an engine's own (disk_cache_dir) would be, bound bytes (0: half of the free space
+ * of its filesystem, at most 10 GiB).  0 and *out; -EBUSY: another cache holds dir; or
+ * another -errno (diskcache.h says which, and logs them).  Any thread.
+ */
+int engine_disk_cache_open(const char *dir, uint64_t bytes, struct engine_disk_cache **out);
+/* Write what is queued and close; after every engine that used it closed.  Accepts NULL. */
+void engine_disk_cache_close(struct engine_disk_cache *c);
 
 /*
  * Open the engine on store st (borrowed: it must outlive the engine).  As a
@@ -617,6 +638,24 @@ struct engine_stats {
 };
 
 void engine_get_stats(struct engine *e, struct engine_stats *out);
+
+/*
+ * The counters of the store the engine was opened on (store_get_stats()): a region's view
+ * counts the requests of that region's engine only; the mount's store every request sent
+ * through it, its views' too.  requests[] in the order of ENGINE_STORE_OP_NAMES.
+ */
+#define ENGINE_STORE_OPS 6
+#define ENGINE_STORE_OP_NAMES                                                                      \
+	{                                                                                          \
+		"put", "get", "head", "list", "delete", "mpu"                                      \
+	}
+struct engine_store_counts {
+	uint64_t requests[ENGINE_STORE_OPS]; /* requests sent, per class */
+	uint64_t retries;                    /* requests repeated after a retryable failure */
+	uint64_t errors;                     /* operations that failed */
+	uint64_t bytes_sent, bytes_received; /* payload bytes uploaded, downloaded */
+};
+void engine_get_store_counts(struct engine *e, struct engine_store_counts *out);
 
 /* The space of the filesystem that holds the store (engine_store_space()). */
 struct engine_space {

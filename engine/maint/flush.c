@@ -67,6 +67,7 @@ static int open_reader(struct engine *e, const struct manifest_sst *s, struct ss
 	struct sst_reader_opts ro = {.counters = &e->rd.sst_counters,
 	                             .cache = e->rd.block_cache,
 	                             .dcache = e->rd.dcache,
+	                             .dsalt = e->o.disk_cache_salt,
 	                             .read_around = e->o.read_region_bytes ? SST_READ_AROUND : 0};
 	int rc = sst_reader_open(e->st, s->name, s->size, &ro, out);
 

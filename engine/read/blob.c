@@ -58,7 +58,7 @@ static struct pack *pending_pack(struct engine *e, const struct blob_desc *d)
  * a descriptor has the hashes of; one entry (file) per window, read back a
  * part at a time.
  */
-#define DISK_KEY 33
+#define DISK_KEY 42
 
 /* Bytes of blocks [b0, b1] of d's blob. */
 static uint64_t run_bytes(const struct blob_desc *d, uint64_t b0, uint64_t b1)
@@ -76,14 +76,25 @@ static void window_of(const struct blob_desc *d, uint64_t b, uint64_t *w0, uint6
 	*w1 = hi < lb ? hi : lb;
 }
 
-/* Disk cache key of window [w0, w1] of d: 'W', epoch, position, object offset, bytes. */
-static void disk_key(uint8_t k[DISK_KEY], const struct blob_desc *d, uint64_t w0, uint64_t w1)
+/*
+ * Disk cache key of window [w0, w1] of d: 'W', epoch, position, object offset, bytes; after
+ * 'V' and opts.disk_cache_salt when the engine shares its cache (a region > 0).  Its length.
+ */
+static size_t disk_key(const struct engine *e, uint8_t k[DISK_KEY], const struct blob_desc *d,
+                       uint64_t w0, uint64_t w1)
 {
-	k[0] = 'W';
-	put_be64(k + 1, d->epoch);
-	put_be64(k + 9, d->position);
-	put_be64(k + 17, d->offset + w0 * BLOB_BLOCK_SIZE);
-	put_be64(k + 25, run_bytes(d, w0, w1));
+	size_t n = 0;
+	if (e->o.disk_cache_salt) { /* a cache shared with other engines: opts.disk_cache */
+		k[n++] = 'V';
+		put_be64(k + n, e->o.disk_cache_salt);
+		n += 8;
+	}
+	k[n] = 'W';
+	put_be64(k + n + 1, d->epoch);
+	put_be64(k + n + 9, d->position);
+	put_be64(k + n + 17, d->offset + w0 * BLOB_BLOCK_SIZE);
+	put_be64(k + n + 25, run_bytes(d, w0, w1));
+	return n + 33;
 }
 
 static void getbuf_release(void *gb)
@@ -107,14 +118,14 @@ static void disk_keep(struct engine *e, const struct blob_desc *d, uint64_t b0, 
 		window_of(d, b, &w0, &w1);
 		if (w0 < b0 || w1 > b1)
 			continue; /* only part of it here */
-		disk_key(key, d, w0, w1);
+		size_t kn = disk_key(e, key, d, w0, w1);
 		const uint8_t *p = run + (w0 - b0) * BLOB_BLOCK_SIZE;
 		size_t len = (size_t)run_bytes(d, w0, w1);
 		if (share)
-			diskcache_put_shared(e->rd.dcache, key, sizeof(key), p, len, getbuf_release,
+			diskcache_put_shared(e->rd.dcache, key, kn, p, len, getbuf_release,
 			                     getbuf_ref(gb));
 		else
-			diskcache_put(e->rd.dcache, key, sizeof(key), p, len);
+			diskcache_put(e->rd.dcache, key, kn, p, len);
 	}
 }
 
@@ -357,13 +368,13 @@ static uint64_t lower_tiers(struct engine *e, const struct blob_desc *d, uint64_
 		getbuf_unref(gb);
 		if (!(gb = getbuf_new(e, (size_t)len)))
 			return 0;
-		disk_key(key, d, w0, w1);
-		disk = ok = diskcache_get_part(e->rd.dcache, key, sizeof(key), (size_t)total,
+		size_t kn = disk_key(e, key, d, w0, w1);
+		disk = ok = diskcache_get_part(e->rd.dcache, key, kn, (size_t)total,
 		                               (size_t)((from - w0) * BLOB_BLOCK_SIZE), gb->data,
 		                               (size_t)len, DISKCACHE_GET_CALLER_CHECKS) == 0;
 		if (ok && blob_desc_verify(d, from * BLOB_BLOCK_SIZE, gb->data, len, &bad)) {
 			/* torn or damaged, or of a pack of the same name in a store made again */
-			diskcache_drop(e->rd.dcache, key, sizeof(key), true);
+			diskcache_drop(e->rd.dcache, key, kn, true);
 			ok = disk = false;
 		}
 	}

@@ -57,6 +57,12 @@ int readcache_open(struct engine *e)
 	e->rd.block_cache = e->rd.blob_cache;
 	if ((rc = blob_ahead_start(e)))
 		return rc;
+	if (e->o.disk_cache) {
+		e->rd.dcache = (struct diskcache *)e->o.disk_cache;
+		e->rd.dcache_shared = true;
+		e->o.disk_cache_dir = NULL;
+		return 0;
+	}
 	if (!e->o.disk_cache_dir)
 		return 0;
 	struct diskcache_opts o = {
@@ -76,8 +82,12 @@ int readcache_open(struct engine *e)
 void readcache_close(struct engine *e)
 {
 	blob_ahead_stop(e); /* first: its threads use the caches and the store */
-	diskcache_close(e->rd.dcache);
+	if (e->rd.dcache_shared)
+		diskcache_flush(e->rd.dcache); /* its queued puts hold our read buffers */
+	else
+		diskcache_close(e->rd.dcache);
 	e->rd.dcache = NULL;
+	e->rd.dcache_shared = false;
 	cache_free(e->rd.region_cache);
 	cache_free(e->rd.blob_cache); /* e->rd.block_cache is the same cache */
 	e->rd.region_cache = e->rd.blob_cache = e->rd.block_cache = NULL;
@@ -88,6 +98,22 @@ void readcache_close(struct engine *e)
 		mw_mutex_destroy(&e->rd.share_mu);
 		e->rd.fetch_init = false;
 	}
+}
+
+int engine_disk_cache_open(const char *dir, uint64_t bytes, struct engine_disk_cache **out)
+{
+	struct diskcache_opts o = {.dir = dir, .max_bytes = bytes ? bytes : DISKCACHE_AUTO};
+	struct diskcache *dc;
+	int rc = diskcache_open(&o, &dc);
+	if (rc)
+		return rc;
+	*out = (struct engine_disk_cache *)dc; /* the public name of the same object */
+	return 0;
+}
+
+void engine_disk_cache_close(struct engine_disk_cache *c)
+{
+	diskcache_close((struct diskcache *)c);
 }
 
 static uint64_t ld(atomic_uint_fast64_t *v)

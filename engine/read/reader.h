@@ -49,6 +49,7 @@ struct eng_reader {
 	                             alive by blocks served from their regions [share_mu] */
 	size_t region_pin_max;    /* past it, blocks from regions are copied (readcache.c) */
 	struct diskcache *dcache; /* the disk tier, or NULL (readcache.c) */
+	bool dcache_shared;       /* dcache is opts.disk_cache: borrowed, not closed here */
 	bool fetch_init;          /* fetching initialised (readcache.c) */
 	struct inflight fetching; /* ranged GETs of packs in flight (blob.c): key
 	                             epoch, position; bytes of the pack object */

@@ -166,6 +166,8 @@ struct sst_reader_opts {
 	struct sst_counters *counters; /* NULL: the reader's own counters only */
 	struct cache *cache;           /* block cache (cache.h); NULL: no caching */
 	struct diskcache *dcache;      /* disk tier under it (diskcache.h); NULL: none */
+	uint64_t dsalt;                /* keys of its blocks in dcache: 0, or the region id when
+	                                  several engines share dcache (engine_opts.disk_cache) */
 	size_t read_around;            /* a cold data block's GET brings the uncached blocks
 	                                  after it up to this many bytes in all (with a
 	                                  cache; 0: one block per GET) */

@@ -48,6 +48,7 @@ struct sst_reader {
 	uint64_t id;                 /* process-unique id: block cache key prefix */
 	struct cache *cache;         /* borrowed block cache, or NULL */
 	struct diskcache *dcache;    /* borrowed disk cache, or NULL */
+	uint64_t dsalt;              /* opts.dsalt: before the key in dcache when not 0 */
 	size_t around;               /* sst_reader_opts.read_around (0 without a cache) */
 	uint64_t ident;              /* XXH3 of the tail: the table's identity in the disk cache */
 	struct sst_counters own;     /* this reader's counters */
@@ -123,18 +124,27 @@ static bool data_handle_ok(const struct sst_reader *r, const struct sst_handle *
 	       h->size + SST_TRAILER_SIZE <= end - h->off;
 }
 
-/* Disk cache key of the block at off: 'S', identity, offset, name.  0: none (name too long). */
+/*
+ * Disk cache key of the block at off: 'S', identity, offset, name; after 'V' and the salt when
+ * the reader has one (a cache shared by the engines of several regions, whose tables may have
+ * the same name and the same index: the identity is no help there).  0: none (name too long).
+ */
 static size_t disk_key(const struct sst_reader *r, uint64_t off, uint8_t k[DISKCACHE_KEY_MAX])
 {
-	size_t nl = strlen(r->key);
+	size_t nl = strlen(r->key), n = 0;
 
-	if (17 + nl > DISKCACHE_KEY_MAX)
+	if (26 + nl > DISKCACHE_KEY_MAX)
 		return 0;
-	k[0] = 'S';
-	put_be64(k + 1, r->ident);
-	put_be64(k + 9, off);
-	memcpy(k + 17, r->key, nl);
-	return 17 + nl;
+	if (r->dsalt) {
+		k[n++] = 'V';
+		put_be64(k + n, r->dsalt);
+		n += 8;
+	}
+	k[n] = 'S';
+	put_be64(k + n + 1, r->ident);
+	put_be64(k + n + 9, off);
+	memcpy(k + n + 17, r->key, nl);
+	return n + 17 + nl;
 }
 
 static int read_block_from(struct sst_reader *r, const struct sst_block_iter *ix,
@@ -496,6 +506,7 @@ int sst_reader_open(struct store *s, const char *key, uint64_t size,
 		r->shared = o->counters;
 		r->cache = o->cache;
 		r->dcache = o->dcache;
+		r->dsalt = o->dsalt;
 		r->around = o->cache ? o->read_around : 0;
 	}
 	if (!size) {

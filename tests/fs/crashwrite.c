@@ -3,10 +3,11 @@
  * dies (tests/fs/crash.sh kills its daemon with kill -9), then a check of
  * what survived (issue 13: crash tests with random writes).
  *
- *   crashwrite write FILE LOG SEED    write until a write or fsync fails (or
- *                                     200,000 writes); LOG (outside the mount)
- *                                     gets the writes issued and the last one
- *                                     an fsync covered
+ *   crashwrite write FILE LOG SEED [STOP]
+ *                                     write until a write or fsync fails (or
+ *                                     200,000 writes, or the file STOP exists);
+ *                                     LOG (outside the mount) gets the writes
+ *                                     issued and the last one an fsync covered
  *   crashwrite check FILE LOG         after a remount: FILE must be the state
  *                                     after the first k writes for some k at
  *                                     or past the last fsync (every fsynced
@@ -55,7 +56,7 @@ static void fill(uint8_t *p, uint32_t n, uint64_t seed, uint64_t i)
 		p[j] = (uint8_t)xorshift64(&x);
 }
 
-static int do_write(const char *file, const char *log, uint64_t seed)
+static int do_write(const char *file, const char *log, uint64_t seed, const char *stop)
 {
 	static struct wr w[MAXOPS];
 	static uint8_t buf[MAXW];
@@ -67,7 +68,7 @@ static int do_write(const char *file, const char *log, uint64_t seed)
 	}
 	rng = seed * 2654435761u + 1;
 	int err = 0;
-	while (n < MAXOPS) {
+	while (n < MAXOPS && !(stop && access(stop, F_OK) == 0)) {
 		uint32_t len = (uint32_t)(rnd() % 4 == 0 ? 1 + rnd() % 64 : 1 + rnd() % MAXW);
 		uint32_t off = (uint32_t)(rnd() % (FILESIZE - len));
 		if (rnd() % 3 == 0)
@@ -98,7 +99,10 @@ static int do_write(const char *file, const char *log, uint64_t seed)
 	fclose(f);
 	printf("crashwrite: %" PRIu64 " writes issued, %" PRIu64
 	       " covered by fsync, stopped by: %s\n",
-	       n, synced, err ? strerror(err) : "the limit");
+	       n, synced,
+	       err          ? strerror(err)
+	       : n < MAXOPS ? "the stop file"
+	                    : "the limit");
 	return 0;
 }
 
@@ -175,10 +179,12 @@ static int do_check(const char *file, const char *log)
 
 int main(int argc, char **argv)
 {
-	if (argc == 5 && !strcmp(argv[1], "write"))
-		return do_write(argv[2], argv[3], strtoull(argv[4], NULL, 10));
+	if ((argc == 5 || argc == 6) && !strcmp(argv[1], "write"))
+		return do_write(argv[2], argv[3], strtoull(argv[4], NULL, 10),
+		                argc == 6 ? argv[5] : NULL);
 	if (argc == 4 && !strcmp(argv[1], "check"))
 		return do_check(argv[2], argv[3]);
-	fprintf(stderr, "usage: crashwrite write FILE LOG SEED | crashwrite check FILE LOG\n");
+	fprintf(stderr,
+	        "usage: crashwrite write FILE LOG SEED [STOP] | crashwrite check FILE LOG\n");
 	return 2;
 }

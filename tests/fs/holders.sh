@@ -23,7 +23,7 @@
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh" "$1" "${2:-local}"
 
-. "$here/machines.sh" # on MACHINE CMD..., put PATH CONTENT
+. "$here/machines.sh" # on MACHINE CMD..., put PATH CONTENT, expect_err, wait_file
 stat_of() { "$MW" stats --raw "$1" | awk -v n="$2" '$1 == n { print $2 }'; }
 # expect_erofs WHAT CMD...: CMD must fail with "Read-only file system"
 expect_erofs() {

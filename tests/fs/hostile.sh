@@ -9,6 +9,8 @@
 #   3. the links of 1 left in a directory root took over (chown, chmod 700): the cache is used,
 #      no link is followed (00 removed by the listing, format replaced), the targets untouched;
 #      a link named lock refuses the cache without creating the file it names;
+#   3b. the control attributes of the mount (handover, fence check, region release and take)
+#      answer EPERM to the other user: it cannot stall, fence or hand away the mount;
 #   local store only:
 #   4. a store made by this mount is private: directories 0700, objects 0600, and the other
 #      user cannot read a byte of a 0600 file out of it; an existing store that lets others in
@@ -102,6 +104,20 @@ ln -s "$CREATED" "$C1/lock"
 use_mount "$C1"
 victims_intact "a link named lock"
 refused "$C1" "lock is a symbolic link"
+
+echo "3b. the control attributes of the mount are root's (and the mounting user's)"
+mw_mount_logged "$M"
+for x in handover fence-check release take take-force; do
+	if out=$(as_nobody getfattr --only-values -n "user.memwalfs.$x" "$M" 2>&1); then
+		echo "FAIL: user nobody got user.memwalfs.$x: $out"; exit 1
+	fi
+	case $out in *"Operation not permitted"*) ;; *) echo "$out"; echo "FAIL: user.memwalfs.$x for nobody: not EPERM"; exit 1 ;; esac
+done
+# the mount was neither stalled nor handed away: root writes at once
+timeout 5 sh -c 'echo still >"$1/after-control" && sync "$1/after-control"' sh "$M" ||
+	{ echo "FAIL: a write after the refused control attributes"; exit 1; }
+mw_umount "$M"
+echo "   handover, fence-check, release, take: EPERM for user nobody"
 
 if [ "$BACKEND" != local ]; then
 	echo "PASS (the local store's checks run on the local store)"

@@ -1,5 +1,5 @@
 # tests/fs/machines.sh - sourced after lib.sh by tests where daemons stand for mounts on other
-# machines (holders.sh, regions.sh): only the store is shared.
+# machines (holders.sh, regions.sh, regions_ro.sh): only the store is shared.
 #
 # on MACHINE CMD...: run CMD as on machine MACHINE: a run directory of its own, a machine id of
 # its own (MEMWALFS_MACHINE_ID: a daemon of this machine whose pid is gone is dead at once; one of
@@ -26,7 +26,17 @@ put() {
 fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
 os.write(fd, sys.argv[2].encode()); os.fsync(fd); os.close(fd)' "$1" "$2"
 }
-# wait_file PATH CONTENT [SEC]: up to SEC (30) s for PATH to show CONTENT (a follower), or fail
+# expect_err ERRTEXT WHAT CMD...: CMD must fail with ERRTEXT in its message
+expect_err() {
+	local want=$1 what=$2 err
+	shift 2
+	if err=$("$@" 2>&1); then echo "FAIL: $what succeeded"; exit 1; fi
+	case $err in
+	*"$want"*) ;;
+	*) echo "$err"; echo "FAIL: $what: not \"$want\""; exit 1 ;;
+	esac
+}
+# wait_file PATH CONTENT [SEC]: up to SEC (30) s for PATH to show CONTENT
 wait_file() {
 	local n=$((${3:-30} * 10))
 	for _ in $(seq $n); do [ "$(cat "$1" 2>/dev/null)" = "$2" ] && return 0; sleep 0.1; done

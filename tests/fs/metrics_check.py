@@ -3,7 +3,8 @@
 metrics endpoint with the Prometheus client's own parser of the text format:
 
 - both parse; every family has a known type and HELP; every line of `memwalfs stats` (file
-  STATS) is a metric (NAME, NAME_total, or memwalfs_store_requests_total{op=});
+  STATS) is a metric (NAME, NAME_total, or memwalfs_store_requests_total{op=}; a region's
+  line region.RID.FIELD memwalfs_region_FIELD{region="RID"} and the like, docs/METRICS.md);
 - the families the daemon promises are there with their types (docs/METRICS.md);
 - counters never go down from BEFORE to AFTER, and the workload made the ones it must grow;
 - every histogram has increasing bounds, cumulative buckets that never decrease, a +Inf bucket
@@ -54,6 +55,19 @@ for line in open(stats_path):
     if len(parts) != 2:
         continue
     n = parts[0]
+    if n.startswith("region."):  # region.<rid>.<field>: a sample labelled region="<rid>"
+        _, rid, field = n.split(".", 2)
+        if field == "path":
+            ok = ("memwalfs_region_info", (("path", parts[1]), ("region", rid))) in sa
+        elif field.startswith("store_requests_"):
+            ok = ("memwalfs_region_store_requests_total",
+                  (("op", field[len("store_requests_"):]), ("region", rid))) in sa
+        else:
+            ok = any((m, (("region", rid),)) in sa
+                     for m in ("memwalfs_region_" + field, "memwalfs_region_" + field + "_total"))
+        if not ok:
+            fail("stats line %s has no metric" % n)
+        continue
     if n.startswith("store_requests_"):
         key = ("memwalfs_store_requests_total", (("op", n[len("store_requests_"):]),))
         if key not in sa:

@@ -19,13 +19,15 @@
 #     directory across regions ends with the data at the destination; rmdir of a region's
 #     root fails with EBUSY.
 #  5. `memwalfs region list` at A and at B shows the regions and their holders.
+#     `region take` of /rc (A holds it) by B fails naming the holder, and by another user
+#     (as release) with EPERM; `region take --force` fences A: A's next fsync there fails.
 #  6. kill -9 of B (lease 2 s): A's next change in /rb takes region rb once B's lease ran out,
 #     and A has every file B fsynced.
 #  7. A unmounts, a new mount has every acknowledged write; fsck is clean.
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh" "$1" "${2:-local}"
 
-. "$here/machines.sh" # on MACHINE CMD..., put, wait_file, put_within
+. "$here/machines.sh" # on MACHINE CMD..., put, expect_err, wait_file, put_within
 # journal PATH N: append N fsync'd lines to PATH
 journal() {
 	python3 -c 'import os,sys
@@ -33,16 +35,6 @@ fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
 for i in range(int(sys.argv[2])):
     os.write(fd, ("line %d\n" % i).encode()); os.fsync(fd)
 os.close(fd)' "$1" "$2"
-}
-# expect_err ERRTEXT WHAT CMD...: CMD must fail with ERRTEXT in its message
-expect_err() {
-	local want=$1 what=$2 err
-	shift 2
-	if err=$("$@" 2>&1); then echo "FAIL: $what succeeded"; exit 1; fi
-	case $err in
-	*"$want"*) ;;
-	*) echo "$err"; echo "FAIL: $what: not \"$want\""; exit 1 ;;
-	esac
 }
 a=$WORK/a b=$WORK/b c=$WORK/c
 
@@ -169,6 +161,27 @@ grep -A1 "^region 2 /rb" "$WORK/list-store" | grep -q "machine-B" &&
 	grep -A1 "^region 1 /ra" "$WORK/list-store" | grep -q "machine-A" ||
 	{ echo "FAIL: region list STORE does not name the holders of /ra and /rb"; exit 1; }
 
+echo "-- 5b. region take: refused beside a live holder, --force fences it"
+expect_err "another live mount holds it" "region take by B of /rc (A holds it)" "$MW" region take "$b/rc"
+expect_err "only root and the user who mounted" "region take by another user" \
+	setpriv --reuid=65534 --regid=65534 --clear-groups "$MW_REAL" region take "$b/rc"
+expect_err "only root and the user who mounted" "region release by another user" \
+	setpriv --reuid=65534 --regid=65534 --clear-groups "$MW_REAL" region release "$a/rc"
+"$MW" region take "$b/rb" | grep -q "writes it already" || { echo "FAIL: region take of a region B writes"; exit 1; }
+put "$a/rc/before-force" x
+"$MW" region take --force "$b/rc"
+grep -q "region take --force: fencing" "$b.log" || { echo "FAIL: B's log does not say that it fenced A"; exit 1; }
+put "$b/rc/by-b" by-b
+# A learns of the fence at its next commit in /rc: EIO, and nothing of it reaches the store
+if python3 -c 'import os,sys
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT, 0o644)
+os.write(fd, b"late"); os.fsync(fd)' "$a/rc/late-a" 2>/dev/null; then
+	echo "FAIL: A's fsync in /rc succeeded after B took it by force"; exit 1
+fi
+expect_err "Input/output error" "region take by A of /rc (fenced there)" "$MW" region take "$a/rc"
+[ "$(cat "$b/rc/before-force")" = x ] || { echo "FAIL: A's fsynced file is missing at B after the forced take"; exit 1; }
+[ ! -e "$b/rc/late-a" ] || { echo "FAIL: A's write after the fence shows at B"; exit 1; }
+
 echo "-- 6. kill -9 of B: A takes region rb after B's lease"
 put "$b/rb/last" last
 kill -9 "$(cat "$b.pid")"
@@ -182,9 +195,15 @@ fusermount3 -uz "$b" 2>/dev/null || true
 
 echo "-- 7. after unmount, a new mount has every acknowledged write"
 "$MW" region list "$a"
-mw_umount "$a"
+# A was fenced in /rc (step 5b) with changes there never committed: its umount says so
+if "$MW" umount "$a" >"$WORK/umount-a" 2>&1; then
+	cat "$WORK/umount-a"; echo "FAIL: A's umount succeeded though A was fenced in /rc"; exit 1
+fi
+grep -qi "fenced\|took" "$WORK/umount-a" || { cat "$WORK/umount-a"; echo "FAIL: A's umount does not say that it was fenced"; exit 1; }
+sed 's/^/   umount of A: /' "$WORK/umount-a" | head -3
+mw_wait_exit "$a.pid"
 on C mw_mount_logged "$c"
-for f in rd/d1 rc/c1 ra/a1 ra/d/a2 ra/d/fa1-moved rb/b1 rb/fb1-moved rb/last rb/after-b x-from-ra tree-from-ra/sub/f top; do
+for f in rd/d1 rc/c1 rc/before-force rc/by-b ra/a1 ra/d/a2 ra/d/fa1-moved rb/b1 rb/fb1-moved rb/last rb/after-b x-from-ra tree-from-ra/sub/f top; do
 	[ -e "$c/$f" ] || { echo "FAIL: $f is missing after the remount"; exit 1; }
 done
 [ "$(wc -l <"$c/ra/journal")" = 50 ] && [ "$(wc -l <"$c/rb/journal")" = 50 ] || { echo "FAIL: a journal is short after the remount"; exit 1; }

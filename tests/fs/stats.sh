@@ -22,8 +22,16 @@ fsync() { /usr/bin/python3 -c 'import os, sys; fd = os.open(sys.argv[1], os.O_RD
 echo "-- 1. --raw"
 mw_mount "$mnt" --gc-interval 300 --gc-grace 1
 "$MW" stats --raw "$mnt" >"$WORK/raw"
-bad=$(grep -cvE '^[a-z_0-9]+ -?[0-9]+$' "$WORK/raw" || true)
-[ "$bad" = 0 ] || { grep -vE '^[a-z_0-9]+ -?[0-9]+$' "$WORK/raw"; fail "--raw: $bad lines are not \"name value\""; }
+# "name value", a region's "region.<rid>.name value" and its root's path (docs/METRICS.md)
+line_re='^((region\.[0-9]+\.)?[a-z_0-9]+ -?[0-9]+|region\.[0-9]+\.path /.*)$'
+bad=$(grep -cvE "$line_re" "$WORK/raw" || true)
+[ "$bad" = 0 ] || { grep -vE "$line_re" "$WORK/raw"; fail "--raw: $bad lines are not \"name value\""; }
+# one region (region 0): its lines say so, and its requests are the mount's
+for l in "region.0.path /" "region.0.writer 1" "region.0.holder_state 4"; do
+	grep -qx "$l" "$WORK/raw" || fail "--raw: no line \"$l\""
+done
+awk '$1 == "store_requests_get" { t = $2 } $1 == "region.0.store_requests_get" { r = $2 }
+	END { exit !(t == r && t > 0) }' "$WORK/raw" || fail "--raw: region 0's GETs are not the mount's"
 for k in store_window_sec store_window_requests store_window_bytes_sent \
 	store_window_bytes_received gc_last_pass gc_next_pass gc_grace_sec live_bytes_est sticky_error; do
 	grep -q "^$k " "$WORK/raw" || fail "--raw has no $k"

@@ -523,6 +523,76 @@ static void test_committed_blobs_cached(void **state)
 }
 
 /*
+ * One disk cache shared by the engines of two regions (engine_opts.disk_cache, docs/CACHE.md):
+ * their packs and tables have the same names (epoch 1, the same positions, offsets and
+ * lengths; one key, so the same index) and other bytes; each engine's pack windows and table
+ * blocks are keyed with its salt, so after both read their blob once, reopened engines read
+ * both again, right, without a GET.  (Without the salt the second region's table block
+ * replaced the first's, passed its trailer check and gave the first region the second's
+ * descriptor: its bytes were served as the first's.)
+ */
+static void test_shared_disk_cache(void **state)
+{
+	enum { BIG = 2 << 20 };
+	static uint8_t val[2][BIG];
+	uint8_t *buf = malloc(BIG);
+	char dc[300], prefix[16];
+	struct store *st = open_store(), *view[2];
+	struct engine *e[2];
+	struct engine_disk_cache *c = NULL;
+	struct engine_opts o;
+	(void)state;
+
+	assert_non_null(buf);
+	snprintf(dc, sizeof(dc), "%s-shared-dc", g_dir);
+	engine_opts_default(&o);
+	o.inline_max = 1024;
+	o.wal_blob_max = ENGINE_WAL_BLOBS_OFF;
+	o.commit_retry_ms = ENGINE_NO_RETRY;
+	o.cache_bytes = 4 << 20;
+	for (int r = 0; r < 2; r++) {
+		snprintf(prefix, sizeof(prefix), "r/%d/", r + 1);
+		assert_int_equal(store_open_sub(st, prefix, &view[r]), 0);
+		fill(val[r], BIG, 300 + (unsigned)r);
+		assert_int_equal(engine_open(view[r], &o, &e[r]), 0);
+		assert_int_equal(
+		    engine_put(e[r], "big", 3, val[r], BIG, ENGINE_WAIT | ENGINE_URGENT, NULL), 0);
+		assert_int_equal(engine_close(e[r]), 0);
+	}
+	assert_int_equal(engine_disk_cache_open(dc, 64u << 20, &c), 0);
+	assert_int_equal(engine_disk_cache_open(dc, 64u << 20, &(struct engine_disk_cache *){0}),
+	                 -EBUSY); /* one holder of the directory */
+	o.read_only = true;
+	o.disk_cache = c;
+	for (int pass = 0; pass < 2; pass++) {
+		for (int r = 0; r < 2; r++) {
+			o.disk_cache_salt = (uint64_t)r + 1;
+			assert_int_equal(engine_open(view[r], &o, &e[r]), 0);
+			check_value(e[r], "big", val[r], BIG);
+		}
+		for (int r = 0; r < 2; r++) {
+			struct engine_stats s;
+			engine_get_stats(e[r], &s);
+			printf("  pass %d, region %d: %llu GETs\n", pass, r + 1,
+			       (unsigned long long)s.blob_fetches);
+			if (pass == 0)
+				assert_true(s.blob_fetches > 0);
+			else
+				assert_int_equal(s.blob_fetches, 0); /* its own windows, on disk */
+			assert_int_equal(engine_close(e[r]), 0); /* its queued windows written */
+		}
+	}
+	engine_disk_cache_close(c);
+	for (int r = 0; r < 2; r++)
+		store_close(view[r]);
+	store_close(st);
+	free(buf);
+	char cmd[400];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dc);
+	assert_int_equal(system(cmd), 0);
+}
+
+/*
  * The read tiers over a cold engine (docs/CACHE.md): big blobs (windows
  * fetched whole, kept by reference to the GET's buffer) and small ones
  * (coalesced regions) read at random offsets with a memory LRU smaller than
@@ -996,6 +1066,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_outage_lost_ack, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_committed_blobs_cached, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_read_tiers, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_shared_disk_cache, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_region_ahead, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_region_ahead_next_pack, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_region_shares, setup, teardown),

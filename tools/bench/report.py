@@ -21,7 +21,8 @@ carried over unchanged: "(notes)" after the losses, "(engine)" at the end.
 The churn section ("... (churn)", chart bench-churn.png) is written from
 RAWDIR/churn.*.tsv when the run has them and carried over otherwise;
 `report.py --churn-only RAWDIR DOCSDIR` rewrites only that section (run.sh
-does so when churn is its only workload).
+does so when churn is its only workload).  The same for the regions section
+("... (regions)", issue 39's rows) with `--regions-only`.
 
 Latency profiles (run.sh --rtt): a target run with the server MS ms away
 (through tools/bench/rttproxy) has results under the name "TARGET@MSms", and
@@ -971,19 +972,181 @@ def churn_chart(docs, raw, series, grace):
     return os.path.basename(png)
 
 
-def churn_only(raw, docs):
-    """--churn-only: replace (or add, before "## Charts") the churn section of
-    DOCSDIR/BENCHMARKS.md and leave the rest as it is."""
+# ---------------------------------------------------------------- regions
+
+def regions_section(res, meta):
+    """The "Regions: ... (regions)" section (issue 39: N mounts each writing its
+    own region, against the raw server with N connections), or None when this
+    run has no regions results."""
+    ts = sorted({k[0] for k in res if k[1].startswith("regions-")})
+    if not ts:
+        return None
+    ns = sorted({int(k[1].rsplit("-n", 1)[1]) for k in res
+                 if k[1].startswith("regions-seq-n") or k[1].startswith("regions-dcreate-n")})
+    runs = meta.get("RUNS", "?")
+    out = ["## Regions: N mounts, each writing its own region (regions)", "",
+           "Written by `%s` (%s, %s; %s run(s); cells: median (min-max) over the runs). "
+           "For N = %s: a fresh store, N daemons with their own run directory, machine id and "
+           "host name (N machines played by one: only the store is shared), mount K writing "
+           "region /dK (made by `memwalfs region create`, taken at its first write, not timed) "
+           "and following the others'. Phases, all mounts at once: **durable creates** "
+           "(tools/bench/durable_creates.c, 32 writers, %s s or %s files per mount: the "
+           "dcreate-32 row's parameters) and **sequential write** (one %s MiB file per mount, "
+           "fio bs=256k, fsync at close), each until the last mount's `memwalfs sync` returned. "
+           "**Raw**: tools/bench/s3raw.sh with N connections (4 KiB and 4 MiB objects: memwalfs "
+           "sends a big file in PUTs of about 4 MiB), right before the mounts, on the same server. "
+           "**Follower lag** (tools/bench/regionlag.py, N >= 2, in a third phase of %s s while "
+           "every mount runs the durable creates again): every mount writes an fsync'd marker "
+           "into its region every %s ms, every other mount stats for it every %s ms; lag = first "
+           "seen - the writer's fsync returned (one clock: the mounts share the machine)." % (
+               meta.get("CMDLINE", "tools/bench/run.sh --workloads regions"),
+               meta.get("DATE", "?"), meta.get("COMMIT", "?"), runs, ", ".join(map(str, ns)),
+               meta.get("DC_S", "?"), meta.get("DC_MAX", "?"), meta.get("SEQ_MB", "?"),
+               meta.get("REG_LAG_S", "?"), meta.get("REG_LAG_MS", "?"),
+               meta.get("REG_POLL_MS", "?")), "",
+           "- machine: %s; 1-minute load during the run: %s (other engineers' builds and "
+           "tests share the 2 cores); busiest processes: %s" % (
+               meta.get("HOST", "?"), meta.get("LOAD", "?"), meta.get("BUSY", "?")),
+           "- uptime before: `%s`; after: `%s`" % (meta.get("UPTIME_BEFORE", "?").strip(),
+                                                  meta.get("UPTIME_AFTER", "?").strip()),
+           "- server: %s" % meta.get("SERVER", "?"), ""]
+
+    def per_n(t, w, m):
+        return vals(res, t, w, m)
+
+    def share(t, num_w, num_m, den_w, den_m):
+        a, b = res.get((t, num_w, num_m), {}), res.get((t, den_w, den_m), {})
+        v = [a[r] / b[r] for r in a if r in b and b[r]]
+        return ("%.0f%% (%.0f-%.0f%%)" % (100 * statistics.median(v), 100 * min(v), 100 * max(v))
+                if len(v) > 1 else "%.0f%%" % (100 * v[0])) if v else "-"
+
+    def xratio(t, w1, m1, w2, m2):
+        """Per run: metric m1 of workload w1 / metric m2 of workload w2."""
+        a, b = res.get((t, w1, m1), {}), res.get((t, w2, m2), {})
+        return [a[r] / b[r] for r in a if r in b and b[r]]
+
+    def scale(t, w, m, base_w):
+        v = xratio(t, w, m, base_w, m)
+        return spread(v) + "x" if v else "-"
+
+    out += ["### Throughput against the raw server", "",
+            "| target | mounts | durable creates, all mounts (files/s) | x 1 mount | slowest / fastest "
+            "mount (files/s) | PUT req/s of the mounts | raw 4 KiB PUT req/s, N conn. | share | "
+            "seq. write, all mounts (MB/s) | x 1 mount | raw 4 MiB PUT MB/s, N conn. | share | "
+            "load at start |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for t in ts:
+        for n in ns:
+            dc, sq = "regions-dcreate-n%d" % n, "regions-seq-n%d" % n
+            r4, rb = "regions-raw-4k-c%d" % n, "regions-raw-4096k-c%d" % n
+            for r, v in res.get((t, dc, "req_PUT"), {}).items():
+                wall = res.get((t, dc, "wall_s"), {}).get(r)
+                if wall:
+                    res[(t, dc, "put_req_s")][r] = v / wall
+            out.append("| %s | %d | %s | %s | %s / %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+                t, n, cell(res, t, dc, "files_s_durable"),
+                scale(t, dc, "files_s_durable", "regions-dcreate-n%d" % ns[0]),
+                cell(res, t, dc, "mount_min_files_s"), cell(res, t, dc, "mount_max_files_s"),
+                cell(res, t, dc, "put_req_s"), cell(res, t, r4, "put_req_s"),
+                share(t, dc, "put_req_s", r4, "put_req_s"),
+                cell(res, t, sq, "MBps"), scale(t, sq, "MBps", "regions-seq-n%d" % ns[0]),
+                cell(res, t, rb, "put_MBps"), share(t, sq, "MBps", rb, "put_MBps"),
+                "%s / %s" % (cell(res, t, dc, "load1"), cell(res, t, sq, "load1"))))
+    out += ["", "Durable creates: files/s = all files / the phase's wall time with the sync (a "
+            "mount that reached its file limit early counts as if it had kept working: the "
+            "figure is the whole phase's); \"PUT req/s of the mounts\" = the server's PUTs for "
+            "the bucket during the phase (RGW's log) / its wall time: memwalfs commits groups of "
+            "creates, so files/s can exceed it. The share columns set the mounts' PUT rate and "
+            "MB/s against the raw server's with as many connections as mounts.", ""]
+    verdict = []
+    for t in ts:
+        n = max(ns)
+        v = xratio(t, "regions-seq-n%d" % n, "MBps", "regions-raw-4096k-c%d" % n, "put_MBps")
+        if v:
+            m = statistics.median(v)
+            verdict.append("- %s, %d mounts, sequential write: %.2fx the raw server's %d-connection "
+                           "PUT MB/s (issue 39's aim: at least 0.8x): %s." % (
+                               t, n, m, n, "reached" if m >= 0.8 else "not reached"))
+    out += verdict + ([""] if verdict else [])
+    ctl = [n for n in ns if any(k[0] in ts and k[1] == "regions-indep-seq-n%d" % n for k in res)]
+    if ctl:
+        out += ["### Control: the same N mounts on N stores", "",
+                "The same round with every mount on a store of its own (s3://BUCKET/regions-indep"
+                "N-K: one region /dK each, made and taken as above; nothing shared, nobody follows "
+                "anybody): what this machine and server give N filesystems at once. One store / N "
+                "stores near 1 means the regions' sharing (the map, the leases, following the "
+                "others' regions) costs nothing more than N separate filesystems.", "",
+                "| target | mounts | durable creates, N stores (files/s) | one store / N stores | "
+                "seq. write, N stores (MB/s) | one store / N stores |", "|---|---|---|---|---|---|"]
+        for t in ts:
+            for n in ctl:
+                dc, sq = "regions-dcreate-n%d" % n, "regions-seq-n%d" % n
+                out.append("| %s | %d | %s | %s | %s | %s |" % (
+                    t, n, cell(res, t, "regions-indep-dcreate-n%d" % n, "files_s_durable"),
+                    spread(xratio(t, dc, "files_s_durable", "regions-indep-dcreate-n%d" % n,
+                                  "files_s_durable")),
+                    cell(res, t, "regions-indep-seq-n%d" % n, "MBps"),
+                    spread(xratio(t, sq, "MBps", "regions-indep-seq-n%d" % n, "MBps"))))
+        out.append("")
+    out += ["### Where the time goes", "",
+            "CPU seconds over each phase (/proc: the N memwalfs daemons, the server's radosgw and "
+            "ceph-osd, every process of the machine), and the machine's busy share: all cores' busy "
+            "seconds / (wall x cores). Server requests and the bytes of its GET answers: RGW's "
+            "log for the bucket (the followers' GETs are the other mounts' WAL objects).", "",
+            "| target | phase | mounts | wall s | memwalfs CPU s | radosgw CPU s | ceph-osd CPU s | "
+            "machine busy | server requests | GET MiB |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for t in ts:
+        for ph, label in (("dcreate", "dcreate"), ("indep-dcreate", "dcreate, N stores"),
+                          ("seq", "seq"), ("indep-seq", "seq, N stores"),
+                          ("lag", "dcreate + lag markers")):
+            for n in ns:
+                w = "regions-%s-n%d" % (ph, n)
+                if not vals(res, t, w, "wall_s"):
+                    continue
+                busy = [res[(t, w, "cpu_all_s")][r] / (res[(t, w, "wall_s")][r] * res[(t, w, "cores")][r])
+                        for r in res.get((t, w, "cpu_all_s"), {})
+                        if res.get((t, w, "wall_s"), {}).get(r) and res.get((t, w, "cores"), {}).get(r)]
+                out.append("| %s | %s | %d | %s | %s | %s | %s | %s | %s | %s |" % (
+                    t, label, n, cell(res, t, w, "wall_s"), cell(res, t, w, "cpu_mw_s"),
+                    cell(res, t, w, "cpu_rgw_s"), cell(res, t, w, "cpu_osd_s"),
+                    ("%.0f%%" % (100 * statistics.median(busy))) if busy else "-",
+                    requests(res, t, w),
+                    spread([v / 1048576 for v in vals(res, t, w, "get_B")])))
+    out += ["", "### Follower lag while all write", "",
+            "| target | mounts | samples | never seen | p50 ms | p99 ms | max ms | from the create: "
+            "p50 / p99 ms | creates meanwhile (files/s) | per pair (writer>observer): p50 / p99 ms |",
+            "|---|---|---|---|---|---|---|---|---|---|"]
+    for t in ts:
+        for n in ns:
+            w = "regions-lag-n%d" % n
+            if not vals(res, t, w, "lag_samples"):
+                continue
+            pairs = sorted({k[2].split(":")[0] for k in res if k[0] == t and k[1] == w and ":" in k[2]})
+            out.append("| %s | %d | %s | %s | %s | %s | %s | %s / %s | %s | %s |" % (
+                t, n, "%d" % med(res, t, w, "lag_samples"), "%d" % med(res, t, w, "lag_missing"),
+                cell(res, t, w, "lag_p50_ms"), cell(res, t, w, "lag_p99_ms"),
+                cell(res, t, w, "lag_max_ms"), cell(res, t, w, "lag_create_p50_ms"),
+                cell(res, t, w, "lag_create_p99_ms"),
+                cell(res, t, w, "files_s_durable"),
+                ", ".join("%s %s / %s" % (p, fmt(med(res, t, w, p + ":p50_ms")),
+                                          fmt(med(res, t, w, p + ":p99_ms"))) for p in pairs)))
+    out.append("")
+    return out
+
+
+def section_only(raw, docs, suffix, make):
+    """--churn-only / --regions-only: replace (or add, before "## Charts") the
+    section of DOCSDIR/BENCHMARKS.md whose heading ends in SUFFIX with the one
+    make(raw, res, meta) writes, and leave the rest as it is."""
     res, _, meta = load(raw)
-    sec = churn_section(raw, docs, res, meta)
+    sec = make(raw, res, meta)
     if not sec:
-        sys.stderr.write("report.py: no churn samples in %s\n" % raw)
+        sys.stderr.write("report.py: no %s results in %s\n" % (suffix, raw))
         return 1
     md = os.path.join(docs, "BENCHMARKS.md")
     text = open(md).read() if os.path.exists(md) else "# memwalfs benchmarks\n"
     parts = ("\n" + text).split("\n## ")
     head, secs = parts[0].lstrip("\n"), ["## " + p.rstrip() + "\n" for p in parts[1:]]
-    secs = [p for p in secs if not p.split("\n", 1)[0].rstrip().endswith("(churn)")]
+    secs = [p for p in secs if not p.split("\n", 1)[0].rstrip().endswith(suffix)]
     at = next((i for i, p in enumerate(secs) if p.startswith("## Charts")), len(secs))
     secs.insert(at, "\n".join(sec).rstrip() + "\n")
     with open(md, "w") as f:
@@ -1078,7 +1241,11 @@ Sizes were shrunk from the peers' own to fit 45 minutes; where this was checked,
 def main():
     global WORKLOADS, SPEC, PROFILES, TARGETS, S3_TARGETS, MW
     if len(sys.argv) == 4 and sys.argv[1] == "--churn-only":
-        sys.exit(churn_only(sys.argv[2], sys.argv[3]))
+        sys.exit(section_only(sys.argv[2], sys.argv[3], "(churn)",
+                              lambda raw, res, meta: churn_section(raw, sys.argv[3], res, meta)))
+    if len(sys.argv) == 4 and sys.argv[1] == "--regions-only":
+        sys.exit(section_only(sys.argv[2], sys.argv[3], "(regions)",
+                              lambda raw, res, meta: regions_section(res, meta)))
     raw, docs = sys.argv[1], sys.argv[2]
     res, status, meta = load(raw)
     PROFILES = find_profiles(res, status)
@@ -1090,6 +1257,7 @@ def main():
     engine = kept_sections(md, "(engine)")
     notes = kept_sections(md, "(notes)")
     churn = kept_sections(md, "(churn)")
+    regions = kept_sections(md, "(regions)")
     quick = meta.get("MODE") == "quick"
     elapsed = meta.get("RUNS_S")
     out = ["# memwalfs benchmarks", "",
@@ -1150,6 +1318,7 @@ def main():
     losses(out, res)
     out += notes
     out += churn_section(raw, docs, res, meta) or churn
+    out += regions_section(res, meta) or regions
     made = charts(docs, raw, res)
     if made:
         out += ["## Charts", ""] + ["![%s](%s)" % (c[6:-4], c) for c in made] + [""]
@@ -1168,6 +1337,8 @@ def main():
             "    tools/bench/run.sh --targets s3fs,local --workloads md,gs --runs 3",
             "    tools/bench/run.sh --targets s3fs --workloads gs --set GS_FILES_S3=800  # a size check",
             "    tools/bench/run.sh --rtt 0,20       # each run twice: the local server, then 20 ms away",
+            "    tools/bench/run.sh --targets memwalfs-s3 --workloads regions --runs 3  # issue 39's rows: "
+            "their section only",
             "",
             "The server is started by run.sh (its own Ceph RGW on port 7680 under "
             "/var/tmp/memwalfs-bench-rgw) unless S3_ENDPOINT names one.", "",

@@ -12,8 +12,12 @@
 #   --workloads  comma list among: seq jbsmall md gs dcreate rand cp statbp
 #                (the default set), churn (space under churn, memwalfs
 #                targets only: CHURN_S s, 600 full, 60 --quick; not run by
-#                default) and tree list real (older ones, not run by default);
-#                s3-raw always runs its own PUT/GET workload
+#                default), regions (issue 39: 1, 2 and 4 mounts each writing
+#                its own region of one store, beside the raw server with as
+#                many connections, and the follower lag between them;
+#                memwalfs targets only; not run by default) and tree list
+#                real (older ones, not run by default); s3-raw always runs
+#                its own PUT/GET workload
 #   --runs N     repeat everything N times (default 3, --quick 1); tables show
 #                the median and min-max, the charts the spread
 #   --out DIR    where BENCHMARKS.md and bench-*.png go (default: docs/ of the
@@ -42,6 +46,8 @@
 # When churn is the only workload, report.py rewrites only the churn section
 # and chart of BENCHMARKS.md (the other tables stay as the last full run left
 # them): tools/bench/run.sh --targets memwalfs-local,memwalfs-s3 --workloads churn
+# The same for regions (its section "... (regions)", raw results in
+# bench-raw/regions/): tools/bench/run.sh --quick --targets memwalfs-s3 --workloads regions
 #
 # Steps: installs missing Debian packages (s3fs rclone bindfs fio gnuplot-nox
 # time jq git curl python3); builds memwalfs from the committed HEAD (git
@@ -80,6 +86,7 @@ INSTALL=1
 BUILD=1
 SETS=()
 RTTS=
+CMDLINE="tools/bench/run.sh $*"
 
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -92,7 +99,7 @@ while [ $# -gt 0 ]; do
 	--no-build) BUILD=0 ;;
 	--set) SETS+=("$2"); shift ;;
 	--rtt) RTTS=${2//,/ }; shift ;;
-	-h|--help) sed -n '2,56p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h|--help) sed -n '2,70p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "run.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
 	esac
 	shift
@@ -126,6 +133,7 @@ if [ "$QUICK" = 1 ]; then
 	DC_S=2 DC_MAX=1000 TREE_N=500 LIST_N=5000 LIST_N_S3=500 TAR_N=200 GIT_N=100
 	STEP_TIMEOUT=120 SETTLE_TIMEOUT=90
 	CHURN_S=60 CHURN_LIVE_MB=64 CHURN_MBPS=8 CHURN_GRACE=20 CHURN_GC_MS=5000 CHURN_SAMPLE_S=2
+	REG_RAW_4K=400 REG_RAW_BIG=32 REG_LAG_S=4
 	RAW_SPECS="4096:200:16 4096:100:1 1048576:48:16 8388608:16:8"
 	PROBE_SPECS="4096:50:1 8388608:8:8"
 	: "${RUNS:=1}"
@@ -137,6 +145,7 @@ else
 	DC_S=3 DC_MAX=20000 TREE_N=10000 LIST_N=100000 LIST_N_S3=3000 TAR_N=1500 GIT_N=1000
 	STEP_TIMEOUT=300 SETTLE_TIMEOUT=300
 	CHURN_S=600 CHURN_LIVE_MB=256 CHURN_MBPS=8 CHURN_GRACE=60 CHURN_GC_MS=15000 CHURN_SAMPLE_S=5
+	REG_RAW_4K=1000 REG_RAW_BIG=64 REG_LAG_S=10
 	RAW_SPECS="4096:1000:16 4096:300:1 1048576:256:16 8388608:64:8"
 	PROBE_SPECS="4096:100:1 1048576:48:16 8388608:16:8"
 	: "${RUNS:=3}"
@@ -147,6 +156,14 @@ fi
 # through the daemon and uploads the whole file again: s3fs stays as the S3
 # peer, rclone went on 2026-12-02 for 142 s of the full run).
 CP_TARGETS="memwalfs-s3 s3fs local"
+# Regions (wl_regions): the numbers of mounts, one round each; raw PUTs of
+# REG_RAW_4K 4 KiB and REG_RAW_BIG 4 MiB objects; follower lag over REG_LAG_S
+# s while each mount runs REG_LAG_WRITERS durable-create writers (0: none): a
+# marker every REG_LAG_MS ms per mount, polled for every REG_POLL_MS ms by the
+# others;
+# REG_CONTROL=1: for N >= 2 also the control round, the N mounts on a store
+# each (what the machine and server give N filesystems that share nothing).
+REG_NS="1 2 4" REG_LAG_MS=200 REG_POLL_MS=20 REG_CONTROL=1 REG_LAG_WRITERS=32
 # Churn (wl_churn): the store is near zero at CHURN_ZERO_KB KiB; the drain is
 # watched for at most three times the target (grace + two GC intervals).
 CHURN_ZERO_KB=1024
@@ -172,6 +189,9 @@ OUT="$DOCS/bench-raw"
 # run's results.tsv and meta.env stay as they are.
 CHURN_ONLY=0
 [ "$(echo $WORKLOADS)" = churn ] && CHURN_ONLY=1 OUT="$DOCS/bench-raw/churn"
+# So does a regions-only run (bench-raw/regions/).
+REGIONS_ONLY=0
+[ "$(echo $WORKLOADS)" = regions ] && REGIONS_ONLY=1 OUT="$DOCS/bench-raw/regions"
 RES="$OUT/results.tsv"
 LOGS="$OUT/logs"
 BIN="$WORK/bin"
@@ -585,6 +605,7 @@ BUSY=$(awk '/^[0-9][0-9]:/ { n++; next } $2 != "ps" { c[$2] += $1 }
 	sort -k2 -nr | head -n 8 | awk '{ printf "%s%s %s%%", (NR > 1 ? ", " : ""), $1, $2 }')
 cat >"$OUT/meta.env" <<EOF
 MODE=$MODE
+CMDLINE="$CMDLINE"
 DATE=$(date -u +%Y-%m-%dT%H:%MZ)
 COMMIT="$COMMIT"
 HOST="$(uname -sr), $(nproc) cores, $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo) RAM"
@@ -606,11 +627,13 @@ for k in SEQ_MB JB_BIG_MB MP_S JB_SMALL_N RAND_MB RAND_S FSYNC_S MD_Z MD_Z_S3 MD
 	GS_DIRS GS_MB GS_AVG GS_FILES_S3 GS_DIRS_S3 GS_AVG_S3 DC_S DC_MAX TREE_N TREE_MB LIST_N \
 	LIST_N_S3 TAR_N GIT_N CP_MB CP_TARGETS SBP_FILES SBP_FILES_S3 SBP_IDLE_S SBP_S SBP_MB \
 	CHURN_S CHURN_LIVE_MB CHURN_MBPS CHURN_GRACE CHURN_GC_MS CHURN_SAMPLE_S CHURN_ZERO_KB \
-	CHURN_DRAIN_S; do
+	CHURN_DRAIN_S REG_NS REG_LAG_MS REG_POLL_MS REG_CONTROL REG_RAW_4K REG_RAW_BIG REG_LAG_S REG_LAG_WRITERS; do
 	echo "$k=${!k}"
 done >>"$OUT/meta.env"
 if [ "$CHURN_ONLY" = 1 ]; then
 	python3 "$BENCH_DIR/report.py" --churn-only "$OUT" "$DOCS" || say "report.py failed"
+elif [ "$REGIONS_ONLY" = 1 ]; then
+	python3 "$BENCH_DIR/report.py" --regions-only "$OUT" "$DOCS" || say "report.py failed"
 else
 	python3 "$BENCH_DIR/report.py" "$OUT" "$DOCS" || say "report.py failed"
 fi

@@ -658,3 +658,350 @@ kv_churn() {
 		esac
 	done
 }
+
+# --------------------------------------------------- regions (issue 39)
+
+# reg_store K: the store of mount K: REG_STORE, or REG_STORE-K when the
+# round's mounts have a store each (REG_INDEP=1).
+reg_store() {
+	if [ "$REG_INDEP" = 1 ]; then echo "$REG_STORE-$1"; else echo "$REG_STORE"; fi
+}
+
+# reg_mount K: mount the store reg_store K at REG_DIR/mK as machine K: a run
+# directory, machine id and host name of its own (a UTS namespace, as
+# tests/fs/machines.sh does), so that N daemons on this machine stand for N
+# machines; only the store is shared.  Appends the daemon to REG_PIDS.
+reg_mount() {
+	local k=$1 m="$REG_DIR/m$1" opts=() launched
+	mkdir -p "$m" "$REG_DIR/run$k" && chmod 700 "$REG_DIR/run$k"
+	if [ -n "$BKT" ]; then
+		opts=(--endpoint "$TGT_EP" --region "$S3_REGION" --cache-dir "$REG_DIR/dc$k")
+	fi
+	MEMWALFS_RUNDIR="$REG_DIR/run$k" MEMWALFS_MACHINE_ID="bench-machine-$k" MW_HOST="bench-machine-$k" \
+		unshare --uts sh -c 'hostname "$MW_HOST" && exec "$0" "$@"' "$MEMWALFS" mount -f \
+		"${opts[@]}" $MW_OPTS "$(reg_store "$k")" "$m" </dev/null >>"$REG_DIR/m$k.log" 2>&1 &
+	launched=$!
+	if ! wait_mounted "$m" "$launched"; then
+		say "  regions: mount $k failed; last lines of $REG_DIR/m$k.log:"
+		tail -n 3 "$REG_DIR/m$k.log" | sed 's/^/    /' >&2
+		kill "$launched" 2>/dev/null
+		return 1
+	fi
+	REG_PIDS[$k]=$(fs_pid "$m" "$launched")
+}
+
+# reg_umount K: unmount mount K and wait (up to 60 s) for its daemon's final commit.
+reg_umount() {
+	local m="$REG_DIR/m$1" pid=${REG_PIDS[$1]:-} i
+	if mountpoint -q "$m"; then
+		for i in 1 2 3 4 5; do fusermount3 -u "$m" 2>/dev/null && break; sleep 1; done
+		mountpoint -q "$m" && fusermount3 -uz "$m" 2>/dev/null
+	fi
+	if [ -n "$pid" ]; then
+		for ((i = 0; i < 600; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+		kill "$pid" 2>/dev/null
+	fi
+	unset "REG_PIDS[$1]"
+}
+
+# reg_server_pids: the pids of the S3 server's daemons (every process whose
+# command line names RGW_CONF: radosgw, ceph-osd, ceph-mon), for their CPU.
+reg_server_pids() {
+	[ -n "$BKT" ] && [ -r "${RGW_CONF:-}" ] && pgrep -f -- "$RGW_CONF" || true
+}
+
+# reg_cpu PIDS...: "memwalfs radosgw ceph-osd ceph-mon" CPU seconds so far of
+# the daemons REG_PIDS and of PIDS (grouped by command name), then the
+# machine's busy CPU seconds (all cores, /proc/stat: every mode but idle and
+# iowait).
+reg_cpu() {
+	local mw=0 p c
+	declare -A by=([radosgw]=0 [ceph-osd]=0 [ceph-mon]=0)
+	for p in "${REG_PIDS[@]}"; do mw=$(awk -v a="$mw" -v b="$(proc_cpu "$p")" 'BEGIN { print a + b }'); done
+	for p in "$@"; do
+		c=$(cat "/proc/$p/comm" 2>/dev/null) || continue
+		[ -n "${by[$c]+x}" ] || continue
+		by[$c]=$(awk -v a="${by[$c]}" -v b="$(proc_cpu "$p")" 'BEGIN { print a + b }')
+	done
+	printf '%s %s %s %s %s\n' "$mw" "${by[radosgw]}" "${by[ceph-osd]}" "${by[ceph-mon]}" \
+		"$(awk -v t="$(getconf CLK_TCK)" '/^cpu / { printf "%.2f", ($2 + $3 + $4 + $7 + $8 + $9) / t }' /proc/stat)"
+}
+
+# reg_phase_begin / reg_phase_end W: the frame of one timed phase of N mounts
+# working at once: wall time (REG_WALL), the CPU seconds of the memwalfs
+# daemons, RGW, the OSD and the whole machine over the phase (cpu_mw_s,
+# cpu_rgw_s, cpu_osd_s, cpu_mon_s, cpu_all_s: busy seconds of all cores; the machine has
+# $(nproc)), the server's requests for the bucket (RGW's log), the 1-minute
+# load at the start.
+reg_phase_begin() {
+	REG_LOAD=$(cut -d' ' -f1 /proc/loadavg)
+	REG_MARK=$(rgw_mark)
+	REG_SRV=$(reg_server_pids)
+	REG_CPU0=$(reg_cpu $REG_SRV)
+	REG_T0=$(now)
+}
+reg_phase_end() {
+	local w=$1 cpu1 c
+	REG_WALL=$(elapsed "$REG_T0")
+	cpu1=$(reg_cpu $REG_SRV)
+	result "$TGT" "$w" wall_s "$REG_WALL" s
+	result "$TGT" "$w" load1 "$REG_LOAD" load
+	result "$TGT" "$w" cores "$(nproc)" cores
+	set -- $REG_CPU0 $cpu1
+	for c in mw rgw osd mon all; do
+		result "$TGT" "$w" "cpu_${c}_s" "$(awk -v a="$1" -v b="$6" 'BEGIN { printf "%.2f", b - a }')" s
+		shift
+	done
+	if [ -n "$BKT" ]; then
+		sleep 1.5 # RGW writes its log asynchronously (rgw_flush_counts)
+		read -r -a c < <(rgw_count "$BKT" "$REG_MARK" "$(rgw_mark)")
+		result "$TGT" "$w" req_PUT "${c[0]}" requests
+		result "$TGT" "$w" req_GET "${c[1]}" requests
+		result "$TGT" "$w" req_LIST "${c[2]}" requests
+		result "$TGT" "$w" req_HEAD "${c[3]}" requests
+		result "$TGT" "$w" req_DELETE "${c[4]}" requests
+		result "$TGT" "$w" get_B "${c[6]}" B
+	fi
+}
+
+# reg_sync_all: `memwalfs sync` of every mount at once (what was not fsynced
+# becomes durable); 0 when all succeeded.
+reg_sync_all() {
+	local k pids=() rc=0
+	for k in "${!REG_PIDS[@]}"; do
+		timeout 120 "$MEMWALFS" sync "$REG_DIR/m$k" >/dev/null 2>&1 &
+		pids+=($!)
+	done
+	for k in "${pids[@]}"; do wait "$k" || rc=1; done
+	return $rc
+}
+
+# reg_wait_all PIDS...: wait for the workload processes PIDS; 0 when all succeeded.
+reg_wait_all() {
+	local p rc=0
+	for p in "$@"; do wait "$p" || rc=1; done
+	return $rc
+}
+
+# wl_regions: issue 39's benchmark rows, memwalfs targets only (not in the
+# default set).  For N in REG_NS (1 2 4), on a fresh store of its own
+# (s3://BUCKET/regN, or a directory for memwalfs-local):
+#   setup: one mount makes the regions /d1../dN (`memwalfs region create`) and
+#     lets them go (`region release`), is unmounted; then N mounts, each a
+#     "machine" of its own (reg_mount), mount K takes region dK at its first
+#     write (an fsync'd file; the take is not timed), and every mount is
+#     waited for until it shows every other mount's first file (each follows
+#     the others' regions: lazy discovery).  The target's own mount is not used.
+#   regions-raw-4k-cN, regions-raw-4096k-cN (S3 targets): the raw server's PUT
+#     and GET rate with N connections (s3raw.sh), 4 KiB objects (REG_RAW_4K
+#     of them) and 4 MiB objects (REG_RAW_BIG; memwalfs' sequential writes
+#     went to the store in PUTs of ~4 MiB in the runs of 2026-12-04: 512 MiB
+#     in 127 PUTs), right before the mounts' phases.
+#   regions-dcreate-nN: each mount runs durable_creates with 32 writers (the
+#     dcreate-32 row's program and DC_S / DC_MAX) in its region, all at once;
+#     then `memwalfs sync` of every mount.  files_s = all files / the slowest
+#     mount's seconds; files_s_durable = all files / the phase's wall time
+#     with the sync.
+#   regions-seq-nN: each mount writes one SEQ_MB MiB file in its region at once
+#     (fio rw=write bs=256k fsync_on_close, the mp-write row's job without its
+#     time cap); MBps = all bytes / the phase's wall time until the last
+#     mount's `memwalfs sync` returned.
+#   regions-lag-nN (N >= 2): then, while every mount runs durable_creates
+#     (REG_LAG_WRITERS writers, 32; 0: nothing but the markers) for REG_LAG_S
+#     s, tools/bench/regionlag.py has every mount
+#     write an fsync'd marker into its region every REG_LAG_MS ms and every
+#     other mount poll for it (stat every REG_POLL_MS ms): lag = first seen at
+#     the other mount - the writer's fsync returned; p50/p99 over every pair,
+#     and per pair.  A phase of its own, so that the two above carry no
+#     markers and pollers (as in the control round).
+#   Control (REG_CONTROL=1, N >= 2): the same setup and the two timed phases
+#     with every mount on a store of its own (s3://BUCKET/regions-indepN-K,
+#     region /dK in each): workloads regions-indep-dcreate-nN,
+#     regions-indep-seq-nN.  What this machine and server give N filesystems
+#     that share nothing; one store / N stores near 1 means the regions'
+#     sharing costs nothing of its own.
+# Each phase also records the CPU seconds of the daemons, RGW, the OSD and the
+# machine (reg_phase_end), so that the report can say which one ran out.
+wl_regions() {
+	local n
+	case "$TGT" in memwalfs-*) ;; *) return 0 ;; esac
+	target_umount "$TGT"
+	for n in $REG_NS; do
+		REG_INDEP=0 regions_round "$n" || say "  $TGT: regions with $n mounts ended early"
+		[ "$n" -ge 2 ] && [ "$REG_CONTROL" = 1 ] &&
+			{ REG_INDEP=1 regions_round "$n" || say "  $TGT: $n stores ended early"; }
+	done
+	return 0
+}
+
+# regions_round N: one round of wl_regions with N mounts: on one store
+# (REG_INDEP=0: workloads regions-*-nN), or the control, on a store each
+# (REG_INDEP=1: regions-indep-*-nN).
+regions_round() {
+	local n=$1 k j rc=0 pids=() margs=() lagpid= f spec size count w p=regions
+	[ "$REG_INDEP" = 1 ] && p=regions-indep
+	REG_DIR="$WORK/$TGT/$p$n"
+	REG_PIDS=()
+	rm -rf "$REG_DIR"
+	mkdir -p "$REG_DIR"
+	if [ -n "$BKT" ]; then REG_STORE="s3://$BKT/$p$n"; else REG_STORE="$REG_DIR/store"; fi
+	say "  $TGT: $p, $n mount(s) on $REG_STORE$([ "$REG_INDEP" = 1 ] && echo "-1..$n")"
+	# Shared: mount 1 makes /d1../dN and lets them go; a store each: mount K
+	# makes its /dK.  Mounted again, the maker is like the others: without the
+	# kernel's writeback cache, which a mount made before the store had regions
+	# keeps (docs/REGIONS.md).
+	for ((k = 1; k <= n; k++)); do
+		[ "$REG_INDEP" = 1 ] || [ "$k" = 1 ] && { reg_mount "$k" || return 1; }
+		j=1
+		[ "$REG_INDEP" = 1 ] && j=$k
+		"$MEMWALFS" region create "$REG_DIR/m$j/d$k" >>"$REG_DIR/setup.log" 2>&1 &&
+			"$MEMWALFS" region release "$REG_DIR/m$j/d$k" >>"$REG_DIR/setup.log" 2>&1 ||
+			{ say "    region create/release of /d$k failed; see $REG_DIR/setup.log"; rc=1; }
+		[ "$REG_INDEP" = 1 ] || [ "$k" = "$n" ] && reg_umount "$j"
+	done
+	[ "$rc" = 0 ] || return 1
+	for ((k = 1; k <= n; k++)); do reg_mount "$k" || { regions_end "$n"; return 1; }; done
+	for ((k = 1; k <= n; k++)); do
+		mkdir -p "$REG_DIR/m$k/d$k/w" && python3 -c 'import os,sys
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+os.write(fd, b"ok"); os.fsync(fd); os.close(fd)' "$REG_DIR/m$k/d$k/w/first" ||
+			{ say "    mount $k could not take region d$k"; rc=1; }
+	done
+	for ((k = 1; k <= n; k++)); do
+		for ((j = 1; j <= n; j++)); do
+			[ "$REG_INDEP" = 1 ] && [ "$j" != "$k" ] && continue
+			for ((f = 0; f < 600; f++)); do [ -e "$REG_DIR/m$k/d$j/w/first" ] && break; sleep 0.1; done
+			[ -e "$REG_DIR/m$k/d$j/w/first" ] || { say "    mount $k does not show d$j's file after 60 s"; rc=1; }
+		done
+	done
+	[ "$rc" = 0 ] || { regions_end "$n"; return 1; }
+	for ((k = 1; k <= n; k++)); do
+		timeout 60 "$MEMWALFS" region list "$REG_DIR/m$k" >"$LOGS/$TGT$SFX.$p-n$n.m$k.list.r$RUN.out" 2>&1
+	done
+	if [ -n "$BKT" ] && [ "$REG_INDEP" = 0 ]; then
+		for spec in "4096:$REG_RAW_4K" "4194304:$REG_RAW_BIG"; do
+			IFS=: read -r size count <<<"$spec"
+			w="regions-raw-$((size / 1024))k-c$n"
+			say "  $TGT: $w"
+			STEP_OUT="$LOGS/$TGT$SFX.$w.r$RUN.out"
+			S3_ENDPOINT="$TGT_EP" timeout -k 10 "$STEP_TIMEOUT" "$BENCH_DIR/s3raw.sh" "$BKT" \
+				"$size" "$count" "$n" >"$STEP_OUT" 2>&1 || result "$TGT" "$w" failed 1 rc
+			raw_kv "$w"
+			result "$TGT" "$w" load1 "$(cut -d' ' -f1 /proc/loadavg)" load
+		done
+	fi
+	reg_dcreate "$n" "$p-dcreate-n$n" "$DC_S" "$DC_MAX"
+
+	w="$p-seq-n$n"
+	say "  $TGT: $w"
+	reg_phase_begin
+	pids=()
+	for ((k = 1; k <= n; k++)); do
+		mkdir -p "$REG_DIR/m$k/d$k/seq"
+		timeout -k 10 "$STEP_TIMEOUT" fio $FIO_COMMON --output="$LOGS/$TGT$SFX.$w.m$k.r$RUN.json" \
+			--name=seq --directory="$REG_DIR/m$k/d$k/seq" --rw=write --bs=256k --size="${SEQ_MB}M" \
+			--create_on_open=1 --fsync_on_close=1 >"$LOGS/$TGT$SFX.$w.m$k.r$RUN.out" 2>&1 &
+		pids+=($!)
+	done
+	reg_wait_all "${pids[@]}" || { result "$TGT" "$w" failed 1 rc; say "    a fio failed"; }
+	reg_sync_all || say "    memwalfs sync failed"
+	reg_phase_end "$w"
+	result "$TGT" "$w" wbytes $((n * SEQ_MB * 1048576)) B
+	result "$TGT" "$w" MBps "$(awk -v b=$((n * SEQ_MB * 1048576)) -v t="$REG_WALL" 'BEGIN { printf "%.2f", b / t / 1e6 }')" MB/s
+	say "    $((n * SEQ_MB)) MiB in ${REG_WALL}s"
+
+	# The follower lag in a phase of its own, so that the phases above run as
+	# in the control round (without markers and pollers).
+	if [ "$n" -ge 2 ] && [ "$REG_INDEP" = 0 ]; then
+		w="regions-lag-n$n"
+		f="$LOGS/$TGT$SFX.$w.r$RUN.out"
+		rm -f "$REG_DIR/lag.stop"
+		margs=()
+		for ((k = 1; k <= n; k++)); do margs+=("$REG_DIR/m$k:d$k"); done
+		python3 "$BENCH_DIR/regionlag.py" "$REG_DIR/lag.tsv" "$REG_LAG_MS" "$REG_POLL_MS" \
+			"$REG_DIR/lag.stop" 30 "${margs[@]}" >"$f" 2>&1 &
+		lagpid=$!
+		if [ "$REG_LAG_WRITERS" -gt 0 ]; then
+			reg_dcreate "$n" "$w" "$REG_LAG_S" 100000000 "$REG_LAG_WRITERS"
+		else
+			say "  $TGT: $w (markers only)"
+			sleep "$REG_LAG_S"
+		fi
+		: >"$REG_DIR/lag.stop"
+		wait "$lagpid" || result "$TGT" "$w" failed 1 rc
+		cp "$REG_DIR/lag.tsv" "$LOGS/$TGT$SFX.$w.r$RUN.tsv" 2>/dev/null
+		for spec in $(grep -m1 '^samples=' "$f"); do
+			result "$TGT" "$w" "lag_${spec%%=*}" "${spec#*=}" "-"
+		done
+		grep '^pair=' "$f" | while read -r spec rest; do
+			for kv in $rest; do
+				case "$kv" in p50_ms=*|p99_ms=*|samples=*) result "$TGT" "$w" "${spec#pair=}:${kv%%=*}" "${kv#*=}" "-" ;; esac
+			done
+		done
+		say "    follower lag: $(grep -m1 '^samples=' "$f")"
+	fi
+	regions_end "$n"
+	return 0
+}
+
+# reg_dcreate N W SECONDS MAX [WRITERS]: phase W: durable_creates with WRITERS
+# (32) writers in every mount's region at once (SECONDS, MAX files per mount), then `memwalfs
+# sync` of all; records reg_phase_end's figures and reg_dc_sum's; the files
+# are removed afterwards (not timed).
+reg_dcreate() {
+	local n=$1 w=$2 k pids=()
+	say "  $TGT: $w"
+	reg_phase_begin
+	for ((k = 1; k <= n; k++)); do
+		mkdir -p "$REG_DIR/m$k/d$k/dc"
+		timeout -k 10 "$STEP_TIMEOUT" "$BIN/durable_creates" "$REG_DIR/m$k/d$k/dc" "${5:-32}" "$3" "$4" \
+			>"$LOGS/$TGT$SFX.$w.m$k.r$RUN.out" 2>&1 &
+		pids+=($!)
+	done
+	reg_wait_all "${pids[@]}" || { result "$TGT" "$w" failed 1 rc; say "    a durable_creates failed"; }
+	reg_sync_all || say "    memwalfs sync failed"
+	reg_phase_end "$w"
+	reg_dc_sum "$n" "$LOGS/$TGT$SFX.$w".m*.r"$RUN".out |
+		while read -r k f u; do result "$TGT" "$w" "$k" "$f" "$u"; done
+	say "    $(grep -h '^files=' "$LOGS/$TGT$SFX.$w".m*.r"$RUN".out | awk '{ print $1, $3 }' | tr '\n' ' ')in ${REG_WALL}s"
+	pids=()
+	for ((k = 1; k <= n; k++)); do rm -rf "$REG_DIR/m$k/d$k/dc" & pids+=($!); done
+	reg_wait_all "${pids[@]}"
+	reg_sync_all >/dev/null
+}
+
+# reg_dc_sum N FILES...: the aggregate of N durable_creates lines (one per
+# FILE) as "metric value unit" lines: files, files_s (all files / the slowest
+# mount's seconds), files_s_durable (all files / REG_WALL, the phase with its
+# sync), the slowest and fastest mount's files/s, the median of the mounts'
+# p50 and the worst p99.  Nothing when a line is missing.
+reg_dc_sum() {
+	local n=$1
+	shift
+	grep -h '^files=' "$@" | tr ' ' '\n' | awk -v n="$n" -v wall="$REG_WALL" '
+		{ split($0, kv, "=") }
+		kv[1] == "files" { m++; files += kv[2] }
+		kv[1] == "seconds" && kv[2] > s { s = kv[2] }
+		kv[1] == "files_per_s" { r = kv[2] + 0; if (m == 1 || r < lo) lo = r; if (r > hi) hi = r }
+		kv[1] == "p50_ms" { p50[m] = kv[2] + 0 }
+		kv[1] == "p99_ms" && kv[2] + 0 > p99 { p99 = kv[2] + 0 }
+		END {
+			if (m != n || s == 0) exit 1
+			for (i = 1; i <= m; i++) for (j = i + 1; j <= m; j++)
+				if (p50[j] < p50[i]) { t = p50[i]; p50[i] = p50[j]; p50[j] = t }
+			printf "files %d files\nfiles_s %.1f files/s\nfiles_s_durable %.1f files/s\n", files, files / s, files / wall
+			printf "mount_min_files_s %s files/s\nmount_max_files_s %s files/s\n", lo, hi
+			printf "p50_ms %s ms\np99_ms %s ms\n", p50[int((m + 1) / 2)], p99 }'
+}
+
+# regions_end N: unmount the N mounts of the round; the store stays in the
+# bucket (deleted with it) or is removed (memwalfs-local).
+regions_end() {
+	local k
+	local pids=()
+	for ((k = 1; k <= $1; k++)); do reg_umount "$k" & pids+=($!); done
+	reg_wait_all "${pids[@]}"
+	REG_PIDS=()
+	[ -z "$BKT" ] && rm -rf "${REG_DIR:?}"/store*
+	return 0
+}
