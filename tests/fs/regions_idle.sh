@@ -53,6 +53,9 @@ echo "   A writes 2 regions and follows 8"
 
 echo "-- 2. idle: A's requests over 60 s (after 75 s of quiet)"
 sleep 75
+deep=$("$MW" stats --raw "$a" | awk '$1 ~ /^region\.[0-9]+\.follow_deep_idle$/ { n += $2 } END { print n + 0 }')
+echo "   A's followers deep idle: $deep of 8"
+[ "$deep" = 8 ] || { echo "FAIL: $deep of A's 8 followers are deep idle after 75 s of quiet"; exit 1; }
 counters "$a" >"$WORK/c0"
 sleep 60
 counters "$a" >"$WORK/c1"
