@@ -85,6 +85,7 @@ static size_t region_lines(struct mwfs *fs, char *buf, size_t len)
 		U64(follow_lag_ms);
 		U64(follow_behind);
 		U64(follow_entries);
+		U64(follow_deep_idle); /* bell mode (docs/REGIONS.md "The bell") */
 		U64(puts);
 		U64(deletes);
 		U64(batches);

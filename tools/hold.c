@@ -18,6 +18,13 @@
  *
  * The engine's epoch claim and WAL fence still decide who may commit; the lease only keeps
  * a mount from fencing a live holder by accident and lets a dead one be replaced.
+ *
+ * Idle cost (docs/REGIONS.md "The bell"): every following engine is registered with the
+ * mount's bell (tools/mount.c opens it) while the mount uses it, so that it stops polling
+ * while nothing happens; the mount rings the bell at every claim (its writers ring after a
+ * quiet through engine_opts.commit_fn).  The holder of a region is watched (the lease
+ * thread re-reads it every tick) only once this mount wants to write it: a refused change
+ * starts the watch (take()), a release keeps it; a region merely followed is not watched.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -47,6 +54,7 @@ struct hold {
 	struct mount_args *a; /* borrowed: the mount's options */
 	struct store *st;     /* borrowed */
 	struct region_lease *l;
+	struct bell *bell;                  /* borrowed (serve()): rings, wakes followers */
 	struct engine *e;                   /* region 0's engine the mount uses now */
 	pthread_mutex_t mu;                 /* regs, nregs, map (never held across I/O
 	                                       of another region's open: see hold_reg()) */
@@ -202,6 +210,13 @@ int hold_acquire(struct hold *h, bool force)
 	return 0;
 }
 
+/* A following engine of a region: woken by the bell (bell mode). */
+static void bell_reg(struct hold *h, struct engine *e)
+{
+	if (h->bell && e && h->a->eo.follow_bell && bell_follow(h->bell, e))
+		log_warn("bell: cannot register a follower (no memory): it polls as before");
+}
+
 int hold_held(struct hold *h, struct engine *e)
 {
 	h->e = e;
@@ -209,10 +224,15 @@ int hold_held(struct hold *h, struct engine *e)
 	h->regs[0] = (struct hreg){.rid = 0, .view = h->st, .e = e, .writer = !h->a->eo.read_only};
 	h->nregs = 1;
 	pthread_mutex_unlock(&h->mu);
-	if (!h->l)
-		return 0; /* -o ro: no lease, no watch (nothing written, docs/REGIONS.md) */
-	if (h->a->eo.read_only)
-		return region_holder(h->l, 0, &(struct holder_info){0}); /* watch the holder */
+	if (h->a->eo.read_only) {
+		/*
+		 * Followed, not watched: the lease watch is for regions this mount wants to
+		 * write (a refused change starts it, take()), not for every one it follows.
+		 */
+		bell_reg(h, e);
+		return 0;
+	}
+	bell_ring(h->bell); /* a claim: followers deep idle elsewhere look again */
 	return region_held(h->l, 0, h->a->eo.claim_epoch);
 }
 
@@ -312,6 +332,7 @@ static int take(void *arg, uint32_t rid, bool force, struct engine **writer)
 	if (rc)
 		log_warn("taking %s over: writing the lease: %s (renewed at the next tick)", s,
 		         strerror(-rc));
+	bell_ring(h->bell);
 	return 0;
 }
 
@@ -331,6 +352,7 @@ static void taken(void *arg, uint32_t rid, struct engine *done, struct engine *n
 			h->e = now;
 			h->a->eo.read_only = false;
 		}
+		bell_unfollow(h->bell, done); /* the follower replaced */
 		/* a scrape in progress (it reads every region's engine) ends before done closes */
 		metrics_attach(h->a->metrics, h->e, h->fs);
 	} else {
@@ -380,6 +402,7 @@ static int release(void *arg, uint32_t rid, struct engine *writer, struct engine
 	r->e = *follower;
 	r->writer = false;
 	pthread_mutex_unlock(&h->mu);
+	bell_reg(h, *follower);
 	if (rid == 0) {
 		h->e = *follower;
 		h->a->eo.read_only = true;
@@ -513,9 +536,7 @@ static int region_open(void *arg, uint32_t rid, struct engine **e, bool *writer)
 		store_close(view);
 		return rc;
 	}
-	struct holder_info hi;
-	if (h->l) /* -o ro has no lease and never takes: nothing to watch */
-		region_holder(h->l, rid, &hi); /* watch its holder: the take answers from it */
+	bell_reg(h, *e); /* followed, not watched (hold_held()) */
 	*writer = false;
 	log_info("%s: following it (found at an inode number of it)", s);
 	return 0;
@@ -584,6 +605,7 @@ static int region_create(void *arg, uint64_t parent, const char *name, const cha
 	if (rc)
 		log_warn("region create %s: writing the lease: %s (renewed at the next tick)", path,
 		         strerror(-rc));
+	bell_ring(h->bell);
 	*rid = r;
 	log_info("region create %s: region %u, written by this mount", path, r);
 	return 0;
@@ -654,6 +676,8 @@ static size_t regions(void *arg, uint32_t rid, char *buf, size_t len)
 		return 0;
 	engine_get_stats(e, &es); /* the engine stays open while the mount runs */
 	int rc = h->l ? region_holder_cached(h->l, rid, &hi) : -ENOENT;
+	if (rc == -ENOENT && !writer && h->l)
+		rc = region_holder_look(h->l, rid, &hi); /* followed, not watched: look once */
 	OUT("region %u %s\n", rid, path);
 	if (writer) {
 		ago(ls.last_renew_ms_ago >= 0 ? ls.last_renew_ms_ago / 1000.0 : 0, t, sizeof(t));
@@ -724,14 +748,24 @@ static size_t hold_stats(void *arg, uint32_t rid, char *buf, size_t len)
 		return region_stats(h, rid, buf, len);
 	struct region_lease_stats ls;
 	struct holder_info hi;
+	struct bell_stats bs;
+	char bell[512];
+	bell_get_stats(h->bell, &bs);
 	pthread_mutex_lock(&h->mu);
 	unsigned nregs = h->nregs, nw = 0;
 	for (unsigned i = 0; i < nregs; i++)
 		nw += h->regs[i].writer;
 	pthread_mutex_unlock(&h->mu);
-	int w;
+	int w, b;
+	b = snprintf(
+	    bell, sizeof(bell),
+	    "bell_rings %" PRIu64 "\nbell_ring_failures %" PRIu64 "\nbell_reads %" PRIu64
+	    "\nbell_read_failures %" PRIu64 "\nbell_changes %" PRIu64 "\nbell_followers %u\n",
+	    bs.rings, bs.ring_failures, bs.reads, bs.read_failures, bs.changes, bs.followers);
+	if (b < 0)
+		bell[0] = 0;
 	if (!h->l) { /* -o ro: no lease, no holder watched */
-		w = snprintf(buf, len, "regions_known %u\nregions_written 0\n", nregs);
+		w = snprintf(buf, len, "regions_known %u\nregions_written 0\n%s", nregs, bell);
 		return w < 0 ? 0 : (size_t)w < len ? (size_t)w : len - 1;
 	}
 	region_lease_get_stats(h->l, &ls);
@@ -741,13 +775,13 @@ static size_t hold_stats(void *arg, uint32_t rid, char *buf, size_t len)
 	             "lease_ms %u\nlease_renewals %" PRIu64 "\nlease_renew_failures %" PRIu64
 	             "\nlease_last_renew_ms %" PRId64 "\nlease_overdue %d\nlease_requests %" PRIu64
 	             "\nholder_self %d\nholder_state %d\nholder_quiet_ms %" PRIu64
-	             "\nregions_known %u\nregions_written %u\n",
+	             "\nregions_known %u\nregions_written %u\n%s",
 	             ls.lease_ms, ls.renewals, ls.renew_failures, ls.last_renew_ms_ago,
 	             ls.renew_overdue ? 1 : 0, ls.requests, self ? 1 : 0,
 	             self ? (int)HOLDER_SELF
 	             : rc ? -1
 	                  : (int)hi.state,
-	             !self && !rc ? (uint64_t)(hi.quiet_sec * 1000) : 0, nregs, nw);
+	             !self && !rc ? (uint64_t)(hi.quiet_sec * 1000) : 0, nregs, nw, bell);
 	return w < 0 ? 0 : (size_t)w < len ? (size_t)w : len - 1;
 }
 
@@ -770,6 +804,16 @@ void hold_set_fs(struct hold *h, struct mwfs *fs)
 	h->fs = fs;
 }
 
+const char *hold_id(struct hold *h)
+{
+	return h->l ? region_lease_id(h->l) : NULL; /* -o ro: no lease, never rings */
+}
+
+void hold_set_bell(struct hold *h, struct bell *b)
+{
+	h->bell = b;
+}
+
 struct engine *hold_engine(struct hold *h)
 {
 	return h->e;
@@ -784,6 +828,7 @@ int hold_close_regions(struct hold *h, struct hold_region_err *err)
 		struct hreg *r = &h->regs[i];
 		if (r->rid == 0)
 			continue; /* serve() closes region 0's engine, and owns the store */
+		bell_unfollow(h->bell, r->e);
 		struct engine_stats es = {0};
 		if (r->writer)
 			engine_get_stats(r->e, &es); /* final once the writer stopped */

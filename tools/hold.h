@@ -53,6 +53,14 @@ int hold_held(struct hold *h, struct engine *e);
 /* A following mount (a->eo.read_only): set the take hooks in fo. */
 void hold_hooks(struct hold *h, struct mwfs_opts *fo);
 void hold_set_fs(struct hold *h, struct mwfs *fs);
+/* The mount's lease id (the bell's mount). */
+const char *hold_id(struct hold *h);
+/*
+ * The mount's bell (borrowed: closed after hold_close()), before hold_held(): rung at
+ * every claim; every following engine with eo.follow_bell is registered with it while
+ * the mount uses it.
+ */
+void hold_set_bell(struct hold *h, struct bell *b);
 /* The engine the mount uses now. */
 struct engine *hold_engine(struct hold *h);
 /*

@@ -186,6 +186,7 @@ static int serve(struct mount_args *a, int report_fd)
 	bool serving = false, fenced = false, following = false;
 	struct mwd_holder old = {0};
 	struct hold *hold = NULL;
+	struct bell *bell = NULL;
 	struct engine_disk_cache *dcache = NULL;
 	const bool ro = a->eo.read_only;       /* -o ro or --snapshot: writes nothing */
 	struct snapmount *snap_regions = NULL; /* --snapshot: its regions besides region 0 */
@@ -256,6 +257,26 @@ static int serve(struct mount_args *a, int report_fd)
 		 */
 		goto out;
 	}
+	/*
+	 * The bell (docs/REGIONS.md "The bell"): a read-write mount rings it after a quiet;
+	 * its followers (a following mount's, a read-only mount's) stop polling while it is
+	 * silent.  A following engine is registered once open (hold.c, below).
+	 */
+	if (!a->snapshot) {
+		struct bell_opts bo = {.mount = hold ? hold_id(hold) : NULL,
+		                       .interval_ms = a->bell_ms > 0 ? (unsigned)a->bell_ms : 0};
+		rc = bell_open(st, &bo, &bell);
+		if (rc) {
+			fprintf(stderr, "memwalfs: cannot start the bell: %s\n", strerror(-rc));
+			goto out;
+		}
+		if (hold) {
+			hold_set_bell(hold, bell);
+			a->eo.commit_fn = bell_commit_hook;
+			a->eo.commit_arg = bell;
+		}
+		a->eo.follow_bell = a->bell_ms != 0;
+	}
 	mwd_status_gc();
 	if (!mwd_status_path(getpid(), spath, sizeof(spath))) {
 		snprintf(info, sizeof(info), "%ld %s", (long)getpid(), spath);
@@ -307,6 +328,8 @@ static int serve(struct mount_args *a, int report_fd)
 			goto out;
 		snapmount_hooks(snap_regions, &a->fo);
 	}
+	if (!hold && bell && a->eo.follow && a->eo.follow_bell && bell_follow(bell, e))
+		log_warn("bell: cannot register the follower (no memory): it polls as before");
 	rc = mwfs_open(e, &a->fo, &fs);
 	if (rc) {
 		fprintf(stderr, "memwalfs: cannot open the filesystem on %s: %s\n", a->store,
@@ -387,6 +410,7 @@ out:
 		changes_lost = es.batches_lost;
 	}
 	bool store_lost = e && engine_lost(e, final, sizeof(final));
+	bell_unfollow(bell, e); /* before its close: the bell no longer wakes it */
 	rc = engine_close(e);
 	if (store_lost) {
 		status = 1; /* final says it; the close's error is its consequence */
@@ -440,6 +464,7 @@ out:
 	hold_close(hold); /* after the final commit: the store is free now */
 	snapmount_close(snap_regions);
 	engine_disk_cache_close(dcache); /* after every engine that used it */
+	bell_close(bell); /* after every engine's close: their final commits' ring goes out */
 	metrics_stop(a->metrics);
 	store_close(st);
 	/* everything is committed (or reported): tell "memwalfs umount", then unlock */
@@ -572,6 +597,7 @@ int cmd_mount(int argc, char **argv)
 	engine_opts_default(&a.eo);
 	mwfs_opts_default(&a.fo);
 	a.follow_ms = -1;
+	a.bell_ms = -1;
 	a.disk_cache = UINT64_MAX;
 	int status = run_mount(&a, argc, argv);
 	for (int i = 0; i < a.n_copies; i++)

@@ -54,6 +54,7 @@ struct mount_args {
 	char late[64];     /* nodiratime, strictatime: set by remount() once mounted (parse_o()) */
 	int follow_ms;     /* -o follow_interval=: a read-only mount follows (-1: default) */
 	unsigned lease_ms; /* --lease / -o lease=: the mount's lease (0: the default, 30 s) */
+	int bell_ms;       /* --bell-interval / -o bell_interval= (-1: default; 0: no bell mode) */
 	const char *snapshot;  /* --snapshot NAME: mount that snapshot read-only */
 	const char *cache_dir; /* --cache-dir / -o cache_dir=: the disk cache (NULL: default) */
 	uint64_t disk_cache;   /* --disk-cache-size / -o disk_cache_size= (UINT64_MAX: default) */

@@ -105,6 +105,11 @@ static void usage(FILE *f)
 	    "                         default 30): renewed every third of it; another mount\n"
 	    "                         takes the store over once it ran out (docs/REGIONS.md);\n"
 	    "                         -o lease=\n"
+	    "  --bell-interval MS     read the store's doorbell this often (default 10000):\n"
+	    "                         a follower quiet for a minute stops polling (but every\n"
+	    "                         5 min) until a writer rings it; the first write after\n"
+	    "                         a quiet shows within about this; 0: followers keep\n"
+	    "                         polling (docs/REGIONS.md \"The bell\"); -o bell_interval=\n"
 	    "  --pidfile FILE         write the id of the serving process to FILE\n"
 	    "  --dumpable             let the daemon dump core and be traced by its user, for\n"
 	    "                         debugging (default: not dumpable, because its memory\n"
@@ -192,6 +197,10 @@ static int set_option(struct mount_args *a, const char *name, const char *val)
 		if (!val || !parse_size(val, &sz) || sz > 600000)
 			goto bad;
 		a->follow_ms = (int)sz;
+	} else if (!strcmp(name, "bell_interval")) {
+		if (!val || !parse_size(val, &sz) || sz > 600000)
+			goto bad;
+		a->bell_ms = (int)sz;
 	} else if (!strcmp(name, "lease")) {
 		if (!val || !parse_size(val, &sz) || sz < 1 || sz > 3600)
 			goto bad;
@@ -392,6 +401,7 @@ int mount_parse_args(struct mount_args *a, int argc, char **argv)
 	    {"--commit-inflight", "commit_inflight"},
 	    {"--follow-interval", "follow_interval"},
 	    {"--lease", "lease"},
+	    {"--bell-interval", "bell_interval"},
 	    {"--snapshot", "snapshot"},
 	    {"--gc-grace", "gc_grace"},
 	    {"--gc-interval", "gc_interval"},

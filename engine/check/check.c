@@ -106,6 +106,7 @@ static enum okind kind_of(const char *name)
 		return K_SUB;
 	/* the objects of regions (docs/REGIONS.md): not the engine's, but known */
 	if (fmt_parse_regions_name(name, &v) == 0 || fmt_parse_holder_name(name, &v) == 0 ||
+	    !strcmp(name, FMT_BELL_KEY) ||
 	    (!strncmp(name, FMT_MOUNTS_PREFIX, strlen(FMT_MOUNTS_PREFIX)) &&
 	     lease_id_valid(name + strlen(FMT_MOUNTS_PREFIX))))
 		return K_REGION;

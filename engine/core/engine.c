@@ -76,6 +76,8 @@ void engine_opts_default(struct engine_opts *o)
 	o->gc_grace_sec = 600;
 	o->repack_below_pct = 50;
 	o->follow_interval_ms = 1000;
+	o->follow_deep_idle_ms = ENGINE_FOLLOW_DEEP_IDLE_MS;
+	o->follow_safety_ms = ENGINE_FOLLOW_SAFETY_MS;
 	o->store_check_ms = 5000;
 }
 
@@ -106,6 +108,8 @@ static void opts_resolve(struct engine_opts *o)
 	DEFAULT_IF_ZERO(gc_grace_sec);
 	DEFAULT_IF_ZERO(repack_below_pct);
 	DEFAULT_IF_ZERO(follow_interval_ms);
+	DEFAULT_IF_ZERO(follow_deep_idle_ms);
+	DEFAULT_IF_ZERO(follow_safety_ms);
 	DEFAULT_IF_ZERO(store_check_ms);
 #undef DEFAULT_IF_ZERO
 	if (o->follow_max_interval_ms < o->follow_interval_ms)
@@ -516,6 +520,8 @@ size_t engine_stats_format(struct engine *e, char *buf, size_t len)
 	U64(follow_lag_ms);
 	U64(follow_behind);
 	U64(follow_interval_ms);
+	EMIT("follow_deep_idle %d\n", s.follow_deep_idle ? 1 : 0);
+	U64(follow_wakes);
 	U64(snapshot_wal_end);
 	EMIT("store_lost %d\n", s.store_lost ? 1 : 0);
 	EMIT("store_lost_since %" PRId64 "\n", s.store_lost_since);

@@ -61,10 +61,11 @@ struct engine {
 	struct engine_stats stats; /* counters [mu]; memtable fields computed on read */
 
 	/* The log: written by the writer, by replay at open and by the follower */
-	uint64_t next_pos;            /* WAL position of the next group [mu] */
-	uint64_t durable_upto;        /* every position < this is durable [mu] */
-	uint64_t next_seq;            /* next sequence number [mu] */
-	_Atomic uint64_t visible_seq; /* readers' snapshot: last seq of a whole applied batch */
+	uint64_t next_pos;               /* WAL position of the next group [mu] */
+	uint64_t durable_upto;           /* every position < this is durable [mu] */
+	uint64_t next_seq;               /* next sequence number [mu] */
+	_Atomic uint64_t visible_seq;    /* readers' snapshot: last seq of a whole applied batch */
+	_Atomic uint64_t last_commit_us; /* engine_committed(): the last durable write (0: none) */
 
 	/* What reads see: the MemTables and SSTables (writer, flusher, follower install) */
 	pthread_mutex_t mem_mu;    /* guards the pointers below (taken after mu) */
@@ -85,6 +86,18 @@ struct engine {
 	struct eng_follow fo; /* follow.h: the follower (read-only engines) */
 	struct eng_watch wa;  /* watch.h: the store watch (writers) */
 };
+
+/*
+ * A writer's WAL entry or manifest commit is durable: call opts.commit_fn with the time
+ * since the previous one (engine.h engine_commit_fn).  No engine lock held; any thread.
+ */
+static inline void engine_committed(struct engine *e)
+{
+	uint64_t now = mw_now_us();
+	uint64_t prev = atomic_exchange(&e->last_commit_us, now);
+	if (e->o.commit_fn)
+		e->o.commit_fn(e->o.commit_arg, !prev ? UINT64_MAX : now > prev ? now - prev : 0);
+}
 
 /*
  * salvage.c: the claim of an opts.salvage open: e->man becomes a new manifest over

@@ -32,6 +32,17 @@
  * be compacted away under an idle follower; the writer keeps them for its GC
  * grace, far longer than that).
  *
+ * Bell mode (opts.follow_bell; docs/FOLLOWERS.md "Bell mode").  Once the polls have
+ * found nothing for follow_deep_idle_ms (D) and the store's bell exists
+ * (engine_follow_set_bell()), the follower goes deep idle: it polls only every
+ * follow_safety_ms, until engine_follow_wake() (the mount's bell watcher saw the bell
+ * change) makes it poll at once and go back to its normal interval.  D is counted from
+ * the end of the last poll that found something, to the start of an empty poll's
+ * listing; so every entry the follower has seen was durable (at its writer) before the
+ * start of the quiet, and a commit it has not seen comes at least D - (a request's
+ * time) after the writer's previous one: the writer rings for it if it rings after R of
+ * quiet with R below that (engine/region/bell.c, BELL_RING_QUIET_MS).
+ *
  * Falling behind.  The writer's GC deletes WAL entries only below every kept
  * manifest's wal_covered (docs/GC.md), so a WAL probe that lists entries but
  * not the one we need next, or a GET that finds it gone, means a newer
@@ -106,6 +117,7 @@ struct follow {
 	uint64_t gap_since_us;   /* when the current gap was first seen (0: none) */
 	bool error_reported;     /* the current error streak was logged */
 	uint64_t listed_end;     /* one past the highest position listed last */
+	bool deep;               /* bell mode: deep idle (its safety polls always list the WAL) */
 };
 
 static int list_max_manifest(void *arg, const char *key, uint64_t size)
@@ -132,6 +144,29 @@ void engine_follow_set_fn(struct engine *e, engine_follow_fn fn, engine_follow_g
 	e->fo.fn = fn;
 	e->fo.gate = fn ? gate : NULL;
 	e->fo.arg = arg;
+	mw_mutex_unlock(&e->mu);
+}
+
+void engine_follow_wake(struct engine *e)
+{
+	if (!e || !e->o.follow)
+		return;
+	mw_mutex_lock(&e->mu);
+	e->fo.wakes++;
+	pthread_cond_signal(&e->fo.cv);
+	mw_mutex_unlock(&e->mu);
+}
+
+void engine_follow_set_bell(struct engine *e, bool present)
+{
+	if (!e || !e->o.follow)
+		return;
+	mw_mutex_lock(&e->mu);
+	if (e->fo.bell && !present) {
+		e->fo.wakes++; /* polled again at the normal interval */
+		pthread_cond_signal(&e->fo.cv);
+	}
+	e->fo.bell = present;
 	mw_mutex_unlock(&e->mu);
 }
 
@@ -611,7 +646,7 @@ static int poll_once(struct engine *e, struct follow *f, bool manifest_only, boo
 	bool probe_m = f->want_manifest || full || (frozen && !idle) ||
 	               f->since_manifest >= (idle ? FOLLOW_MANIFEST_EVERY : FOLLOW_MANIFEST_ACTIVE);
 	/* idle and nothing waits for a manifest: this poll's one request is the manifest probe */
-	bool only_m = (probe_m && idle && !f->want_manifest && !full) || manifest_only;
+	bool only_m = (probe_m && idle && !f->want_manifest && !full && !f->deep) || manifest_only;
 	probe_m = probe_m || manifest_only;
 	if (!only_m && !full) {
 		rc = probe_wal(e, f, &applied);
@@ -641,8 +676,10 @@ static void *follow_main(void *arg)
 	struct engine *e = arg;
 	struct follow f = {0};
 	unsigned interval = e->o.follow_interval_ms;
+	uint64_t quiet_us = mw_now_us(); /* end of the last poll that found something */
 
 	mw_mutex_lock(&e->mu);
+	uint64_t wakes = e->fo.wakes;
 	f.r.next = e->next_pos;
 	f.r.max_epoch = e->fo.max_epoch;
 	f.r.locked = true;
@@ -652,20 +689,34 @@ static void *follow_main(void *arg)
 		uint64_t ns;
 
 		e->stats.follow_interval_ms = interval;
+		e->stats.follow_deep_idle = f.deep;
 		clock_gettime(CLOCK_MONOTONIC, &ts);
 		ns = (uint64_t)ts.tv_nsec + (uint64_t)interval * 1000000u;
 		ts.tv_sec += (time_t)(ns / 1000000000u);
 		ts.tv_nsec = (long)(ns % 1000000000u);
-		while (!e->fo.thread.stop && e->fo.kick == e->fo.done &&
+		while (!e->fo.thread.stop && e->fo.kick == e->fo.done && e->fo.wakes == wakes &&
 		       mw_cond_timedwait(&e->fo.cv, &e->mu, &ts) != ETIMEDOUT)
 			;
 		if (e->fo.thread.stop)
 			break;
+		if (e->fo.wakes != wakes) {
+			/* the bell rang (or could not be read): poll now, at the normal interval */
+			wakes = e->fo.wakes;
+			if (f.deep) {
+				e->stats.follow_wakes++;
+				log_info("follow: woken by the bell");
+			}
+			f.deep = false;
+			f.idle_polls = 0;
+			interval = e->o.follow_interval_ms;
+			quiet_us = mw_now_us();
+		}
 		uint64_t kick = e->fo.kick;
 		bool manifest_only = e->fo.only_manifest;
 		e->fo.only_manifest = false;
 		mw_mutex_unlock(&e->mu);
 		bool progress = false;
+		uint64_t t_poll = mw_now_us();
 		int rc = poll_once(e, &f, manifest_only, &progress);
 		mw_mutex_lock(&e->mu);
 		e->fo.done = kick;
@@ -682,6 +733,19 @@ static void *follow_main(void *arg)
 		if (progress) {
 			f.idle_polls = 0;
 			interval = e->o.follow_interval_ms;
+			f.deep = false;
+			quiet_us = mw_now_us();
+		} else if (f.deep) {
+			interval = e->o.follow_safety_ms; /* the safety poll found nothing */
+		} else if (e->o.follow_bell && e->fo.bell && !rc &&
+		           t_poll - quiet_us >= (uint64_t)e->o.follow_deep_idle_ms * 1000u) {
+			/* quiet for D: the next commit rings the bell (bell.c) */
+			f.deep = true;
+			interval = e->o.follow_safety_ms;
+			log_info(
+			    "follow: nothing new for %u ms: deep idle (a poll every %u ms until "
+			    "the bell rings)",
+			    e->o.follow_deep_idle_ms, e->o.follow_safety_ms);
 		} else {
 			/* back off: 4 idle polls at each interval, then double it */
 			f.idle_polls++;

@@ -28,6 +28,8 @@ struct eng_follow {
 	bool only_manifest;         /* the next poll probes the manifest only [mu] */
 	uint64_t max_epoch;         /* highest epoch applied (replay rule) [mu] */
 	uint64_t current_us;        /* start of the last poll that found us current [mu] */
+	uint64_t wakes;             /* engine_follow_wake() calls (bell mode) [mu] */
+	bool bell;                  /* the store's bell exists: deep idle allowed [mu] */
 };
 
 /*

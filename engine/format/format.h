@@ -47,6 +47,7 @@
 #define FMT_MOUNTS_PREFIX "mounts/"
 #define FMT_HOLDER_PREFIX "holder/" /* under the region's prefix */
 #define FMT_REGIONS_PREFIX "regions/"
+#define FMT_BELL_KEY "bell" /* the store's doorbell (docs/REGIONS.md "The bell") */
 /* Large enough for any region prefix ("r/4294967295/") plus NUL. */
 #define FMT_REGION_PREFIX_MAX 16
 /* Large enough for the longest name above plus NUL. */

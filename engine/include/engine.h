@@ -43,6 +43,15 @@ struct engine_iter;
 /* Called during long work (WAL replay at open, ...) to show progress. */
 typedef void (*engine_progress_fn)(void *arg, const char *phase, uint64_t done, uint64_t total);
 
+/*
+ * engine_opts.commit_fn: called by a writer after each durable WAL entry and each
+ * manifest commit (flush, compaction), with quiet_us the time since the previous such
+ * event of this engine (UINT64_MAX for its first).  It runs on the engine's pipeline or
+ * flusher thread with no engine lock held, so it must be cheap and must not block or do
+ * store I/O: the bell's ringer (engine/region/bell.c) only signals its own thread.
+ */
+typedef void (*engine_commit_fn)(void *arg, uint64_t quiet_us);
+
 /* engine_opts.wal_blob_max: every blob goes to a pack (no value fits in 1 byte). */
 #define ENGINE_WAL_BLOBS_OFF ((size_t)1)
 
@@ -128,6 +137,21 @@ struct engine_opts {
 	unsigned follow_interval_ms;
 	unsigned follow_max_interval_ms;
 	/*
+	 * Bell mode (followers; docs/FOLLOWERS.md "Bell mode", docs/REGIONS.md "The bell").
+	 * follow_bell: after follow_deep_idle_ms (default 60000) of polls that found nothing,
+	 * and while engine_follow_set_bell() says the store's bell exists, the follower goes
+	 * deep idle: it polls only every follow_safety_ms (default 300000) until
+	 * engine_follow_wake() (the mount's bell watcher) makes it poll at once and return to
+	 * its normal interval.  Writers ring the bell after follow_deep_idle_ms - 30 s of quiet
+	 * at most (BELL_RING_QUIET_MS), so a commit made while a follower is deep idle rings.
+	 */
+	bool follow_bell;
+	unsigned follow_deep_idle_ms; /* default ENGINE_FOLLOW_DEEP_IDLE_MS */
+	unsigned follow_safety_ms;    /* default ENGINE_FOLLOW_SAFETY_MS */
+	/* Writers: see engine_commit_fn (NULL: none).  commit_arg is its argument. */
+	engine_commit_fn commit_fn;
+	void *commit_arg;
+	/*
 	 * snapshot: open (read_only only, never following) the state that snapshot NAME
 	 * pinned (engine_snapshot_create(); docs/SNAPSHOTS.md) instead of the newest one.
 	 * NULL: the newest state.  Borrowed during engine_open() only.
@@ -191,6 +215,10 @@ struct engine_opts {
 };
 
 #define ENGINE_CHECK_OFF 0xFFFFFFFFu /* store_check_ms: no periodic store check */
+
+/* Bell mode's defaults: deep idle after a minute of nothing, then a safety poll every 5 min. */
+#define ENGINE_FOLLOW_DEEP_IDLE_MS 60000u
+#define ENGINE_FOLLOW_SAFETY_MS 300000u
 
 #define ENGINE_NO_RETRY 0xFFFFFFFFu /* commit_retry_ms: a failed commit stops the writer */
 
@@ -592,6 +620,8 @@ struct engine_stats {
 	uint64_t follow_lag_ms; /* now - start of the last poll that found the follower current */
 	uint64_t follow_behind; /* WAL entries listed but not applied yet */
 	uint64_t follow_interval_ms; /* the current poll interval (after back-off) */
+	bool follow_deep_idle;       /* bell mode: deep idle now (polls every follow_safety_ms) */
+	uint64_t follow_wakes;       /* engine_follow_wake() calls that found it deep idle */
 	uint64_t snapshot_wal_end;   /* opened from a snapshot: its WAL end (else 0) */
 	/* the store watch (engine/check/watch.c) */
 	bool store_lost;             /* the store lost objects this state needs: sticky -EIO */
@@ -685,6 +715,21 @@ typedef void (*engine_follow_gate_fn)(void *arg, bool hold);
  */
 void engine_follow_set_fn(struct engine *e, engine_follow_fn fn, engine_follow_gate_fn gate,
                           void *arg);
+
+/*
+ * Bell mode (engine_opts.follow_bell): make the follower poll at once and return to its
+ * normal interval, deep idle or not (the bell rang, or its read failed).  Takes e->mu for
+ * a moment, does no I/O, never waits for the poll: any thread but the follower's own.  No
+ * effect on an engine that does not follow.
+ */
+void engine_follow_wake(struct engine *e);
+
+/*
+ * Bell mode: whether the store's bell object exists (the watcher's last read found it).
+ * A follower deep-idles only while it does (a store whose writers never ring, older
+ * binaries, must be polled); false also wakes it.  Same threads as engine_follow_wake().
+ */
+void engine_follow_set_bell(struct engine *e, bool present);
 
 /* What a snapshot pins (docs/SNAPSHOTS.md). */
 struct engine_snapshot {
@@ -839,6 +884,13 @@ int region_holder(struct region_lease *l, uint32_t rid, struct holder_info *out)
  */
 int region_holder_cached(struct region_lease *l, uint32_t rid, struct holder_info *out);
 
+/*
+ * A fresh look at rid as region_holder() takes, without starting to watch it (a region
+ * already watched stays watched, its answer updated).  For `region list MNT` of a region
+ * merely followed.  Same returns and threads as region_holder().
+ */
+int region_holder_look(struct region_lease *l, uint32_t rid, struct holder_info *out);
+
 /* Stop watching rid (a region no longer of interest).  No I/O. */
 void region_unwatch(struct region_lease *l, uint32_t rid);
 
@@ -892,6 +944,59 @@ struct region_lease_stats {
 
 /* Copy l's statistics.  No I/O; any thread. */
 void region_lease_get_stats(struct region_lease *l, struct region_lease_stats *out);
+
+/*
+ * Regions: the bell (engine/region/bell.c; docs/REGIONS.md "The bell").  One per mount.
+ * The store-wide doorbell object `bell`: a writer engine rings it (one PUT, on the bell's
+ * own thread) when it commits after BELL_RING_QUIET_MS of quiet, so that followers may
+ * stop polling while nothing happens; the watcher (the same thread) GETs it every
+ * interval_ms while followers are registered and wakes them all when it changed (or
+ * could not be read).  Every function may be called from any thread and does no store
+ * I/O except bell_close(); none waits for the store.
+ */
+struct bell;
+
+/*
+ * A writer rings when its previous durable write (WAL entry or manifest) is more than
+ * this old.  It must stay below follow_deep_idle_ms minus a poll interval and a request's
+ * time (60 s - 30 s with the defaults; the argument is in docs/REGIONS.md "The bell").
+ */
+#define BELL_RING_QUIET_MS 30000u
+#define BELL_INTERVAL_MS 10000u /* bell_opts.interval_ms 0 */
+
+struct bell_opts {
+	const char *mount;      /* the mount's id (region_lease_id()); NULL: never rings (-o ro) */
+	const char *host;       /* for the object, for people (NULL: gethostname) */
+	unsigned interval_ms;   /* GET the bell this often while followers are registered */
+	unsigned ring_quiet_ms; /* bell_commit_hook() rings after this quiet (0: R, above) */
+};
+
+/* Open the bell of st (borrowed: it must outlive the bell) and start its thread. */
+int bell_open(struct store *st, const struct bell_opts *o, struct bell **out);
+/* Stop the thread (a ring still pending is sent first, once); accepts NULL. */
+void bell_close(struct bell *b);
+/* Ring: the thread PUTs the bell soon (retried with backoff while it fails). */
+void bell_ring(struct bell *b);
+/* An engine_commit_fn (arg: the bell): rings when quiet_us > its ring_quiet_ms. */
+void bell_commit_hook(void *arg, uint64_t quiet_us);
+/*
+ * Register a following engine (opened with follow_bell) to be woken by the bell, or
+ * unregister it (before its engine_close(): once bell_unfollow() returns, the bell no
+ * longer touches e).  bell_follow(): 0, -ENOMEM; an engine registered twice is once.
+ */
+int bell_follow(struct bell *b, struct engine *e);
+void bell_unfollow(struct bell *b, struct engine *e);
+
+struct bell_stats {
+	uint64_t rings;         /* bell PUTs that succeeded */
+	uint64_t ring_failures; /* bell PUTs that failed (retried) */
+	uint64_t reads;         /* bell GETs */
+	uint64_t read_failures; /* GETs that failed or found it malformed (followers woken) */
+	uint64_t changes;       /* reads that found it changed (followers woken) */
+	unsigned followers;     /* engines registered */
+	bool present;           /* the last read found it */
+};
+void bell_get_stats(struct bell *b, struct bell_stats *out);
 
 /* The name of a holder state: "free", "live", "unsure", "dead", "self". */
 const char *holder_state_name(enum holder_state s);

@@ -204,10 +204,13 @@ static void compact_some_locked(struct engine *e, bool force)
 		mw_mutex_unlock(&e->mu);
 		/* e->man and e->ssts change only on this thread: read them unlocked */
 		rc = compact_execute(e->st, j, &co, UINT64_MAX);
+		bool executed = rc == 0;
 		if (rc == 0)
 			rc = compact_commit(e->st, e->conditional, &e->man, j, &next);
-		else
+		if (!executed)
 			compact_job_discard(e->st, j);
+		else if (rc == 0)
+			engine_committed(e); /* the commit hook: a manifest is durable */
 		if (rc == 0 && (rc = flusher_readers_for(e, &next, &v)) != 0) {
 			log_err("compact: manifest %" PRIu64 " committed but its tables cannot be "
 			        "opened (%s); writer stops",
@@ -318,6 +321,8 @@ static void *flusher_main(void *arg)
 					rc = manifest_commit_ours(e->st, &next, e->conditional);
 					if (rc == -EEXIST)
 						rc = -ESTALE;
+					if (rc == 0)
+						engine_committed(e);
 				}
 			}
 			manifest_clear(&cur);
@@ -332,6 +337,8 @@ static void *flusher_main(void *arg)
 		}
 		if (rc == 0)
 			rc = sst_flush_promote(e->st, e->conditional, &cur, &sst, f.wal_end, &next);
+		if (rc == 0)
+			engine_committed(e); /* the commit hook: a manifest is durable */
 		if (rc == 0 && (rc = open_reader(e, &sst, &r)) != 0)
 			log_err("flush: %s committed but unreadable: %s", sst.name, strerror(-rc));
 		if (rc == 0 && fpack) /* before the MemTable that holds the bytes goes */

@@ -623,7 +623,14 @@ static void *gc_main(void *arg)
 		 * costs nothing on S3).
 		 */
 		uint64_t mark[3] = {e->man.version, e->durable_upto, e->stats.commit_retries};
-		if (e->m.gc_idle && !memcmp(mark, e->m.gc_mark, sizeof(mark))) {
+		/*
+		 * Or nothing changed since a pass that left only deferred objects, none of
+		 * them due yet: a pass now would find what that one found (an idle writer
+		 * whose last pass deferred the objects of its last burst sent about 17
+		 * requests a minute for the whole grace period).
+		 */
+		bool waiting = e->m.gc_idle_until && (int64_t)time(NULL) < e->m.gc_idle_until;
+		if ((e->m.gc_idle || waiting) && !memcmp(mark, e->m.gc_mark, sizeof(mark))) {
 			e->stats.gc_skipped++;
 			continue;
 		}
@@ -634,6 +641,11 @@ static void *gc_main(void *arg)
 		 */
 		e->m.gc_idle = rc == 0 && r.deferred == 0 &&
 		               (r.repack_packs == 0 || r.repack_none) && !r.space_requested;
+		e->m.gc_idle_until = rc == 0 && r.deferred && r.next_due > 0 &&
+		                             (r.repack_packs == 0 || r.repack_none) &&
+		                             !r.space_requested
+		                         ? r.next_due
+		                         : 0;
 		memcpy(e->m.gc_mark, mark, sizeof(mark));
 		wait_ms = maint_gc_wait_ms(e->o.gc_interval_ms, &r, rc, wall_ms());
 	}

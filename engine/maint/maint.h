@@ -46,12 +46,13 @@ struct eng_maint {
 	struct mw_thread gc_thread;  /* the GC thread (maint.c); .stop: asked to exit [mu] */
 	uint64_t gc_mark[3];         /* what had changed when the last pass began [mu] */
 	bool gc_idle;                /* that pass left nothing to wait for (maint.c) [mu] */
-	uint64_t gc_space_deletes;   /* stats.deletes at the last flush GC asked for [mu] */
-	uint64_t gc_stuck_version;   /* man.version when GC last asked for a compaction
-	                                because its repack found nothing to move [mu] */
-	uint64_t gc_pass_us;         /* mw_now_us() when the last GC pass began [gc_mu] */
-	uint64_t gc_writes_seen;     /* foreground puts + deletes at the last GC pass [mu] */
-	uint64_t gc_pack_mark;       /* stats.pack_bytes when the last good GC pass began [mu] */
+	int64_t gc_idle_until;     /* or only deferred objects, the first due then (unix s) [mu] */
+	uint64_t gc_space_deletes; /* stats.deletes at the last flush GC asked for [mu] */
+	uint64_t gc_stuck_version; /* man.version when GC last asked for a compaction
+	                              because its repack found nothing to move [mu] */
+	uint64_t gc_pass_us;       /* mw_now_us() when the last GC pass began [gc_mu] */
+	uint64_t gc_writes_seen;   /* foreground puts + deletes at the last GC pass [mu] */
+	uint64_t gc_pack_mark;     /* stats.pack_bytes when the last good GC pass began [mu] */
 };
 
 /*

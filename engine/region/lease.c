@@ -550,7 +550,9 @@ out:
 	if (!rc && cur.base == B_HELD)
 		rc = mw_observe(l, d.mount, d.seq, d.lease_ms, mtime, pid_gone(l, &d), now_us());
 	rw = rw_find(l, rid);
-	if (!rw && !create) { /* unwatched meanwhile (the thread's look): stay so */
+	if (!rw && !create) { /* not watched (or unwatched meanwhile): stay so */
+		if (!rc && out)
+			info_of(l, &cur, now_us(), out);
 		mw_mutex_unlock(&l->mu);
 		lease_doc_clear(&d);
 		return rc;
@@ -719,6 +721,14 @@ static void *lease_main(void *arg)
 			/* ours: the engine learns of a fence itself; an idle holder only renews */
 			if (rw->valid && rw->base == B_SELF && self_holds(l, rw->rid, rw->epoch))
 				rids[i] = UINT32_MAX;
+			/*
+			 * One GET per holder mount a tick, not per region: liveness is the
+			 * mount's (struct mwatch), which the first region's read refreshes
+			 */
+			for (size_t j = 0; j < i && rids[i] != UINT32_MAX && !full[i]; j++)
+				if (rids[j] != UINT32_MAX && !full[j] && l->rw[j].base == B_HELD &&
+				    !strcmp(l->rw[j].h.mount, rw->h.mount))
+					rids[i] = UINT32_MAX;
 		}
 		mw_mutex_unlock(&l->mu);
 		if (renew)
@@ -874,6 +884,11 @@ const char *region_lease_id(const struct region_lease *l)
 int region_holder(struct region_lease *l, uint32_t rid, struct holder_info *out)
 {
 	return look(l, rid, true, true, out);
+}
+
+int region_holder_look(struct region_lease *l, uint32_t rid, struct holder_info *out)
+{
+	return look(l, rid, true, false, out);
 }
 
 int region_holder_cached(struct region_lease *l, uint32_t rid, struct holder_info *out)

@@ -84,4 +84,30 @@ int holder_doc_parse(const char *name, const void *buf, size_t len, struct holde
 /* Is s a mount id (16 lowercase hex digits, then NUL)? */
 bool lease_id_valid(const char *s);
 
+/*
+ * The store's doorbell `bell` (engine/region/bell.c, docs/REGIONS.md "The bell"), one field
+ * a line like the objects above:
+ *
+ *   memwalfs-bell 1
+ *   mount 3f9c0b1e77a24d10
+ *   seq 12
+ *   host build-7
+ */
+#define BELL_MAGIC "memwalfs-bell"
+#define BELL_FORMAT_VERSION 1
+/* A bell object larger than this is refused as corrupt (it is about 70 bytes). */
+#define BELL_OBJECT_MAX 4096u
+
+/* The decoded contents of `bell`. */
+struct bell_doc {
+	char mount[17]; /* the mount that rang last: its lease id */
+	uint64_t seq;   /* that mount's rings (1, 2, ...): (mount, seq) never repeats */
+	char host[256]; /* its host, for people */
+};
+
+/* Encode d into buf (cap bytes, NUL-terminated); *len its length.  -ENOSPC if too small. */
+int bell_doc_format(const struct bell_doc *d, char *buf, size_t cap, size_t *len);
+/* Decode buf (name: for log lines) into *d.  0, -EUCLEAN, -EPROTONOSUPPORT. */
+int bell_doc_parse(const char *name, const void *buf, size_t len, struct bell_doc *d);
+
 #endif /* MEMWALFS_LEASE_H */

@@ -80,6 +80,20 @@ int holder_doc_format(const struct holder_doc *h, char *buf, size_t cap, size_t 
 	return 0;
 }
 
+int bell_doc_format(const struct bell_doc *d, char *buf, size_t cap, size_t *len)
+{
+	char host[sizeof(d->host)];
+	int n;
+
+	clean_copy(host, sizeof(host), d->host);
+	n = snprintf(buf, cap, "%s %d\nmount %s\nseq %" PRIu64 "\nhost %s\n", BELL_MAGIC,
+	             BELL_FORMAT_VERSION, d->mount, d->seq, host);
+	if (n < 0 || (size_t)n >= cap)
+		return -ENOSPC;
+	*len = (size_t)n;
+	return 0;
+}
+
 void lease_doc_clear(struct lease_doc *d)
 {
 	free(d->holds);
@@ -142,114 +156,185 @@ static int common_field(const struct text_line *ln, char *mount, char *host, siz
 	return 0;
 }
 
-int lease_doc_parse(const char *name, const void *buf, size_t len, struct lease_doc *out)
+/* Where a parse puts the fields common to the objects. */
+struct common {
+	char *mount;
+	char *host;
+	size_t hostcap;
+	long *pid;
+	char *mnt;
+	size_t mntcap;
+	int64_t *since;
+};
+
+/* A field of one object's own: its F_ bit, 0 for an unknown field, -1 for a bad value. */
+typedef int (*field_fn)(void *arg, const struct text_line *ln);
+
+/*
+ * The parse every object shares: the size bound, the magic line, then each line through
+ * common_field() and fn.  *have: the F_ bits seen.  0, -EUCLEAN (logged), -ENOMEM,
+ * -EPROTONOSUPPORT.
+ */
+static int parse(const char *what, const char *magic, int version, const char *name,
+                 const void *buf, size_t len, const struct common *c, field_fn fn, void *arg,
+                 unsigned *have)
 {
 	const char *p = buf, *end = p + len;
-	struct lease_doc d = {0};
-	size_t cap = 0;
 	struct text_line ln;
-	unsigned have = 0;
 	int rc, f;
 
+	*have = 0;
 	if (len > LEASE_OBJECT_MAX || !text_next_line(&p, end, &ln)) {
-		log_err("region: %s: not a lease object (%zu bytes)", name, len);
+		log_err("region: %s: not a %s object (%zu bytes)", name, what, len);
 		return -EUCLEAN;
 	}
-	rc = text_check_magic("lease", name, &ln, LEASE_MAGIC, LEASE_FORMAT_VERSION);
+	rc = text_check_magic(what, name, &ln, magic, version);
 	if (rc)
 		return rc;
 	while (text_next_line(&p, end, &ln)) {
-		uint64_t v, rid, ep;
-		f = common_field(&ln, d.mount, d.host, sizeof(d.host), &d.pid, d.mnt, sizeof(d.mnt),
-		                 &d.since);
-		if (f > 0) {
-			have |= (unsigned)f;
-			continue;
+		f = common_field(&ln, c->mount, c->host, c->hostcap, c->pid, c->mnt, c->mntcap,
+		                 c->since);
+		if (f == 0)
+			f = fn(arg, &ln); /* unknown to both: a field of a later version, skipped */
+		if (f == -ENOMEM)
+			return -ENOMEM;
+		if (f < 0) {
+			log_err("region: %s: malformed line \"%.*s\"", name,
+			        (int)(ln.val + ln.vlen - ln.name), ln.name);
+			return -EUCLEAN;
 		}
-		if (f < 0)
-			goto bad;
-		if (text_is(&ln, "seq")) {
-			if (!text_num(ln.val, ln.vlen, UINT64_MAX, &d.seq))
-				goto bad;
-			have |= F_SEQ;
-		} else if (text_is(&ln, "lease_ms")) {
-			if (!text_num(ln.val, ln.vlen, UINT32_MAX, &v) || v == 0)
-				goto bad;
-			d.lease_ms = (unsigned)v;
-			have |= F_LEASE;
-		} else if (text_is(&ln, "boot")) {
-			if (ln.vlen == 0 || ln.vlen >= sizeof(d.boot))
-				goto bad;
-			memcpy(d.boot, ln.val, ln.vlen);
-			d.boot[ln.vlen] = 0;
-		} else if (text_is(&ln, "pidns")) {
-			if (!text_num(ln.val, ln.vlen, UINT64_MAX, &d.pidns))
-				goto bad;
-		} else if (text_is(&ln, "hold") || text_is(&ln, "take")) {
-			const char *sp = memchr(ln.val, ' ', ln.vlen);
-			if (!sp || !text_num(ln.val, (size_t)(sp - ln.val), UINT32_MAX, &rid) ||
-			    !text_num(sp + 1, ln.vlen - (size_t)(sp + 1 - ln.val), UINT64_MAX, &ep))
-				goto bad;
-			if (MW_GROW(d.holds, cap, d.nholds + 1, 4)) {
-				lease_doc_clear(&d);
-				return -ENOMEM;
-			}
-			d.holds[d.nholds++] = (struct lease_hold){
-			    .rid = (uint32_t)rid, .epoch = ep, .taking = text_is(&ln, "take")};
-		} /* else: a field of a later version, skipped */
+		*have |= (unsigned)f;
 	}
-	if ((have & (F_MOUNT | F_SEQ | F_LEASE)) != (F_MOUNT | F_SEQ | F_LEASE)) {
+	return 0;
+}
+
+/* A "seq N" line into *(uint64_t *)arg. */
+static int seq_field(uint64_t *seq, const struct text_line *ln)
+{
+	if (!text_is(ln, "seq"))
+		return 0;
+	return text_num(ln->val, ln->vlen, UINT64_MAX, seq) ? F_SEQ : -1;
+}
+
+/* The lease's own fields (arg: the doc, its holds grown in cap). */
+struct lease_parse {
+	struct lease_doc *d;
+	size_t cap;
+};
+
+static int lease_field(void *arg, const struct text_line *ln)
+{
+	struct lease_parse *lp = arg;
+	struct lease_doc *d = lp->d;
+	uint64_t v, rid, ep;
+	int f = seq_field(&d->seq, ln);
+
+	if (f)
+		return f;
+	if (text_is(ln, "lease_ms")) {
+		if (!text_num(ln->val, ln->vlen, UINT32_MAX, &v) || v == 0)
+			return -1;
+		d->lease_ms = (unsigned)v;
+		return F_LEASE;
+	}
+	if (text_is(ln, "boot")) {
+		if (ln->vlen == 0 || ln->vlen >= sizeof(d->boot))
+			return -1;
+		memcpy(d->boot, ln->val, ln->vlen);
+		d->boot[ln->vlen] = 0;
+		return 0x100; /* optional */
+	}
+	if (text_is(ln, "pidns"))
+		return text_num(ln->val, ln->vlen, UINT64_MAX, &d->pidns) ? 0x100 : -1;
+	if (text_is(ln, "hold") || text_is(ln, "take")) {
+		const char *sp = memchr(ln->val, ' ', ln->vlen);
+		if (!sp || !text_num(ln->val, (size_t)(sp - ln->val), UINT32_MAX, &rid) ||
+		    !text_num(sp + 1, ln->vlen - (size_t)(sp + 1 - ln->val), UINT64_MAX, &ep))
+			return -1;
+		if (MW_GROW(d->holds, lp->cap, d->nholds + 1, 4))
+			return -ENOMEM;
+		d->holds[d->nholds++] = (struct lease_hold){
+		    .rid = (uint32_t)rid, .epoch = ep, .taking = text_is(ln, "take")};
+		return 0x100;
+	}
+	return 0;
+}
+
+int lease_doc_parse(const char *name, const void *buf, size_t len, struct lease_doc *out)
+{
+	struct lease_doc d = {0};
+	struct lease_parse lp = {&d, 0};
+	struct common c = {d.mount, d.host, sizeof(d.host), &d.pid, d.mnt, sizeof(d.mnt), &d.since};
+	unsigned have;
+	int rc = parse("lease", LEASE_MAGIC, LEASE_FORMAT_VERSION, name, buf, len, &c, lease_field,
+	               &lp, &have);
+
+	if (rc == 0 && (have & (F_MOUNT | F_SEQ | F_LEASE)) != (F_MOUNT | F_SEQ | F_LEASE)) {
 		log_err("region: %s: lease object without its mount, seq or lease_ms", name);
+		rc = -EUCLEAN;
+	}
+	if (rc) {
 		lease_doc_clear(&d);
-		return -EUCLEAN;
+		return rc;
 	}
 	*out = d;
 	return 0;
-bad:
-	log_err("region: %s: malformed line \"%.*s\"", name, (int)(ln.val + ln.vlen - ln.name),
-	        ln.name);
-	lease_doc_clear(&d);
-	return -EUCLEAN;
+}
+
+static int holder_field(void *arg, const struct text_line *ln)
+{
+	uint64_t *epoch = arg;
+
+	if (!text_is(ln, "epoch"))
+		return 0;
+	return text_num(ln->val, ln->vlen, UINT64_MAX, epoch) ? F_EPOCH : -1;
 }
 
 int holder_doc_parse(const char *name, const void *buf, size_t len, struct holder_doc *out)
 {
-	const char *p = buf, *end = p + len;
 	struct holder_doc h = {0};
-	struct text_line ln;
-	unsigned have = 0;
-	int rc, f;
+	struct common c = {h.mount, h.host, sizeof(h.host), &h.pid, h.mnt, sizeof(h.mnt), &h.since};
+	unsigned have;
+	int rc = parse("holder", HOLDER_MAGIC, HOLDER_FORMAT_VERSION, name, buf, len, &c,
+	               holder_field, &h.epoch, &have);
 
-	if (len > LEASE_OBJECT_MAX || !text_next_line(&p, end, &ln)) {
-		log_err("region: %s: not a holder object (%zu bytes)", name, len);
-		return -EUCLEAN;
-	}
-	rc = text_check_magic("holder", name, &ln, HOLDER_MAGIC, HOLDER_FORMAT_VERSION);
 	if (rc)
 		return rc;
-	while (text_next_line(&p, end, &ln)) {
-		f = common_field(&ln, h.mount, h.host, sizeof(h.host), &h.pid, h.mnt, sizeof(h.mnt),
-		                 &h.since);
-		if (f > 0) {
-			have |= (unsigned)f;
-			continue;
-		}
-		if (f < 0)
-			goto bad;
-		if (text_is(&ln, "epoch")) {
-			if (!text_num(ln.val, ln.vlen, UINT64_MAX, &h.epoch))
-				goto bad;
-			have |= F_EPOCH;
-		}
-	}
 	if ((have & (F_MOUNT | F_EPOCH)) != (F_MOUNT | F_EPOCH)) {
 		log_err("region: %s: holder object without its mount or epoch", name);
 		return -EUCLEAN;
 	}
 	*out = h;
 	return 0;
-bad:
-	log_err("region: %s: malformed line \"%.*s\"", name, (int)(ln.val + ln.vlen - ln.name),
-	        ln.name);
-	return -EUCLEAN;
+}
+
+static int bell_field(void *arg, const struct text_line *ln)
+{
+	return seq_field(arg, ln);
+}
+
+int bell_doc_parse(const char *name, const void *buf, size_t len, struct bell_doc *out)
+{
+	struct bell_doc d = {0};
+	long pid = 0;
+	int64_t since = 0;
+	char mnt[1024]; /* fields the bell does not have: parsed (a later version), ignored */
+	struct common c = {d.mount, d.host, sizeof(d.host), &pid, mnt, sizeof(mnt), &since};
+	unsigned have;
+	int rc;
+
+	if (len > BELL_OBJECT_MAX) {
+		log_err("region: %s: not a bell object (%zu bytes)", name, len);
+		return -EUCLEAN;
+	}
+	rc = parse("bell", BELL_MAGIC, BELL_FORMAT_VERSION, name, buf, len, &c, bell_field, &d.seq,
+	           &have);
+	if (rc)
+		return rc;
+	if ((have & (F_MOUNT | F_SEQ)) != (F_MOUNT | F_SEQ)) {
+		log_err("region: %s: bell object without its mount or seq", name);
+		return -EUCLEAN;
+	}
+	*out = d;
+	return 0;
 }

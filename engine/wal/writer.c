@@ -973,12 +973,13 @@ static void commit_ended_locked(struct engine *e, struct group *g, int rc)
  * which releases its waiters.  A group that landed after a failed one is
  * not acknowledged (its entry is past a gap, or past a fence: docs/WAL.md).
  * The retired groups are chained on *freed, to be freed without e->mu.
+ * Returns true when a group became durable (engine_committed() is due).
  */
-static void retire_locked(struct engine *e, struct group **freed)
+static bool retire_locked(struct engine *e, struct group **freed)
 {
 	mw_mutex_assert_held(&e->mu);
 	struct group *g;
-	bool any = false;
+	bool any = false, durable = false;
 
 	while ((g = e->w.q_head) && g->done) {
 		e->w.q_head = g->next;
@@ -990,6 +991,7 @@ static void retire_locked(struct engine *e, struct group **freed)
 			e->stats.batches_lost += g->batches; /* applied, never acknowledged */
 		} else {
 			e->durable_upto = g->position + 1;
+			durable = true;
 			e->stats.groups_committed++;
 			e->stats.group_bytes += g->wal.len;
 			e->stats.wal_blob_bytes += g->wal_blobs;
@@ -1008,6 +1010,7 @@ static void retire_locked(struct engine *e, struct group **freed)
 		pthread_cond_broadcast(&e->durable_cv);
 		pthread_cond_broadcast(&e->w.commit_cv); /* room in the pipeline */
 	}
+	return durable;
 }
 
 /* Free a chain of retired groups (without e->mu). */
@@ -1092,9 +1095,11 @@ static void *pipeline_main(void *arg)
 		if (e->w.sticky)
 			fail_queued_locked(e);
 		close_due_locked(e, &wake);
-		retire_locked(e, &freed);
+		bool durable = retire_locked(e, &freed);
 		if (freed) {
 			mw_mutex_unlock(&e->mu);
+			if (durable)
+				engine_committed(e); /* the commit hook, without the lock */
 			free_chain(freed);
 			mw_mutex_lock(&e->mu);
 			continue;

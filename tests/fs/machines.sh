@@ -42,3 +42,12 @@ wait_file() {
 	for _ in $(seq $n); do [ "$(cat "$1" 2>/dev/null)" = "$2" ] && return 0; sleep 0.1; done
 	echo "FAIL: $1 did not show \"$2\" within ${3:-30} s"; exit 1
 }
+# put_within SEC PATH CONTENT: put, tried every 0.1 s for up to SEC s (a change refused with
+# EROFS until a take succeeds); 1 if it never succeeded
+put_within() {
+	for _ in $(seq $(($1 * 10))); do
+		put "$2" "$3" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	return 1
+}

@@ -27,7 +27,7 @@
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh" "$1" "${2:-local}"
 
-. "$here/machines.sh" # on MACHINE CMD..., put PATH CONTENT, expect_err, wait_file
+. "$here/machines.sh" # on MACHINE CMD..., put, expect_err, wait_file, put_within
 # journal PATH N: append N fsync'd lines to PATH
 journal() {
 	python3 -c 'import os,sys
@@ -186,12 +186,8 @@ echo "-- 6. kill -9 of B: A takes region rb after B's lease"
 put "$b/rb/last" last
 kill -9 "$(cat "$b.pid")"
 t0=$(date +%s.%N)
-ok=
-for _ in $(seq 200); do
-	if put "$a/rb/after-b" after 2>/dev/null; then ok=1; break; fi
-	sleep 0.1
-done
-[ -n "$ok" ] || { echo "FAIL: A did not take region rb within 20 s of B's death"; exit 1; }
+put_within 20 "$a/rb/after-b" after ||
+	{ echo "FAIL: A did not take region rb within 20 s of B's death"; exit 1; }
 echo "   A took region rb $(echo "$(date +%s.%N) - $t0" | bc) s after kill -9 of B (lease 2 s)"
 [ "$(cat "$a/rb/last")" = last ] && [ "$(wc -l <"$a/rb/journal")" = 50 ] ||
 	{ echo "FAIL: a write B fsynced is missing at A"; exit 1; }

@@ -558,6 +558,52 @@ static void test_costs(void **state)
 	assert_int_equal(sb.watched, 1);
 	region_lease_close(a, true);
 	region_lease_close(b, true);
+
+	/* an observer of two regions of one holder: one GET of its lease a tick, not two */
+	a = open_lease(300, "/mnt/a");
+	b = open_lease(300, "/mnt/b");
+	e = take(a, false, &ep);
+	assert_int_equal(engine_close(e), 0);
+	struct store *v5 = NULL;
+	uint64_t ep5 = 0;
+	int rc;
+	assert_int_equal(store_open_sub(ts->store, "r/5/", &v5), 0);
+	assert_int_equal(region_acquire(a, 5, false, &ep5, &hi), 0);
+	struct engine_opts o;
+	engine_opts_default(&o);
+	o.cache_bytes = 1u << 20;
+	o.gc_interval_ms = ENGINE_GC_OFF;
+	o.store_check_ms = ENGINE_CHECK_OFF;
+	o.claim_epoch = ep5;
+	assert_int_equal(engine_open(v5, &o, &e), 0);
+	assert_int_equal(region_held(a, 5, ep5), 0);
+	assert_int_equal(engine_close(e), 0);
+	assert_int_equal(region_holder(b, 0, &hi), 0);
+	assert_int_equal(hi.state == HOLDER_UNSURE || hi.state == HOLDER_LIVE, 1);
+	assert_int_equal(region_holder(b, 5, &hi), 0);
+	region_lease_get_stats(b, &sb);
+	rb = sb.requests;
+	t0 = tu_now_sec();
+	usleep(3000 * 1000);
+	dt = tu_now_sec() - t0;
+	region_lease_get_stats(b, &sb);
+	ticks = dt * 1000.0 / 100.0;
+	fprintf(stderr, "two regions of one holder over %.2f s: observer %" PRIu64 " requests\n",
+	        dt, sb.requests - rb);
+	/* per tick one shared GET, every 4th tick a full look of each (hint, listing, lease):
+	 * 1.5 + 0.75 a tick; two GETs a tick would be 2 x 1.75 */
+	assert_true(sb.requests - rb <= (uint64_t)(ticks * 2.6 + 8));
+	assert_int_equal(sb.watched, 2);
+	assert_int_equal(region_holder_cached(b, 5, &hi), 0);
+	assert_int_equal(hi.state, HOLDER_LIVE);
+	rc = region_holder_look(b, 7, &hi); /* a look that does not watch */
+	assert_int_equal(rc, 0);
+	assert_int_equal(hi.state, HOLDER_FREE);
+	region_lease_get_stats(b, &sb);
+	assert_int_equal(sb.watched, 2);
+	region_lease_close(a, true);
+	region_lease_close(b, true);
+	store_close(v5);
 }
 
 /* Failed renewals are counted, then recover (fault store only). */
