@@ -7,9 +7,10 @@
  * A read takes a view: references on the active MemTable, the frozen ones
  * and the SSTables, and its snapshot (e->visible_seq: the last sequence of a
  * batch that is entirely in the MemTable), all in one critical section
- * (e->mem_mu; view_get() says why the snapshot may not be taken before).  It consults them newest
- * first: MemTables, then SSTables from the newest.  A KV_BLOB value is resolved through blob.c.
- * Reads never take the writer lock except for a moment to find a pending pack (blob.c) and to read
+ * (e->mem_mu; view_get() says why the snapshot may not be taken before).  It
+ * consults them newest first: MemTables, then SSTables from the newest.  A
+ * KV_BLOB value is resolved through blob.c.  Reads never take the writer
+ * lock except for a moment to find a pending pack (blob.c) and to read
  * e->sst_gen with a merged iterator.
  */
 #include <errno.h>
