@@ -4,13 +4,14 @@
  * merged iterators the flusher, compaction and GC use.  Open, replay and
  * close are engine.c, the write path writer.c, blob reads blob.c.
  *
- * A read takes a snapshot (e->visible_seq: the last sequence of a batch that
- * is entirely in the MemTable), then a view: references on the active
- * MemTable, the frozen ones and the SSTables, taken in one critical section
- * (e->mem_mu).  It consults them newest first: MemTables, then SSTables
- * from the newest.  A KV_BLOB value is resolved through blob.c.  Reads never
- * take the writer lock except for a moment to find a pending pack (blob.c)
- * and to read e->sst_gen with a merged iterator.
+ * A read takes a view: references on the active MemTable, the frozen ones
+ * and the SSTables, and its snapshot (e->visible_seq: the last sequence of a
+ * batch that is entirely in the MemTable), all in one critical section
+ * (e->mem_mu; view_get() says why the snapshot may not be taken before).  It
+ * consults them newest first: MemTables, then SSTables from the newest.  A
+ * KV_BLOB value is resolved through blob.c.  Reads never take the writer
+ * lock except for a moment to find a pending pack (blob.c) and to read
+ * e->sst_gen with a merged iterator.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -149,16 +150,35 @@ void read_old_views_free(struct engine *e)
 #define SNAP_NOW UINT64_MAX
 
 /*
- * References on what a read consults.  at: the sequence of an earlier state the read is
- * of (engine_get_at()), or SNAP_NOW; -ESTALE when the view no longer holds that state.
+ * References on what a read consults, and the snapshot to read them at (*snap): at, the
+ * sequence of an earlier state the read is of (engine_get_at()), or for SNAP_NOW
+ * e->visible_seq as it is when the view is taken; -ESTALE when no view holds state at.
+ *
+ * The snapshot of a read of the current state is taken in the same critical section as
+ * its view, never before it.  Compaction keeps only the newest version of a key among
+ * the tables it merges (compact_some_locked() runs it at UINT64_MAX: no reader may read
+ * below the state its view holds), so a snapshot older than the view can find nothing: a
+ * read that took visible_seq, then was delayed while the key was written again, frozen,
+ * flushed and compacted, found only the new version (above its snapshot) where the old
+ * one had been, and answered -ENOENT for a key that always existed (a file's extent
+ * missing for an instant; test_read_races_flush_and_compaction).  Under mem_mu the two
+ * agree: every table and frozen MemTable of the view holds only sequences <= visible_seq
+ * (a writer freezes under e->mu between batches, after apply_locked() published its batch,
+ * and tables are made from frozen MemTables), so whatever a compaction dropped is hidden
+ * by a newer version the snapshot sees.  Sequences above it are only in the active
+ * MemTable (a batch being applied), or, on a follower, in a MemTable frozen at the end of
+ * an entry it has not published yet: both are filtered out by the snapshot.
  */
-static int view_get(struct engine *e, struct view *v, uint64_t at)
+static int view_get(struct engine *e, struct view *v, uint64_t at, uint64_t *snap)
 {
 	int rc;
 
+	*snap = at;
 	pthread_mutex_lock(&e->mem_mu);
 	if (at == SNAP_NOW || at >= e->rd.floor_seq) {
 		rc = view_take(e, v);
+		if (at == SNAP_NOW)
+			*snap = atomic_load_explicit(&e->visible_seq, memory_order_acquire);
 	} else {
 		/* an earlier state: in a view an install replaced, if it is still kept */
 		rc = -ESTALE;
@@ -168,6 +188,13 @@ static int view_get(struct engine *e, struct view *v, uint64_t at)
 	}
 	pthread_mutex_unlock(&e->mem_mu);
 	return rc;
+}
+
+/* e->rd.view_hook, for a read of the current state (tests only; reader.h). */
+static void call_view_hook(struct engine *e, uint64_t at)
+{
+	if (at == SNAP_NOW && e->rd.view_hook)
+		e->rd.view_hook(e->rd.view_hook_arg);
 }
 
 static void view_put(struct view *v)
@@ -225,16 +252,16 @@ static int view_merged_iter(const struct view *v, bool cached, struct kv_iter **
 static int lookup(struct engine *e, uint64_t at, const void *key, size_t klen, bool nowait,
                   void **val, size_t *vlen, bool *is_blob, struct blob_desc *d)
 {
-	uint64_t snap =
-	    at != SNAP_NOW ? at : atomic_load_explicit(&e->visible_seq, memory_order_acquire);
 	struct view w;
 	enum kv_type type = KV_DELETE;
 	const void *v = NULL;
 	void *owned = NULL;
 	size_t vn = 0;
-	uint64_t seq;
-	int found = 0, rc = view_get(e, &w, at);
+	uint64_t seq, snap;
+	int found = 0, rc;
 
+	call_view_hook(e, at);
+	rc = view_get(e, &w, at, &snap);
 	if (rc)
 		return rc;
 	for (size_t i = 0; i < w.nmems && !found; i++)
@@ -518,11 +545,12 @@ int engine_ref_prefetch(struct engine *e, const struct engine_ref *r, uint64_t o
 int read_merged_iter(struct engine *e, struct kv_iter **out, uint64_t *gen)
 {
 	struct view w = {0};
+	uint64_t snap; /* unused: the iterator has every version */
 	int rc;
 
 	mw_mutex_lock(&e->mu);
 	*gen = e->sst_gen;
-	rc = view_get(e, &w, SNAP_NOW);
+	rc = view_get(e, &w, SNAP_NOW, &snap);
 	mw_mutex_unlock(&e->mu);
 	if (rc)
 		return rc;
@@ -581,8 +609,7 @@ struct engine_iter {
 static int iter_new_at(struct engine *e, uint64_t at, bool nowait, const void *start, size_t slen,
                        const void *end, size_t elen, struct engine_iter **out)
 {
-	uint64_t snap =
-	    at != SNAP_NOW ? at : atomic_load_explicit(&e->visible_seq, memory_order_acquire);
+	uint64_t snap;
 	struct view w = {0};
 	struct kv_iter *mi = NULL;
 	struct engine_iter *it;
@@ -593,7 +620,8 @@ static int iter_new_at(struct engine *e, uint64_t at, bool nowait, const void *s
 		return -ENOMEM;
 	it->e = e;
 	it->nowait = nowait;
-	if ((rc = view_get(e, &w, at)))
+	call_view_hook(e, at);
+	if ((rc = view_get(e, &w, at, &snap)))
 		goto fail;
 	rc = view_merged_iter(&w, nowait, &mi);
 	view_put(&w);

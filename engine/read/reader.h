@@ -69,6 +69,14 @@ struct eng_reader {
 	uint64_t floor_seq;
 	struct old_view *old_views; /* ENGINE_OLD_VIEWS entries once one was kept [e->mem_mu] */
 	size_t nold_views;          /* entries of old_views in use [e->mem_mu] */
+	/*
+	 * Tests only (tests/unit/test_engine_concurrency.c): called by a point read or a scan
+	 * of the current state on its own thread, no lock held, right before it takes its
+	 * snapshot and view (read.c view_get()), so that a test can run a write, a flush and
+	 * a compaction at that instant; NULL otherwise.  Set before any read starts.
+	 */
+	void (*view_hook)(void *arg);
+	void *view_hook_arg; /* view_hook's argument */
 };
 
 /*
