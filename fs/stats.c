@@ -23,11 +23,9 @@ void mwfs_get_fsync_latency(struct mwfs *fs, struct mw_hist_snap *out)
 static void __attribute__((format(printf, 4, 5)))
 out(char *buf, size_t len, size_t *n, const char *fmt, ...)
 {
-	char scratch[1];
 	va_list ap;
 	va_start(ap, fmt);
-	int w = *n < len ? vsnprintf(buf + *n, len - *n, fmt, ap)
-	                 : vsnprintf(scratch, sizeof(scratch), fmt, ap);
+	int w = *n < len ? vsnprintf(buf + *n, len - *n, fmt, ap) : vsnprintf(NULL, 0, fmt, ap);
 	va_end(ap);
 	*n += w > 0 ? (size_t)w : 0;
 }
