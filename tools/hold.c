@@ -679,7 +679,12 @@ static size_t regions(void *arg, uint32_t rid, char *buf, size_t len)
 	if (rc == -ENOENT && !writer && h->l)
 		rc = region_holder_look(h->l, rid, &hi); /* followed, not watched: look once */
 	OUT("region %u %s\n", rid, path);
-	if (writer) {
+	if (writer && engine_write_error(e) == -ESTALE) {
+		OUT("  holder: another mount; this mount was FENCED here (it took the region over: "
+		    "memwalfs region list STORE names it); changes here fail with EIO until this "
+		    "mount is mounted again\n");
+		OUT("  WAL: this mount's writer stopped at position %" PRIu64 "\n", es.wal_next);
+	} else if (writer) {
 		ago(ls.last_renew_ms_ago >= 0 ? ls.last_renew_ms_ago / 1000.0 : 0, t, sizeof(t));
 		OUT("  holder: this mount (mount %s), epoch %" PRIu64 ", lease %u s, renewed %s "
 		    "ago%s\n",

@@ -181,6 +181,8 @@ fi
 expect_err "Input/output error" "region take by A of /rc (fenced there)" "$MW" region take "$a/rc"
 [ "$(cat "$b/rc/before-force")" = x ] || { echo "FAIL: A's fsynced file is missing at B after the forced take"; exit 1; }
 [ ! -e "$b/rc/late-a" ] || { echo "FAIL: A's write after the fence shows at B"; exit 1; }
+"$MW" region list "$a" | grep -A1 "^region [0-9]* /rc" | grep -q "FENCED" ||
+	{ "$MW" region list "$a"; echo "FAIL: region list at A does not say that A was fenced in /rc"; exit 1; }
 
 echo "-- 6. kill -9 of B: A takes region rb after B's lease"
 put "$b/rb/last" last
